@@ -1,0 +1,79 @@
+package dev.ringmaster.backend.cpu;
+
+/**
+ * Small element-wise and row-wise operations of the CPU backend on row-major f32 activations. The
+ * heavy products live in {@link CpuMatmul}; these touch activations only, so scalar code is fine.
+ */
+public final class CpuOps {
+  private CpuOps() {}
+
+  /**
+   * RMS-normalises {@code rows} rows of {@code dim} values (row stride {@code stride}, starting at
+   * {@code off}) in place and multiplies by {@code weight}, as transformers' RMSNorm in f32.
+   */
+  public static void rmsNorm(
+      float[] x, int off, int rows, int dim, int stride, float[] weight, double eps) {
+    for (int r = 0; r < rows; r++) {
+      int base = off + r * stride;
+      double sumSq = 0;
+      for (int i = 0; i < dim; i++) {
+        float v = x[base + i];
+        sumSq += v * v;
+      }
+      float variance = (float) (sumSq / dim);
+      float inv = (float) (1.0 / Math.sqrt(variance + (float) eps));
+      for (int i = 0; i < dim; i++) {
+        x[base + i] = weight[i] * (x[base + i] * inv);
+      }
+    }
+  }
+
+  /** {@code out[i] = silu(gate[i]) * up[i]}. */
+  public static void siluMul(float[] out, float[] gate, float[] up, int n) {
+    for (int i = 0; i < n; i++) {
+      float g = gate[i];
+      out[i] = (g / (1f + (float) Math.exp(-g))) * up[i];
+    }
+  }
+
+  /** {@code y[i] += x[i]} for {@code n} values. */
+  public static void addInPlace(float[] y, float[] x, int n) {
+    for (int i = 0; i < n; i++) {
+      y[i] += x[i];
+    }
+  }
+
+  /** {@code y[yOff + i] += a * x[xOff + i]}. */
+  public static void axpy(float a, float[] x, int xOff, float[] y, int yOff, int n) {
+    for (int i = 0; i < n; i++) {
+      y[yOff + i] += a * x[xOff + i];
+    }
+  }
+
+  /** Dot product of {@code n} values. */
+  public static float dot(float[] a, int aOff, float[] b, int bOff, int n) {
+    float s = 0;
+    for (int i = 0; i < n; i++) {
+      s += a[aOff + i] * b[bOff + i];
+    }
+    return s;
+  }
+
+  /** Softmax of {@code n} values at {@code off}, in place, in f32 with max subtraction. */
+  public static void softmax(float[] x, int off, int n) {
+    float max = Float.NEGATIVE_INFINITY;
+    for (int i = 0; i < n; i++) {
+      max = Math.max(max, x[off + i]);
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+      float e = (float) Math.exp(x[off + i] - max);
+      x[off + i] = e;
+      sum += e;
+    }
+    float inv = (float) (1.0 / sum);
+    for (int i = 0; i < n; i++) {
+      x[off + i] *= inv;
+    }
+  }
+}

@@ -1,0 +1,2 @@
+/** Backends: element types and the compute kernels each device provides. */
+package dev.ringmaster.backend;

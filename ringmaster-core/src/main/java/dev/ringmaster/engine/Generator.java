@@ -1,0 +1,88 @@
+package dev.ringmaster.engine;
+
+import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.model.arch.KvCache;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.function.IntPredicate;
+
+/**
+ * Generates one sequence on the CPU engine: one prefill forward over the prompt, then one decode
+ * step per token using the KV cache. Each new token is handed to a listener as soon as it exists
+ * (streaming); the listener may return false to stop.
+ */
+public final class Generator {
+  private final CausalLm model;
+
+  /** A generator over a loaded model. */
+  public Generator(CausalLm model) {
+    this.model = model;
+  }
+
+  /**
+   * Generates from {@code prompt}.
+   *
+   * @param prompt prompt token ids (at least one)
+   * @param params sampling and stopping
+   * @param eosIds end-of-sequence tokens (ignored with {@code ignoreEos})
+   * @param onToken called with each new token; returning false stops generation
+   */
+  public GenerationResult generate(
+      int[] prompt, SamplingParams params, int[] eosIds, IntPredicate onToken) {
+    int vocab = model.config().vocabSize();
+    if (prompt.length == 0) {
+      throw new IllegalArgumentException("the prompt is empty: give at least one token");
+    }
+    for (int id : prompt) {
+      if (id < 0 || id >= vocab) {
+        throw new IllegalArgumentException(
+            "prompt token id " + id + " is outside the vocabulary (0.." + (vocab - 1) + ")");
+      }
+    }
+    int maxLen = model.config().maxPositionEmbeddings();
+    if (prompt.length + params.maxNewTokens() > maxLen) {
+      throw new IllegalArgumentException(
+          "prompt ("
+              + prompt.length
+              + " tokens) plus max new tokens ("
+              + params.maxNewTokens()
+              + ") exceeds the model's context of "
+              + maxLen
+              + " tokens");
+    }
+    Set<Integer> stops = new HashSet<>(params.stopTokenIds());
+    if (!params.ignoreEos()) {
+      for (int e : eosIds) {
+        stops.add(e);
+      }
+    }
+    Sampler sampler = new Sampler(params);
+    KvCache cache = model.newCache();
+    int[] out = new int[params.maxNewTokens()];
+    int produced = 0;
+    String finish = "length";
+    if (params.maxNewTokens() == 0) {
+      return new GenerationResult(prompt, new int[0], finish, 0, 0);
+    }
+    long t0 = System.nanoTime();
+    float[] logits = model.forwardAll(prompt, cache);
+    int next = sampler.sample(logits, (prompt.length - 1) * vocab, vocab);
+    long t1 = System.nanoTime();
+    while (true) {
+      out[produced++] = next;
+      boolean keepGoing = onToken.test(next);
+      if (stops.contains(next)) {
+        finish = "stop";
+        break;
+      }
+      if (!keepGoing || produced == params.maxNewTokens()) {
+        break;
+      }
+      logits = model.forwardAll(new int[] {next}, cache);
+      next = sampler.sample(logits, 0, vocab);
+    }
+    long t2 = System.nanoTime();
+    return new GenerationResult(
+        prompt, java.util.Arrays.copyOf(out, produced), finish, (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+  }
+}

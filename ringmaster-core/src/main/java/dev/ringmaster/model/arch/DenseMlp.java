@@ -1,0 +1,24 @@
+package dev.ringmaster.model.arch;
+
+import dev.ringmaster.backend.cpu.CpuOps;
+
+/**
+ * SwiGLU MLP: {@code down(silu(gate(x)) * up(x))}. Used for dense layers, shared experts and (with
+ * one instance per expert) routed experts.
+ *
+ * @param gate gate projection {@code [inter, hidden]}
+ * @param up up projection {@code [inter, hidden]}
+ * @param down down projection {@code [hidden, inter]}
+ */
+public record DenseMlp(Linear gate, Linear up, Linear down) implements Mlp {
+  @Override
+  public void forward(float[] out, float[] x, int n) {
+    int inter = gate.out();
+    float[] g = new float[n * inter];
+    float[] u = new float[n * inter];
+    gate.apply(g, x, n);
+    up.apply(u, x, n);
+    CpuOps.siluMul(g, g, u, n * inter);
+    down.apply(out, g, n);
+  }
+}

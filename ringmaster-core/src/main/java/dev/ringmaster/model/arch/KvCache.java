@@ -1,0 +1,86 @@
+package dev.ringmaster.model.arch;
+
+import dev.ringmaster.model.config.ModelConfig;
+import java.util.Arrays;
+
+/**
+ * The attention cache of one sequence on the CPU, per layer two row-major arrays indexed by
+ * position. For MLA they hold the compressed latent ({@code kv_lora_rank} values, after its norm)
+ * and the shared rotary key ({@code qk_rope_head_dim}, after rotation) — the absorbed-form cache,
+ * not per-head keys and values. For GQA they hold keys (after norm and rotation) and values.
+ */
+public final class KvCache {
+  private final int widthA;
+  private final int widthB;
+  private final float[][] a;
+  private final float[][] b;
+  private int capacity;
+  private int length;
+
+  /** An empty cache for a model. */
+  public KvCache(ModelConfig cfg) {
+    this(
+        cfg.numLayers(),
+        cfg.architecture().usesMla() ? cfg.kvLoraRank() : cfg.numKvHeads() * cfg.headDim(),
+        cfg.architecture().usesMla() ? cfg.qkRopeHeadDim() : cfg.numKvHeads() * cfg.headDim());
+  }
+
+  /** An empty cache with explicit row widths (used for tensor-parallel shards). */
+  public KvCache(int layers, int widthA, int widthB) {
+    this.widthA = widthA;
+    this.widthB = widthB;
+    this.a = new float[layers][0];
+    this.b = new float[layers][0];
+  }
+
+  /** Bytes per token across all layers, in f32. */
+  public static long bytesPerToken(ModelConfig cfg) {
+    return 4L * cfg.numLayers() * cfg.kvValuesPerTokenPerLayer();
+  }
+
+  /** Tokens stored. */
+  public int length() {
+    return length;
+  }
+
+  /** Sets the number of valid tokens (after a forward step wrote them, or to roll back). */
+  public void setLength(int length) {
+    if (length < 0 || length > capacity) {
+      throw new IllegalArgumentException("length " + length + " outside 0.." + capacity);
+    }
+    this.length = length;
+  }
+
+  /** Makes room for {@code tokens} positions in every layer. */
+  public void ensureCapacity(int tokens) {
+    if (tokens <= capacity) {
+      return;
+    }
+    int newCap = Math.max(tokens, Math.max(16, capacity * 2));
+    for (int l = 0; l < a.length; l++) {
+      a[l] = Arrays.copyOf(a[l], newCap * widthA);
+      b[l] = Arrays.copyOf(b[l], newCap * widthB);
+    }
+    capacity = newCap;
+  }
+
+  /** First array of a layer (MLA latent, or GQA keys), row-major by position. */
+  public float[] a(int layer) {
+    return a[layer];
+  }
+
+  /** Second array of a layer (MLA rotary key, or GQA values), row-major by position. */
+  public float[] b(int layer) {
+    return b[layer];
+  }
+
+  /** Row width of {@link #a}. */
+  public int widthA() {
+    return widthA;
+  }
+
+  /** Row width of {@link #b}. */
+  public int widthB() {
+    return widthB;
+  }
+}

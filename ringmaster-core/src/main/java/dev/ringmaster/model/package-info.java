@@ -1,0 +1,2 @@
+/** Models: configuration, weights, tokenizer and architectures. */
+package dev.ringmaster.model;

@@ -1,0 +1,2 @@
+/** Safetensors checkpoints (single file or sharded), memory-mapped through the FFM API. */
+package dev.ringmaster.model.weights;

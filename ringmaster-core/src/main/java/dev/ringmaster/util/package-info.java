@@ -1,0 +1,2 @@
+/** Small utilities shared by all layers: progress reporting. */
+package dev.ringmaster.util;

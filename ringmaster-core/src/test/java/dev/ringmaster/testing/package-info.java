@@ -1,0 +1,2 @@
+/** Test helpers shared by the core module's tests. */
+package dev.ringmaster.testing;
