@@ -145,6 +145,122 @@ CONVERSATIONS = [
 ]
 
 
+def byte_level_alphabet():
+    """GPT-2's byte-to-character table: printable bytes stand for themselves."""
+    printable = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, shifted = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + shifted)
+            shifted += 1
+    return [chars[b] for b in range(256)]
+
+
+TINY_MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), ("Ġ", "w"), ("o", "r"),
+               ("Ġw", "or"), ("Ġwor", "l"), ("Ġworl", "d"), ("Ġ", "h"), ("Ġh", "e"), ("Ġhe", "ll"),
+               ("Ġhell", "o"), ("1", "2"), ("12", "3"), ("Ã", "©")]
+
+
+def tiny_byte_level(pair_merges):
+    """A small byte-level BPE tokenizer exercising normalizer, split, added tokens and template."""
+    vocab = {c: i for i, c in enumerate(byte_level_alphabet())}
+    for a, b in TINY_MERGES:
+        vocab.setdefault(a + b, len(vocab))
+    added = [
+        ("<s>", True, {}), ("</s>", True, {}), ("<mask>", True, {"lstrip": True}),
+        ("[SEP]", False, {"rstrip": True}), ("word", False, {"single_word": True, "normalized": True}),
+    ]
+    added_tokens = []
+    for content, special, flags in added:
+        added_tokens.append({
+            "id": len(vocab) + len(added_tokens), "content": content,
+            "single_word": flags.get("single_word", False), "lstrip": flags.get("lstrip", False),
+            "rstrip": flags.get("rstrip", False), "normalized": flags.get("normalized", False),
+            "special": special,
+        })
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens,
+        "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}]},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]},
+        "post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                       {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {t["content"]: {"id": t["content"], "ids": [t["id"]], "tokens": [t["content"]]}
+                               for t in added_tokens[:2]}},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": False, "vocab": vocab,
+                  "merges": [[a, b] if pair_merges else f"{a} {b}" for a, b in TINY_MERGES]},
+    }
+
+
+def tiny_byte_fallback():
+    """A sentencepiece-style BPE with byte_fallback, unk and a Replace/ByteFallback/Strip decoder."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    merges = [("▁", "h"), ("e", "l"), ("▁h", "el"), ("▁hel", "l"), ("▁hell", "o"), ("▁", "w"), ("o", "r")]
+    for c in "▁helowrdé":
+        vocab.setdefault(c, len(vocab))
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for c, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": [[a, b] for a, b in merges]},
+    }
+
+
+TINY_TEXTS = [
+    "", "hello world", "hello  world", "Hello World", "hellohello", "ｈｅｌｌｏ ｗｏｒｌｄ", "1234567",
+    "é café", "hello <s>world</s>", "<s><s>", "a <mask> b", "a   <mask>b", "x [SEP]   y", "[SEP]",
+    "word words sword word_ a-word word.", "wordword", "hello\nworld\t!", "日本 😀",
+]
+
+
+def write_tiny_fixtures():
+    """The tiny tokenizers and what Hugging Face `tokenizers` makes of TINY_TEXTS with them."""
+    files = {
+        "tiny_bytelevel_string_merges.json": tiny_byte_level(pair_merges=False),
+        "tiny_bytelevel_pair_merges.json": tiny_byte_level(pair_merges=True),
+        "tiny_byte_fallback.json": tiny_byte_fallback(),
+    }
+    reference = {}
+    for name, content in files.items():
+        path = OUT.parent / name
+        path.write_text(json.dumps(content, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        tok = Tokenizer.from_file(str(path))
+        reference[name] = [{
+            "text": t,
+            "ids_with_special": tok.encode(t).ids,
+            "ids_without_special": tok.encode(t, add_special_tokens=False).ids,
+            "decoded_with_special": tok.decode(tok.encode(t).ids, skip_special_tokens=False),
+            "decoded_skip_special": tok.decode(tok.encode(t).ids, skip_special_tokens=True),
+        } for t in TINY_TEXTS]
+    out = OUT.parent / "tiny_reference.json"
+    out.write_text(compact_json(reference), encoding="utf-8")
+    print(f"wrote {out} and {len(files)} tiny tokenizers")
+
+
 def compact_json(reference):
     """One case per line: readable diffs without an id per line."""
     lines = ["{"]
@@ -207,6 +323,7 @@ def main():
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(compact_json(reference), encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(cases)} texts, {len(chats)} chats)")
+    write_tiny_fixtures()
 
 
 if __name__ == "__main__":
