@@ -5,8 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.GenerationResult;
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
-import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.tokenizer.ChatMessage;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.model.tokenizer.StreamDecoder;
@@ -66,21 +66,13 @@ final class GenerateCommand implements Callable<Integer> {
   @Option(names = "--chat", description = "Wrap the prompt in the model's chat template.")
   boolean chat;
 
-  @Option(
-      names = "--device",
-      defaultValue = "cpu",
-      description = "auto, cpu or cuda (default: ${DEFAULT-VALUE}).")
-  String device;
+  @picocli.CommandLine.Mixin EngineOptions engine = new EngineOptions();
 
   @Option(names = "--json", description = "Print one JSON object instead of streaming text.")
   boolean json;
 
   @Override
   public Integer call() throws Exception {
-    if (!device.equals("cpu") && !device.equals("auto")) {
-      throw new UserError(
-          "--device " + device + ": only the CPU backend is available in this build (use cpu)");
-    }
     Path dir = DefaultModel.resolve(model);
     if ((prompt == null) == (promptIds == null)) {
       throw new UserError("give either a prompt text or --prompt-ids (exactly one)");
@@ -108,7 +100,7 @@ final class GenerateCommand implements Callable<Integer> {
     SamplingParams params =
         new SamplingParams(temperature, topP, topK, seed, maxNewTokens, ignoreEos, List.of());
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-    try (CausalLm lm = CausalLm.load(dir)) {
+    try (LanguageModel lm = engine.open(dir)) {
       System.err.printf(
           "model: %s (%s, %d layers, %.1f MB of weights); KV cache: %d bytes per token%n",
           dir,
