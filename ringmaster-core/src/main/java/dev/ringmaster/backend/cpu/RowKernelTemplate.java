@@ -23,11 +23,12 @@ import jdk.incubator.vector.VectorSpecies;
  * dtype branches in {@link #load} and {@link #scalar} then vanish from the compiled loops.
  *
  * <p>Tiles: for one token, 4 weight rows share each input vector (4 independent accumulators hide
- * the FMA latency); for several tokens, 2 weight rows times 4 tokens (8 accumulators) share each
- * decoded weight vector. Row groups and token blocks are sized so the rows being reused stay in
- * cache while each weight byte is read from memory once per call. Short tiles repeat their last row
- * or token and write the same value twice, so every (row, token) result is computed by the same
- * sequence of operations whatever the tiling: results do not depend on batch size or threads.
+ * the FMA latency; 2 rows for f16, whose decoding is longer); for several tokens, 2 weight rows
+ * times 4 tokens (8 accumulators) share each decoded weight vector. Row groups and token blocks are
+ * sized so the rows being reused stay in cache while each weight byte is read from memory once per
+ * call. Short tiles repeat their last row or token and write the same value twice, so every (row,
+ * token) result is computed by the same sequence of operations whatever the tiling: results do not
+ * depend on batch size or threads.
  *
  * <p>Weights are read with unaligned vector loads straight from the segment: safetensors offsets
  * only guarantee element alignment (2 bytes for bf16).
@@ -42,6 +43,7 @@ final class RowKernelTemplate implements RowKernel {
   private static final int LANES = F.length();
   private static final boolean F32 = SPEC.dtype() == DType.F32;
   private static final boolean BF16 = SPEC.dtype() == DType.BF16;
+  private static final boolean F16 = SPEC.dtype() == DType.F16;
   private static final long BYTES = SPEC.dtype().bytes();
   private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
   private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
@@ -81,7 +83,7 @@ final class RowKernelTemplate implements RowKernel {
       int[] outOffsets) {
     long rowBytes = cols * BYTES;
     int n = xOffsets.length;
-    if (n == 1) {
+    if (n == 1 && !F16) {
       int last = r1 - 1;
       for (int r = r0; r < r1; r += 4) {
         tile4x1(
@@ -96,6 +98,15 @@ final class RowKernelTemplate implements RowKernel {
             xOffsets[0],
             out,
             outOffsets[0]);
+      }
+      return;
+    }
+    if (n == 1) {
+      // Four inlined f16 decodes exceed the JIT's inlining budget (a call left out of line boxes
+      // every vector), so f16 pairs rows instead.
+      int last = r1 - 1;
+      for (int r = r0; r < r1; r += 2) {
+        tile2x1(w, rowBytes, cols, r, Math.min(r + 1, last), x, xOffsets[0], out, outOffsets[0]);
       }
       return;
     }
@@ -180,6 +191,41 @@ final class RowKernelTemplate implements RowKernel {
     out[oo + rb] = sb;
     out[oo + rc] = sc;
     out[oo + rd] = sd;
+  }
+
+  /** Rows ra, rb times one token. */
+  private static void tile2x1(
+      MemorySegment w,
+      long rowBytes,
+      int cols,
+      int ra,
+      int rb,
+      float[] x,
+      int xo,
+      float[] out,
+      int oo) {
+    long wa = ra * rowBytes;
+    long wb = rb * rowBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    int bound = F.loopBound(cols);
+    int c = 0;
+    for (; c < bound; c += LANES) {
+      FloatVector xv = FloatVector.fromArray(F, x, xo + c);
+      long off = c * BYTES;
+      aa = load(w, wa + off).fma(xv, aa);
+      ab = load(w, wb + off).fma(xv, ab);
+    }
+    float sa = aa.reduceLanes(VectorOperators.ADD);
+    float sb = ab.reduceLanes(VectorOperators.ADD);
+    for (; c < cols; c++) {
+      float xc = x[xo + c];
+      long off = c * BYTES;
+      sa = Math.fma(scalar(w, wa + off), xc, sa);
+      sb = Math.fma(scalar(w, wb + off), xc, sb);
+    }
+    out[oo + ra] = sa;
+    out[oo + rb] = sb;
   }
 
   /** Rows ra, rb times tokens a..d. */
@@ -290,20 +336,24 @@ final class RowKernelTemplate implements RowKernel {
 
   /**
    * f16 to f32 on sign-extended 16-bit lanes (the Vector API has no f16 conversion). Normal numbers
-   * rebias the exponent (+112); infinities and NaNs rebias to 255; subnormals are scaled from their
-   * integer mantissa, which avoids arithmetic on f32 subnormals.
+   * rebias the exponent (+112); infinities and NaNs rebias to 255 and NaNs come out quiet, as from
+   * {@link Float#float16ToFloat}; subnormals are scaled from their integer mantissa, which avoids
+   * slow arithmetic on f32 subnormals. Flags are computed arithmetically rather than with masked
+   * operations, which AVX2 lacks and the Vector API would then emulate.
    */
   private static FloatVector f16ToF32(IntVector bits) {
     IntVector magnitude = bits.and(0x7fff);
-    IntVector rebiased = magnitude.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
-    rebiased = rebiased.add(0x38000000, magnitude.compare(VectorOperators.GE, 0x7c00));
-    // NaNs come out quiet, as from Float.float16ToFloat and the hardware conversion.
-    rebiased =
-        rebiased.lanewise(
-            VectorOperators.OR, 0x00400000, magnitude.compare(VectorOperators.GT, 0x7c00));
+    IntVector infOrNan = magnitude.add(0x0400).lanewise(VectorOperators.LSHR, 15); // 1 if >= 0x7c00
+    IntVector nan = magnitude.add(0x03ff).lanewise(VectorOperators.LSHR, 15); // 1 if > 0x7c00
+    IntVector normal =
+        magnitude
+            .lanewise(VectorOperators.LSHL, 13)
+            .add(0x38000000)
+            .add(infOrNan.neg().and(0x38000000))
+            .or(nan.lanewise(VectorOperators.LSHL, 22));
     IntVector subnormal =
         ((FloatVector) magnitude.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts();
-    IntVector unsigned = rebiased.blend(subnormal, magnitude.compare(VectorOperators.LT, 0x0400));
+    IntVector unsigned = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, 0x0400));
     return unsigned.or(bits.and(0x80000000)).reinterpretAsFloats();
   }
 
