@@ -175,10 +175,10 @@ final class RowKernelTemplate implements RowKernel {
       ac = load(w, wc + off).fma(xv, ac);
       ad = load(w, wd + off).fma(xv, ad);
     }
-    float sa = aa.reduceLanes(VectorOperators.ADD);
-    float sb = ab.reduceLanes(VectorOperators.ADD);
-    float sc = ac.reduceLanes(VectorOperators.ADD);
-    float sd = ad.reduceLanes(VectorOperators.ADD);
+    float sa = sum(aa);
+    float sb = sum(ab);
+    float sc = sum(ac);
+    float sd = sum(ad);
     for (; c < cols; c++) {
       float xc = x[xo + c];
       long off = c * BYTES;
@@ -216,8 +216,8 @@ final class RowKernelTemplate implements RowKernel {
       aa = load(w, wa + off).fma(xv, aa);
       ab = load(w, wb + off).fma(xv, ab);
     }
-    float sa = aa.reduceLanes(VectorOperators.ADD);
-    float sb = ab.reduceLanes(VectorOperators.ADD);
+    float sa = sum(aa);
+    float sb = sum(ab);
     for (; c < cols; c++) {
       float xc = x[xo + c];
       long off = c * BYTES;
@@ -274,14 +274,14 @@ final class RowKernelTemplate implements RowKernel {
       ad = va.fma(x3, ad);
       bd = vb.fma(x3, bd);
     }
-    float saa = aa.reduceLanes(VectorOperators.ADD);
-    float sab = ab.reduceLanes(VectorOperators.ADD);
-    float sac = ac.reduceLanes(VectorOperators.ADD);
-    float sad = ad.reduceLanes(VectorOperators.ADD);
-    float sba = ba.reduceLanes(VectorOperators.ADD);
-    float sbb = bb.reduceLanes(VectorOperators.ADD);
-    float sbc = bc.reduceLanes(VectorOperators.ADD);
-    float sbd = bd.reduceLanes(VectorOperators.ADD);
+    float saa = sum(aa);
+    float sab = sum(ab);
+    float sac = sum(ac);
+    float sad = sum(ad);
+    float sba = sum(ba);
+    float sbb = sum(bb);
+    float sbc = sum(bc);
+    float sbd = sum(bd);
     for (; c < cols; c++) {
       long off = c * BYTES;
       float wva = scalar(w, wa + off);
@@ -363,5 +363,18 @@ final class RowKernelTemplate implements RowKernel {
     }
     short bits = w.get(I16_LE, byteOffset);
     return BF16 ? Float.intBitsToFloat(bits << 16) : Float.float16ToFloat(bits);
+  }
+
+  /**
+   * Sums the lanes in a fixed order. {@code reduceLanes(ADD)} may add in a different order when
+   * compiled than when interpreted, which made results depend on JIT state; a fixed order keeps
+   * every result bitwise reproducible (greedy decoding must not depend on batching or warm-up).
+   */
+  private static float sum(FloatVector v) {
+    float s = 0f;
+    for (int i = 0; i < LANES; i++) {
+      s += v.lane(i);
+    }
+    return s;
   }
 }
