@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
       GenerateCommand.class,
       TokenizeCommand.class,
       ModelCommand.class,
+      BenchCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {
