@@ -15,11 +15,11 @@ import picocli.CommandLine.Option;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Benchmarks.",
-    subcommands = {BenchCommand.CpuMatmul.class})
+    subcommands = {BenchCommand.CpuMatmul.class, BenchCommand.OneBatch.class})
 final class BenchCommand implements Runnable {
   @Override
   public void run() {
-    throw new UserError("choose a benchmark: bench cpu-matmul");
+    throw new UserError("choose a benchmark: bench cpu-matmul | bench one-batch");
   }
 
   /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
@@ -88,6 +88,85 @@ final class BenchCommand implements Runnable {
             "ringmaster bench cpu-matmul",
             new ObjectMapper().readTree(js),
             "memory read bandwidth measured in the same run (streaming sum)");
+      }
+      return 0;
+    }
+  }
+
+  /** {@code ringmaster bench one-batch}: prefill and decode latency of static batches. */
+  @Command(
+      name = "one-batch",
+      mixinStandardHelpOptions = true,
+      description =
+          "Prefill and decode latency and throughput of one static batch per batch size, without"
+              + " a server (like sglang.bench_one_batch).")
+  static final class OneBatch implements Callable<Integer> {
+    @Option(names = "--model", description = "Model directory (default: the embedded model).")
+    Path model;
+
+    @picocli.CommandLine.Mixin EngineOptions engine = new EngineOptions();
+
+    @Option(names = "--batch-size", split = ",", defaultValue = "1", description = "e.g. 1,8,32.")
+    List<Integer> batchSizes;
+
+    @Option(names = "--input-len", defaultValue = "512", description = "Prompt tokens.")
+    int inputLen;
+
+    @Option(names = "--output-len", defaultValue = "128", description = "Decode steps.")
+    int outputLen;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Seed of the random prompts.")
+    long seed;
+
+    @Option(names = "--json", description = "Print the results as JSON.")
+    boolean json;
+
+    @Option(names = "--history", description = "Append the results to this history file (JSONL).")
+    Path history;
+
+    @Override
+    public Integer call() throws Exception {
+      Path dir = DefaultModel.resolve(model);
+      try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
+        var results =
+            dev.ringmaster.engine.bench.OneBatchBenchmark.run(
+                lm, batchSizes, inputLen, outputLen, seed, System.err);
+        ObjectMapper m = new ObjectMapper();
+        var node = m.createObjectNode();
+        node.put("model", dir.toString());
+        node.put("device", engine.device);
+        node.put("tp_size", engine.parallel().tpSize());
+        node.put("ep_size", engine.parallel().epSize());
+        node.set("results", m.valueToTree(results));
+        if (json) {
+          System.out.println(m.writeValueAsString(node));
+        } else {
+          System.out.printf(
+              "%6s %9s %12s %14s %12s%n", "batch", "prefill", "prefill", "decode", "decode");
+          System.out.printf("%6s %9s %12s %14s %12s%n", "", "ms", "tok/s", "ms/step", "tok/s");
+          for (var r : results) {
+            System.out.printf(
+                "%6d %9.1f %12.0f %14.2f %12.1f%n",
+                r.batchSize(),
+                r.prefillMs(),
+                r.prefillTokensPerS(),
+                r.decodeMedianMs(),
+                r.decodeTokensPerS());
+          }
+        }
+        if (history != null) {
+          BenchmarkHistory.append(
+              history,
+              "one-batch",
+              "ringmaster bench one-batch --batch-size "
+                  + batchSizes
+                  + " --input-len "
+                  + inputLen
+                  + " --output-len "
+                  + outputLen,
+              node,
+              "none (absolute figures)");
+        }
       }
       return 0;
     }
