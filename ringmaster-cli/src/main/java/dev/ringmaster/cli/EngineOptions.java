@@ -1,5 +1,6 @@
 package dev.ringmaster.cli;
 
+import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelCausalLm;
@@ -38,6 +39,14 @@ final class EngineOptions {
       description = "auto, ring, oneshot, twoshot (default: ${DEFAULT-VALUE}).")
   String allreduce;
 
+  @Option(names = "--cpu-threads", description = "CPU kernel threads (default: all cores).")
+  Integer cpuThreads;
+
+  @Option(
+      names = "--cpu-vector-bits",
+      description = "CPU vector width: 128, 256, 512 or 0 for the CPU's preferred width.")
+  Integer cpuVectorBits;
+
   /** The parallel layout the flags describe. */
   ParallelConfig parallel() {
     int tp = tpSize == 1 && epSize > 1 ? epSize : tpSize;
@@ -49,6 +58,12 @@ final class EngineOptions {
     if (!device.equals("cpu") && !device.equals("auto")) {
       throw new UserError(
           "--device " + device + ": only the CPU backend is available in this build (use cpu)");
+    }
+    if (cpuThreads != null) {
+      CpuKernels.setThreads(cpuThreads);
+    }
+    if (cpuVectorBits != null) {
+      CpuKernels.setVectorBits(cpuVectorBits);
     }
     ParallelConfig p = parallel();
     if (p.tpSize() == 1) {

@@ -44,16 +44,23 @@ public final class Main implements Runnable {
    */
   private static int handleError(Exception e, CommandLine cl, CommandLine.ParseResult parseResult) {
     PrintWriter err = cl.getErr();
-    if (e instanceof ModelLoadException
-        || e instanceof IllegalArgumentException
-        || e instanceof UserError
-        || e instanceof java.io.UncheckedIOException
-        || e.getClass().getSimpleName().equals("TokenizerLoadException")) {
-      err.println("error: " + e.getMessage());
-      err.flush();
-      return 2;
+    // A failure on a parallel rank arrives wrapped; report the rank's own user-facing cause.
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (isUserFacing(t)) {
+        err.println("error: " + t.getMessage());
+        err.flush();
+        return 2;
+      }
     }
     e.printStackTrace(err);
     return 1;
+  }
+
+  private static boolean isUserFacing(Throwable t) {
+    return t instanceof ModelLoadException
+        || t instanceof IllegalArgumentException
+        || t instanceof UserError
+        || t instanceof java.io.UncheckedIOException
+        || t instanceof dev.ringmaster.model.tokenizer.TokenizerLoadException;
   }
 }

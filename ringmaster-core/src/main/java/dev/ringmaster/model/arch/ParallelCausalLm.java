@@ -1,6 +1,7 @@
 package dev.ringmaster.model.arch;
 
 import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveStats;
 import dev.ringmaster.parallel.LocalWorld;
@@ -24,6 +25,8 @@ public final class ParallelCausalLm implements LanguageModel {
 
   /** Loads every rank's shard of {@code dir}, in parallel. */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, AllReduceAlgorithm algo) {
+    // Fail on indivisible dimensions (or a bad model directory) before starting any rank.
+    ShardPlan.check(ModelConfigParser.parse(dir), parallel);
     LocalWorld world = LocalWorld.create(parallel.tpSize(), algo);
     List<CausalLm> ranks =
         world.call(g -> CausalLm.load(dir, new RankContext(g.rank(), parallel, g)));
