@@ -1,5 +1,7 @@
 package dev.ringmaster.model.arch;
 
+import dev.ringmaster.backend.cpu.CpuMatmul;
+import dev.ringmaster.backend.cpu.CpuOps;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -83,21 +85,44 @@ public final class MoeMlp implements Mlp {
         byExpert.get(local).add(slot);
       }
     }
-    float[][] result = new float[n * topK][];
+    // All experts' projections run as one parallel region (a step touching a few small experts
+    // still uses every core); each reads its weights once for all of its tokens.
+    List<Integer> active = new ArrayList<>();
+    List<int[]> rowsOf = new ArrayList<>();
     for (int e = 0; e < experts.length; e++) {
       List<Integer> slots = byExpert.get(e);
-      if (slots.isEmpty()) {
-        continue;
+      if (!slots.isEmpty()) {
+        active.add(e);
+        rowsOf.add(slots.stream().mapToInt(slot -> slot / topK).toArray());
       }
-      int m = slots.size();
-      float[] in = new float[m * hidden];
-      for (int r = 0; r < m; r++) {
-        System.arraycopy(x, (slots.get(r) / topK) * hidden, in, r * hidden, hidden);
-      }
-      float[] y = new float[m * hidden];
-      experts[e].forward(y, in, m);
-      for (int r = 0; r < m; r++) {
-        result[slots.get(r)] = Arrays.copyOfRange(y, r * hidden, (r + 1) * hidden);
+    }
+    float[][] gate = new float[active.size()][];
+    float[][] up = new float[active.size()][];
+    List<CpuMatmul.Job> jobs = new ArrayList<>();
+    for (int a = 0; a < active.size(); a++) {
+      DenseMlp mlp = experts[active.get(a)];
+      int m = rowsOf.get(a).length;
+      gate[a] = new float[m * mlp.gate().out()];
+      up[a] = new float[m * mlp.up().out()];
+      jobs.add(new CpuMatmul.Job(mlp.gate().weight(), x, rowsOf.get(a), gate[a]));
+      jobs.add(new CpuMatmul.Job(mlp.up().weight(), x, rowsOf.get(a), up[a]));
+    }
+    CpuMatmul.matmulMany(jobs);
+    jobs.clear();
+    float[][] down = new float[active.size()][];
+    for (int a = 0; a < active.size(); a++) {
+      DenseMlp mlp = experts[active.get(a)];
+      int m = rowsOf.get(a).length;
+      CpuOps.siluMul(gate[a], gate[a], up[a], m * mlp.gate().out());
+      down[a] = new float[m * hidden];
+      jobs.add(CpuMatmul.Job.of(mlp.down().weight(), gate[a], m, down[a]));
+    }
+    CpuMatmul.matmulMany(jobs);
+    float[][] result = new float[n * topK][];
+    for (int a = 0; a < active.size(); a++) {
+      List<Integer> slots = byExpert.get(active.get(a));
+      for (int r = 0; r < slots.size(); r++) {
+        result[slots.get(r)] = Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
       }
     }
     return result;
