@@ -6,6 +6,7 @@ import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveOp;
 import dev.ringmaster.parallel.LocalWorld;
 import dev.ringmaster.parallel.LocalWorldConfig;
+import dev.ringmaster.parallel.ProcessGroup;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,6 +27,8 @@ import java.util.Locale;
  * host (and are thread-contention numbers when ranks outnumber cores), not interconnect bandwidth.
  */
 public final class CollectiveBenchmark {
+  private static final int JIT_WARMUP_ITERATIONS = 500;
+
   private CollectiveBenchmark() {}
 
   /** Runs the benchmark; results are ordered by algorithm, then size. */
@@ -35,9 +38,18 @@ public final class CollectiveBenchmark {
             ? options.algorithms()
             : Collections.singletonList(null);
     int[] counts = counts(options);
+    LocalWorld world =
+        LocalWorld.create(
+            LocalWorldConfig.of(options.worldSize(), AllReduceAlgorithm.AUTO)
+                .withChunkElements(options.chunkElements()));
+    // One world; for each size every algorithm in turn, so that slow drift of the machine (JIT,
+    // other load) does not favour whichever algorithm happens to run last.
+    List<RankTimes> perRank = world.call(group -> measure(group, options, algorithms, counts));
     List<BenchmarkResult> results = new ArrayList<>();
-    for (AllReduceAlgorithm algorithm : algorithms) {
-      results.addAll(runAlgorithm(options, algorithm, counts));
+    for (int a = 0; a < algorithms.size(); a++) {
+      for (int s = 0; s < counts.length; s++) {
+        results.add(result(options, algorithms.get(a), counts[s], perRank, a, s));
+      }
     }
     return results;
   }
@@ -54,63 +66,68 @@ public final class CollectiveBenchmark {
     return counts.stream().mapToInt(Integer::intValue).toArray();
   }
 
-  private record RankTimes(long[][] nanos, boolean[] correct) {}
+  /** One rank's timings, [algorithm][size][iteration], and checks, [algorithm][size]. */
+  private record RankTimes(long[][][] nanos, boolean[][] correct) {}
 
-  private static List<BenchmarkResult> runAlgorithm(
-      BenchmarkOptions o, AllReduceAlgorithm algorithm, int[] counts) {
-    LocalWorldConfig config =
-        LocalWorldConfig.of(o.worldSize(), algorithm == null ? AllReduceAlgorithm.AUTO : algorithm)
-            .withChunkElements(o.chunkElements());
-    LocalWorld world = LocalWorld.create(config);
-    List<RankTimes> perRank =
-        world.call(
-            group -> {
-              long[][] nanos = new long[counts.length][o.iterations()];
-              boolean[] correct = new boolean[counts.length];
-              for (int s = 0; s < counts.length; s++) {
-                Workload w =
-                    new Workload(group, o.op(), config.algorithm(), counts[s]); // AUTO stays AUTO
-                for (int i = 0; i < o.warmupIterations(); i++) {
-                  w.prepare();
-                  w.execute();
-                }
-                for (int i = 0; i < o.iterations(); i++) {
-                  w.prepare();
-                  group.barrier();
-                  long start = System.nanoTime();
-                  w.execute();
-                  nanos[s][i] = System.nanoTime() - start;
-                }
-                correct[s] = w.check();
-              }
-              return new RankTimes(nanos, correct);
-            });
-    List<BenchmarkResult> results = new ArrayList<>();
-    double busFactor = o.op().busBandwidthFactor(o.worldSize());
-    for (int s = 0; s < counts.length; s++) {
-      long[] slowest = new long[o.iterations()];
-      boolean correct = true;
-      for (RankTimes t : perRank) {
-        for (int i = 0; i < slowest.length; i++) {
-          slowest[i] = Math.max(slowest[i], t.nanos()[s][i]);
-        }
-        correct &= t.correct()[s];
+  private static RankTimes measure(
+      ProcessGroup group, BenchmarkOptions o, List<AllReduceAlgorithm> algorithms, int[] counts) {
+    long[][][] nanos = new long[algorithms.size()][counts.length][o.iterations()];
+    boolean[][] correct = new boolean[algorithms.size()][counts.length];
+    // Compile the hot paths before anything is timed.
+    for (AllReduceAlgorithm algorithm : algorithms) {
+      Workload jit = new Workload(group, o.op(), algorithm, counts[0]);
+      for (int i = 0; i < JIT_WARMUP_ITERATIONS; i++) {
+        jit.prepare();
+        jit.execute();
       }
-      double seconds = median(slowest) * 1e-9;
-      long bytes = Workload.bytes(o.op(), o.worldSize(), counts[s]);
-      double algbw = bytes / seconds / 1e9;
-      results.add(
-          new BenchmarkResult(
-              o.op(),
-              algorithm,
-              o.worldSize(),
-              bytes,
-              seconds * 1e6,
-              algbw,
-              algbw * busFactor,
-              correct));
     }
-    return results;
+    for (int s = 0; s < counts.length; s++) {
+      for (int a = 0; a < algorithms.size(); a++) {
+        Workload w = new Workload(group, o.op(), algorithms.get(a), counts[s]);
+        for (int i = 0; i < o.warmupIterations(); i++) {
+          w.prepare();
+          w.execute();
+        }
+        for (int i = 0; i < o.iterations(); i++) {
+          w.prepare();
+          group.barrier();
+          long start = System.nanoTime();
+          w.execute();
+          nanos[a][s][i] = System.nanoTime() - start;
+        }
+        correct[a][s] = w.check();
+      }
+    }
+    return new RankTimes(nanos, correct);
+  }
+
+  private static BenchmarkResult result(
+      BenchmarkOptions o,
+      AllReduceAlgorithm algorithm,
+      int count,
+      List<RankTimes> perRank,
+      int a,
+      int s) {
+    long[] slowest = new long[o.iterations()];
+    boolean correct = true;
+    for (RankTimes t : perRank) {
+      for (int i = 0; i < slowest.length; i++) {
+        slowest[i] = Math.max(slowest[i], t.nanos()[a][s][i]);
+      }
+      correct &= t.correct()[a][s];
+    }
+    double seconds = median(slowest) * 1e-9;
+    long bytes = Workload.bytes(o.op(), o.worldSize(), count);
+    double algbw = bytes / seconds / 1e9;
+    return new BenchmarkResult(
+        o.op(),
+        algorithm,
+        o.worldSize(),
+        bytes,
+        seconds * 1e6,
+        algbw,
+        algbw * o.op().busBandwidthFactor(o.worldSize()),
+        correct);
   }
 
   private static double median(long[] values) {
