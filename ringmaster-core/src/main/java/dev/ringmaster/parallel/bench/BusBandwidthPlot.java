@@ -17,6 +17,15 @@ import org.knowm.xchart.style.Styler;
 public final class BusBandwidthPlot {
   private BusBandwidthPlot() {}
 
+  /** Draws {@code results.json} as {@code results.png} beside it, for each file named. */
+  public static void main(String[] args) throws IOException {
+    for (String arg : args) {
+      Path json = Path.of(arg);
+      String name = json.getFileName().toString().replaceFirst("\\.json$", "") + ".png";
+      write(CollectiveBenchmark.fromJson(Files.readString(json)), json.resolveSibling(name));
+    }
+  }
+
   /** Writes the plot of {@code results} (one operation and world size) to {@code png}. */
   public static void write(List<BenchmarkResult> results, Path png) throws IOException {
     if (results.isEmpty()) {

@@ -183,16 +183,27 @@ public final class CollectiveBenchmark {
     }
   }
 
+  /** Reads results written by {@link #toJson}. */
+  public static List<BenchmarkResult> fromJson(String json) {
+    try {
+      return List.of(new ObjectMapper().readValue(json, BenchmarkResult[].class));
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("not benchmark results JSON", e);
+    }
+  }
+
   /**
    * Runs the benchmark from the command line. Arguments are {@code key=value}: {@code world}
    * (default 4), {@code op} (ALL_REDUCE), {@code algorithms} (comma-separated), {@code min} and
    * {@code max} bytes (suffixes K, M), {@code warmup}, {@code iters}, {@code chunk}, {@code out} (a
-   * directory for the JSON and PNG; without it only the table is printed).
+   * directory for the JSON and PNG; without it only the table is printed), {@code plot} (false
+   * where the runtime has no AWT; {@link BusBandwidthPlot#main} draws the PNG from the JSON later).
    */
   public static void main(String[] args) throws IOException {
     int world = 4;
     CollectiveOp op = CollectiveOp.ALL_REDUCE;
     String out = null;
+    boolean plot = true;
     List<String> rest = new ArrayList<>();
     for (String arg : args) {
       String[] kv = arg.split("=", 2);
@@ -203,6 +214,7 @@ public final class CollectiveBenchmark {
         case "world" -> world = Integer.parseInt(kv[1]);
         case "op" -> op = CollectiveOp.valueOf(kv[1].toUpperCase(Locale.ROOT));
         case "out" -> out = kv[1];
+        case "plot" -> plot = Boolean.parseBoolean(kv[1]);
         default -> rest.add(arg);
       }
     }
@@ -240,7 +252,9 @@ public final class CollectiveBenchmark {
       Files.createDirectories(dir);
       String stem = "collectives-" + op.name().toLowerCase(Locale.ROOT) + "-n" + world;
       Files.writeString(dir.resolve(stem + ".json"), toJson(results));
-      BusBandwidthPlot.write(results, dir.resolve(stem + ".png"));
+      if (plot) {
+        BusBandwidthPlot.write(results, dir.resolve(stem + ".png"));
+      }
     }
   }
 

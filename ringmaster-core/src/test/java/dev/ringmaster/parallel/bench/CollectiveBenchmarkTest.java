@@ -60,6 +60,9 @@ class CollectiveBenchmarkTest {
     assertThat(json.get(0).get("bytes").asLong()).isEqualTo(16);
     assertThat(json.get(0).has("busBandwidthGBps")).isTrue();
 
+    assertThat(CollectiveBenchmark.fromJson(CollectiveBenchmark.toJson(results)))
+        .isEqualTo(results);
+
     Path png = dir.resolve("allreduce.png");
     BusBandwidthPlot.write(results, png);
     BufferedImage image = ImageIO.read(png.toFile());
