@@ -121,8 +121,8 @@ public final class LocalWorld {
     joinAll(threads);
     if (Arrays.stream(errors).anyMatch(e -> e != null)) {
       Failure root = failure.get();
-      CollectiveException e =
-          new CollectiveException("rank " + root.rank() + " failed: " + root.cause(), root.cause());
+      String who = root.rank() < 0 ? "the world was aborted" : "rank " + root.rank() + " failed";
+      CollectiveException e = new CollectiveException(who + ": " + root.cause(), root.cause());
       for (Throwable t : errors) {
         if (t != null && t != root.cause()) {
           e.addSuppressed(t);
@@ -177,7 +177,8 @@ public final class LocalWorld {
   void throwIfAborted(int rank, CollectiveOp op) {
     Failure f = failure.get();
     if (f != null) {
-      String who = f.rank() == rank ? "this rank" : "rank " + f.rank();
+      String who =
+          f.rank() < 0 ? "an outside caller" : f.rank() == rank ? "this rank" : "rank " + f.rank();
       throw new CollectiveException(
           "rank " + rank + ": " + op + " aborted because " + who + " failed: " + f.cause(),
           f.cause());
