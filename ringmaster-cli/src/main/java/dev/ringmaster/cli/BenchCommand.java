@@ -15,11 +15,16 @@ import picocli.CommandLine.Option;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Benchmarks.",
-    subcommands = {BenchCommand.CpuMatmul.class, BenchCommand.OneBatch.class})
+    subcommands = {
+      BenchCommand.CpuMatmul.class,
+      BenchCommand.OneBatch.class,
+      CollectivesBenchCommand.class
+    })
 final class BenchCommand implements Runnable {
   @Override
   public void run() {
-    throw new UserError("choose a benchmark: bench cpu-matmul | bench one-batch");
+    throw new UserError(
+        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives");
   }
 
   /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
