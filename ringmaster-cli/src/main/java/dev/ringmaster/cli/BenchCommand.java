@@ -136,7 +136,10 @@ final class BenchCommand implements Runnable {
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
                 lm, batchSizes, inputLen, outputLen, seed, System.err);
-        ObjectMapper m = new ObjectMapper();
+        ObjectMapper m =
+            new ObjectMapper()
+                .setPropertyNamingStrategy(
+                    com.fasterxml.jackson.databind.PropertyNamingStrategies.SNAKE_CASE);
         var node = m.createObjectNode();
         node.put("model", dir.toString());
         node.put("device", engine.device);

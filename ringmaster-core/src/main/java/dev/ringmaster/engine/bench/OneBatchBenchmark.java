@@ -4,6 +4,7 @@ import dev.ringmaster.engine.Sampler;
 import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.ParallelCausalLm;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -28,6 +29,8 @@ public final class OneBatchBenchmark {
    * @param prefillTokensPerS prompt tokens per second
    * @param decodeMedianMs median decode step latency
    * @param decodeTokensPerS generated tokens per second over all sequences (batch / median step)
+   * @param collectivesPerDecodeStep collectives one decode step issues ("OP bytes" to count); empty
+   *     on a single rank
    */
   public record Result(
       int batchSize,
@@ -36,7 +39,8 @@ public final class OneBatchBenchmark {
       double prefillMs,
       double prefillTokensPerS,
       double decodeMedianMs,
-      double decodeTokensPerS) {}
+      double decodeTokensPerS,
+      java.util.Map<String, Long> collectivesPerDecodeStep) {}
 
   /** Runs every batch size; progress lines go to {@code log}. */
   public static List<Result> run(
@@ -90,11 +94,20 @@ public final class OneBatchBenchmark {
         rows[s] = s;
       }
       double[] steps = new double[outputLen];
+      java.util.Map<String, Long> collectives = java.util.Map.of();
       for (int step = 0; step < outputLen; step++) {
         int[] pos = new int[b];
         Arrays.fill(pos, inputLen + step);
+        BatchLayout layout = new BatchLayout(seqStarts, pos);
         long s0 = System.nanoTime();
-        logits = model.forward(next, new BatchLayout(seqStarts, pos), caches, rows);
+        if (step == 0 && model instanceof ParallelCausalLm par) {
+          float[][] holder = new float[1][];
+          collectives =
+              par.collectivesDuring(() -> holder[0] = model.forward(next, layout, caches, rows));
+          logits = holder[0];
+        } else {
+          logits = model.forward(next, layout, caches, rows);
+        }
         steps[step] = (System.nanoTime() - s0) / 1e6;
         for (int s = 0; s < b; s++) {
           next[s] = Sampler.argmax(logits, s * vocab, vocab);
@@ -111,7 +124,11 @@ public final class OneBatchBenchmark {
               prefillMs,
               b * inputLen * 1000.0 / prefillMs,
               median,
-              b * 1000.0 / median);
+              b * 1000.0 / median,
+              collectives);
+      if (!collectives.isEmpty()) {
+        log.printf("batch %d: collectives per decode step %s%n", b, collectives);
+      }
       log.printf(
           "batch %d: prefill %.1f ms (%.0f tok/s), decode %.2f ms/step (%.1f tok/s)%n",
           b, r.prefillMs(), r.prefillTokensPerS(), r.decodeMedianMs(), r.decodeTokensPerS());

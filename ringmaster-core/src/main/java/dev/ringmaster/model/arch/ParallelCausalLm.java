@@ -38,6 +38,22 @@ public final class ParallelCausalLm implements LanguageModel {
     return world.group(0).stats();
   }
 
+  /**
+   * Runs {@code step} and returns the collectives rank 0 issued during it, as "OP bytes" keys in
+   * issue order with their counts (for example {@code ALL_REDUCE 8192 B -> 48}).
+   */
+  public java.util.Map<String, Long> collectivesDuring(Runnable step) {
+    java.util.Map<String, Long> seen = new java.util.LinkedHashMap<>();
+    CollectiveStats stats = world.group(0).stats();
+    stats.setListener((op, algorithm, bytes) -> seen.merge(op + " " + bytes + " B", 1L, Long::sum));
+    try {
+      step.run();
+    } finally {
+      stats.setListener(null);
+    }
+    return seen;
+  }
+
   @Override
   public ModelConfig config() {
     return ranks.getFirst().config();
