@@ -79,31 +79,45 @@ public final class CollectiveModel {
 
   private CollectiveTime oneShot(double bytes, int n) {
     Interconnect ic = profile.interconnect();
-    double readBw = ic.linkBandwidth() * ic.peerReadEfficiency();
-    double ownLink = (n - 1) * bytes / readBw;
-    double cross =
-        ic.crossSocketBytesAllToAll(n, bytes)
-            / (ic.crossSocketBandwidth() * ic.peerReadEfficiency());
     double us =
         profile.collectives().peerKernelLaunchUs()
             + ic.peerSyncUs()
-            + Math.max(ownLink, cross) * 1e6;
-    return new CollectiveTime(us, cross > ownLink ? "one-shot (socket link bound)" : "one-shot");
+            + peerTransferSeconds(ic, bytes, n, false) / ic.peerReadEfficiency() * 1e6;
+    return new CollectiveTime(
+        us, crossBound(ic, bytes, n, false) ? "one-shot (socket link bound)" : "one-shot");
   }
 
   private CollectiveTime twoShot(double bytes, int n) {
     Interconnect ic = profile.interconnect();
-    double readBw = ic.linkBandwidth() * ic.peerReadEfficiency();
-    double shard = bytes / n;
-    double ownLink = (n - 1) * shard / readBw;
-    double cross =
-        ic.crossSocketBytesAllToAll(n, shard)
-            / (ic.crossSocketBandwidth() * ic.peerReadEfficiency());
     double us =
         profile.collectives().peerKernelLaunchUs()
             + 2 * ic.peerSyncUs()
-            + 2 * Math.max(ownLink, cross) * 1e6;
-    return new CollectiveTime(us, cross > ownLink ? "two-shot (socket link bound)" : "two-shot");
+            + peerTransferSeconds(ic, bytes, n, true) / ic.peerReadEfficiency() * 1e6;
+    return new CollectiveTime(
+        us, crossBound(ic, bytes, n, true) ? "two-shot (socket link bound)" : "two-shot");
+  }
+
+  /**
+   * Seconds the data movement of a peer-memory allreduce takes at full link efficiency: the larger
+   * of a GPU's own link time and the socket-link time. One-shot loads the whole message from each
+   * of the n-1 peers; two-shot loads 1/n of it from each peer twice (reduce-scatter, all-gather).
+   */
+  public static double peerTransferSeconds(Interconnect ic, double bytes, int n, boolean twoShot) {
+    double perPair = twoShot ? bytes / n : bytes;
+    double ownLink = (n - 1) * perPair / ic.linkBandwidth();
+    double cross = ic.crossSocketBytesAllToAll(n, perPair) / ic.crossSocketBandwidth();
+    return (twoShot ? 2 : 1) * Math.max(ownLink, cross);
+  }
+
+  private static boolean crossBound(Interconnect ic, double bytes, int n, boolean twoShot) {
+    double perPair = twoShot ? bytes / n : bytes;
+    return ic.crossSocketBytesAllToAll(n, perPair) / ic.crossSocketBandwidth()
+        > (n - 1) * perPair / ic.linkBandwidth();
+  }
+
+  /** Sequential hops of a ring (2(n-1) for allreduce) or tree (2 log2 n) allreduce. */
+  public static int allreduceSteps(String ncclKey, int n) {
+    return ncclKey.startsWith("tree/") ? treeSteps(n) : 2 * (n - 1);
   }
 
   private static int treeSteps(int n) {
