@@ -36,13 +36,13 @@ import picocli.CommandLine.Option;
         "Predict decode speed, memory and KV capacity of a configuration on a hardware profile.",
     subcommands = {SimulateCalibrateCommand.class})
 final class SimulateCommand implements Callable<Integer> {
-  @Option(names = "--model-config", required = true, description = "config.json of the model.")
+  @Option(names = "--model-config", description = "config.json of the model (required).")
   Path modelConfig;
 
   @Option(
       names = "--hardware",
-      required = true,
-      description = "Built-in profile (h200, h200-x8, h100-sxm-x8, rtx-pro-6000-x8) or a file.")
+      description =
+          "(required) Built-in profile (h200, h200-x8, h100-sxm-x8, rtx-pro-6000-x8) or a file.")
   String hardware;
 
   @Option(
@@ -146,6 +146,10 @@ final class SimulateCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    // Not picocli-required: the calibrate subcommand does not take them.
+    if (modelConfig == null || hardware == null) {
+      throw new UserError("simulate needs --model-config FILE and --hardware NAME|FILE");
+    }
     ModelShape shape = ModelShapes.load(modelConfig);
     HardwareProfile hw = Profiles.load(hardware);
     Simulator sim = new Simulator(hw);
