@@ -508,7 +508,11 @@ public final class CudaDriver {
 
   /** Ends a capture and returns the captured graph. */
   public long streamEndCapture(long stream) {
-    return outLong("cuStreamEndCapture", cuStreamEndCapture, stream);
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment out = a.allocate(JAVA_LONG); // the CUgraph* comes second here
+      checked("cuStreamEndCapture", cuStreamEndCapture, stream, out);
+      return out.get(JAVA_LONG, 0);
+    }
   }
 
   /** Instantiates an executable graph. */

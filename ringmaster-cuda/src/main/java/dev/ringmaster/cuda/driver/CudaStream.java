@@ -36,13 +36,21 @@ public final class CudaStream implements AutoCloseable {
    */
   public CudaGraph capture(Runnable body) {
     driver.streamBeginCapture(handle, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    long graph;
     try {
       body.run();
-    } finally {
-      graph = driver.streamEndCapture(handle);
+    } catch (RuntimeException | Error e) {
+      // End the capture whatever happened, so the stream is usable again; drop the partial graph.
+      try {
+        long partial = driver.streamEndCapture(handle);
+        if (partial != 0) {
+          driver.graphDestroy(partial);
+        }
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
     }
-    return CudaGraph.instantiate(driver, graph);
+    return CudaGraph.instantiate(driver, driver.streamEndCapture(handle));
   }
 
   @Override
