@@ -93,25 +93,40 @@ RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const 
     acc[j] = 0.f;
   }
   float m = -INFINITY, l = 0.f;
-  for (int p = begin; p < end; p++) {
-    const uint16_t* kr =
+  // Two positions per step: their loads and warp reductions are independent, which halves the
+  // latency chain a lone warp walks through.
+  for (int p = begin; p < end; p += 2) {
+    const bool two = p + 1 < end;
+    const uint16_t* kr0 =
         cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
-    float kv[kMlaMaxPerLane];
-    float dot = 0.f;
+    const int p1 = two ? p + 1 : p;
+    const uint16_t* kr1 =
+        cache + (static_cast<size_t>(table[p1 / blockSize]) * blockSize + p1 % blockSize) * D;
+    float k0[kMlaMaxPerLane], k1[kMlaMaxPerLane];
+    float dot0 = 0.f, dot1 = 0.f;
 #pragma unroll
     for (int j = 0; j < kMlaMaxPerLane; j++) {
       const int d = lane + 32 * j;
-      kv[j] = d < D ? bf16_bits_to_f32(kr[d]) : 0.f;
-      dot += qv[j] * kv[j];
+      k0[j] = d < D ? bf16_bits_to_f32(kr0[d]) : 0.f;
+      k1[j] = d < D ? bf16_bits_to_f32(kr1[d]) : 0.f;
+      dot0 += qv[j] * k0[j];
+      dot1 += qv[j] * k1[j];
     }
-    const float score = warp_sum(dot) * scale;
-    const float mNew = fmaxf(m, score);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      dot0 += __shfl_xor_sync(0xffffffffu, dot0, o);
+      dot1 += __shfl_xor_sync(0xffffffffu, dot1, o);
+    }
+    const float s0 = dot0 * scale;
+    const float s1 = two ? dot1 * scale : -INFINITY;
+    const float mNew = fmaxf(m, fmaxf(s0, s1));
     const float corr = expf(m - mNew);
-    const float e = expf(score - mNew);
-    l = l * corr + e;
+    const float e0 = expf(s0 - mNew);
+    const float e1 = two ? expf(s1 - mNew) : 0.f;
+    l = l * corr + e0 + e1;
 #pragma unroll
     for (int j = 0; j < kMlaMaxPerLane; j++) {
-      if (lane + 32 * j < kvLora) acc[j] = acc[j] * corr + e * kv[j];
+      if (lane + 32 * j < kvLora) acc[j] = acc[j] * corr + e0 * k0[j] + e1 * k1[j];
     }
     m = mNew;
   }

@@ -43,10 +43,37 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
   }
 }
 
+// Gate and up rows of one intermediate index for up to NT pairs: h[p, i] = silu(g) * u.
+template <int NT, int UNROLL>
+__device__ __forceinline__ void moe_gate_up_pass(float* h, const uint16_t* wg, const uint16_t* wu,
+                                                 const float* x, const int* pairs, int nt, int i,
+                                                 int hidden, int inter, int topK) {
+  const float* xr[NT];
+  int pair[NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    pair[j] = pairs[j < nt ? j : 0];
+    xr[j] = x + static_cast<size_t>(pair[j] / topK) * hidden;
+  }
+  const uint16_t* const rows[2] = {wg, wu};
+  float acc[2][NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = 0.f;
+  warp_rows_dot<2, NT, UNROLL>(rows, xr, nt, hidden, acc);
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    const float gs = warp_sum(acc[0][j]), us = warp_sum(acc[1][j]);
+    if (j < nt && (threadIdx.x & 31) == 0) {
+      h[static_cast<size_t>(pair[j]) * inter + i] = (gs / (1.f + expf(-gs))) * us;
+    }
+  }
+}
+
 // h[p, i] = silu(gate_e[i] . x[t]) * (up_e[i] . x[t]) with t = p / topK.
 // Mapping: grid (ceil(inter / warps-per-block), min(pairs, E)); blockIdx.y picks the active expert,
-// blocks past *activeCount exit; one warp per intermediate row i, handling that row's gate and up
-// weight rows for the expert's pairs 8 at a time (16 accumulators per lane).
+// blocks past *activeCount exit; one warp per intermediate row i, streaming that row's gate and up
+// weights together for the expert's pairs, at most 8 at a time; the pass is specialised for 1, up to
+// 4 and up to 8 pairs so that a lone token keeps 16 loads of 16 bytes in flight per lane.
 RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, const int* offsets,
                               const int* sortedPairs, const int* activeExperts,
                               const int* activeCount, int hidden, int inter, int topK) {
@@ -57,34 +84,46 @@ RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, con
   const uint16_t* wg = w13 + (static_cast<size_t>(e) * 2 * inter + i) * hidden;
   const uint16_t* wu = wg + static_cast<size_t>(inter) * hidden;
   const int begin = offsets[e], end = offsets[e + 1];
-  constexpr int NT = kMoeTokensPerPass;
-  for (int c = begin; c < end; c += NT) {
-    const int nt = min(NT, end - c);
-    const float* xr[NT];
-    int pair[NT];
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-      pair[j] = sortedPairs[c + (j < nt ? j : 0)];
-      xr[j] = x + static_cast<size_t>(pair[j] / topK) * hidden;
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
+      moe_gate_up_pass<1, 8>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
+    } else if (nt <= 4) {
+      moe_gate_up_pass<4, 4>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
+    } else {
+      moe_gate_up_pass<8, 2>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
     }
-    float g[NT], u[NT];
+  }
+}
+
+// One down-projection row for up to NT pairs: y[p, d] = weight[p] * (w . h[p]).
+template <int NT, int UNROLL>
+__device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* w, const float* h,
+                                              const float* routeWeights, const int* pairs, int nt,
+                                              int d, int hidden, int inter) {
+  const float* hr[NT];
+  int pair[NT];
 #pragma unroll
-    for (int j = 0; j < NT; j++) g[j] = u[j] = 0.f;
-    warp_row_dot<NT, 2>(wg, xr, nt, hidden, g);
-    warp_row_dot<NT, 2>(wu, xr, nt, hidden, u);
+  for (int j = 0; j < NT; j++) {
+    pair[j] = pairs[j < nt ? j : 0];
+    hr[j] = h + static_cast<size_t>(pair[j]) * inter;
+  }
+  float acc[NT];
 #pragma unroll
-    for (int j = 0; j < NT; j++) {
-      const float gs = warp_sum(g[j]), us = warp_sum(u[j]);
-      if (j < nt && (threadIdx.x & 31) == 0) {
-        h[static_cast<size_t>(pair[j]) * inter + i] = (gs / (1.f + expf(-gs))) * us;
-      }
+  for (int j = 0; j < NT; j++) acc[j] = 0.f;
+  warp_row_dot<NT, UNROLL>(w, hr, nt, inter, acc);
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    const float s = warp_sum(acc[j]);
+    if (j < nt && (threadIdx.x & 31) == 0) {
+      y[static_cast<size_t>(pair[j]) * hidden + d] = routeWeights[pair[j]] * s;
     }
   }
 }
 
 // y[p, d] = routeWeights[p] * (down_e[d] . h[p]).
 // Mapping: grid (ceil(hidden / warps-per-block), min(pairs, E)); one warp per output dim d of the
-// active expert, its pairs 8 at a time.
+// active expert, its pairs at most 8 at a time (specialised like rm_moe_gate_up).
 RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const float* routeWeights,
                            const int* offsets, const int* sortedPairs, const int* activeExperts,
                            const int* activeCount, int hidden, int inter) {
@@ -94,26 +133,14 @@ RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const f
   const int e = activeExperts[blockIdx.y];
   const uint16_t* w = w2 + (static_cast<size_t>(e) * hidden + d) * inter;
   const int begin = offsets[e], end = offsets[e + 1];
-  constexpr int NT = kMoeTokensPerPass;
-  for (int c = begin; c < end; c += NT) {
-    const int nt = min(NT, end - c);
-    const float* hr[NT];
-    int pair[NT];
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-      pair[j] = sortedPairs[c + (j < nt ? j : 0)];
-      hr[j] = h + static_cast<size_t>(pair[j]) * inter;
-    }
-    float acc[NT];
-#pragma unroll
-    for (int j = 0; j < NT; j++) acc[j] = 0.f;
-    warp_row_dot<NT, 2>(w, hr, nt, inter, acc);
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-      const float s = warp_sum(acc[j]);
-      if (j < nt && (threadIdx.x & 31) == 0) {
-        y[static_cast<size_t>(pair[j]) * hidden + d] = routeWeights[pair[j]] * s;
-      }
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
+      moe_down_pass<1, 8>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+    } else if (nt <= 4) {
+      moe_down_pass<4, 4>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+    } else {
+      moe_down_pass<8, 2>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
     }
   }
 }

@@ -239,7 +239,7 @@ public final class KernelBench {
     DeviceBuffer q = randomF32(batch * heads * (nope + rope));
     DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
     DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
-    int splits = RingmasterKernels.mlaSplits(batch, heads, len, 132, 64);
+    int splits = RingmasterKernels.mlaSplits(batch, heads, len, 132, 256);
     try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
       double ms =
           time(

@@ -228,8 +228,9 @@ public final class RingmasterKernels implements AutoCloseable {
    */
   public static int mlaSplits(int tokens, int heads, int maxLen, int sms, int maxSplits) {
     int headBlocks = (heads + 7) / 8;
-    int wanted = (2 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
-    int byLength = (maxLen + 63) / 64;
+    // Enough blocks for four per SM, but no split shorter than 32 positions.
+    int wanted = (4 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
+    int byLength = (maxLen + 31) / 32;
     return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
   }
 

@@ -21,7 +21,8 @@ class MlaGpuTest {
     "3,32,16,24,64,16,37;1;16;17,false,3",
     "5,16,32,40,96,8,23;9,true,2",
     "16,128,64,128,512,64,200,true,4",
-    "128,128,64,128,512,64,4100,false,64"
+    "128,128,64,128,512,64,4100,false,64",
+    "16,128,64,128,512,64,1;70;300,false,200"
   })
   void pagedAbsorbedAttentionMatchesReference(
       int heads,
