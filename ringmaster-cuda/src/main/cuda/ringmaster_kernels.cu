@@ -8,3 +8,4 @@
 #include "moe_experts.cu"
 #include "mla_attention.cu"
 #include "sampling.cu"
+#include "custom_allreduce.cu"

@@ -24,5 +24,16 @@ public enum AllReduceAlgorithm {
    * Recursive doubling: log2(n) pairwise exchanges of the whole buffer (non-powers of two fold the
    * extra ranks in first). For small messages.
    */
-  RECURSIVE_DOUBLING
+  RECURSIVE_DOUBLING,
+  /**
+   * The vendor library (NCCL on GPUs): it chooses ring or tree and its protocol itself. In-process
+   * CPU groups have no such library and run {@link #RING} for it.
+   */
+  NCCL,
+  /**
+   * One-shot fused with what follows a row-parallel layer's allreduce (residual add and RMSNorm)
+   * into one kernel, on GPUs with peer access. A plain allreduce (nothing to fuse) runs {@link
+   * #ONESHOT}; so do CPU groups.
+   */
+  FUSED
 }

@@ -57,8 +57,8 @@ final class LocalProcessGroup implements ProcessGroup {
       return;
     }
     switch (algo) {
-      case RING -> allReduce.ring(buf, off, len);
-      case ONESHOT -> allReduce.oneShot(buf, off, len);
+      case RING, NCCL -> allReduce.ring(buf, off, len);
+      case ONESHOT, FUSED -> allReduce.oneShot(buf, off, len);
       case TWOSHOT -> allReduce.twoShot(buf, off, len);
       case RECURSIVE_DOUBLING -> allReduce.recursiveDoubling(buf, off, len);
       case AUTO -> throw new AssertionError("AUTO resolved above");

@@ -101,8 +101,8 @@ final class CollectiveTestData {
       return x[0].clone();
     }
     return switch (algorithm) {
-      case RING -> ringOrderSum(x, len);
-      case ONESHOT, TWOSHOT -> rankOrderSum(x, 0, len);
+      case RING, NCCL -> ringOrderSum(x, len);
+      case ONESHOT, TWOSHOT, FUSED -> rankOrderSum(x, 0, len);
       case RECURSIVE_DOUBLING -> recursiveDoublingSum(x, len);
       case AUTO -> throw new IllegalArgumentException("resolve AUTO first");
     };
