@@ -134,6 +134,22 @@ public final class NcclCommunicator implements DeviceCommunicator {
       return;
     }
     allReduce(x, count, a, stream);
+    addRmsNorm(out, residual, x, weight, rows, hidden, eps, stream);
+  }
+
+  /**
+   * The unfused tail: {@code residual += x; out = weight * rmsnorm(residual)} on this rank alone
+   * (no communication), for {@code x} already reduced.
+   */
+  public void addRmsNorm(
+      long out,
+      long residual,
+      long x,
+      long weight,
+      int rows,
+      int hidden,
+      float eps,
+      CudaStream stream) {
     if (normKernels == null) {
       normKernels = new AllReduceKernels(1);
     }
