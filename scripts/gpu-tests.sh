@@ -6,13 +6,17 @@
 #   scripts/gpu-tests.sh test DIR [ARGS]   on the GPU machine: run the tests tagged "gpu" (ARGS go to
 #                                          JUnit's ConsoleLauncher, e.g. --select-class=...)
 #   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
+#   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
+#                                          on the GPU machine: topology, AUTO table, and the
+#                                          collective benchmark over NCCL and the peer kernels
+#                                          (keys of dev.ringmaster.cuda.bench.DeviceCollectiveBench)
 #
 # test and bench use $JAVA_HOME or java on the PATH; with JRE_ARCHIVE=path/to/jre.txz (a tar.xz of a
 # Java 25 runtime whose top folder holds bin/java) they unpack that first. REPORTS_DIR (default
 # DIR/reports) receives the JUnit XML reports.
 set -euo pipefail
-mode=${1:?usage: gpu-tests.sh pack|test|bench DIR}
-dir=${2:?usage: gpu-tests.sh pack|test|bench DIR}
+mode=${1:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
+dir=${2:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
 shift 2
 junit_console_version=6.1.3
 jvm_flags=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Xmx16g)
@@ -34,7 +38,7 @@ pack)
     -DoutputDirectory="$dir/console"
   du -sh "$dir"
   ;;
-test | bench)
+test | bench | collectives)
   if [[ -n ${JRE_ARCHIVE:-} ]]; then
     mkdir -p /tmp/ringmaster-jre
     tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
@@ -45,6 +49,12 @@ test | bench)
   if [[ $mode == bench ]]; then
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
   fi
+  # NVLink multicast stays off unless asked for: a multicast object left behind can take a shared
+  # host's GPUs out of service.
+  export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  if [[ $mode == collectives ]]; then
+    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"
+  fi
   reports=${REPORTS_DIR:-$dir/reports}
   mkdir -p "$reports"
   exec "$java" "${jvm_flags[@]}" -jar "$dir"/console/junit-platform-console-standalone-*.jar execute \
@@ -52,7 +62,7 @@ test | bench)
     --include-tag gpu --details=tree --disable-banner --reports-dir "$reports" "$@"
   ;;
 *)
-  echo "unknown mode $mode (pack, test or bench)" >&2
+  echo "unknown mode $mode (pack, test, bench or collectives)" >&2
   exit 2
   ;;
 esac

@@ -126,7 +126,8 @@ RM_KERNEL void rm_ar_twoshot(RmArPeers peers, int rank, int n, float* out, long 
   for (int s = 0; s < n; s++) {
     const size_t lo = s * per, hi = min(groups, lo + per);
     const float4* src = reinterpret_cast<const float4*>(peers.buf[s]);
-    for (size_t i = lo + first; i < hi; i += stride) ar_store4(out, i, count, src[i]);
+    // __ldcg: bypass L1, which may hold a line of this slice read (unreduced) in phase 1.
+    for (size_t i = lo + first; i < hi; i += stride) ar_store4(out, i, count, __ldcg(src + i));
   }
   ar_barrier(peers, rank, n, 2, flag);
   ar_finish(peers, rank, flag);

@@ -33,6 +33,19 @@ public interface DeviceCommunicator extends Communicator, AutoCloseable {
    * hidden} floats. One fused kernel where the algorithm in force resolves to a peer-memory one;
    * otherwise the allreduce (in place on {@code x}) and then an add + RMSNorm kernel.
    */
+  default void allReduceAddRmsNorm(
+      long x,
+      long residual,
+      long out,
+      long weight,
+      int rows,
+      int hidden,
+      float eps,
+      CudaStream stream) {
+    allReduceAddRmsNorm(x, residual, out, weight, rows, hidden, eps, allReduceAlgorithm(), stream);
+  }
+
+  /** As above with {@code algorithm} in place of the one in force (FUSED asks for the kernel). */
   void allReduceAddRmsNorm(
       long x,
       long residual,
@@ -41,6 +54,7 @@ public interface DeviceCommunicator extends Communicator, AutoCloseable {
       int rows,
       int hidden,
       float eps,
+      AllReduceAlgorithm algorithm,
       CudaStream stream);
 
   /** Gathers {@code countPerRank} floats of every rank into {@code recv}, in rank order. */

@@ -125,9 +125,10 @@ public final class NcclCommunicator implements DeviceCommunicator {
       int rows,
       int hidden,
       float eps,
+      AllReduceAlgorithm requested,
       CudaStream stream) {
     long count = (long) rows * hidden;
-    AllReduceAlgorithm a = resolve(4 * count, algorithm);
+    AllReduceAlgorithm a = resolve(4 * count, requested);
     if (a == AllReduceAlgorithm.ONESHOT || a == AllReduceAlgorithm.FUSED) {
       stats.record(CollectiveOp.ALL_REDUCE, AllReduceAlgorithm.FUSED, 4 * count);
       custom.allReduceAddRmsNorm(x, residual, out, weight, rows, hidden, eps, stream);

@@ -262,6 +262,9 @@ class MultiGpuCollectivesTest {
                   DeviceBuffer b = DeviceBuffer.allocate(4L * len)) {
                 a.zero(s);
                 b.zero(s);
+                // eager warm-up: NCCL connects peers lazily, which must not happen inside a capture
+                c.allReduce(a.ptr(), len, AllReduceAlgorithm.NCCL, s);
+                c.allReduce(b.ptr(), len, AllReduceAlgorithm.ONESHOT, s);
                 s.synchronize();
                 try (CudaGraph g =
                     s.capture(

@@ -66,6 +66,7 @@ class NcclSingleGpuTest {
               DeviceBuffer b = DeviceBuffer.allocate(4L * n);
               DeviceBuffer out = DeviceBuffer.allocate(4L * n)) {
             b.upload(s, r.uniform(n, 1f));
+            c.allReduce(b.ptr(), n, AllReduceAlgorithm.NCCL, s); // eager warm-up before capture
             s.synchronize();
             try (CudaGraph g =
                 s.capture(
