@@ -1,6 +1,13 @@
 package dev.ringmaster.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.cuda.CudaProbe;
+import dev.ringmaster.cuda.CudaRuntime;
+import dev.ringmaster.cuda.bench.DeviceCollectiveBench;
+import dev.ringmaster.cuda.collective.AllReduceTableCache;
+import dev.ringmaster.cuda.collective.AllReduceTuner;
+import dev.ringmaster.cuda.collective.DeviceWorld;
+import dev.ringmaster.cuda.nccl.DistInit;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveOp;
 import dev.ringmaster.parallel.bench.BenchmarkOptions;
@@ -8,10 +15,12 @@ import dev.ringmaster.parallel.bench.BenchmarkResult;
 import dev.ringmaster.parallel.bench.BusBandwidthPlot;
 import dev.ringmaster.parallel.bench.CollectiveBenchmark;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -24,8 +33,19 @@ import picocli.CommandLine.Option;
     description =
         "Benchmark collective algorithms (median time, algbw, busbw with nccl-tests' factors).")
 final class CollectivesBenchCommand implements Callable<Integer> {
-  @Option(names = "--device", defaultValue = "cpu", description = "cpu (in-process ranks).")
+  @Option(
+      names = "--device",
+      defaultValue = "cpu",
+      description =
+          "cpu (in-process ranks) or cuda (NCCL and peer-memory kernels, one thread per GPU).")
   String device;
+
+  @Mixin DistributedOptions dist = new DistributedOptions();
+
+  @Option(
+      names = "--no-tune",
+      description = "cuda: skip measuring (or loading) the table --allreduce auto uses.")
+  boolean noTune;
 
   @Option(names = "--world-size", defaultValue = "2", description = "Ranks.")
   int worldSize;
@@ -39,7 +59,9 @@ final class CollectivesBenchCommand implements Callable<Integer> {
   @Option(
       names = "--algorithms",
       split = ",",
-      description = "Allreduce algorithms (default: ring,oneshot,twoshot,recursive_doubling,auto).")
+      description =
+          "Allreduce algorithms (default cpu: ring,oneshot,twoshot,recursive_doubling,auto;"
+              + " cuda: nccl,oneshot,twoshot,fused,auto).")
   List<String> algorithms;
 
   @Option(names = "--min-bytes", defaultValue = "256", description = "Smallest message.")
@@ -62,9 +84,8 @@ final class CollectivesBenchCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    if (!device.equals("cpu")) {
-      throw new UserError(
-          "--device " + device + ": only in-process CPU ranks are available in this build");
+    if (!device.equals("cpu") && !device.equals("cuda")) {
+      throw new UserError("--device must be cpu or cuda, got " + device);
     }
     CollectiveOp collective =
         switch (op.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "")) {
@@ -76,9 +97,10 @@ final class CollectivesBenchCommand implements Callable<Integer> {
           default -> throw new UserError("--op: unknown collective '" + op + "'");
         };
     BenchmarkOptions d = BenchmarkOptions.defaults(worldSize, collective);
+    boolean cuda = device.equals("cuda");
     List<AllReduceAlgorithm> algos =
         algorithms == null
-            ? d.algorithms()
+            ? (cuda ? DeviceCollectiveBench.defaultAlgorithms() : d.algorithms())
             : algorithms.stream()
                 .map(a -> AllReduceAlgorithm.valueOf(a.toUpperCase(Locale.ROOT).replace("-", "_")))
                 .toList();
@@ -92,7 +114,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
             d.warmupIterations(),
             iterations,
             d.chunkElements());
-    List<BenchmarkResult> results = CollectiveBenchmark.run(o);
+    List<BenchmarkResult> results = cuda ? runOnGpus(o) : CollectiveBenchmark.run(o);
     String js = CollectiveBenchmark.toJson(results);
     System.out.println(json ? js : CollectiveBenchmark.formatTable(results));
     if (plot != null) {
@@ -103,10 +125,45 @@ final class CollectivesBenchCommand implements Callable<Integer> {
       BenchmarkHistory.append(
           history,
           "collectives",
-          "ringmaster bench collectives --device cpu --world-size " + worldSize + " --op " + op,
+          "ringmaster bench collectives --device "
+              + device
+              + " --world-size "
+              + worldSize
+              + " --op "
+              + op,
           new ObjectMapper().readTree(js),
           "naive reference sum (results checked); busbw uses nccl-tests' factors");
     }
     return results.stream().allMatch(BenchmarkResult::correct) ? 0 : 1;
+  }
+
+  /** The GPU benchmark: this node's share of the ranks, tuned AUTO table, then every point. */
+  private List<BenchmarkResult> runOnGpus(BenchmarkOptions o) {
+    DistInit init = dist.distInit();
+    if (worldSize % init.nnodes() != 0) {
+      throw new UserError(
+          "--world-size " + worldSize + " is not a multiple of --nnodes " + init.nnodes());
+    }
+    int local = worldSize / init.nnodes();
+    CudaProbe probe = CudaRuntime.probe();
+    if (!probe.available()) {
+      throw new UserError("--device cuda: " + probe.reason());
+    }
+    DeviceWorld.Options wo =
+        new DeviceWorld.Options(
+            local,
+            init,
+            dist.algorithm(),
+            dist.disableCustomAllReduce,
+            8 << 20,
+            Duration.ofSeconds(dist.distTimeoutSeconds));
+    try (DeviceWorld world = DeviceWorld.create(wo)) {
+      System.err.print(world.topology().format());
+      world.log().forEach(l -> System.err.println("world: " + l));
+      if (!noTune) {
+        AllReduceTuner.tuneOrLoad(world, AllReduceTableCache.standard(), System.err);
+      }
+      return DeviceCollectiveBench.run(world, o);
+    }
   }
 }

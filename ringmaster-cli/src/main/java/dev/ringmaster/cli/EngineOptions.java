@@ -36,7 +36,9 @@ final class EngineOptions {
   @Option(
       names = "--allreduce",
       defaultValue = "auto",
-      description = "auto, ring, oneshot, twoshot (default: ${DEFAULT-VALUE}).")
+      description =
+          "auto, nccl, ring, oneshot, twoshot or fused (default: ${DEFAULT-VALUE}); on the CPU"
+              + " nccl runs ring and fused runs oneshot.")
   String allreduce;
 
   @Option(names = "--cpu-threads", description = "CPU kernel threads (default: all cores).")
@@ -73,7 +75,8 @@ final class EngineOptions {
     try {
       algo = AllReduceAlgorithm.valueOf(allreduce.toUpperCase(Locale.ROOT).replace("-", "_"));
     } catch (IllegalArgumentException e) {
-      throw new UserError("--allreduce must be auto, ring, oneshot or twoshot, got " + allreduce);
+      throw new UserError(
+          "--allreduce must be auto, nccl, ring, oneshot, twoshot or fused, got " + allreduce);
     }
     return ParallelCausalLm.load(dir, p, algo);
   }
