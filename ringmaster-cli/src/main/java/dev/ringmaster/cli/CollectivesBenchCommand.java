@@ -145,6 +145,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
           "--world-size " + worldSize + " is not a multiple of --nnodes " + init.nnodes());
     }
     int local = worldSize / init.nnodes();
+    AllReduceAlgorithm algorithm = dist.algorithm();
     CudaProbe probe = CudaRuntime.probe();
     if (!probe.available()) {
       throw new UserError("--device cuda: " + probe.reason());
@@ -153,7 +154,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
         new DeviceWorld.Options(
             local,
             init,
-            dist.algorithm(),
+            algorithm,
             dist.disableCustomAllReduce,
             8 << 20,
             Duration.ofSeconds(dist.distTimeoutSeconds));

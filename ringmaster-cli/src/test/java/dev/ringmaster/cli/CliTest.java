@@ -147,6 +147,21 @@ class CliTest {
           {"generate", "--model", fixture.toString(), "x", "--tp-size", "3"},
           {"generate", "--model", fixture.toString(), "x", "--device", "cuda"},
           {"tokenize", "--model", fixture.toString(), "--decode", "[1, x]"},
+          {"bench", "collectives", "--device", "cuda", "--nnodes", "2"},
+          {
+            "bench",
+            "collectives",
+            "--device",
+            "cuda",
+            "--world-size",
+            "3",
+            "--nnodes",
+            "2",
+            "--dist-init-addr",
+            "127.0.0.1:29500"
+          },
+          {"bench", "collectives", "--device", "cuda", "--allreduce", "bogus"},
+          {"bench", "collectives", "--device", "tpu"},
         }) {
       Run r = run(args);
       assertThat(r.status()).as(Arrays.toString(args) + " -> " + r.err()).isEqualTo(2);
