@@ -42,9 +42,9 @@ final class AllReduceKernels implements AutoCloseable {
       seg.copyFrom(MemorySegment.ofArray(image));
       module = driver.moduleLoadData(seg);
     }
-    oneShot = new Launch("rm_ar_oneshot", true, 4);
-    twoShot = new Launch("rm_ar_twoshot", true, 4);
-    fused = new Launch("rm_ar_fused_add_rmsnorm", true, 8);
+    oneShot = new Launch("rm_ar_oneshot", true, 5);
+    twoShot = new Launch("rm_ar_twoshot", true, 5);
+    fused = new Launch("rm_ar_fused_add_rmsnorm", true, 9);
     rmsNorm = new Launch("rm_rmsnorm", false, 9);
     maxBlocks = Math.max(1, Math.min(MAX_BLOCKS, multiprocessors));
   }
@@ -115,6 +115,7 @@ final class AllReduceKernels implements AutoCloseable {
     Launch(String name, boolean peersFirst, int arity) {
       this.name = name;
       this.function = driver.moduleGetFunction(module, name);
+      KernelSignature.check(function, name, arity, peersFirst ? PEERS_BYTES : 0);
       Arena arena = Arena.ofAuto();
       params = arena.allocate(ValueLayout.ADDRESS.byteSize() * arity, 8);
       slots = new MemorySegment[arity];

@@ -176,10 +176,16 @@ public record GpuTopology(
       }
       for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
-          if (i != j) {
-            links[i][j] =
-                nv[i][j] > 0 ? Link.NVLINK : Link.ofNvmlLevel(nvml.commonAncestor(h[i], h[j]));
+          if (i == j) {
+            continue;
           }
+          if (nv[i][j] == 0 && nvml.p2pNvLinkOk(h[i], h[j])) {
+            // far ends not matched by PCI id (GPUs passed into a virtual machine, NVSwitch):
+            // count this GPU's links that are up
+            nv[i][j] = Math.max(1, nvml.activeNvLinks(h[i]));
+          }
+          links[i][j] =
+              nv[i][j] > 0 ? Link.NVLINK : Link.ofNvmlLevel(nvml.commonAncestor(h[i], h[j]));
         }
       }
     } catch (IllegalStateException e) {

@@ -24,6 +24,7 @@ public final class Nvml implements AutoCloseable {
   public static final int MAX_NVLINKS = 18;
 
   private static final int NVML_P2P_CAPS_INDEX_READ = 0;
+  private static final int NVML_P2P_CAPS_INDEX_NVLINK = 2;
   private static final int PCI_INFO_BYTES = 68;
   private static final int PCI_INFO_BUS_ID_OFFSET = 36;
 
@@ -168,11 +169,37 @@ public final class Nvml implements AutoCloseable {
 
   /** Whether NVML reports peer-to-peer reads from {@code a} to {@code b} as supported. */
   public boolean p2pReadOk(long a, long b) {
+    return p2pOk(a, b, NVML_P2P_CAPS_INDEX_READ);
+  }
+
+  /**
+   * Whether NVML reports {@code a} and {@code b} connected by NVLink. Needed where the links'
+   * far-end PCI ids are not the ids the GPUs show (GPUs passed into a virtual machine).
+   */
+  public boolean p2pNvLinkOk(long a, long b) {
+    return p2pOk(a, b, NVML_P2P_CAPS_INDEX_NVLINK);
+  }
+
+  private boolean p2pOk(long a, long b, int caps) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(JAVA_INT);
-      check(invoke(p2pStatus, a, b, NVML_P2P_CAPS_INDEX_READ, out), "nvmlDeviceGetP2PStatus");
+      check(invoke(p2pStatus, a, b, caps, out), "nvmlDeviceGetP2PStatus");
       return out.get(JAVA_INT, 0) == 0; // NVML_P2P_STATUS_OK
     }
+  }
+
+  /** Number of NVLinks of {@code device} that are up. */
+  public int activeNvLinks(long device) {
+    int n = 0;
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment state = a.allocate(JAVA_INT);
+      for (int link = 0; link < MAX_NVLINKS; link++) {
+        if (invoke(nvLinkState, device, link, state) == 0 && state.get(JAVA_INT, 0) == 1) {
+          n++;
+        }
+      }
+    }
+    return n;
   }
 
   /**

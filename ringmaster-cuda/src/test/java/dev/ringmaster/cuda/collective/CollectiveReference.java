@@ -1,5 +1,7 @@
 package dev.ringmaster.cuda.collective;
 
+import java.util.Arrays;
+
 /** CPU references for the device collectives: sums in rank order, as the peer kernels compute. */
 final class CollectiveReference {
   private CollectiveReference() {}
@@ -36,5 +38,20 @@ final class CollectiveReference {
       }
     }
     return out;
+  }
+
+  /**
+   * Fails unless {@code got} equals {@code want} bit for bit, naming the first difference.
+   * (AssertJ's containsExactly takes quadratic time on arrays of a million elements.)
+   */
+  static void assertExact(String what, float[] got, float[] want) {
+    if (Arrays.equals(got, want)) {
+      return;
+    }
+    if (got.length != want.length) {
+      throw new AssertionError(what + ": length " + got.length + ", expected " + want.length);
+    }
+    int i = Arrays.mismatch(got, want);
+    throw new AssertionError(what + ": element " + i + " is " + got[i] + ", expected " + want[i]);
   }
 }

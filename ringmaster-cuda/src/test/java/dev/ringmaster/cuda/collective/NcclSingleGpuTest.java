@@ -49,7 +49,8 @@ class NcclSingleGpuTest {
               DeviceBuffer b = DeviceBuffer.allocate(4L * x.length)) {
             b.upload(s, x);
             c.allReduce(b.ptr(), x.length, AllReduceAlgorithm.NCCL, s);
-            assertThat(b.downloadFloats(s, x.length)).containsExactly(x);
+            CollectiveReference.assertExact(
+                "nccl allreduce, one rank", b.downloadFloats(s, x.length), x);
             c.checkHealth();
           }
           return null;
@@ -78,8 +79,10 @@ class NcclSingleGpuTest {
                 float[] x = r.uniform(n, 1f);
                 b.upload(s, x);
                 g.launch(s);
-                assertThat(b.downloadFloats(s, n)).containsExactly(x);
-                assertThat(out.downloadFloats(s, n)).containsExactly(x);
+                CollectiveReference.assertExact(
+                    "graph replay: allreduce", b.downloadFloats(s, n), x);
+                CollectiveReference.assertExact(
+                    "graph replay: allgather", out.downloadFloats(s, n), x);
               }
             }
           }
@@ -97,12 +100,15 @@ class NcclSingleGpuTest {
               DeviceBuffer out = DeviceBuffer.allocate(4L * x.length)) {
             in.upload(s, x);
             c.reduceScatter(in.ptr(), out.ptr(), x.length, s);
-            assertThat(out.downloadFloats(s, x.length)).containsExactly(x);
+            CollectiveReference.assertExact(
+                "reducescatter, one rank", out.downloadFloats(s, x.length), x);
             out.poison(s);
             c.allToAll(in.ptr(), new long[] {x.length}, out.ptr(), new long[] {x.length}, s);
-            assertThat(out.downloadFloats(s, x.length)).containsExactly(x);
+            CollectiveReference.assertExact(
+                "all-to-all, one rank", out.downloadFloats(s, x.length), x);
             c.broadcast(in.ptr(), x.length, 0, s);
-            assertThat(in.downloadFloats(s, x.length)).containsExactly(x);
+            CollectiveReference.assertExact(
+                "broadcast, one rank", in.downloadFloats(s, x.length), x);
             c.barrier();
           }
           return null;
@@ -136,7 +142,8 @@ class NcclSingleGpuTest {
                       List.of(AllReduceAlgorithm.ONESHOT, AllReduceAlgorithm.TWOSHOT)) {
                     b.upload(s, x);
                     k.allReduce(b.ptr(), count, a, s);
-                    assertThat(b.downloadFloats(s, count)).as("%s %d", a, count).containsExactly(x);
+                    CollectiveReference.assertExact(
+                        String.format("%s %d", a, count), b.downloadFloats(s, count), x);
                   }
                 }
                 float[] x = r.uniform(n, 1f);
@@ -154,7 +161,8 @@ class NcclSingleGpuTest {
                     float[] wantRes = res0.clone();
                     float[] want =
                         CollectiveReference.addRmsNorm(x, wantRes, weight, rows, hidden, eps);
-                    assertThat(res.downloadFloats(s, n)).containsExactly(wantRes);
+                    CollectiveReference.assertExact(
+                        "fused: residual", res.downloadFloats(s, n), wantRes);
                     Compare.assertClose("fused out", out.downloadFloats(s, n), want, 1e-5);
                   }
                 }
