@@ -13,7 +13,8 @@
 #
 # test and bench use $JAVA_HOME or java on the PATH; with JRE_ARCHIVE=path/to/jre.txz (a tar.xz of a
 # Java 25 runtime whose top folder holds bin/java) they unpack that first. REPORTS_DIR (default
-# DIR/reports) receives the JUnit XML reports.
+# DIR/reports) receives the JUnit XML reports; JUNIT_DETAILS=testfeed prints each test as it ends
+# (the default tree comes only at the end, so a run cut off by a timeout would print nothing).
 set -euo pipefail
 mode=${1:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
 dir=${2:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
@@ -59,7 +60,7 @@ test | bench | collectives)
   mkdir -p "$reports"
   exec "$java" "${jvm_flags[@]}" -jar "$dir"/console/junit-platform-console-standalone-*.jar execute \
     --class-path "$dir/classes/cuda-test:$cp" --scan-class-path "$dir/classes/cuda-test" \
-    --include-tag gpu --details=tree --disable-banner --reports-dir "$reports" "$@"
+    --include-tag gpu --details="${JUNIT_DETAILS:-tree}" --disable-banner --reports-dir "$reports" "$@"
   ;;
 *)
   echo "unknown mode $mode (pack, test, bench or collectives)" >&2

@@ -10,6 +10,7 @@
 // spinning block never starves the block its peer waits for.
 //
 // Sums run in rank order 0..n-1 on every rank, so all ranks get bit-identical results.
+#include <stdio.h>
 #include "common.cuh"
 
 #define RM_AR_MAX_RANKS 8
@@ -27,6 +28,14 @@ struct RmArPeers {
   float* buf[RM_AR_MAX_RANKS];
   RmArSignal* sig[RM_AR_MAX_RANKS];
 };
+
+#define RM_AR_TIMEOUT_NS 30000000000ull
+
+__device__ __forceinline__ uint64_t ar_globaltimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 __device__ __forceinline__ void ar_store_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -56,7 +65,15 @@ __device__ __forceinline__ void ar_barrier(const RmArPeers& p, int rank, int n, 
                          : slot == 1 ? &self->mid[blockIdx.x][t]
                                      : &self->end[blockIdx.x][t];
     ar_store_release(out, flag);
+    // A peer that never arrives (a rank that failed before launching) would hang the GPU; after
+    // RM_AR_TIMEOUT_NS the kernel traps instead, so the host sees an error it can report.
+    const uint64_t t0 = ar_globaltimer();
     while (ar_load_acquire(in) != flag) {
+      if (ar_globaltimer() - t0 > RM_AR_TIMEOUT_NS) {
+        printf("rm_ar: rank %d block %d waited %d s for rank %d (slot %d, flag %u); trapping\n",
+               rank, blockIdx.x, static_cast<int>(RM_AR_TIMEOUT_NS / 1000000000ull), t, slot, flag);
+        __trap();
+      }
     }
   }
   __syncthreads();

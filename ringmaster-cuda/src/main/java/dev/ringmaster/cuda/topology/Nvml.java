@@ -183,8 +183,8 @@ public final class Nvml implements AutoCloseable {
   private boolean p2pOk(long a, long b, int caps) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(JAVA_INT);
-      check(invoke(p2pStatus, a, b, caps, out), "nvmlDeviceGetP2PStatus");
-      return out.get(JAVA_INT, 0) == 0; // NVML_P2P_STATUS_OK
+      // an error (say NOT_SUPPORTED on an older GPU) means "not reported as supported"
+      return invoke(p2pStatus, a, b, caps, out) == 0 && out.get(JAVA_INT, 0) == 0; // STATUS_OK
     }
   }
 

@@ -13,10 +13,12 @@ import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.Splits;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Every collective on all visible GPUs (at least two) against a CPU reference on random data, for
@@ -25,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * on a one-GPU machine.
  */
 @Tag("gpu")
+@Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class MultiGpuCollectivesTest {
   private static final int[] SIZES = {
     1, 3, 7, 64, 1000, 1023, 4097, 65_537, 262_147, (1 << 20) + 5
