@@ -31,7 +31,7 @@ final class Logprobs {
     int[] ids = new int[k];
     float[] lps = new float[k];
     int filled = 0;
-    for (int i = 0; i < vocab; i++) {
+    for (int i = 0; i < vocab && k > 0; i++) {
       float v = logits[off + i];
       if (filled < k || v > logits[off + ids[filled - 1]]) {
         int pos = Math.min(filled, k - 1);

@@ -252,6 +252,18 @@ class BatchEngineTest {
   }
 
   @Test
+  void logprobsOfTheChosenTokenOnly() throws Exception {
+    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024))) {
+      Collector c = new Collector();
+      SamplingParams p = new SamplingParams(0, 1, 0, 0, 2, true, List.of());
+      engine.submit(new EngineRequest("lp0", new int[] {3, 4}, p, EOS, 0, c));
+      assertThat(c.await().reason()).isEqualTo(FinishReason.LENGTH);
+      assertThat(c.events).allSatisfy(e -> assertThat(e.topIds()).isEmpty());
+      assertThat(c.events).allSatisfy(e -> assertThat(e.logprob()).isLessThanOrEqualTo(0f));
+    }
+  }
+
+  @Test
   void closeAbortsEverythingInFlight() throws Exception {
     BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024));
     List<Collector> cs = new ArrayList<>();
