@@ -47,6 +47,50 @@ final class TestServer implements AutoCloseable {
     return start(StepModel::of, ServerConfig.defaults(), defaultBatch());
   }
 
+  /** A model whose every step first runs {@code hook} (to slow it down or inject faults). */
+  static java.util.function.Function<CausalLm, StepModel> withHook(
+      java.util.function.Consumer<int[]> hook) {
+    return lm ->
+        new StepModel() {
+          @Override
+          public dev.ringmaster.model.config.ModelConfig config() {
+            return lm.config();
+          }
+
+          @Override
+          public dev.ringmaster.model.arch.KvCache newCache() {
+            return lm.newCache();
+          }
+
+          @Override
+          public long weightBytes() {
+            return lm.weightBytes();
+          }
+
+          @Override
+          public float[] forward(
+              int[] tokens,
+              dev.ringmaster.model.arch.BatchLayout layout,
+              dev.ringmaster.model.arch.KvCache[] caches,
+              int[] rows) {
+            hook.accept(tokens);
+            return lm.forward(tokens, layout, caches, rows);
+          }
+        };
+  }
+
+  /** A model that sleeps before every step, so a test can act mid-generation. */
+  static java.util.function.Function<CausalLm, StepModel> slow(long millis) {
+    return withHook(
+        t -> {
+          try {
+            Thread.sleep(millis);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+  }
+
   static BatchConfig defaultBatch() {
     return new BatchConfig(64, 256, 64, 16, 1024);
   }

@@ -51,6 +51,13 @@ public final class ServerMetrics implements LatencyObserver {
     ttft = histogram("time_to_first_token_seconds", "Time to first token.");
     itl = histogram("inter_token_latency_seconds", "Time between consecutive tokens.");
     e2e = histogram("e2e_request_latency_seconds", "Time from submission to the last token.");
+    // Touch every label set so each series is exported (as 0) before the first request.
+    for (Counter c : new Counter[] {promptTokens, generationTokens, requests, aborted, failed}) {
+      c.labelValues(model);
+    }
+    for (Histogram h : new Histogram[] {ttft, itl, e2e}) {
+      h.labelValues(model);
+    }
     gauge("num_running_reqs", "Requests in the running batch.", engine, s -> s.running());
     gauge("num_queue_reqs", "Requests waiting for admission.", engine, s -> s.queued());
     gauge("token_usage", "Fraction of the KV cache in use.", engine, EngineStats::kvUsage);

@@ -68,6 +68,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
       ObjectNode msg = c.putObject("message");
       msg.put("role", "assistant");
       msg.put("content", r.text());
+      msg.putNull("refusal");
       if (params.topLogprobs() >= 0) {
         c.set(
             "logprobs",
