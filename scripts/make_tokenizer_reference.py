@@ -261,6 +261,54 @@ def write_tiny_fixtures():
     print(f"wrote {out} and {len(files)} tiny tokenizers")
 
 
+JINJA_CASES = [
+ ("{% for m in messages %}{{ loop.index0 }}:{{ m.role }}{% if not loop.last %},{% endif %}{% endfor %}", {}),
+ ("{%- for m in messages -%}\n  [{{ m['content'] | trim }}]\n{%- endfor %}", {}),
+ ("{% if true %}\n    yes\n{% endif %}\nafter", {}),
+ ("  {% if x is defined %}def{% else %}undef{% endif %}|{{ y is none }}|{{ 'abc' is string }}", {"y": None}),
+ ("{% set ns = namespace(n=0, s='') %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }}", {}),
+ ("{{ 'a,b,,c'.split(',') }} {{ '  pad '.strip() }} {{ 'Hello'.startswith('He') }} {{ 'x.py'.endswith(('.js', '.py')) }}", {}),
+ ("{{ [1, 2, 3] | length }} {{ none | default('d') }} {{ undefined_thing | default('dflt') }} {{ '' | default('e', true) }} {{ 3 | string + 'x' }}", {}),
+ ("{{ {'a': 1, 'b': [true, none, 'é\"\\n']} | tojson }}", {}),
+ ("{{ messages[-1].content }}|{{ messages[::-1][0].role }}|{{ 'hello'[1:4] }}", {}),
+ ("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ 7 % 3 }} {{ 7 / 2 }} {{ 'a' ~ 1 ~ none }} {{ 2 ** 10 }}", {}),
+ ("{{ 'b' in 'abc' }} {{ 2 not in [1, 3] }} {{ 'k' in {'k': 1} }} {{ 1 < 2 and not 2 > 3 or false }}", {}),
+ ("{% for k, v in {'x': 1, 'y': 2}.items() %}{{ k }}={{ v }};{% endfor %}", {}),
+ ("{% for i in [1,2,3,4,5] %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}", {}),
+ ("{{ 'yes' if messages | length > 1 else 'no' }} {{ [] | first is undefined }}", {}),
+ ("{# comment #}\n{%- set greeting = 'hi' %}\n{{ greeting | upper }} {{ 'MiXed' | lower }} {{ 'abc' | title }}", {}),
+ ("{% set x %}block {{ 1 + 1 }}{% endset %}[{{ x }}]", {}),
+ ("{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join('+') }}", {}),
+ ("{{ [3, 1] | tojson(indent=2) }} {{ 1.5 }} {{ true }} {{ none }} {{ [1, 'a'] }}", {}),
+ ("{% for x in [] %}x{% else %}empty{% endfor %}  \n  {%+ if true %}kept{% endif %}", {}),
+]
+JINJA_MESSAGES = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": "  hi  "},
+    {"role": "assistant", "content": "yo"},
+]
+
+
+def write_jinja_fixtures():
+    """Jinja features rendered by jinja2 configured as transformers configures it for chat templates."""
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    env.filters["tojson"] = tojson
+    out = []
+    for src, extra in JINJA_CASES:
+        ctx = {"messages": JINJA_MESSAGES, **extra}
+        out.append({"template": src, "vars": ctx, "expected": env.from_string(src).render(**ctx)})
+    path = OUT.parent / "jinja_reference.json"
+    path.write_text(compact_json({"cases": out}), encoding="utf-8")
+    print(f"wrote {path}")
+
+
 def compact_json(reference):
     """One case per line: readable diffs without an id per line."""
     lines = ["{"]
@@ -324,6 +372,7 @@ def main():
     OUT.write_text(compact_json(reference), encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(cases)} texts, {len(chats)} chats)")
     write_tiny_fixtures()
+    write_jinja_fixtures()
 
 
 if __name__ == "__main__":

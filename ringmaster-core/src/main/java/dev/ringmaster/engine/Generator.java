@@ -1,7 +1,7 @@
 package dev.ringmaster.engine;
 
-import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.function.IntPredicate;
@@ -12,10 +12,10 @@ import java.util.function.IntPredicate;
  * (streaming); the listener may return false to stop.
  */
 public final class Generator {
-  private final CausalLm model;
+  private final LanguageModel model;
 
   /** A generator over a loaded model. */
-  public Generator(CausalLm model) {
+  public Generator(LanguageModel model) {
     this.model = model;
   }
 

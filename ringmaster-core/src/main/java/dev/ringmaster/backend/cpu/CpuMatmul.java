@@ -1,14 +1,70 @@
 package dev.ringmaster.backend.cpu;
 
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
 /**
  * Products of activations with weight matrices on the CPU: {@code out[n][rows] = x[n][cols] · W^T}.
  * This is the hot loop of CPU inference (weight streaming), so it is vectorised and parallel.
+ *
+ * <p>Weights are read straight from their segment in their own dtype and widened to f32 in
+ * registers; sums accumulate in f32. Each weight row is read from memory once per call whatever the
+ * number of tokens, so a batch of tokens costs little more than one token. Output rows are split
+ * into chunks run on the {@link CpuKernels} thread pool; small products stay on the calling thread.
+ * Results do not depend on the thread count or on the batch size.
  */
 public final class CpuMatmul {
   private CpuMatmul() {}
 
   /**
-   * Computes {@code out[t*outStride + r] = sum_c x[t*cols + c] * W[r][c]} for {@code t < n}.
+   * One product for {@link #matmulMany}: {@code out[t][r] = sum_c x[xRows[t]][c] * W[r][c]}.
+   *
+   * @param w the weight matrix
+   * @param x token inputs, rows of {@code w.cols()} floats; only rows listed in {@code xRows} are
+   *     read
+   * @param xRows which rows of {@code x} are this job's tokens, in output order
+   * @param out outputs, {@code xRows.length * w.rows()} floats, token-major (other jobs running in
+   *     the same call must not write to the same region)
+   */
+  public record Job(CpuMatrix w, float[] x, int[] xRows, float[] out) {
+    /** Checks the sizes and row indices. */
+    public Job {
+      int cols = w.cols();
+      for (int row : xRows) {
+        if (row < 0 || (long) (row + 1) * cols > x.length) {
+          throw new IllegalArgumentException(
+              "token row "
+                  + row
+                  + " is outside x ("
+                  + x.length
+                  + " floats of "
+                  + cols
+                  + " per row)");
+        }
+      }
+      if ((long) xRows.length * w.rows() > out.length) {
+        throw new IllegalArgumentException(
+            "out has " + out.length + " floats, needs " + (long) xRows.length * w.rows());
+      }
+    }
+
+    /** A job over the first {@code n} rows of {@code x}, as {@link CpuMatmul#matmul} computes. */
+    public static Job of(CpuMatrix w, float[] x, int n, float[] out) {
+      int[] rows = new int[n];
+      for (int t = 0; t < n; t++) {
+        rows[t] = t;
+      }
+      return new Job(w, x, rows, out);
+    }
+
+    /** Number of tokens. */
+    public int n() {
+      return xRows.length;
+    }
+  }
+
+  /**
+   * Computes {@code out[t*w.rows() + r] = sum_c x[t*w.cols() + c] * W[r][c]} for {@code t < n}.
    *
    * @param out output, at least {@code n * w.rows()} floats
    * @param x input, {@code n * w.cols()} floats, row-major
@@ -16,16 +72,46 @@ public final class CpuMatmul {
    * @param w the weight matrix
    */
   public static void matmul(float[] out, float[] x, int n, CpuMatrix w) {
-    int rows = w.rows();
-    int cols = w.cols();
-    for (int t = 0; t < n; t++) {
-      for (int r = 0; r < rows; r++) {
-        float acc = 0;
-        for (int c = 0; c < cols; c++) {
-          acc += x[t * cols + c] * w.get(r, c);
-        }
-        out[t * rows + r] = acc;
+    if (n < 0) {
+      throw new IllegalArgumentException("n must not be negative, got " + n);
+    }
+    matmulMany(List.of(Job.of(w, x, n, out)));
+  }
+
+  /**
+   * Runs several products in one parallel region, for example the routed experts of one MoE step
+   * with their token lists: all cores share the work even when each expert is small.
+   */
+  public static void matmulMany(List<Job> jobs) {
+    CpuThreadPool pool = CpuKernels.pool();
+    MatmulPlan plan = MatmulPlan.of(jobs, pool);
+    if (plan.parallel()) {
+      pool.run(plan.chunks(), plan::runChunk);
+    } else {
+      for (int i = 0; i < plan.chunks(); i++) {
+        plan.runChunk(i);
       }
+    }
+  }
+
+  /**
+   * Converts row {@code row} of {@code w} to f32 into {@code dst} from {@code dstOffset}, exactly
+   * (an embedding lookup).
+   */
+  public static void loadRow(CpuMatrix w, int row, float[] dst, int dstOffset) {
+    if (row < 0 || row >= w.rows()) {
+      throw new IndexOutOfBoundsException("row " + row + " of " + w.rows());
+    }
+    checkSegment(w.data());
+    CpuKernels.kernel(w.dtype())
+        .toFloats(w.data(), (long) row * w.cols(), dst, dstOffset, w.cols());
+  }
+
+  /** The Vector API reads heap segments only when they wrap a {@code byte[]}. */
+  static void checkSegment(MemorySegment data) {
+    if (data.heapBase().isPresent() && !(data.heapBase().get() instanceof byte[])) {
+      throw new IllegalArgumentException(
+          "weight segments must be native, mapped or byte[]-backed, not " + data);
     }
   }
 }

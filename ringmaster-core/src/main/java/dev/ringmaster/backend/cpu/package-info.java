@@ -1,2 +1,10 @@
-/** The CPU backend, the reference every other backend is tested against: f32 compute. */
+/**
+ * The CPU backend: the reference implementation of the ops, vectorised with the Vector API.
+ *
+ * <p>{@link dev.ringmaster.backend.cpu.CpuMatmul} multiplies activations by weight matrices that
+ * stay in their on-disk format ({@link dev.ringmaster.backend.cpu.CpuMatrix}, f32, bf16 or f16 in a
+ * possibly memory-mapped {@link java.lang.foreign.MemorySegment}). {@link
+ * dev.ringmaster.backend.cpu.CpuKernels} holds the process-wide settings: the vector width the
+ * kernels are specialised for and the persistent pool of worker threads.
+ */
 package dev.ringmaster.backend.cpu;

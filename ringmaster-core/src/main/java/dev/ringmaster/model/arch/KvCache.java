@@ -14,6 +14,7 @@ public final class KvCache {
   private final int widthB;
   private final float[][] a;
   private final float[][] b;
+  private final KvCache[] shards;
   private int capacity;
   private int length;
 
@@ -31,6 +32,25 @@ public final class KvCache {
     this.widthB = widthB;
     this.a = new float[layers][0];
     this.b = new float[layers][0];
+    this.shards = null;
+  }
+
+  private KvCache(KvCache[] shards) {
+    this.widthA = 0;
+    this.widthB = 0;
+    this.a = null;
+    this.b = null;
+    this.shards = shards.clone();
+  }
+
+  /** One sequence's cache on several ranks: each rank reads and writes only its shard. */
+  public static KvCache ofShards(KvCache[] perRank) {
+    return new KvCache(perRank);
+  }
+
+  /** Rank {@code r}'s part of a sharded cache, or this cache when it is not sharded. */
+  public KvCache shard(int r) {
+    return shards == null ? this : shards[r];
   }
 
   /** Bytes per token across all layers, in f32. */
@@ -49,10 +69,22 @@ public final class KvCache {
       throw new IllegalArgumentException("length " + length + " outside 0.." + capacity);
     }
     this.length = length;
+    if (shards != null) {
+      for (KvCache s : shards) {
+        s.setLength(length);
+      }
+    }
   }
 
   /** Makes room for {@code tokens} positions in every layer. */
   public void ensureCapacity(int tokens) {
+    if (shards != null) {
+      for (KvCache s : shards) {
+        s.ensureCapacity(tokens);
+      }
+      capacity = Math.max(capacity, tokens);
+      return;
+    }
     if (tokens <= capacity) {
       return;
     }

@@ -1,13 +1,22 @@
 package dev.ringmaster.model.arch;
 
+import dev.ringmaster.backend.cpu.CpuMatmul;
+import dev.ringmaster.backend.cpu.CpuOps;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
  * A mixture-of-experts MLP: the router picks {@code topK} experts per token; tokens are grouped by
- * expert so that each expert's weights are read once per step for all its tokens; the weighted
- * expert outputs are summed in ascending expert order (as transformers does) and the shared
- * experts' output, if any, is added.
+ * expert so that each expert's weights are read once per step for all its tokens; each token's
+ * weighted expert outputs are summed in ascending expert order (as transformers does) and the
+ * shared experts' output, if any, is added.
+ *
+ * <p>Three layouts: all experts here (one rank, or TP where each expert holds a slice of its
+ * intermediate dimension and the output is a partial sum); a range of whole experts with every
+ * token present (EP without all-to-all: partial sum over experts); or EP with all-to-all, where
+ * each rank routes its own slice of the tokens, sends each (token, expert) pair's hidden state to
+ * the expert's owner, gets the expert output back, combines, and all ranks gather the full output.
  */
 public final class MoeMlp implements Mlp {
   private final Router router;
@@ -16,66 +25,144 @@ public final class MoeMlp implements Mlp {
   private final DenseMlp shared;
   private final int topK;
   private final int hidden;
+  private final RankContext a2a;
 
   /**
    * Creates the layer.
    *
    * @param router the router over all experts
-   * @param experts the experts held here, ids {@code firstExpert ..}; entries may be null for
-   *     experts owned by another rank
+   * @param experts the experts held here, ids {@code firstExpert ..}
    * @param firstExpert id of {@code experts[0]}
    * @param shared shared experts MLP, or null
    * @param topK experts per token
    * @param hidden hidden size
+   * @param a2a the rank context when tokens are dispatched by all-to-all, else null
    */
   public MoeMlp(
-      Router router, DenseMlp[] experts, int firstExpert, DenseMlp shared, int topK, int hidden) {
+      Router router,
+      DenseMlp[] experts,
+      int firstExpert,
+      DenseMlp shared,
+      int topK,
+      int hidden,
+      RankContext a2a) {
     this.router = router;
     this.experts = experts;
     this.firstExpert = firstExpert;
     this.shared = shared;
     this.topK = topK;
     this.hidden = hidden;
+    this.a2a = a2a;
   }
 
   @Override
   public void forward(float[] out, float[] x, int n) {
+    if (a2a != null) {
+      forwardAllToAll(out, x, n);
+      return;
+    }
     int[] chosen = new int[n * topK];
     float[] weights = new float[n * topK];
     router.route(x, n, chosen, weights);
-    java.util.Arrays.fill(out, 0, n * hidden, 0f);
-    List<List<int[]>> byExpert = new ArrayList<>();
+    Arrays.fill(out, 0, n * hidden, 0f);
+    float[][] expertOut = runExperts(x, n, chosen);
+    combine(out, 0, n, chosen, weights, expertOut, null);
+    addShared(out, x, n);
+  }
+
+  /**
+   * Runs every local expert on the tokens routed to it. Returns, per (token, slot), the expert
+   * output row (null when the expert is not local).
+   */
+  private float[][] runExperts(float[] x, int n, int[] chosen) {
+    List<List<Integer>> byExpert = new ArrayList<>();
     for (int e = 0; e < experts.length; e++) {
       byExpert.add(new ArrayList<>());
     }
+    for (int slot = 0; slot < n * topK; slot++) {
+      int local = chosen[slot] - firstExpert;
+      if (local >= 0 && local < experts.length) {
+        byExpert.get(local).add(slot);
+      }
+    }
+    // All experts' projections run as one parallel region (a step touching a few small experts
+    // still uses every core); each reads its weights once for all of its tokens.
+    List<Integer> active = new ArrayList<>();
+    List<int[]> rowsOf = new ArrayList<>();
+    for (int e = 0; e < experts.length; e++) {
+      List<Integer> slots = byExpert.get(e);
+      if (!slots.isEmpty()) {
+        active.add(e);
+        rowsOf.add(slots.stream().mapToInt(slot -> slot / topK).toArray());
+      }
+    }
+    float[][] gate = new float[active.size()][];
+    float[][] up = new float[active.size()][];
+    List<CpuMatmul.Job> jobs = new ArrayList<>();
+    for (int a = 0; a < active.size(); a++) {
+      DenseMlp mlp = experts[active.get(a)];
+      int m = rowsOf.get(a).length;
+      gate[a] = new float[m * mlp.gate().out()];
+      up[a] = new float[m * mlp.up().out()];
+      jobs.add(new CpuMatmul.Job(mlp.gate().weight(), x, rowsOf.get(a), gate[a]));
+      jobs.add(new CpuMatmul.Job(mlp.up().weight(), x, rowsOf.get(a), up[a]));
+    }
+    CpuMatmul.matmulMany(jobs);
+    jobs.clear();
+    float[][] down = new float[active.size()][];
+    for (int a = 0; a < active.size(); a++) {
+      DenseMlp mlp = experts[active.get(a)];
+      int m = rowsOf.get(a).length;
+      CpuOps.siluMul(gate[a], gate[a], up[a], m * mlp.gate().out());
+      down[a] = new float[m * hidden];
+      jobs.add(CpuMatmul.Job.of(mlp.down().weight(), gate[a], m, down[a]));
+    }
+    CpuMatmul.matmulMany(jobs);
+    float[][] result = new float[n * topK][];
+    for (int a = 0; a < active.size(); a++) {
+      List<Integer> slots = byExpert.get(active.get(a));
+      for (int r = 0; r < slots.size(); r++) {
+        result[slots.get(r)] = Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
+      }
+    }
+    return result;
+  }
+
+  /**
+   * Adds each token's weighted expert outputs in ascending expert order. Rows come from {@code
+   * rows[slot]}, or, when {@code remote} is given, from {@code remote[slot]} for experts elsewhere.
+   */
+  private void combine(
+      float[] out,
+      int outRow0,
+      int n,
+      int[] chosen,
+      float[] weights,
+      float[][] rows,
+      float[][] remote) {
+    Integer[] order = new Integer[topK];
     for (int t = 0; t < n; t++) {
       for (int j = 0; j < topK; j++) {
-        int local = chosen[t * topK + j] - firstExpert;
-        if (local >= 0 && local < experts.length && experts[local] != null) {
-          byExpert.get(local).add(new int[] {t, j});
+        order[j] = j;
+      }
+      int base = t * topK;
+      Arrays.sort(order, (a, b) -> Integer.compare(chosen[base + a], chosen[base + b]));
+      int o = (outRow0 + t) * hidden;
+      for (int j : order) {
+        float[] y =
+            rows[base + j] != null ? rows[base + j] : remote != null ? remote[base + j] : null;
+        if (y == null) {
+          continue;
         }
-      }
-    }
-    for (int e = 0; e < experts.length; e++) {
-      List<int[]> rows = byExpert.get(e);
-      if (rows.isEmpty()) {
-        continue;
-      }
-      int m = rows.size();
-      float[] in = new float[m * hidden];
-      for (int r = 0; r < m; r++) {
-        System.arraycopy(x, rows.get(r)[0] * hidden, in, r * hidden, hidden);
-      }
-      float[] y = new float[m * hidden];
-      experts[e].forward(y, in, m);
-      for (int r = 0; r < m; r++) {
-        int t = rows.get(r)[0];
-        float w = weights[t * topK + rows.get(r)[1]];
+        float w = weights[base + j];
         for (int d = 0; d < hidden; d++) {
-          out[t * hidden + d] += y[r * hidden + d] * w;
+          out[o + d] += y[d] * w;
         }
       }
     }
+  }
+
+  private void addShared(float[] out, float[] x, int n) {
     if (shared != null) {
       float[] s = new float[n * hidden];
       shared.forward(s, x, n);
@@ -83,5 +170,108 @@ public final class MoeMlp implements Mlp {
         out[i] += s[i];
       }
     }
+  }
+
+  private void forwardAllToAll(float[] out, float[] x, int n) {
+    int world = a2a.size();
+    int rank = a2a.rank();
+    int per = (n + world - 1) / world; // tokens per rank, last ranks may have fewer
+    int t0 = Math.min(n, rank * per);
+    int mine = Math.min(n, t0 + per) - t0;
+    float[] xs = Arrays.copyOfRange(x, t0 * hidden, (t0 + mine) * hidden);
+    int[] chosen = new int[mine * topK];
+    float[] weights = new float[mine * topK];
+    router.route(xs, mine, chosen, weights);
+    int expertsPerRank = experts.length;
+    // Dispatch: one row per (token, slot) for a remote owner: [expert id, hidden...].
+    int row = hidden + 1;
+    int[] sendRows = new int[world];
+    for (int s = 0; s < mine * topK; s++) {
+      sendRows[chosen[s] / expertsPerRank]++;
+    }
+    int[] sendCounts = new int[world];
+    int[] offsets = new int[world + 1];
+    for (int r = 0; r < world; r++) {
+      sendCounts[r] = sendRows[r] * row;
+      offsets[r + 1] = offsets[r] + sendCounts[r];
+    }
+    float[] send = new float[offsets[world]];
+    int[] cursor = Arrays.copyOf(offsets, world);
+    int[] slotOrder = new int[mine * topK];
+    int k = 0;
+    for (int r = 0; r < world; r++) {
+      for (int s = 0; s < mine * topK; s++) {
+        if (chosen[s] / expertsPerRank == r) {
+          slotOrder[k++] = s;
+          send[cursor[r]] = chosen[s];
+          System.arraycopy(xs, (s / topK) * hidden, send, cursor[r] + 1, hidden);
+          cursor[r] += row;
+        }
+      }
+    }
+    int[] recvCounts = a2a.group().exchangeCounts(sendCounts);
+    int recvTotal = Arrays.stream(recvCounts).sum();
+    float[] recv = new float[recvTotal];
+    a2a.group().allToAll(send, sendCounts, recv, recvCounts);
+    // Compute the received rows with the local experts, batched per expert.
+    int m = recvTotal / row;
+    float[] in = new float[m * hidden];
+    int[] expertOf = new int[m];
+    for (int i = 0; i < m; i++) {
+      expertOf[i] = (int) recv[i * row];
+      System.arraycopy(recv, i * row + 1, in, i * hidden, hidden);
+    }
+    float[] results = new float[m * hidden];
+    for (int e = 0; e < experts.length; e++) {
+      int id = firstExpert + e;
+      int cnt = 0;
+      for (int i = 0; i < m; i++) {
+        cnt += expertOf[i] == id ? 1 : 0;
+      }
+      if (cnt == 0) {
+        continue;
+      }
+      float[] batch = new float[cnt * hidden];
+      int[] idx = new int[cnt];
+      int c = 0;
+      for (int i = 0; i < m; i++) {
+        if (expertOf[i] == id) {
+          idx[c] = i;
+          System.arraycopy(in, i * hidden, batch, c * hidden, hidden);
+          c++;
+        }
+      }
+      float[] y = new float[cnt * hidden];
+      experts[e].forward(y, batch, cnt);
+      for (int i = 0; i < cnt; i++) {
+        System.arraycopy(y, i * hidden, results, idx[i] * hidden, hidden);
+      }
+    }
+    // Combine: send the results back along the reverse route.
+    int[] backSend = new int[world];
+    int[] backRecv = new int[world];
+    for (int r = 0; r < world; r++) {
+      backSend[r] = recvCounts[r] / row * hidden;
+      backRecv[r] = sendCounts[r] / row * hidden;
+    }
+    float[] back = new float[Arrays.stream(backRecv).sum()];
+    a2a.group().allToAll(results, backSend, back, backRecv);
+    float[][] rows = new float[mine * topK][];
+    for (int i = 0; i < slotOrder.length; i++) {
+      rows[slotOrder[i]] = Arrays.copyOfRange(back, i * hidden, (i + 1) * hidden);
+    }
+    float[] local = new float[per * hidden];
+    combine(local, 0, mine, chosen, weights, rows, null);
+    if (shared != null && mine > 0) {
+      float[] s = new float[mine * hidden];
+      shared.forward(s, xs, mine);
+      for (int i = 0; i < mine * hidden; i++) {
+        local[i] += s[i];
+      }
+    }
+    // Every rank needs every token's output for the next (tensor-parallel) attention.
+    float[] gathered = new float[world * per * hidden];
+    a2a.group().allGather(local, 0, per * hidden, gathered);
+    System.arraycopy(gathered, 0, out, 0, n * hidden);
   }
 }

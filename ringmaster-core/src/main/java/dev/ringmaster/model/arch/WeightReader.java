@@ -6,13 +6,21 @@ import dev.ringmaster.backend.cpu.Numerics;
 import dev.ringmaster.model.ModelLoadException;
 import dev.ringmaster.model.weights.TensorView;
 import dev.ringmaster.model.weights.WeightStore;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 
 /** Reads named tensors of a checkpoint as CPU matrices (mapped, not copied) or f32 vectors. */
 final class WeightReader {
   private final WeightStore store;
+  private final Arena copies;
 
-  WeightReader(WeightStore store) {
+  /**
+   * A reader over {@code store}; column slices (row-parallel shards) are not contiguous in the file
+   * and are copied into {@code copies}, which the model owns.
+   */
+  WeightReader(WeightStore store, Arena copies) {
     this.store = store;
+    this.copies = copies;
   }
 
   WeightStore store() {
@@ -22,6 +30,57 @@ final class WeightReader {
   CpuMatrix matrix(String name, int rows, int cols) {
     TensorView t = store.require(name, rows, cols);
     return new CpuMatrix(t.data(), floatType(t), rows, cols);
+  }
+
+  /** Rows {@code [r0, r0 + rn)} of a {@code [rows, cols]} matrix (a column-parallel shard). */
+  CpuMatrix matrixRows(String name, int rows, int cols, int r0, int rn) {
+    TensorView t = store.require(name, rows, cols);
+    long rowBytes = (long) cols * floatType(t).bytes();
+    return new CpuMatrix(t.data().asSlice(r0 * rowBytes, rn * rowBytes), floatType(t), rn, cols);
+  }
+
+  /**
+   * Columns {@code [c0, c0 + cn)} of a {@code [rows, cols]} matrix, copied (a row-parallel shard).
+   */
+  CpuMatrix matrixCols(String name, int rows, int cols, int c0, int cn) {
+    TensorView t = store.require(name, rows, cols);
+    return copyCols(t.data(), floatType(t), rows, cols, c0, cn);
+  }
+
+  private CpuMatrix copyCols(MemorySegment src, DType d, int rows, int cols, int c0, int cn) {
+    long e = d.bytes();
+    MemorySegment dst = copies.allocate((long) rows * cn * e, 8);
+    for (int r = 0; r < rows; r++) {
+      MemorySegment.copy(src, ((long) r * cols + c0) * e, dst, (long) r * cn * e, cn * e);
+    }
+    return new CpuMatrix(dst, d, rows, cn);
+  }
+
+  /** Column-parallel linear: output features {@code [o0, o0 + on)} (bias sliced alike). */
+  Linear linearRows(String prefix, int out, int in, int o0, int on, boolean bias) {
+    CpuMatrix w = matrixRows(prefix + ".weight", out, in, o0, on);
+    float[] b =
+        bias ? java.util.Arrays.copyOfRange(vector(prefix + ".bias", out), o0, o0 + on) : null;
+    return new Linear(w, b);
+  }
+
+  /**
+   * Row-parallel linear: input features {@code [i0, i0 + in)}; the bias is kept on one rank only so
+   * that the allreduce of the partial outputs adds it once.
+   */
+  Linear linearCols(String prefix, int out, int inTotal, int i0, int inShare, boolean biasHere) {
+    CpuMatrix w = matrixCols(prefix + ".weight", out, inTotal, i0, inShare);
+    return new Linear(w, biasHere ? vector(prefix + ".bias", out) : null);
+  }
+
+  /** Columns of one expert slice of a fused 3D tensor {@code [E, rows, cols]}, copied. */
+  CpuMatrix slice3dCols(String name, long[] shape, int index, int c0, int cn) {
+    TensorView t = store.require(name, shape);
+    long e = floatType(t).bytes();
+    int rows = (int) shape[1];
+    int cols = (int) shape[2];
+    MemorySegment expert = t.data().asSlice((long) index * rows * cols * e, (long) rows * cols * e);
+    return copyCols(expert, floatType(t), rows, cols, c0, cn);
   }
 
   Linear linear(String prefix, int out, int in, boolean bias) {
@@ -51,6 +110,12 @@ final class WeightReader {
 
   float[] matrixAsFloats(String name, int rows, int cols) {
     return toFloats(store.require(name, rows, cols));
+  }
+
+  /** Rows {@code [r0, r0 + rn)} of a matrix as f32. */
+  float[] matrixRowsAsFloats(String name, int rows, int cols, int r0, int rn) {
+    float[] all = matrixAsFloats(name, rows, cols);
+    return java.util.Arrays.copyOfRange(all, r0 * cols, (r0 + rn) * cols);
   }
 
   private static float[] toFloats(TensorView t) {

@@ -44,6 +44,11 @@ final class ByteLevel {
     return new String(out);
   }
 
+  /** The character that stands for a byte. */
+  static char charOf(int b) {
+    return BYTE_TO_CHAR[b];
+  }
+
   /** The byte a character of the alphabet stands for, or -1 for characters outside it. */
   static int byteOf(char c) {
     return c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c] : -1;

@@ -81,6 +81,12 @@ public final class Tokenizer {
    * @throws TokenizerLoadException when a file is missing, unreadable, malformed or unsupported
    */
   public static Tokenizer load(Path modelDirOrTokenizerJson) {
+    if (!Files.exists(modelDirOrTokenizerJson)) {
+      throw new TokenizerLoadException(
+          modelDirOrTokenizerJson
+              + ": file not found (expected a model directory holding tokenizer.json, or a"
+              + " tokenizer.json file)");
+    }
     Path file =
         Files.isDirectory(modelDirOrTokenizerJson)
             ? modelDirOrTokenizerJson.resolve("tokenizer.json")

@@ -1,0 +1,182 @@
+package dev.ringmaster.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ringmaster bench}: measurements that print tables and JSON. */
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description = "Benchmarks.",
+    subcommands = {
+      BenchCommand.CpuMatmul.class,
+      BenchCommand.OneBatch.class,
+      CollectivesBenchCommand.class
+    })
+final class BenchCommand implements Runnable {
+  @Override
+  public void run() {
+    throw new UserError(
+        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives");
+  }
+
+  /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
+  @Command(
+      name = "cpu-matmul",
+      mixinStandardHelpOptions = true,
+      description =
+          "Time CPU matrix-vector and small matrix-matrix products and report weight streaming"
+              + " GB/s against the measured memory read bandwidth.")
+  static final class CpuMatmul implements Callable<Integer> {
+    @Option(names = "--bits", split = ",", description = "Vector widths (default 128,256,512).")
+    List<Integer> bits;
+
+    @Option(names = "--dtypes", split = ",", description = "Weight dtypes (default bf16,f32).")
+    List<String> dtypes;
+
+    @Option(
+        names = "--shapes",
+        split = ",",
+        description = "Matrix shapes ROWSxCOLS (default 4096x4096,11008x4096).")
+    List<String> shapes;
+
+    @Option(names = "--n", split = ",", description = "Tokens per call (default 1,8).")
+    List<Integer> tokens;
+
+    @Option(names = "--seconds", defaultValue = "1", description = "Timed seconds per case.")
+    double seconds;
+
+    @Option(names = "--threads", description = "Kernel threads (default: all cores).")
+    Integer threads;
+
+    @Option(names = "--json", description = "Print only the JSON report.")
+    boolean json;
+
+    @Option(names = "--history", description = "Append the report to this history file (JSONL).")
+    Path history;
+
+    @Override
+    public Integer call() throws Exception {
+      if (threads != null) {
+        CpuKernels.setThreads(threads);
+      }
+      CpuMatmulBenchmark.Options d = CpuMatmulBenchmark.Options.defaults();
+      CpuMatmulBenchmark.Options o =
+          new CpuMatmulBenchmark.Options(
+              bits != null ? bits : d.vectorBits(),
+              dtypes != null ? dtypes.stream().map(DType::parse).toList() : d.dtypes(),
+              shapes != null
+                  ? shapes.stream().map(CpuMatmulBenchmark.Shape::parse).toList()
+                  : d.shapes(),
+              tokens != null ? tokens : d.tokens(),
+              seconds,
+              d.bandwidthBufferBytes(),
+              d.includeEmulated());
+      CpuMatmulBenchmark.Report report = CpuMatmulBenchmark.run(o, System.err);
+      String js = CpuMatmulBenchmark.json(report);
+      if (json) {
+        System.out.println(js);
+      } else {
+        System.out.print(CpuMatmulBenchmark.table(report));
+      }
+      if (history != null) {
+        BenchmarkHistory.append(
+            history,
+            "cpu-matmul",
+            "ringmaster bench cpu-matmul",
+            new ObjectMapper().readTree(js),
+            "memory read bandwidth measured in the same run (streaming sum)");
+      }
+      return 0;
+    }
+  }
+
+  /** {@code ringmaster bench one-batch}: prefill and decode latency of static batches. */
+  @Command(
+      name = "one-batch",
+      mixinStandardHelpOptions = true,
+      description =
+          "Prefill and decode latency and throughput of one static batch per batch size, without"
+              + " a server (like sglang.bench_one_batch).")
+  static final class OneBatch implements Callable<Integer> {
+    @Option(names = "--model", description = "Model directory (default: the embedded model).")
+    Path model;
+
+    @picocli.CommandLine.Mixin EngineOptions engine = new EngineOptions();
+
+    @Option(names = "--batch-size", split = ",", defaultValue = "1", description = "e.g. 1,8,32.")
+    List<Integer> batchSizes;
+
+    @Option(names = "--input-len", defaultValue = "512", description = "Prompt tokens.")
+    int inputLen;
+
+    @Option(names = "--output-len", defaultValue = "128", description = "Decode steps.")
+    int outputLen;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Seed of the random prompts.")
+    long seed;
+
+    @Option(names = "--json", description = "Print the results as JSON.")
+    boolean json;
+
+    @Option(names = "--history", description = "Append the results to this history file (JSONL).")
+    Path history;
+
+    @Override
+    public Integer call() throws Exception {
+      Path dir = DefaultModel.resolve(model);
+      try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
+        var results =
+            dev.ringmaster.engine.bench.OneBatchBenchmark.run(
+                lm, batchSizes, inputLen, outputLen, seed, System.err);
+        ObjectMapper m =
+            new ObjectMapper()
+                .setPropertyNamingStrategy(
+                    com.fasterxml.jackson.databind.PropertyNamingStrategies.SNAKE_CASE);
+        var node = m.createObjectNode();
+        node.put("model", dir.toString());
+        node.put("device", engine.device);
+        node.put("tp_size", engine.parallel().tpSize());
+        node.put("ep_size", engine.parallel().epSize());
+        node.set("results", m.valueToTree(results));
+        if (json) {
+          System.out.println(m.writeValueAsString(node));
+        } else {
+          System.out.printf(
+              "%6s %9s %12s %14s %12s%n", "batch", "prefill", "prefill", "decode", "decode");
+          System.out.printf("%6s %9s %12s %14s %12s%n", "", "ms", "tok/s", "ms/step", "tok/s");
+          for (var r : results) {
+            System.out.printf(
+                "%6d %9.1f %12.0f %14.2f %12.1f%n",
+                r.batchSize(),
+                r.prefillMs(),
+                r.prefillTokensPerS(),
+                r.decodeMedianMs(),
+                r.decodeTokensPerS());
+          }
+        }
+        if (history != null) {
+          BenchmarkHistory.append(
+              history,
+              "one-batch",
+              "ringmaster bench one-batch --batch-size "
+                  + batchSizes
+                  + " --input-len "
+                  + inputLen
+                  + " --output-len "
+                  + outputLen,
+              node,
+              "none (absolute figures)");
+        }
+      }
+      return 0;
+    }
+  }
+}

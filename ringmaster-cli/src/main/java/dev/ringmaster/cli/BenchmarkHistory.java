@@ -1,0 +1,75 @@
+package dev.ringmaster.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Appends benchmark results to the history file (one JSON object per line): when, on what machine,
+ * at which commit, with which command, the figures, and what they are compared with.
+ */
+final class BenchmarkHistory {
+  private BenchmarkHistory() {}
+
+  static void append(
+      Path file, String benchmark, String command, JsonNode results, String reference)
+      throws IOException {
+    ObjectMapper m = new ObjectMapper();
+    ObjectNode o = m.createObjectNode();
+    o.put("time", Instant.now().toString());
+    o.put("benchmark", benchmark);
+    o.put("command", command);
+    o.put("commit", git("rev-parse", "--short", "HEAD"));
+    ObjectNode machine = o.putObject("machine");
+    machine.put("os", System.getProperty("os.name") + " " + System.getProperty("os.arch"));
+    machine.put("cpu", cpuModel());
+    machine.put("cores", Runtime.getRuntime().availableProcessors());
+    machine.put("java", System.getProperty("java.version"));
+    o.put("reference", reference);
+    o.set("results", results);
+    Files.createDirectories(file.toAbsolutePath().getParent());
+    Files.writeString(
+        file,
+        m.writeValueAsString(o) + "\n",
+        StandardCharsets.UTF_8,
+        StandardOpenOption.CREATE,
+        StandardOpenOption.APPEND);
+  }
+
+  private static String cpuModel() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+        if (line.startsWith("model name")) {
+          return line.substring(line.indexOf(':') + 1).strip();
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not Linux: fall through
+    }
+    return System.getProperty("os.arch");
+  }
+
+  private static String git(String... args) {
+    try {
+      String[] cmd = new String[args.length + 1];
+      cmd[0] = "git";
+      System.arraycopy(args, 0, cmd, 1, args.length);
+      Process p =
+          new ProcessBuilder(cmd)
+              .directory(Path.of(System.getProperty("ringmaster.home", ".")).toFile())
+              .redirectErrorStream(true)
+              .start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+      return p.waitFor(5, TimeUnit.SECONDS) && p.exitValue() == 0 ? out : "unknown";
+    } catch (IOException | InterruptedException e) {
+      return "unknown";
+    }
+  }
+}

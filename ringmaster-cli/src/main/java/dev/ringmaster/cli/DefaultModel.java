@@ -1,0 +1,30 @@
+package dev.ringmaster.cli;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Finds the model directory: the one given, or the embedded default model of the repository. */
+final class DefaultModel {
+  /** Directory of the embedded default model, relative to the Ringmaster home. */
+  static final String RELATIVE = "models/sotu-moe";
+
+  private DefaultModel() {}
+
+  static Path resolve(Path given) {
+    if (given != null) {
+      if (!Files.isDirectory(given)) {
+        throw new UserError(given + ": not a model directory (expected config.json and weights)");
+      }
+      return given;
+    }
+    String home = System.getProperty("ringmaster.home", ".");
+    Path dir = Path.of(home).resolve(RELATIVE);
+    if (!Files.isDirectory(dir)) {
+      throw new UserError(
+          "no --model given and the embedded default model is missing at "
+              + dir
+              + "; pass --model DIR (a Hugging Face model directory)");
+    }
+    return dir;
+  }
+}

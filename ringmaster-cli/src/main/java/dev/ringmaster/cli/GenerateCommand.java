@@ -1,0 +1,171 @@
+package dev.ringmaster.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ringmaster.engine.GenerationResult;
+import dev.ringmaster.engine.Generator;
+import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.tokenizer.ChatMessage;
+import dev.ringmaster.model.tokenizer.ChatTemplate;
+import dev.ringmaster.model.tokenizer.StreamDecoder;
+import dev.ringmaster.model.tokenizer.Tokenizer;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code ringmaster generate}: one prompt, tokens streamed to stdout as they are generated. */
+@Command(
+    name = "generate",
+    mixinStandardHelpOptions = true,
+    description = "Generate a continuation of a prompt (text or token ids).")
+final class GenerateCommand implements Callable<Integer> {
+  @Parameters(index = "0", arity = "0..1", description = "Prompt text.")
+  String prompt;
+
+  @Option(
+      names = "--model",
+      description = "Hugging Face model directory (default: the embedded model).")
+  Path model;
+
+  @Option(names = "--prompt-ids", split = ",", description = "Prompt as token ids, e.g. 1,2,3.")
+  int[] promptIds;
+
+  @Option(
+      names = "--max-new-tokens",
+      defaultValue = "128",
+      description = "Default: ${DEFAULT-VALUE}.")
+  int maxNewTokens;
+
+  @Option(
+      names = "--temperature",
+      defaultValue = "0",
+      description = "0 = greedy (default: ${DEFAULT-VALUE}).")
+  double temperature;
+
+  @Option(names = "--top-p", defaultValue = "1.0", description = "Default: ${DEFAULT-VALUE}.")
+  double topP;
+
+  @Option(names = "--top-k", defaultValue = "0", description = "0 = off (default).")
+  int topK;
+
+  @Option(names = "--seed", defaultValue = "0", description = "Sampling seed.")
+  long seed;
+
+  @Option(names = "--ignore-eos", description = "Do not stop at end-of-sequence tokens.")
+  boolean ignoreEos;
+
+  @Option(names = "--chat", description = "Wrap the prompt in the model's chat template.")
+  boolean chat;
+
+  @picocli.CommandLine.Mixin EngineOptions engine = new EngineOptions();
+
+  @Option(names = "--json", description = "Print one JSON object instead of streaming text.")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    Path dir = DefaultModel.resolve(model);
+    if ((prompt == null) == (promptIds == null)) {
+      throw new UserError("give either a prompt text or --prompt-ids (exactly one)");
+    }
+    Tokenizer tok = null;
+    if (prompt != null || !json || Files.exists(dir.resolve("tokenizer.json"))) {
+      tok = Tokenizer.load(dir);
+    }
+    int[] ids = promptIds;
+    if (ids == null) {
+      String text = prompt;
+      if (chat) {
+        ChatTemplate template =
+            tok.chatTemplate()
+                .orElseThrow(
+                    () -> new UserError(dir + ": tokenizer_config.json has no chat_template"));
+        text = template.render(List.of(new ChatMessage("user", prompt)), true);
+        ids = tok.encode(text, false);
+      } else {
+        ids = tok.encode(text);
+      }
+    } else if (chat) {
+      throw new UserError("--chat needs a prompt text, not --prompt-ids");
+    }
+    SamplingParams params =
+        new SamplingParams(temperature, topP, topK, seed, maxNewTokens, ignoreEos, List.of());
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    try (LanguageModel lm = engine.open(dir)) {
+      System.err.printf(
+          "model: %s (%s, %d layers, %.1f MB of weights); KV cache: %d bytes per token%n",
+          dir,
+          lm.config().architecture().modelType(),
+          lm.config().numLayers(),
+          lm.weightBytes() / 1048576.0,
+          KvCache.bytesPerToken(lm.config()));
+      int[] eos = tok != null ? tok.eosIds() : toArray(lm.config().eosTokenIds());
+      StreamDecoder stream = tok != null ? tok.newStreamDecoder(true) : null;
+      if (!json && prompt != null && !chat) {
+        out.print(prompt);
+      }
+      final Tokenizer tokenizer = tok;
+      GenerationResult r =
+          new Generator(lm)
+              .generate(
+                  ids,
+                  params,
+                  eos,
+                  id -> {
+                    if (!json) {
+                      if (stream != null) {
+                        out.print(stream.next(id));
+                      } else {
+                        out.print(id + " ");
+                      }
+                      out.flush();
+                    }
+                    return true;
+                  });
+      if (json) {
+        ObjectMapper m = new ObjectMapper();
+        ObjectNode o = m.createObjectNode();
+        o.putPOJO("prompt_ids", r.promptIds());
+        o.putPOJO("output_ids", r.outputIds());
+        o.put("text", tokenizer != null ? tokenizer.decode(r.outputIds(), true) : null);
+        o.put("finish_reason", r.finishReason());
+        o.put("prefill_ms", r.prefillMs());
+        o.put("prefill_tokens_per_s", r.prefillTokensPerSecond());
+        o.put("decode_tokens_per_s", r.decodeTokensPerSecond());
+        o.put("model", dir.toString());
+        out.println(m.writeValueAsString(o));
+      } else {
+        if (stream != null) {
+          out.print(stream.flush());
+        }
+        out.println();
+        System.err.printf(
+            "[%d prompt tokens, prefill %.0f ms; %d new tokens, %.1f tok/s decode; finish: %s]%n",
+            r.promptIds().length,
+            r.prefillMs(),
+            r.outputIds().length,
+            r.decodeTokensPerSecond(),
+            r.finishReason());
+      }
+    }
+    return 0;
+  }
+
+  private static int[] toArray(List<Integer> l) {
+    return l.stream().mapToInt(Integer::intValue).toArray();
+  }
+
+  @Override
+  public String toString() {
+    return "generate " + Arrays.toString(promptIds);
+  }
+}

@@ -1,0 +1,100 @@
+package dev.ringmaster.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ringmaster.backend.DType;
+import dev.ringmaster.model.arch.CheckpointLayout;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.random.RandomModelWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ringmaster model}: make random-weight models and describe models. */
+@Command(
+    name = "model",
+    mixinStandardHelpOptions = true,
+    description = "Model utilities.",
+    subcommands = {ModelCommand.Random.class, ModelCommand.Info.class})
+final class ModelCommand implements Runnable {
+  @Override
+  public void run() {
+    throw new UserError("choose a subcommand: model random | model info");
+  }
+
+  /** {@code ringmaster model random}. */
+  @Command(
+      name = "random",
+      mixinStandardHelpOptions = true,
+      description = "Write a random-weight model (config + safetensors) for any supported config.")
+  static final class Random implements Callable<Integer> {
+    @Option(names = "--config", required = true, description = "A Hugging Face config.json.")
+    Path config;
+
+    @Option(names = "--out", required = true, description = "Output model directory.")
+    Path out;
+
+    @Option(names = "--dtype", defaultValue = "bf16", description = "f32, bf16 or f16.")
+    String dtype;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Seed of the weights.")
+    long seed;
+
+    @Option(
+        names = "--tokenizer",
+        description = "tokenizer.json (and its directory's config) to copy.")
+    Path tokenizer;
+
+    @Override
+    public Integer call() throws Exception {
+      RandomModelWriter.Result r = RandomModelWriter.write(config, out, DType.parse(dtype), seed);
+      if (tokenizer != null) {
+        Files.copy(tokenizer, out.resolve("tokenizer.json"), StandardCopyOption.REPLACE_EXISTING);
+        Path tc = tokenizer.resolveSibling("tokenizer_config.json");
+        if (Files.exists(tc)) {
+          Files.copy(tc, out.resolve("tokenizer_config.json"), StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+      System.out.printf(
+          "wrote %s: %,d parameters, %.2f GB in %d shard(s)%n",
+          r.dir(), r.parameters(), r.bytes() / 1e9, r.shards());
+      return 0;
+    }
+  }
+
+  /** {@code ringmaster model info}. */
+  @Command(
+      name = "info",
+      mixinStandardHelpOptions = true,
+      description = "Describe a model: architecture, parameters, KV cache bytes per token.")
+  static final class Info implements Callable<Integer> {
+    @Option(names = "--model", description = "Model directory or config.json.")
+    Path model;
+
+    @Override
+    public Integer call() throws Exception {
+      Path p = model != null && Files.isRegularFile(model) ? model : DefaultModel.resolve(model);
+      ModelConfig cfg = ModelConfigParser.parse(p);
+      ObjectNode o = new ObjectMapper().createObjectNode();
+      o.put("model_type", cfg.architecture().modelType());
+      o.put("layers", cfg.numLayers());
+      o.put("hidden_size", cfg.hiddenSize());
+      o.put("parameters", CheckpointLayout.parameterCount(cfg));
+      o.put("kv_bytes_per_token_f32", KvCache.bytesPerToken(cfg));
+      o.put("kv_values_per_token_per_layer", cfg.kvValuesPerTokenPerLayer());
+      if (cfg.moe() != null) {
+        o.put("experts", cfg.moe().numExperts());
+        o.put("experts_per_token", cfg.moe().topK());
+      }
+      System.out.println(
+          new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(o));
+      return 0;
+    }
+  }
+}

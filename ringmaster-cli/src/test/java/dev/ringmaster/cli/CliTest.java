@@ -1,0 +1,156 @@
+package dev.ringmaster.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The command line as a user runs it: outputs, JSON fields, and one-line errors. */
+class CliTest {
+  record Run(int status, String out, String err) {}
+
+  static Path repo() {
+    Path p = Path.of("").toAbsolutePath();
+    while (!Files.isDirectory(p.resolve(".ci"))) {
+      p = p.getParent();
+    }
+    return p;
+  }
+
+  static Run run(String... args) {
+    PrintStream oldOut = System.out;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    StringWriter err = new StringWriter();
+    try {
+      System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+      var cl = Main.commandLine();
+      cl.setErr(new PrintWriter(err, true));
+      int status = cl.execute(args);
+      return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString());
+    } finally {
+      System.setOut(oldOut);
+    }
+  }
+
+  @Test
+  void generateJsonReproducesTransformersGreedyTokens() throws Exception {
+    Path fixture = repo().resolve("fixtures/golden/deepseek_v2_qlora_yarn_group");
+    JsonNode ref = new ObjectMapper().readTree(Files.readString(fixture.resolve("reference.json")));
+    String ids =
+        java.util.stream.StreamSupport.stream(ref.get("prompt_ids").spliterator(), false)
+            .map(JsonNode::asText)
+            .collect(Collectors.joining(","));
+    int n = ref.get("greedy_ids").size();
+    Run r =
+        run(
+            "generate",
+            "--model",
+            fixture.toString(),
+            "--prompt-ids",
+            ids,
+            "--max-new-tokens",
+            String.valueOf(n),
+            "--temperature",
+            "0",
+            "--ignore-eos",
+            "--json");
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode o = new ObjectMapper().readTree(r.out());
+    assertThat(o.get("output_ids")).isEqualTo(ref.get("greedy_ids"));
+    assertThat(o.get("prompt_ids")).isEqualTo(ref.get("prompt_ids"));
+    assertThat(o.has("text")).isTrue();
+    assertThat(o.get("prefill_ms").asDouble()).isPositive();
+    assertThat(o.get("decode_tokens_per_s").asDouble()).isPositive();
+  }
+
+  @Test
+  void tensorParallelGenerateGivesTheSameTokens() throws Exception {
+    Path fixture = repo().resolve("fixtures/golden/qwen3_moe_basic");
+    Run one =
+        run(
+            "generate",
+            "--model",
+            fixture.toString(),
+            "hello",
+            "--max-new-tokens",
+            "8",
+            "--ignore-eos",
+            "--json");
+    Run tp2 =
+        run(
+            "generate",
+            "--model",
+            fixture.toString(),
+            "hello",
+            "--max-new-tokens",
+            "8",
+            "--ignore-eos",
+            "--json",
+            "--tp-size",
+            "2");
+    assertThat(one.status()).as(one.err()).isZero();
+    assertThat(tp2.status()).as(tp2.err()).isZero();
+    var m = new ObjectMapper();
+    assertThat(m.readTree(tp2.out()).get("output_ids"))
+        .isEqualTo(m.readTree(one.out()).get("output_ids"));
+  }
+
+  @Test
+  void tokenizeAndDecodeRoundTrip() {
+    Path fixture = repo().resolve("fixtures/golden/deepseek_v3_basic");
+    Run enc = run("tokenize", "--model", fixture.toString(), "--no-special", "hello world");
+    assertThat(enc.status()).as(enc.err()).isZero();
+    Run dec = run("tokenize", "--model", fixture.toString(), "--decode", enc.out().strip());
+    assertThat(dec.out().strip()).isEqualTo("hello world");
+  }
+
+  @Test
+  void randomModelOfAFixtureConfigLoadsAndGenerates(@TempDir Path tmp) {
+    Path cfg = repo().resolve("fixtures/golden/deepseek_v3_basic/config.json");
+    Run w =
+        run("model", "random", "--config", cfg.toString(), "--out", tmp.toString(), "--seed", "3");
+    assertThat(w.status()).as(w.err()).isZero();
+    assertThat(w.out()).contains("parameters");
+    Run g =
+        run(
+            "generate",
+            "--model",
+            tmp.toString(),
+            "--prompt-ids",
+            "1,2,3",
+            "--max-new-tokens",
+            "4",
+            "--json");
+    assertThat(g.status()).as(g.err()).isZero();
+  }
+
+  @Test
+  void errorsAreOneLineWithExitStatusTwo() {
+    Path fixture = repo().resolve("fixtures/golden/deepseek_v3_basic");
+    for (String[] args :
+        new String[][] {
+          {"generate", "--model", "/no/such/model", "x"},
+          {"generate", "--model", fixture.toString()},
+          {"generate", "--model", fixture.toString(), "--prompt-ids", "1,99999"},
+          {"generate", "--model", fixture.toString(), "x", "--temperature", "-1"},
+          {"generate", "--model", fixture.toString(), "x", "--tp-size", "3"},
+          {"generate", "--model", fixture.toString(), "x", "--device", "cuda"},
+          {"tokenize", "--model", fixture.toString(), "--decode", "[1, x]"},
+        }) {
+      Run r = run(args);
+      assertThat(r.status()).as(Arrays.toString(args) + " -> " + r.err()).isEqualTo(2);
+      assertThat(r.err()).as(Arrays.toString(args)).startsWith("error: ").doesNotContain("\tat ");
+    }
+  }
+}

@@ -1,0 +1,198 @@
+package dev.ringmaster.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntConsumer;
+
+/**
+ * A fixed set of platform threads that run parallel regions: {@link #run} hands out task indices to
+ * the workers and the calling thread, and returns when all tasks are done.
+ *
+ * <p>Decode steps issue hundreds of short regions per token, so waking must be cheap: after a
+ * region, workers spin briefly for the next one before parking. Only one region runs at a time; a
+ * region started from inside another one (or from a worker) runs serially on the caller.
+ */
+final class CpuThreadPool implements AutoCloseable {
+  /** How long idle workers and a waiting caller spin before parking. */
+  private static final long SPIN_NANOS = 50_000;
+
+  private final Worker[] workers;
+  private final ReentrantLock regionLock = new ReentrantLock();
+  private final AtomicInteger pendingWorkers = new AtomicInteger();
+  private volatile Region region;
+  private volatile int generation;
+  private volatile Thread caller;
+  private volatile boolean closed;
+
+  /** One parallel region: its tasks, the next unclaimed index and the first failure. */
+  private static final class Region {
+    final int tasks;
+    final IntConsumer body;
+    final AtomicInteger next = new AtomicInteger();
+    volatile Throwable failure;
+
+    Region(int tasks, IntConsumer body) {
+      this.tasks = tasks;
+      this.body = body;
+    }
+  }
+
+  private final class Worker extends Thread {
+    Worker(int index) {
+      super("ringmaster-cpu-" + index);
+      setDaemon(true);
+    }
+
+    @Override
+    public void run() {
+      int seen = 0;
+      while (true) {
+        seen = awaitGeneration(seen);
+        if (closed) {
+          return;
+        }
+        work(region);
+        if (pendingWorkers.decrementAndGet() == 0) {
+          LockSupport.unpark(caller);
+        }
+      }
+    }
+  }
+
+  /**
+   * Starts {@code threads - 1} workers; the thread calling {@link #run} is the last participant.
+   */
+  CpuThreadPool(int threads) {
+    if (threads < 1) {
+      throw new IllegalArgumentException("threads must be at least 1, got " + threads);
+    }
+    workers = new Worker[threads - 1];
+    for (int i = 0; i < workers.length; i++) {
+      workers[i] = new Worker(i + 1);
+      workers[i].start();
+    }
+  }
+
+  /** Whether the workers may read {@code segment} (a confined arena's segments they may not). */
+  boolean canShare(MemorySegment segment) {
+    return workers.length == 0 || segment.isAccessibleBy(workers[0]);
+  }
+
+  /** Number of threads that run a region, the caller included. */
+  int threads() {
+    return workers.length + 1;
+  }
+
+  /** Runs {@code body.accept(i)} for every {@code 0 <= i < tasks}, in parallel, and waits. */
+  void run(int tasks, IntConsumer body) {
+    if (tasks <= 0) {
+      return;
+    }
+    if (workers.length == 0
+        || tasks == 1
+        || Thread.currentThread() instanceof Worker
+        || regionLock.isHeldByCurrentThread()) {
+      for (int i = 0; i < tasks; i++) {
+        body.accept(i);
+      }
+      return;
+    }
+    regionLock.lock();
+    try {
+      if (closed) {
+        throw new IllegalStateException("CPU thread pool is closed");
+      }
+      Region r = new Region(tasks, body);
+      pendingWorkers.set(workers.length);
+      caller = Thread.currentThread();
+      region = r;
+      generation = generation + 1; // publishes region: workers read it after seeing the change
+      for (Worker w : workers) {
+        LockSupport.unpark(w);
+      }
+      work(r);
+      awaitWorkers();
+      region = null;
+      Throwable failure = r.failure;
+      if (failure instanceof RuntimeException e) {
+        throw e;
+      } else if (failure instanceof Error e) {
+        throw e;
+      } else if (failure != null) {
+        throw new IllegalStateException(failure);
+      }
+    } finally {
+      regionLock.unlock();
+    }
+  }
+
+  private static void work(Region r) {
+    int i;
+    while ((i = r.next.getAndIncrement()) < r.tasks) {
+      try {
+        r.body.accept(i);
+      } catch (Throwable t) {
+        if (r.failure == null) {
+          r.failure = t;
+        }
+        r.next.set(r.tasks); // stop handing out the rest
+      }
+    }
+  }
+
+  private int awaitGeneration(int seen) {
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    int spins = 0;
+    int g;
+    while ((g = generation) == seen && !closed) {
+      if (deadline != 0) {
+        Thread.onSpinWait();
+        if ((++spins & 255) == 0 && System.nanoTime() > deadline) {
+          deadline = 0;
+        }
+      } else {
+        LockSupport.park(this);
+      }
+    }
+    return g;
+  }
+
+  private void awaitWorkers() {
+    long deadline = System.nanoTime() + SPIN_NANOS;
+    int spins = 0;
+    while (pendingWorkers.get() != 0) {
+      if (deadline != 0) {
+        Thread.onSpinWait();
+        if ((++spins & 255) == 0 && System.nanoTime() > deadline) {
+          deadline = 0;
+        }
+      } else {
+        LockSupport.park(this);
+      }
+    }
+  }
+
+  /** Stops the workers after any running region; later {@link #run} calls fail. */
+  @Override
+  public void close() {
+    regionLock.lock();
+    try {
+      closed = true;
+    } finally {
+      regionLock.unlock();
+    }
+    for (Worker w : workers) {
+      LockSupport.unpark(w);
+    }
+    for (Worker w : workers) {
+      try {
+        w.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,134 @@
+package dev.ringmaster.backend.cpu;
+
+import java.util.List;
+
+/**
+ * How one {@link CpuMatmul#matmulMany} call is cut into chunks of output rows. Chunk sizes follow
+ * the cost of a job's rows so that all threads get similar work; products too small to repay a
+ * parallel region, or whose weights only the calling thread may read, run on the calling thread.
+ */
+final class MatmulPlan {
+  /** Below this many weight elements (scaled by batch) a call runs on the calling thread. */
+  static final long SERIAL_COST = 1L << 18;
+
+  /** Chunks per thread, so that uneven progress still balances out. */
+  private static final int CHUNKS_PER_THREAD = 4;
+
+  /** Chunks start on multiples of this many rows, and are at least this big. */
+  private static final int ROW_QUANTUM = 16;
+
+  private final RowKernel[] kernels;
+  private final CpuMatmul.Job[] jobs;
+  private final int[][] xOffsets;
+  private final int[][] outOffsets;
+  private final int[] chunkJob;
+  private final int[] chunkStart;
+  private final int[] chunkEnd;
+  private final boolean parallel;
+
+  private MatmulPlan(
+      RowKernel[] kernels,
+      CpuMatmul.Job[] jobs,
+      int[][] xOffsets,
+      int[][] outOffsets,
+      int[] chunkJob,
+      int[] chunkStart,
+      int[] chunkEnd,
+      boolean parallel) {
+    this.kernels = kernels;
+    this.jobs = jobs;
+    this.xOffsets = xOffsets;
+    this.outOffsets = outOffsets;
+    this.chunkJob = chunkJob;
+    this.chunkStart = chunkStart;
+    this.chunkEnd = chunkEnd;
+    this.parallel = parallel;
+  }
+
+  static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuThreadPool pool) {
+    int threads = pool.threads();
+    CpuMatmul.Job[] jobs =
+        jobList.stream().filter(j -> j.n() > 0 && j.w().rows() > 0).toArray(CpuMatmul.Job[]::new);
+    RowKernel[] kernels = new RowKernel[jobs.length];
+    int[][] xOffsets = new int[jobs.length][];
+    int[][] outOffsets = new int[jobs.length][];
+    double[] rowCost = new double[jobs.length];
+    double total = 0;
+    boolean shared = true;
+    for (int j = 0; j < jobs.length; j++) {
+      CpuMatmul.Job job = jobs[j];
+      CpuMatmul.checkSegment(job.w().data());
+      kernels[j] = CpuKernels.kernel(job.w().dtype());
+      shared &= pool.canShare(job.w().data());
+      int cols = job.w().cols();
+      int rows = job.w().rows();
+      int n = job.n();
+      xOffsets[j] = new int[n];
+      outOffsets[j] = new int[n];
+      for (int t = 0; t < n; t++) {
+        xOffsets[j][t] = job.xRows()[t] * cols;
+        outOffsets[j][t] = t * rows;
+      }
+      // Streaming a row costs about the same for 1 to 4 tokens; beyond, arithmetic grows with n.
+      rowCost[j] = (double) cols * Math.max(1, n / 4.0);
+      total += rowCost[j] * rows;
+    }
+    int chunks = 0;
+    int[] perJob = new int[jobs.length];
+    int[] rowsPerChunk = new int[jobs.length];
+    boolean serial = threads == 1 || total < SERIAL_COST || !shared;
+    double target = total / ((double) threads * CHUNKS_PER_THREAD);
+    for (int j = 0; j < jobs.length; j++) {
+      int rows = jobs[j].w().rows();
+      if (serial) {
+        rowsPerChunk[j] = rows;
+      } else {
+        int size = (int) Math.min(rows, Math.ceil(target / rowCost[j]));
+        size = Math.max(ROW_QUANTUM, (size + ROW_QUANTUM - 1) / ROW_QUANTUM * ROW_QUANTUM);
+        rowsPerChunk[j] = Math.min(rows, size);
+      }
+      perJob[j] = (rows + rowsPerChunk[j] - 1) / rowsPerChunk[j];
+      chunks += perJob[j];
+    }
+    int[] chunkJob = new int[chunks];
+    int[] chunkStart = new int[chunks];
+    int[] chunkEnd = new int[chunks];
+    int c = 0;
+    for (int j = 0; j < jobs.length; j++) {
+      int rows = jobs[j].w().rows();
+      for (int r = 0; r < rows; r += rowsPerChunk[j]) {
+        chunkJob[c] = j;
+        chunkStart[c] = r;
+        chunkEnd[c] = Math.min(rows, r + rowsPerChunk[j]);
+        c++;
+      }
+    }
+    return new MatmulPlan(
+        kernels, jobs, xOffsets, outOffsets, chunkJob, chunkStart, chunkEnd, !serial);
+  }
+
+  /** Number of chunks. */
+  int chunks() {
+    return chunkJob.length;
+  }
+
+  /** Whether the chunks should run on the thread pool rather than the calling thread. */
+  boolean parallel() {
+    return parallel;
+  }
+
+  /** Computes chunk {@code i}: a range of output rows of one job, for all its tokens. */
+  void runChunk(int i) {
+    int j = chunkJob[i];
+    CpuMatmul.Job job = jobs[j];
+    kernels[j].rows(
+        job.w().data(),
+        job.w().cols(),
+        chunkStart[i],
+        chunkEnd[i],
+        job.x(),
+        xOffsets[j],
+        job.out(),
+        outOffsets[j]);
+  }
+}

@@ -1,0 +1,380 @@
+package dev.ringmaster.backend.cpu;
+
+import dev.ringmaster.backend.DType;
+import java.lang.constant.ConstantDescs;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * The matmul kernel source, written once and specialised per vector width and weight dtype.
+ *
+ * <p>The Vector API only compiles to SIMD instructions when the species is a JIT-time constant, and
+ * a kernel shared by several widths or dtypes would see them as variables. So this class is never
+ * used directly: {@link RowKernels} defines one hidden class per {@link KernelSpec} from these
+ * bytes, and each copy reads its spec into {@code static final} fields, which the JIT folds. The
+ * dtype branches in {@link #load} and {@link #scalar} then vanish from the compiled loops.
+ *
+ * <p>Tiles: for one token, 4 weight rows share each input vector (4 independent accumulators hide
+ * the FMA latency; 2 rows for f16, whose decoding is longer); for several tokens, 2 weight rows
+ * times 4 tokens (8 accumulators) share each decoded weight vector. Row groups and token blocks are
+ * sized so the rows being reused stay in cache while each weight byte is read from memory once per
+ * call. Short tiles repeat their last row or token and write the same value twice, so every (row,
+ * token) result is computed by the same sequence of operations whatever the tiling: results do not
+ * depend on batch size or threads.
+ *
+ * <p>Weights are read with unaligned vector loads straight from the segment: safetensors offsets
+ * only guarantee element alignment (2 bytes for bf16).
+ */
+final class RowKernelTemplate implements RowKernel {
+  private static final KernelSpec SPEC = spec();
+  private static final VectorSpecies<Float> F =
+      VectorSpecies.of(float.class, VectorShape.forBitSize(SPEC.vectorBits()));
+  private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
+  private static final VectorSpecies<Short> S =
+      VectorSpecies.of(short.class, VectorShape.forBitSize(SPEC.vectorBits() / 2));
+  private static final int LANES = F.length();
+  private static final boolean F32 = SPEC.dtype() == DType.F32;
+  private static final boolean BF16 = SPEC.dtype() == DType.BF16;
+  private static final boolean F16 = SPEC.dtype() == DType.F16;
+  private static final long BYTES = SPEC.dtype().bytes();
+  private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+  private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
+  private static final ValueLayout.OfShort I16_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(LE);
+
+  /** Bytes of reused rows (weights, or token inputs) to keep in cache while tiling. */
+  private static final long BLOCK_BYTES = 128 * 1024;
+
+  RowKernelTemplate() {}
+
+  private static KernelSpec spec() {
+    try {
+      KernelSpec spec =
+          MethodHandles.classData(
+              MethodHandles.lookup(), ConstantDescs.DEFAULT_NAME, KernelSpec.class);
+      // Only hidden copies carry class data; the plain class is never run but must initialise.
+      return spec != null ? spec : new KernelSpec(128, DType.F32);
+    } catch (IllegalAccessException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  @Override
+  public int lanes() {
+    return LANES;
+  }
+
+  @Override
+  public void rows(
+      MemorySegment w,
+      int cols,
+      int r0,
+      int r1,
+      float[] x,
+      int[] xOffsets,
+      float[] out,
+      int[] outOffsets) {
+    long rowBytes = cols * BYTES;
+    int n = xOffsets.length;
+    if (n == 1 && !F16) {
+      int last = r1 - 1;
+      for (int r = r0; r < r1; r += 4) {
+        tile4x1(
+            w,
+            rowBytes,
+            cols,
+            r,
+            Math.min(r + 1, last),
+            Math.min(r + 2, last),
+            Math.min(r + 3, last),
+            x,
+            xOffsets[0],
+            out,
+            outOffsets[0]);
+      }
+      return;
+    }
+    if (n == 1) {
+      // Four inlined f16 decodes exceed the JIT's inlining budget (a call left out of line boxes
+      // every vector), so f16 pairs rows instead.
+      int last = r1 - 1;
+      for (int r = r0; r < r1; r += 2) {
+        tile2x1(w, rowBytes, cols, r, Math.min(r + 1, last), x, xOffsets[0], out, outOffsets[0]);
+      }
+      return;
+    }
+    int groupRows = (int) Math.max(2, Math.min(r1 - r0, BLOCK_BYTES / rowBytes) & ~1);
+    int blockTokens = (int) Math.max(4, (BLOCK_BYTES / (cols * 4L)) & ~3);
+    for (int g = r0; g < r1; g += groupRows) {
+      int gLast = Math.min(g + groupRows, r1) - 1;
+      for (int t0 = 0; t0 < n; t0 += blockTokens) {
+        int tLast = Math.min(t0 + blockTokens, n) - 1;
+        for (int r = g; r <= gLast; r += 2) {
+          int rb = Math.min(r + 1, gLast);
+          for (int t = t0; t <= tLast; t += 4) {
+            int tb = Math.min(t + 1, tLast);
+            int tc = Math.min(t + 2, tLast);
+            int td = Math.min(t + 3, tLast);
+            tile2x4(
+                w,
+                rowBytes,
+                cols,
+                r,
+                rb,
+                x,
+                xOffsets[t],
+                xOffsets[tb],
+                xOffsets[tc],
+                xOffsets[td],
+                out,
+                outOffsets[t],
+                outOffsets[tb],
+                outOffsets[tc],
+                outOffsets[td]);
+          }
+        }
+      }
+    }
+  }
+
+  /** Rows ra..rd times one token. */
+  private static void tile4x1(
+      MemorySegment w,
+      long rowBytes,
+      int cols,
+      int ra,
+      int rb,
+      int rc,
+      int rd,
+      float[] x,
+      int xo,
+      float[] out,
+      int oo) {
+    long wa = ra * rowBytes;
+    long wb = rb * rowBytes;
+    long wc = rc * rowBytes;
+    long wd = rd * rowBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    FloatVector ac = aa;
+    FloatVector ad = aa;
+    int bound = F.loopBound(cols);
+    int c = 0;
+    for (; c < bound; c += LANES) {
+      FloatVector xv = FloatVector.fromArray(F, x, xo + c);
+      long off = c * BYTES;
+      aa = load(w, wa + off).fma(xv, aa);
+      ab = load(w, wb + off).fma(xv, ab);
+      ac = load(w, wc + off).fma(xv, ac);
+      ad = load(w, wd + off).fma(xv, ad);
+    }
+    float sa = sum(aa);
+    float sb = sum(ab);
+    float sc = sum(ac);
+    float sd = sum(ad);
+    for (; c < cols; c++) {
+      float xc = x[xo + c];
+      long off = c * BYTES;
+      sa = Math.fma(scalar(w, wa + off), xc, sa);
+      sb = Math.fma(scalar(w, wb + off), xc, sb);
+      sc = Math.fma(scalar(w, wc + off), xc, sc);
+      sd = Math.fma(scalar(w, wd + off), xc, sd);
+    }
+    out[oo + ra] = sa;
+    out[oo + rb] = sb;
+    out[oo + rc] = sc;
+    out[oo + rd] = sd;
+  }
+
+  /** Rows ra, rb times one token. */
+  private static void tile2x1(
+      MemorySegment w,
+      long rowBytes,
+      int cols,
+      int ra,
+      int rb,
+      float[] x,
+      int xo,
+      float[] out,
+      int oo) {
+    long wa = ra * rowBytes;
+    long wb = rb * rowBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    int bound = F.loopBound(cols);
+    int c = 0;
+    for (; c < bound; c += LANES) {
+      FloatVector xv = FloatVector.fromArray(F, x, xo + c);
+      long off = c * BYTES;
+      aa = load(w, wa + off).fma(xv, aa);
+      ab = load(w, wb + off).fma(xv, ab);
+    }
+    float sa = sum(aa);
+    float sb = sum(ab);
+    for (; c < cols; c++) {
+      float xc = x[xo + c];
+      long off = c * BYTES;
+      sa = Math.fma(scalar(w, wa + off), xc, sa);
+      sb = Math.fma(scalar(w, wb + off), xc, sb);
+    }
+    out[oo + ra] = sa;
+    out[oo + rb] = sb;
+  }
+
+  /** Rows ra, rb times tokens a..d. */
+  private static void tile2x4(
+      MemorySegment w,
+      long rowBytes,
+      int cols,
+      int ra,
+      int rb,
+      float[] x,
+      int xa,
+      int xb,
+      int xc,
+      int xd,
+      float[] out,
+      int oa,
+      int ob,
+      int oc,
+      int od) {
+    long wa = ra * rowBytes;
+    long wb = rb * rowBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    FloatVector ac = aa;
+    FloatVector ad = aa;
+    FloatVector ba = aa;
+    FloatVector bb = aa;
+    FloatVector bc = aa;
+    FloatVector bd = aa;
+    int bound = F.loopBound(cols);
+    int c = 0;
+    for (; c < bound; c += LANES) {
+      long off = c * BYTES;
+      FloatVector va = load(w, wa + off);
+      FloatVector vb = load(w, wb + off);
+      FloatVector x0 = FloatVector.fromArray(F, x, xa + c);
+      aa = va.fma(x0, aa);
+      ba = vb.fma(x0, ba);
+      FloatVector x1 = FloatVector.fromArray(F, x, xb + c);
+      ab = va.fma(x1, ab);
+      bb = vb.fma(x1, bb);
+      FloatVector x2 = FloatVector.fromArray(F, x, xc + c);
+      ac = va.fma(x2, ac);
+      bc = vb.fma(x2, bc);
+      FloatVector x3 = FloatVector.fromArray(F, x, xd + c);
+      ad = va.fma(x3, ad);
+      bd = vb.fma(x3, bd);
+    }
+    float saa = sum(aa);
+    float sab = sum(ab);
+    float sac = sum(ac);
+    float sad = sum(ad);
+    float sba = sum(ba);
+    float sbb = sum(bb);
+    float sbc = sum(bc);
+    float sbd = sum(bd);
+    for (; c < cols; c++) {
+      long off = c * BYTES;
+      float wva = scalar(w, wa + off);
+      float wvb = scalar(w, wb + off);
+      saa = Math.fma(wva, x[xa + c], saa);
+      sba = Math.fma(wvb, x[xa + c], sba);
+      sab = Math.fma(wva, x[xb + c], sab);
+      sbb = Math.fma(wvb, x[xb + c], sbb);
+      sac = Math.fma(wva, x[xc + c], sac);
+      sbc = Math.fma(wvb, x[xc + c], sbc);
+      sad = Math.fma(wva, x[xd + c], sad);
+      sbd = Math.fma(wvb, x[xd + c], sbd);
+    }
+    out[oa + ra] = saa;
+    out[oa + rb] = sba;
+    out[ob + ra] = sab;
+    out[ob + rb] = sbb;
+    out[oc + ra] = sac;
+    out[oc + rb] = sbc;
+    out[od + ra] = sad;
+    out[od + rb] = sbd;
+  }
+
+  @Override
+  public void toFloats(MemorySegment src, long index, float[] dst, int dstOffset, int count) {
+    long base = index * BYTES;
+    int bound = F.loopBound(count);
+    int c = 0;
+    for (; c < bound; c += LANES) {
+      load(src, base + c * BYTES).intoArray(dst, dstOffset + c);
+    }
+    for (; c < count; c++) {
+      dst[dstOffset + c] = scalar(src, base + c * BYTES);
+    }
+  }
+
+  /** Loads {@code LANES} weights at a byte offset and widens them to f32, exactly. */
+  private static FloatVector load(MemorySegment w, long byteOffset) {
+    if (F32) {
+      return FloatVector.fromMemorySegment(F, w, byteOffset, LE);
+    }
+    IntVector bits =
+        (IntVector)
+            ShortVector.fromMemorySegment(S, w, byteOffset, LE)
+                .convertShape(VectorOperators.S2I, I, 0);
+    if (BF16) {
+      // bf16 is the top half of an f32; the sign-extension bits are shifted out.
+      return bits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+    return f16ToF32(bits);
+  }
+
+  /**
+   * f16 to f32 on sign-extended 16-bit lanes (the Vector API has no f16 conversion). Normal numbers
+   * rebias the exponent (+112); infinities and NaNs rebias to 255 and NaNs come out quiet, as from
+   * {@link Float#float16ToFloat}; subnormals are scaled from their integer mantissa, which avoids
+   * slow arithmetic on f32 subnormals. Flags are computed arithmetically rather than with masked
+   * operations, which AVX2 lacks and the Vector API would then emulate.
+   */
+  private static FloatVector f16ToF32(IntVector bits) {
+    IntVector magnitude = bits.and(0x7fff);
+    IntVector infOrNan = magnitude.add(0x0400).lanewise(VectorOperators.LSHR, 15); // 1 if >= 0x7c00
+    IntVector nan = magnitude.add(0x03ff).lanewise(VectorOperators.LSHR, 15); // 1 if > 0x7c00
+    IntVector normal =
+        magnitude
+            .lanewise(VectorOperators.LSHL, 13)
+            .add(0x38000000)
+            .add(infOrNan.neg().and(0x38000000))
+            .or(nan.lanewise(VectorOperators.LSHL, 22));
+    IntVector subnormal =
+        ((FloatVector) magnitude.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts();
+    IntVector unsigned = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, 0x0400));
+    return unsigned.or(bits.and(0x80000000)).reinterpretAsFloats();
+  }
+
+  private static float scalar(MemorySegment w, long byteOffset) {
+    if (F32) {
+      return w.get(F32_LE, byteOffset);
+    }
+    short bits = w.get(I16_LE, byteOffset);
+    return BF16 ? Float.intBitsToFloat(bits << 16) : Float.float16ToFloat(bits);
+  }
+
+  /**
+   * Sums the lanes in a fixed order. {@code reduceLanes(ADD)} may add in a different order when
+   * compiled than when interpreted, which made results depend on JIT state; a fixed order keeps
+   * every result bitwise reproducible (greedy decoding must not depend on batching or warm-up).
+   */
+  private static float sum(FloatVector v) {
+    float s = 0f;
+    for (int i = 0; i < LANES; i++) {
+      s += v.lane(i);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,139 @@
+package dev.ringmaster.engine.bench;
+
+import dev.ringmaster.engine.Sampler;
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.ParallelCausalLm;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Static-batch latency benchmark without a server, in the manner of {@code sglang.bench_one_batch}:
+ * for each batch size, one prefill of {@code batch} random prompts of {@code inputLen} tokens, then
+ * {@code outputLen} greedy decode steps of the whole batch.
+ */
+public final class OneBatchBenchmark {
+  private OneBatchBenchmark() {}
+
+  /**
+   * One batch size's figures.
+   *
+   * @param batchSize sequences
+   * @param inputLen prompt tokens per sequence
+   * @param outputLen generated tokens per sequence
+   * @param prefillMs prefill latency
+   * @param prefillTokensPerS prompt tokens per second
+   * @param decodeMedianMs median decode step latency
+   * @param decodeTokensPerS generated tokens per second over all sequences (batch / median step)
+   * @param collectivesPerDecodeStep collectives one decode step issues ("OP bytes" to count); empty
+   *     on a single rank
+   */
+  public record Result(
+      int batchSize,
+      int inputLen,
+      int outputLen,
+      double prefillMs,
+      double prefillTokensPerS,
+      double decodeMedianMs,
+      double decodeTokensPerS,
+      java.util.Map<String, Long> collectivesPerDecodeStep) {}
+
+  /** Runs every batch size; progress lines go to {@code log}. */
+  public static List<Result> run(
+      LanguageModel model,
+      List<Integer> batchSizes,
+      int inputLen,
+      int outputLen,
+      long seed,
+      PrintStream log) {
+    int vocab = model.config().vocabSize();
+    if (inputLen < 1 || outputLen < 1) {
+      throw new IllegalArgumentException("--input-len and --output-len must be at least 1");
+    }
+    if (inputLen + outputLen > model.config().maxPositionEmbeddings()) {
+      throw new IllegalArgumentException(
+          "input-len + output-len ("
+              + (inputLen + outputLen)
+              + ") exceeds the model's context ("
+              + model.config().maxPositionEmbeddings()
+              + ")");
+    }
+    List<Result> results = new ArrayList<>();
+    SplittableRandom random = new SplittableRandom(seed);
+    for (int b : batchSizes) {
+      int[] tokens = new int[b * inputLen];
+      int[] positions = new int[b * inputLen];
+      int[] starts = new int[b + 1];
+      int[] lastRows = new int[b];
+      for (int s = 0; s < b; s++) {
+        starts[s] = s * inputLen;
+        for (int i = 0; i < inputLen; i++) {
+          tokens[s * inputLen + i] = random.nextInt(vocab);
+          positions[s * inputLen + i] = i;
+        }
+        lastRows[s] = (s + 1) * inputLen - 1;
+      }
+      starts[b] = b * inputLen;
+      KvCache[] caches = new KvCache[b];
+      for (int s = 0; s < b; s++) {
+        caches[s] = model.newCache();
+      }
+      long t0 = System.nanoTime();
+      float[] logits = model.forward(tokens, new BatchLayout(starts, positions), caches, lastRows);
+      double prefillMs = (System.nanoTime() - t0) / 1e6;
+      int[] next = new int[b];
+      int[] seqStarts = new int[b + 1];
+      int[] rows = new int[b];
+      for (int s = 0; s < b; s++) {
+        next[s] = Sampler.argmax(logits, s * vocab, vocab);
+        seqStarts[s + 1] = s + 1;
+        rows[s] = s;
+      }
+      double[] steps = new double[outputLen];
+      java.util.Map<String, Long> collectives = java.util.Map.of();
+      for (int step = 0; step < outputLen; step++) {
+        int[] pos = new int[b];
+        Arrays.fill(pos, inputLen + step);
+        BatchLayout layout = new BatchLayout(seqStarts, pos);
+        long s0 = System.nanoTime();
+        if (step == 0 && model instanceof ParallelCausalLm par) {
+          float[][] holder = new float[1][];
+          collectives =
+              par.collectivesDuring(() -> holder[0] = model.forward(next, layout, caches, rows));
+          logits = holder[0];
+        } else {
+          logits = model.forward(next, layout, caches, rows);
+        }
+        steps[step] = (System.nanoTime() - s0) / 1e6;
+        for (int s = 0; s < b; s++) {
+          next[s] = Sampler.argmax(logits, s * vocab, vocab);
+        }
+      }
+      double[] sorted = steps.clone();
+      Arrays.sort(sorted);
+      double median = sorted[sorted.length / 2];
+      Result r =
+          new Result(
+              b,
+              inputLen,
+              outputLen,
+              prefillMs,
+              b * inputLen * 1000.0 / prefillMs,
+              median,
+              b * 1000.0 / median,
+              collectives);
+      if (!collectives.isEmpty()) {
+        log.printf("batch %d: collectives per decode step %s%n", b, collectives);
+      }
+      log.printf(
+          "batch %d: prefill %.1f ms (%.0f tok/s), decode %.2f ms/step (%.1f tok/s)%n",
+          b, r.prefillMs(), r.prefillTokensPerS(), r.decodeMedianMs(), r.decodeTokensPerS());
+      results.add(r);
+    }
+    return results;
+  }
+}

@@ -1,0 +1,62 @@
+package dev.ringmaster.model.arch;
+
+/**
+ * How a model is spread over ranks: tensor parallelism for attention, dense MLPs, embedding and LM
+ * head; for MoE layers either tensor parallelism (each expert's intermediate dimension split) or
+ * expert parallelism (each rank owns a contiguous range of experts). As in SGLang, the expert
+ * parallel group is the tensor parallel group: {@code epSize} is 1 or equal to {@code tpSize}.
+ *
+ * @param tpSize tensor-parallel degree (ranks)
+ * @param epSize expert-parallel degree (1 = experts split by intermediate dimension instead)
+ * @param a2a how tokens reach the ranks owning their experts under expert parallelism
+ */
+public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a) {
+  /** Checks degrees. */
+  public ParallelConfig {
+    if (tpSize < 1) {
+      throw new IllegalArgumentException("--tp-size must be at least 1, got " + tpSize);
+    }
+    if (epSize != 1 && epSize != tpSize) {
+      throw new IllegalArgumentException(
+          "--ep-size must be 1 or equal to --tp-size (the expert-parallel group is the"
+              + " tensor-parallel group), got ep "
+              + epSize
+              + " with tp "
+              + tpSize);
+    }
+  }
+
+  /** No parallelism. */
+  public static ParallelConfig single() {
+    return new ParallelConfig(1, 1, MoeA2aBackend.NONE);
+  }
+
+  /** Tensor parallelism of degree {@code tp}. */
+  public static ParallelConfig tensor(int tp) {
+    return new ParallelConfig(tp, 1, MoeA2aBackend.NONE);
+  }
+
+  /** Whether experts are distributed by expert (not by intermediate dimension). */
+  public boolean expertParallel() {
+    return epSize > 1;
+  }
+
+  /** Token dispatch backend for expert parallelism ({@code --moe-a2a-backend}). */
+  public enum MoeA2aBackend {
+    /** every rank keeps every token, computes its own experts, and the output is allreduced. */
+    NONE,
+    /** tokens are sent to the ranks owning their experts and the results sent back. */
+    ALL_TO_ALL;
+
+    /** Parses the flag value {@code none} or {@code all-to-all}. */
+    public static MoeA2aBackend parse(String s) {
+      return switch (s) {
+        case "none" -> NONE;
+        case "all-to-all", "alltoall", "a2a" -> ALL_TO_ALL;
+        default ->
+            throw new IllegalArgumentException(
+                "--moe-a2a-backend must be none or all-to-all, got '" + s + "'");
+      };
+    }
+  }
+}

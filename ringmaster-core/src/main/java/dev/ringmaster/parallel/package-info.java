@@ -1,0 +1,13 @@
+/**
+ * Process groups and collectives for tensor and expert parallelism.
+ *
+ * <p>{@link dev.ringmaster.parallel.ProcessGroup} is one rank's view of a group of ranks with the
+ * collectives tensor parallelism needs (allreduce, allgather, reduce-scatter, broadcast) and the
+ * uneven all-to-all that expert parallelism uses for MoE dispatch and combine. {@link
+ * dev.ringmaster.parallel.LocalWorld} runs a group inside one JVM: every rank is a thread, and the
+ * ranks exchange data only through per-rank staging buffers and progress flags, so the allreduce
+ * algorithms ({@link dev.ringmaster.parallel.AllReduceAlgorithm}) execute step by step the way they
+ * do between GPUs. Every reduction is deterministic: all ranks end with bit-identical results, so
+ * tensor-parallel ranks never drift apart.
+ */
+package dev.ringmaster.parallel;

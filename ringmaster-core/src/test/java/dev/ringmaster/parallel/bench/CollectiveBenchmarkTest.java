@@ -1,0 +1,79 @@
+package dev.ringmaster.parallel.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.parallel.CollectiveOp;
+import java.awt.image.BufferedImage;
+import java.nio.file.Path;
+import java.util.List;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** The benchmark on tiny sizes: results checked, bandwidth arithmetic, table, JSON and PNG. */
+class CollectiveBenchmarkTest {
+
+  private static BenchmarkOptions small(CollectiveOp op) {
+    return BenchmarkOptions.defaults(3, op)
+        .withAlgorithms(List.of(AllReduceAlgorithm.RING, AllReduceAlgorithm.ONESHOT))
+        .withBytes(16, 4096)
+        .withIterations(1, 3);
+  }
+
+  @ParameterizedTest
+  @EnumSource(
+      value = CollectiveOp.class,
+      names = {"BARRIER"},
+      mode = EnumSource.Mode.EXCLUDE)
+  void everyOperationMeasuresCorrectResults(CollectiveOp op) {
+    List<BenchmarkResult> results = CollectiveBenchmark.run(small(op));
+    int series = op == CollectiveOp.ALL_REDUCE ? 2 : 1;
+    assertThat(results).hasSizeGreaterThanOrEqualTo(series * 6);
+    for (BenchmarkResult r : results) {
+      assertThat(r.correct()).as("%s %s %d B", r.op(), r.label(), r.bytes()).isTrue();
+      assertThat(r.timeMicros()).isPositive();
+      assertThat(r.algBandwidthGBps()).isCloseTo(r.bytes() / r.timeMicros() / 1e3, within(1e-9));
+      assertThat(r.busBandwidthGBps())
+          .isCloseTo(r.algBandwidthGBps() * op.busBandwidthFactor(3), within(1e-9));
+    }
+    assertThat(results.getLast().bytes()).isLessThanOrEqualTo(4096);
+  }
+
+  @Test
+  void writesTableJsonAndPlot(@TempDir Path dir) throws Exception {
+    List<BenchmarkResult> results = CollectiveBenchmark.run(small(CollectiveOp.ALL_REDUCE));
+
+    String table = CollectiveBenchmark.formatTable(results);
+    assertThat(table).contains("ALL_REDUCE, 3 ranks", "busbw(GB/s)", "RING", "ONESHOT");
+    assertThat(table).doesNotContain("WRONG");
+
+    JsonNode json = new ObjectMapper().readTree(CollectiveBenchmark.toJson(results));
+    assertThat(json.isArray()).isTrue();
+    assertThat(json).hasSize(results.size());
+    assertThat(json.get(0).get("algorithm").asText()).isEqualTo("RING");
+    assertThat(json.get(0).get("bytes").asLong()).isEqualTo(16);
+    assertThat(json.get(0).has("busBandwidthGBps")).isTrue();
+
+    assertThat(CollectiveBenchmark.fromJson(CollectiveBenchmark.toJson(results)))
+        .isEqualTo(results);
+
+    Path png = dir.resolve("allreduce.png");
+    BusBandwidthPlot.write(results, png);
+    BufferedImage image = ImageIO.read(png.toFile());
+    assertThat(image.getWidth()).isEqualTo(900);
+    assertThat(image.getHeight()).isEqualTo(600);
+  }
+
+  @Test
+  void parsesByteSuffixes() {
+    assertThat(CollectiveBenchmark.parseBytes("256")).isEqualTo(256);
+    assertThat(CollectiveBenchmark.parseBytes("4K")).isEqualTo(4096);
+    assertThat(CollectiveBenchmark.parseBytes("16m")).isEqualTo(16L << 20);
+  }
+}
