@@ -17,9 +17,7 @@ class ApiKeyTest {
   static void start() {
     s =
         TestServer.start(
-            dev.ringmaster.engine.batch.StepModel::of,
-            ServerConfig.defaults().withApiKey("s3cret"),
-            TestServer.defaultBatch());
+            lm -> lm, ServerConfig.defaults().withApiKey("s3cret"), TestServer.defaultBatch());
   }
 
   @AfterAll

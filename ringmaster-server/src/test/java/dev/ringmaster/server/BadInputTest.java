@@ -30,7 +30,7 @@ class BadInputTest {
   static void start() {
     s =
         TestServer.start(
-            dev.ringmaster.engine.batch.StepModel::of,
+            lm -> lm,
             ServerConfig.defaults().withMaxRequestBytes(BODY_LIMIT),
             TestServer.defaultBatch());
   }

@@ -33,7 +33,7 @@ class ConcurrencyTest {
     // Small prefill chunks so long prompts are split and mixed with other requests' decodes.
     s =
         TestServer.start(
-            dev.ringmaster.engine.batch.StepModel::of,
+            lm -> lm,
             ServerConfig.defaults(),
             new dev.ringmaster.engine.batch.BatchConfig(64, 256, 32, 16, 1024));
   }

@@ -5,8 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
-import dev.ringmaster.engine.batch.StepModel;
 import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -44,14 +44,14 @@ final class TestServer implements AutoCloseable {
   }
 
   static TestServer start() {
-    return start(StepModel::of, ServerConfig.defaults(), defaultBatch());
+    return start(lm -> lm, ServerConfig.defaults(), defaultBatch());
   }
 
   /** A model whose every step first runs {@code hook} (to slow it down or inject faults). */
-  static java.util.function.Function<CausalLm, StepModel> withHook(
+  static java.util.function.Function<CausalLm, LanguageModel> withHook(
       java.util.function.Consumer<int[]> hook) {
     return lm ->
-        new StepModel() {
+        new LanguageModel() {
           @Override
           public dev.ringmaster.model.config.ModelConfig config() {
             return lm.config();
@@ -76,11 +76,14 @@ final class TestServer implements AutoCloseable {
             hook.accept(tokens);
             return lm.forward(tokens, layout, caches, rows);
           }
+
+          @Override
+          public void close() {}
         };
   }
 
   /** A model that sleeps before every step, so a test can act mid-generation. */
-  static java.util.function.Function<CausalLm, StepModel> slow(long millis) {
+  static java.util.function.Function<CausalLm, LanguageModel> slow(long millis) {
     return withHook(
         t -> {
           try {
@@ -96,7 +99,9 @@ final class TestServer implements AutoCloseable {
   }
 
   static TestServer start(
-      java.util.function.Function<CausalLm, StepModel> wrap, ServerConfig cfg, BatchConfig batch) {
+      java.util.function.Function<CausalLm, LanguageModel> wrap,
+      ServerConfig cfg,
+      BatchConfig batch) {
     Path dir = modelDir();
     CausalLm lm = CausalLm.load(dir);
     BatchEngine engine = BatchEngine.start(wrap.apply(lm), batch);

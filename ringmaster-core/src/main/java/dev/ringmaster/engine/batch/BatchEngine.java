@@ -2,6 +2,7 @@ package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
 import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,7 +27,7 @@ public final class BatchEngine implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
   private static final Object WAKE = new Object();
 
-  private final StepModel model;
+  private final LanguageModel model;
   private final BatchConfig config;
   private final KvBlockPool pool;
   private final Scheduler scheduler;
@@ -42,7 +43,7 @@ public final class BatchEngine implements AutoCloseable {
   private volatile boolean accepting = true;
   private volatile boolean closing;
 
-  private BatchEngine(StepModel model, BatchConfig config) {
+  private BatchEngine(LanguageModel model, BatchConfig config) {
     this.model = model;
     this.config = config;
     this.pool = new KvBlockPool(config.pageSize(), config.kvBlocks());
@@ -53,14 +54,14 @@ public final class BatchEngine implements AutoCloseable {
   }
 
   /** Starts an engine thread over a model. */
-  public static BatchEngine start(StepModel model, BatchConfig config) {
+  public static BatchEngine start(LanguageModel model, BatchConfig config) {
     BatchEngine e = new BatchEngine(model, config);
     e.thread.start();
     return e;
   }
 
   /** The model the engine drives. */
-  public StepModel model() {
+  public LanguageModel model() {
     return model;
   }
 

@@ -53,6 +53,6 @@ record Step(List<Sequence> seqs, int[] counts, boolean[] samples) {
     return new Inputs(tokens, new BatchLayout(seqStart, positions), caches, logitRows);
   }
 
-  /** Arguments of one {@link StepModel#forward} call. */
+  /** Arguments of one {@link dev.ringmaster.model.arch.LanguageModel#forward} call. */
   record Inputs(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {}
 }

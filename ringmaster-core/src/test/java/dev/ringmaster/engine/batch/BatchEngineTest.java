@@ -8,6 +8,7 @@ import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;
@@ -59,7 +60,7 @@ class BatchEngineTest {
 
   @Test
   void singleRequestMatchesTheGoldenGreedyDecode() throws Exception {
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(512, 1024))) {
       Collector c = new Collector();
       engine.submit(greedy(fixture.promptIds(), fixture.greedyIds().length, c));
       RequestOutcome o = c.await();
@@ -79,7 +80,7 @@ class BatchEngineTest {
       prompts.add(randomPrompt(r, 1 + r.nextInt(60)));
     }
     // Chunks of 5 tokens shared by everyone: prompts are split at batch-dependent boundaries.
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(5, 4096))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(5, 4096))) {
       List<Collector> cs = new ArrayList<>();
       for (int[] p : prompts) {
         Collector c = new Collector();
@@ -100,7 +101,7 @@ class BatchEngineTest {
   void preemptionUnderKvPressureStillCompletesEveryRequest() throws Exception {
     SplittableRandom r = new SplittableRandom(11);
     // 24 blocks of 4 positions: each request may need 30 + 20 positions, so only a couple fit.
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 24))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(512, 24))) {
       List<Collector> cs = new ArrayList<>();
       List<int[]> prompts = new ArrayList<>();
       for (int i = 0; i < 8; i++) {
@@ -124,8 +125,8 @@ class BatchEngineTest {
   @Test
   void aFaultInTheForwardFailsOnlyTheAffectedRequest() throws Exception {
     int poison = 299;
-    StepModel faulty =
-        new StepModel() {
+    LanguageModel faulty =
+        new LanguageModel() {
           @Override
           public ModelConfig config() {
             return lm.config();
@@ -148,6 +149,9 @@ class BatchEngineTest {
             }
             return lm.forward(tokens, layout, caches, rows);
           }
+
+          @Override
+          public void close() {}
         };
     try (BatchEngine engine = BatchEngine.start(faulty, config(512, 1024))) {
       Collector bad = new Collector();
@@ -172,7 +176,7 @@ class BatchEngineTest {
 
   @Test
   void listenerStopAndCancelAndThrowEndOnlyTheirRequest() throws Exception {
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(512, 1024))) {
       Collector stopper = new Collector(t -> false);
       Collector thrower =
           new Collector(
@@ -196,7 +200,7 @@ class BatchEngineTest {
   @Test
   void rejectsWhatCanNeverRunAndAQueueBeyondItsBound() throws Exception {
     BatchConfig tight = new BatchConfig(1, 1, 512, 4, 1024);
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), tight)) {
+    try (BatchEngine engine = BatchEngine.start(lm, tight)) {
       assertThatThrownBy(() -> engine.submit(greedy(new int[0], 4, new Collector())))
           .hasMessageContaining("empty");
       assertThatThrownBy(() -> engine.submit(greedy(new int[] {320}, 4, new Collector())))
@@ -209,7 +213,7 @@ class BatchEngineTest {
               EngineRejectedException.class,
               e -> assertThat(e.reason()).isEqualTo(EngineRejectedException.Reason.SHUTTING_DOWN));
     }
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), tight)) {
+    try (BatchEngine engine = BatchEngine.start(lm, tight)) {
       List<Collector> cs = new ArrayList<>();
       int accepted = 0;
       int refused = 0;
@@ -234,7 +238,7 @@ class BatchEngineTest {
 
   @Test
   void logprobsAreNormalizedAndTopListIsSorted() throws Exception {
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(512, 1024))) {
       Collector c = new Collector();
       SamplingParams p = new SamplingParams(0, 1, 0, 0, 3, true, List.of());
       engine.submit(new EngineRequest("lp", new int[] {3, 4, 5}, p, EOS, 5, c));
@@ -253,7 +257,7 @@ class BatchEngineTest {
 
   @Test
   void logprobsOfTheChosenTokenOnly() throws Exception {
-    try (BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024))) {
+    try (BatchEngine engine = BatchEngine.start(lm, config(512, 1024))) {
       Collector c = new Collector();
       SamplingParams p = new SamplingParams(0, 1, 0, 0, 2, true, List.of());
       engine.submit(new EngineRequest("lp0", new int[] {3, 4}, p, EOS, 0, c));
@@ -265,7 +269,7 @@ class BatchEngineTest {
 
   @Test
   void closeAbortsEverythingInFlight() throws Exception {
-    BatchEngine engine = BatchEngine.start(StepModel.of(lm), config(512, 1024));
+    BatchEngine engine = BatchEngine.start(lm, config(512, 1024));
     List<Collector> cs = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       Collector c = new Collector();
