@@ -12,8 +12,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -70,17 +70,18 @@ class ServeCommandTest {
               .timeout(Duration.ofSeconds(60))
               .POST(
                   HttpRequest.BodyPublishers.ofString(
-                      "{\"text\": \"the union\", \"sampling_params\": {\"max_new_tokens\": 200,"
-                          + " \"ignore_eos\": true}}"))
+                      "{\"text\": \"the union\", \"stream\": true, \"sampling_params\":"
+                          + " {\"max_new_tokens\": 200, \"ignore_eos\": true}}"))
               .build();
-      CompletableFuture<HttpResponse<String>> inflight =
-          http.sendAsync(gen, HttpResponse.BodyHandlers.ofString());
-      Thread.sleep(50);
-      p.destroy(); // SIGTERM
+      // Headers arrive with the first event, so the request is running when this returns.
+      HttpResponse<Stream<String>> inflight = http.send(gen, HttpResponse.BodyHandlers.ofLines());
+      assertThat(inflight.statusCode()).isEqualTo(200);
+      p.destroy(); // SIGTERM: the running stream is allowed to finish
+      List<String> events = inflight.body().filter(l -> l.startsWith("data: ")).toList();
       assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
       assertThat(p.exitValue()).isZero();
-      HttpResponse<String> r = inflight.get(10, TimeUnit.SECONDS);
-      assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+      assertThat(events.getLast()).isEqualTo("data: [DONE]");
+      assertThat(events.get(events.size() - 2)).contains("\"completion_tokens\":200");
     } finally {
       p.destroyForcibly();
     }

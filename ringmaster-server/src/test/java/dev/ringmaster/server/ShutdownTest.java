@@ -19,7 +19,7 @@ class ShutdownTest {
   }
 
   private static final String LONG_STREAM =
-      "{\"prompt\": [5, 6], \"stream\": true, \"max_tokens\": 40, \"ignore_eos\": true}";
+      "{\"prompt\": [5, 6], \"stream\": true, \"max_tokens\": 150, \"ignore_eos\": true}";
 
   @Test
   void inFlightRequestsFinishBeforeTheServerStops() throws Exception {
