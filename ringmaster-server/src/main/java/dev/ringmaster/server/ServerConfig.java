@@ -1,6 +1,8 @@
 package dev.ringmaster.server;
 
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -24,9 +26,9 @@ public record ServerConfig(
     Duration shutdownTimeout,
     Map<String, Object> flags) {
 
-  /** Copies the flag map. */
+  /** Copies the flag map, keeping its order. */
   public ServerConfig {
-    flags = Map.copyOf(flags);
+    flags = Collections.unmodifiableMap(new LinkedHashMap<>(flags));
   }
 
   /** Loopback, a free port, no key, 8 MiB bodies, n up to 16, 30 s drain. */
