@@ -2,6 +2,7 @@ package dev.ringmaster.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ringmaster.engine.GenerationDefaults;
 import dev.ringmaster.engine.GenerationResult;
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
@@ -47,15 +48,14 @@ final class GenerateCommand implements Callable<Integer> {
 
   @Option(
       names = "--temperature",
-      defaultValue = "0",
-      description = "0 = greedy (default: ${DEFAULT-VALUE}).")
-  double temperature;
+      description = "0 = greedy (default: the model's generation_config.json, else greedy).")
+  Double temperature;
 
-  @Option(names = "--top-p", defaultValue = "1.0", description = "Default: ${DEFAULT-VALUE}.")
-  double topP;
+  @Option(names = "--top-p", description = "Nucleus sampling (default: generation_config.json).")
+  Double topP;
 
-  @Option(names = "--top-k", defaultValue = "0", description = "0 = off (default).")
-  int topK;
+  @Option(names = "--top-k", description = "0 = off (default: generation_config.json).")
+  Integer topK;
 
   @Option(names = "--seed", defaultValue = "0", description = "Sampling seed.")
   long seed;
@@ -97,8 +97,16 @@ final class GenerateCommand implements Callable<Integer> {
     } else if (chat) {
       throw new UserError("--chat needs a prompt text, not --prompt-ids");
     }
+    GenerationDefaults defaults = GenerationDefaults.of(dir);
     SamplingParams params =
-        new SamplingParams(temperature, topP, topK, seed, maxNewTokens, ignoreEos, List.of());
+        new SamplingParams(
+            temperature != null ? temperature : defaults.temperature(),
+            topP != null ? topP : defaults.topP(),
+            topK != null ? topK : defaults.topK(),
+            seed,
+            maxNewTokens,
+            ignoreEos,
+            List.of());
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     try (LanguageModel lm = engine.open(dir)) {
       System.err.printf(

@@ -17,6 +17,7 @@ import picocli.CommandLine.Command;
       TokenizeCommand.class,
       ModelCommand.class,
       BenchCommand.class,
+      SimulateCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

@@ -91,6 +91,19 @@ public final class RopeTable {
     return dim;
   }
 
+  /**
+   * A copy of the {@code dim/2} inverse frequencies (YaRN-blended when configured), for backends
+   * that compute the angles on the device.
+   */
+  public float[] inverseFrequencies() {
+    return invFreq.clone();
+  }
+
+  /** True for DeepSeek's interleaved pairs, false for Qwen's halves. */
+  public boolean interleaved() {
+    return interleaved;
+  }
+
   /** The factor YaRN multiplies cos and sin by (1 without YaRN). */
   public float attentionScaling() {
     return attentionScaling;

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.style.Styler;
@@ -55,8 +54,20 @@ public final class BusBandwidthPlot {
       double[] y = e.getValue().stream().mapToDouble(BenchmarkResult::busBandwidthGBps).toArray();
       chart.addSeries(e.getKey(), x, y);
     }
+    // Paint into an image ourselves: XChart 4 deprecates BitmapEncoder's stream variant.
+    java.awt.image.BufferedImage img =
+        new java.awt.image.BufferedImage(
+            chart.getWidth(), chart.getHeight(), java.awt.image.BufferedImage.TYPE_INT_RGB);
+    java.awt.Graphics2D g = img.createGraphics();
+    try {
+      g.setRenderingHint(
+          java.awt.RenderingHints.KEY_ANTIALIASING, java.awt.RenderingHints.VALUE_ANTIALIAS_ON);
+      chart.paint(g, chart.getWidth(), chart.getHeight());
+    } finally {
+      g.dispose();
+    }
     try (OutputStream os = Files.newOutputStream(png)) {
-      BitmapEncoder.saveBitmap(chart, os, BitmapEncoder.BitmapFormat.PNG);
+      javax.imageio.ImageIO.write(img, "png", os);
     }
   }
 }

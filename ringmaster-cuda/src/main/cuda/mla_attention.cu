@@ -1,0 +1,167 @@
+// Multi-head latent attention (DeepSeek-V2/V3) in the absorbed form over a paged latent cache.
+//
+// Cache: bf16 [numBlocks, blockSize, D] with D = kvLora + ropeDim: each token's normalised KV latent
+// followed by its rotated shared rotary key. A sequence's tokens live in the blocks its row of the
+// block table names (blockTable[seq, pos / blockSize]), at row pos % blockSize.
+// A query row is [kvLora latent query | ropeDim rotated rotary query] per head (f32, D values), made
+// by rm_mla_absorb_q from the projected q; after attention rm_mla_out_v maps the latent context back
+// through W_UV. Decode and prefill use the same split kernel: every query token attends causally to
+// positions 0 .. tokenPos[t] of its sequence, which the cache already holds.
+#pragma once
+#include "common.cuh"
+
+constexpr int kMlaMaxPerLane = 20;  // D <= 640 (DeepSeek: 512 + 64 = 576)
+constexpr int kMlaWarps = 8;
+
+// qOut[t, h, 0:kvLora] = sum_d q[t, h, d] * kvB[h*(nope+vDim) + d, :] (W_UK^T q_nope);
+// qOut[t, h, kvLora:kvLora+ropeDim] = q[t, h, nope:nope+ropeDim]. q is [T, H, nope+ropeDim].
+// Mapping: grid (heads, tokens); threads stride over the latent dims c, so each W_UK row is read
+// coalesced; q_nope is staged in shared memory (nope <= 256).
+RM_KERNEL void rm_mla_absorb_q(float* qOut, const float* q, const uint16_t* kvB, int heads, int nope,
+                               int ropeDim, int vDim, int kvLora) {
+  __shared__ float qn[256];
+  const int h = blockIdx.x, t = blockIdx.y;
+  const float* qr = q + (static_cast<size_t>(t) * heads + h) * (nope + ropeDim);
+  float* o = qOut + (static_cast<size_t>(t) * heads + h) * (kvLora + ropeDim);
+  for (int d = threadIdx.x; d < nope; d += blockDim.x) qn[d] = qr[d];
+  __syncthreads();
+  const uint16_t* wk = kvB + static_cast<size_t>(h) * (nope + vDim) * kvLora;
+  for (int c = threadIdx.x; c < kvLora; c += blockDim.x) {
+    float s = 0.f;
+    for (int d = 0; d < nope; d++) s += qn[d] * bf16_bits_to_f32(wk[static_cast<size_t>(d) * kvLora + c]);
+    o[c] = s;
+  }
+  for (int r = threadIdx.x; r < ropeDim; r += blockDim.x) o[kvLora + r] = qr[nope + r];
+}
+
+// out[t, h, j] = sum_c ctx[t, h, c] * kvB[h*(nope+vDim) + nope + j, c] (W_UV ctx).
+// Mapping: grid (heads, tokens); one warp per value dim j, lanes over c.
+RM_KERNEL void rm_mla_out_v(float* out, const float* ctx, const uint16_t* kvB, int heads, int nope,
+                            int vDim, int kvLora) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const float* cr = ctx + (static_cast<size_t>(t) * heads + h) * kvLora;
+  for (int j = threadIdx.x >> 5; j < vDim; j += warps) {
+    const uint16_t* w = kvB + (static_cast<size_t>(h) * (nope + vDim) + nope + j) * kvLora;
+    float s = 0.f;
+    for (int c = lane; c < kvLora; c += 32) s += cr[c] * bf16_bits_to_f32(w[c]);
+    s = warp_sum(s);
+    if (lane == 0) out[(static_cast<size_t>(t) * heads + h) * vDim + j] = s;
+  }
+}
+
+// cache[slots[t]] = bf16(kv[t, 0:D]) for each new token t (kv rows have stride kvStride: the
+// normalised latent then the rotated rotary key, as the kv_a projection leaves them).
+// Mapping: one block per token, threads over the D values.
+RM_KERNEL void rm_mla_cache_append(uint16_t* cache, const float* kv, int kvStride, const int* slots,
+                                   int D) {
+  const int t = blockIdx.x;
+  uint16_t* dst = cache + static_cast<size_t>(slots[t]) * D;
+  const float* src = kv + static_cast<size_t>(t) * kvStride;
+  for (int i = threadIdx.x; i < D; i += blockDim.x) dst[i] = f32_to_bf16_bits(src[i]);
+}
+
+// Partial attention of one split of the KV length (flash-decoding). For query token t, head h and
+// split s covering positions [s*chunk, min((s+1)*chunk, len)) with len = tokenPos[t] + 1 and
+// chunk = ceil(len / splits): pMax = max score, pSum = sum exp(score - pMax), pCtx = sum exp(score -
+// pMax) * latent (kvLora values). Scores are (q . k) * scale over all D dims. Empty splits write
+// pMax = -inf, pSum = 0, pCtx = 0.
+// Mapping: grid (ceil(heads / 8), splits, tokens), 8 warps per block, one warp per head; the warps of
+// a block walk the same positions, so each cache row comes from DRAM once and from L1 for the other
+// heads. Lane l holds dims l, l+32, ... of the query and of its context accumulator; each position
+// costs one warp reduction and an online-softmax update.
+RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const float* q,
+                                   const uint16_t* cache, const int* blockTable,
+                                   int maxBlocksPerSeq, const int* tokenSeq, const int* tokenPos,
+                                   int heads, int kvLora, int ropeDim, int blockSize, int splits,
+                                   float scale) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int h = blockIdx.x * kMlaWarps + warp, s = blockIdx.y, t = blockIdx.z;
+  if (h >= heads) return;
+  const int D = kvLora + ropeDim;
+  const int len = tokenPos[t] + 1;
+  const int chunk = (len + splits - 1) / splits;
+  const int begin = s * chunk, end = min(len, begin + chunk);
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  const float* qr = q + (static_cast<size_t>(t) * heads + h) * D;
+
+  float qv[kMlaMaxPerLane], acc[kMlaMaxPerLane];
+#pragma unroll
+  for (int j = 0; j < kMlaMaxPerLane; j++) {
+    const int d = lane + 32 * j;
+    qv[j] = d < D ? qr[d] : 0.f;
+    acc[j] = 0.f;
+  }
+  float m = -INFINITY, l = 0.f;
+  // Two positions per step: their loads and warp reductions are independent, which halves the
+  // latency chain a lone warp walks through.
+  for (int p = begin; p < end; p += 2) {
+    const bool two = p + 1 < end;
+    const uint16_t* kr0 =
+        cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+    const int p1 = two ? p + 1 : p;
+    const uint16_t* kr1 =
+        cache + (static_cast<size_t>(table[p1 / blockSize]) * blockSize + p1 % blockSize) * D;
+    float k0[kMlaMaxPerLane], k1[kMlaMaxPerLane];
+    float dot0 = 0.f, dot1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < kMlaMaxPerLane; j++) {
+      const int d = lane + 32 * j;
+      k0[j] = d < D ? bf16_bits_to_f32(kr0[d]) : 0.f;
+      k1[j] = d < D ? bf16_bits_to_f32(kr1[d]) : 0.f;
+      dot0 += qv[j] * k0[j];
+      dot1 += qv[j] * k1[j];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      dot0 += __shfl_xor_sync(0xffffffffu, dot0, o);
+      dot1 += __shfl_xor_sync(0xffffffffu, dot1, o);
+    }
+    const float s0 = dot0 * scale;
+    const float s1 = two ? dot1 * scale : -INFINITY;
+    const float mNew = fmaxf(m, fmaxf(s0, s1));
+    const float corr = expf(m - mNew);
+    const float e0 = expf(s0 - mNew);
+    const float e1 = two ? expf(s1 - mNew) : 0.f;
+    l = l * corr + e0 + e1;
+#pragma unroll
+    for (int j = 0; j < kMlaMaxPerLane; j++) {
+      if (lane + 32 * j < kvLora) acc[j] = acc[j] * corr + e0 * k0[j] + e1 * k1[j];
+    }
+    m = mNew;
+  }
+  const size_t part = (static_cast<size_t>(t) * heads + h) * splits + s;
+  if (lane == 0) {
+    pMax[part] = m;
+    pSum[part] = l;
+  }
+  float* pc = pCtx + part * kvLora;
+#pragma unroll
+  for (int j = 0; j < kMlaMaxPerLane; j++) {
+    const int d = lane + 32 * j;
+    if (d < kvLora) pc[d] = acc[j];
+  }
+}
+
+// ctx[t, h, :] = sum_s w_s * pCtx[s] / sum_s w_s * pSum[s], w_s = exp(pMax[s] - max_s pMax[s]).
+// Mapping: grid (heads, tokens); threads over the latent dims, each reading the (few) split maxima.
+RM_KERNEL void rm_mla_combine(float* ctx, const float* pCtx, const float* pMax, const float* pSum,
+                              int heads, int kvLora, int splits) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  const size_t base = (static_cast<size_t>(t) * heads + h) * splits;
+  float m = -INFINITY;
+  for (int s = 0; s < splits; s++) m = fmaxf(m, pMax[base + s]);
+  float denom = 0.f;
+  for (int s = 0; s < splits; s++) {
+    if (pSum[base + s] > 0.f) denom += expf(pMax[base + s] - m) * pSum[base + s];
+  }
+  const float inv = 1.f / denom;
+  float* o = ctx + (static_cast<size_t>(t) * heads + h) * kvLora;
+  for (int c = threadIdx.x; c < kvLora; c += blockDim.x) {
+    float v = 0.f;
+    for (int s = 0; s < splits; s++) {
+      if (pSum[base + s] > 0.f) v += expf(pMax[base + s] - m) * pCtx[(base + s) * kvLora + c];
+    }
+    o[c] = v * inv;
+  }
+}

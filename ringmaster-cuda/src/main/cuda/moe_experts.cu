@@ -1,0 +1,160 @@
+// Routed experts over expert-sorted tokens: each expert's weights are streamed once per group of up
+// to 8 of the tokens routed to it, never once per token. Three launches per MoE layer:
+//   rm_moe_align    routed (token, slot) pairs grouped by expert, plus the list of active experts;
+//   rm_moe_gate_up  h[p] = silu(W_gate[e] x[t]) * (W_up[e] x[t]) for every pair p = t*topK + slot;
+//   rm_moe_down     y[p] = weight[p] * W_down[e] h[p];
+//   rm_moe_combine  out[t] (+)= sum over slots of y[t*topK + slot], in slot order (deterministic).
+// Weights: w13 bf16 [E, 2*inter, hidden] (gate rows then up rows per expert), w2 bf16 [E, hidden, inter].
+// Grids are sized from min(pairs, E) active experts, known on the host without reading the routing
+// back, so the sequence can be captured in a CUDA graph.
+#pragma once
+#include "rowdot.cuh"
+
+constexpr int kMoeTokensPerPass = 8;
+
+// offsets[E+1]: pairs of expert e are sortedPairs[offsets[e] .. offsets[e+1]); activeExperts[0 ..
+// *activeCount) lists experts with at least one pair, ascending. Pair order within an expert is not
+// fixed (atomics) but each pair's result does not depend on it.
+// Mapping: a single block; shared counters per expert (dynamic shared memory: 2*E ints), a serial
+// scan by thread 0 (E is at most a few hundred), then a scatter.
+RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, int* activeCount,
+                            const int* experts, int pairs, int numExperts) {
+  extern __shared__ int counts[];
+  int* cursor = counts + numExperts;
+  for (int e = threadIdx.x; e < numExperts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&counts[experts[p]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int run = 0, active = 0;
+    for (int e = 0; e < numExperts; e++) {
+      offsets[e] = run;
+      cursor[e] = run;
+      if (counts[e] > 0) activeExperts[active++] = e;
+      run += counts[e];
+    }
+    offsets[numExperts] = run;
+    *activeCount = active;
+  }
+  __syncthreads();
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int slot = atomicAdd(&cursor[experts[p]], 1);
+    sortedPairs[slot] = p;
+  }
+}
+
+// Gate and up rows of one intermediate index for up to NT pairs: h[p, i] = silu(g) * u.
+template <int NT, int UNROLL>
+__device__ __forceinline__ void moe_gate_up_pass(float* h, const uint16_t* wg, const uint16_t* wu,
+                                                 const float* x, const int* pairs, int nt, int i,
+                                                 int hidden, int inter, int topK) {
+  const float* xr[NT];
+  int pair[NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    pair[j] = pairs[j < nt ? j : 0];
+    xr[j] = x + static_cast<size_t>(pair[j] / topK) * hidden;
+  }
+  const uint16_t* const rows[2] = {wg, wu};
+  float acc[2][NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = 0.f;
+  warp_rows_dot<2, NT, UNROLL>(rows, xr, nt, hidden, acc);
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    const float gs = warp_sum(acc[0][j]), us = warp_sum(acc[1][j]);
+    if (j < nt && (threadIdx.x & 31) == 0) {
+      h[static_cast<size_t>(pair[j]) * inter + i] = (gs / (1.f + expf(-gs))) * us;
+    }
+  }
+}
+
+// h[p, i] = silu(gate_e[i] . x[t]) * (up_e[i] . x[t]) with t = p / topK.
+// Mapping: grid (ceil(inter / warps-per-block), min(pairs, E)); blockIdx.y picks the active expert,
+// blocks past *activeCount exit; one warp per intermediate row i, streaming that row's gate and up
+// weights together for the expert's pairs, at most 8 at a time; the pass is specialised for 1, up to
+// 4 and up to 8 pairs so that a lone token keeps 16 loads of 16 bytes in flight per lane.
+RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, const int* offsets,
+                              const int* sortedPairs, const int* activeExperts,
+                              const int* activeCount, int hidden, int inter, int topK) {
+  if (static_cast<int>(blockIdx.y) >= *activeCount) return;
+  const int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (i >= inter) return;
+  const int e = activeExperts[blockIdx.y];
+  const uint16_t* wg = w13 + (static_cast<size_t>(e) * 2 * inter + i) * hidden;
+  const uint16_t* wu = wg + static_cast<size_t>(inter) * hidden;
+  const int begin = offsets[e], end = offsets[e + 1];
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
+      moe_gate_up_pass<1, 8>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
+    } else if (nt <= 4) {
+      moe_gate_up_pass<4, 4>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
+    } else {
+      moe_gate_up_pass<8, 2>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
+    }
+  }
+}
+
+// One down-projection row for up to NT pairs: y[p, d] = weight[p] * (w . h[p]).
+template <int NT, int UNROLL>
+__device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* w, const float* h,
+                                              const float* routeWeights, const int* pairs, int nt,
+                                              int d, int hidden, int inter) {
+  const float* hr[NT];
+  int pair[NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    pair[j] = pairs[j < nt ? j : 0];
+    hr[j] = h + static_cast<size_t>(pair[j]) * inter;
+  }
+  float acc[NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) acc[j] = 0.f;
+  warp_row_dot<NT, UNROLL>(w, hr, nt, inter, acc);
+#pragma unroll
+  for (int j = 0; j < NT; j++) {
+    const float s = warp_sum(acc[j]);
+    if (j < nt && (threadIdx.x & 31) == 0) {
+      y[static_cast<size_t>(pair[j]) * hidden + d] = routeWeights[pair[j]] * s;
+    }
+  }
+}
+
+// y[p, d] = routeWeights[p] * (down_e[d] . h[p]).
+// Mapping: grid (ceil(hidden / warps-per-block), min(pairs, E)); one warp per output dim d of the
+// active expert, its pairs at most 8 at a time (specialised like rm_moe_gate_up).
+RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const float* routeWeights,
+                           const int* offsets, const int* sortedPairs, const int* activeExperts,
+                           const int* activeCount, int hidden, int inter) {
+  if (static_cast<int>(blockIdx.y) >= *activeCount) return;
+  const int d = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (d >= hidden) return;
+  const int e = activeExperts[blockIdx.y];
+  const uint16_t* w = w2 + (static_cast<size_t>(e) * hidden + d) * inter;
+  const int begin = offsets[e], end = offsets[e + 1];
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
+      moe_down_pass<1, 8>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+    } else if (nt <= 4) {
+      moe_down_pass<4, 4>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+    } else {
+      moe_down_pass<8, 2>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+    }
+  }
+}
+
+// out[t, d] = (accumulate ? out[t, d] : 0) + sum_{slot < topK} y[t*topK + slot, d].
+// Mapping: grid-stride loop, one thread per output element.
+RM_KERNEL void rm_moe_combine(float* out, const float* y, int tokens, int hidden, int topK,
+                              int accumulate) {
+  const long long total = static_cast<long long>(tokens) * hidden;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long t = e / hidden, d = e % hidden;
+    float s = accumulate ? out[e] : 0.f;
+    for (int j = 0; j < topK; j++) s += y[(t * topK + j) * hidden + d];
+    out[e] = s;
+  }
+}

@@ -1,0 +1,112 @@
+// MoE routing on the GPU, the same function as dev.ringmaster.model.arch.Router.
+#pragma once
+#include "common.cuh"
+
+// For each token: scores = softmax(logits) (scoring 0) or sigmoid(logits) (scoring 1);
+// choice = scores + bias (bias may be null); selection 1 (group_limited_greedy) keeps the topKGroups
+// groups with the best single choice and sets the rest to 0, selection 2 (noaux_tc) ranks groups by
+// the sum of their two best choices and sets the rest to -inf; then topK greedy picks (ties to the
+// lower expert id). Weights are the picked choices, or for noaux_tc the unbiased scores; normTopK
+// renormalises them (sigmoid adds 1e-20 to the denominator) and routedScaling multiplies them.
+// Mapping: one block per token (blockDim.x a multiple of 32, experts in dynamic shared memory as
+// scores[E] then choice[E] then taken[E]); group scores by one thread per group, group choice by
+// thread 0 (groups are few), each of the topK picks by a block arg-max.
+RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, const float* bias,
+                            int numExperts, int topK, int scoring, int selection, int numGroups,
+                            int topKGroups, int normTopK, float routedScaling) {
+  extern __shared__ float smem[];
+  float* scores = smem;
+  float* choice = smem + numExperts;
+  int* taken = reinterpret_cast<int*>(smem + 2 * numExperts);
+  __shared__ float sv[32];
+  __shared__ int si[32];
+  __shared__ float groupScore[64];
+  __shared__ int keepGroup[64];
+  const int t = blockIdx.x, E = numExperts;
+  const float* row = logits + static_cast<size_t>(t) * E;
+
+  if (scoring == 0) {
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) m = fmaxf(m, row[i]);
+    m = block_max(m, sv);
+    float s = 0.f;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) {
+      const float e = expf(row[i] - m);
+      scores[i] = e;
+      s += e;
+    }
+    s = block_sum(s, sv);
+    const float inv = 1.f / s;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) scores[i] *= inv;
+  } else {
+    for (int i = threadIdx.x; i < E; i += blockDim.x) scores[i] = 1.f / (1.f + expf(-row[i]));
+  }
+  for (int i = threadIdx.x; i < E; i += blockDim.x) {
+    choice[i] = bias != nullptr ? scores[i] + bias[i] : scores[i];
+    taken[i] = 0;
+  }
+  __syncthreads();
+
+  if (selection != 0) {
+    const int per = E / numGroups;
+    for (int g = threadIdx.x; g < numGroups; g += blockDim.x) {
+      float best = -INFINITY, second = -INFINITY;
+      for (int i = g * per; i < (g + 1) * per; i++) {
+        const float v = choice[i];
+        if (v > best) {
+          second = best;
+          best = v;
+        } else if (v > second) {
+          second = v;
+        }
+      }
+      groupScore[g] = selection == 2 ? best + (per > 1 ? second : 0.f) : best;
+      keepGroup[g] = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int j = 0; j < topKGroups; j++) {
+        int bestG = -1;
+        for (int g = 0; g < numGroups; g++) {
+          if (!keepGroup[g] && (bestG < 0 || groupScore[g] > groupScore[bestG])) bestG = g;
+        }
+        keepGroup[bestG] = 1;
+      }
+    }
+    __syncthreads();
+    const float fill = selection == 2 ? -INFINITY : 0.f;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) {
+      if (!keepGroup[i / per]) choice[i] = fill;
+    }
+    __syncthreads();
+  }
+
+  float sum = 0.f;
+  for (int j = 0; j < topK; j++) {
+    float v = -INFINITY;
+    int idx = -1;
+    for (int i = threadIdx.x; i < E; i += blockDim.x) {
+      if (!taken[i] && better(choice[i], i, v, idx)) {
+        v = choice[i];
+        idx = i;
+      }
+    }
+    block_argmax(v, idx, sv, si);
+    const float w = selection == 2 ? scores[idx] : choice[idx];
+    if (threadIdx.x == 0) {
+      taken[idx] = 1;
+      experts[t * topK + j] = idx;
+      weights[t * topK + j] = w;
+    }
+    sum += w;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const float denom = normTopK ? (scoring == 1 ? sum + 1e-20f : sum) : 1.f;
+    for (int j = 0; j < topK; j++) {
+      float w = weights[t * topK + j];
+      if (normTopK) w /= denom;
+      weights[t * topK + j] = w * routedScaling;
+    }
+  }
+}

@@ -1,0 +1,10 @@
+// Unity build: every kernel family in one translation unit, so nvcc emits one fatbin.
+#include "common.cuh"
+#include "elementwise.cu"
+#include "rmsnorm.cu"
+#include "rope.cu"
+#include "gemv.cu"
+#include "moe_route.cu"
+#include "moe_experts.cu"
+#include "mla_attention.cu"
+#include "sampling.cu"

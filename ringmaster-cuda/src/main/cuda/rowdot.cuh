@@ -1,0 +1,87 @@
+// One warp's dot products of R bf16 weight rows with up to NT f32 activation rows: the core of the
+// decode GEMV and the fused MoE expert kernels.
+#pragma once
+#include "common.cuh"
+
+// acc[r][j] += w[r][0..K) . xr[j][0..K) for r < R, j < nt (nt <= NT), partial per lane: the caller
+// reduces the warp with warp_sum. When K % 8 == 0 each lane streams 16-byte weight chunks (8 bf16),
+// R * UNROLL of them in flight before the first use; the activations are read as two float4 per
+// chunk (they stay in L1/L2, being shared by all warps). Otherwise a scalar path handles any K.
+template <int R, int NT, int UNROLL>
+__device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
+                                              const float* const (&xr)[NT], int nt, int K,
+                                              float (&acc)[R][NT]) {
+  const int lane = threadIdx.x & 31;
+  if ((K & 7) == 0) {
+    const int chunks = K >> 3;
+    int c = lane;
+    for (; c + 32 * (UNROLL - 1) < chunks; c += 32 * UNROLL) {
+      uint4 wv[R][UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+#pragma unroll
+        for (int r = 0; r < R; r++) wv[r][u] = load_stream_u4(w[r] + static_cast<size_t>(c + 32 * u) * 8);
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+          if (j < nt) {
+            const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(c + 32 * u) * 8);
+            const float4 a = __ldg(xp), b = __ldg(xp + 1);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+              float wf[8];
+              bf16x8_to_f32(wv[r][u], wf);
+              acc[r][j] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
+                           wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
+            }
+          }
+        }
+      }
+    }
+    for (; c < chunks; c += 32) {
+      uint4 wv[R];
+#pragma unroll
+      for (int r = 0; r < R; r++) wv[r] = load_stream_u4(w[r] + static_cast<size_t>(c) * 8);
+#pragma unroll
+      for (int j = 0; j < NT; j++) {
+        if (j < nt) {
+          const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(c) * 8);
+          const float4 a = __ldg(xp), b = __ldg(xp + 1);
+#pragma unroll
+          for (int r = 0; r < R; r++) {
+            float wf[8];
+            bf16x8_to_f32(wv[r], wf);
+            acc[r][j] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
+                         wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
+          }
+        }
+      }
+    }
+  } else {
+    for (int k = lane; k < K; k += 32) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        const float wk = bf16_bits_to_f32(w[r][k]);
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+          if (j < nt) acc[r][j] += wk * xr[j][k];
+        }
+      }
+    }
+  }
+}
+
+// Single-row form.
+template <int NT, int UNROLL>
+__device__ __forceinline__ void warp_row_dot(const uint16_t* w, const float* const (&xr)[NT], int nt,
+                                             int K, float (&acc)[NT]) {
+  const uint16_t* const rows[1] = {w};
+  float a[1][NT];
+#pragma unroll
+  for (int j = 0; j < NT; j++) a[0][j] = acc[j];
+  warp_rows_dot<1, NT, UNROLL>(rows, xr, nt, K, a);
+#pragma unroll
+  for (int j = 0; j < NT; j++) acc[j] = a[0][j];
+}

@@ -1,0 +1,294 @@
+package dev.ringmaster.cuda.bench;
+
+import dev.ringmaster.backend.cpu.Numerics;
+import dev.ringmaster.cuda.GpuThread;
+import dev.ringmaster.cuda.blas.CublasHandle;
+import dev.ringmaster.cuda.driver.CudaDriver;
+import dev.ringmaster.cuda.driver.CudaEvent;
+import dev.ringmaster.cuda.driver.CudaGraph;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.MlaWorkspace;
+import dev.ringmaster.cuda.kernels.MoeWorkspace;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
+
+/**
+ * Times the decode kernels on GPU 0: the bf16 GEMV's bandwidth, the routed-expert kernels on a
+ * DeepSeek-V2-Lite-shaped layer, and MLA decode attention. Every timed region is a CUDA graph of
+ * {@value #REPS} launches replayed several times (median reported), cycling over enough copies of
+ * the weights that the 60 MB L2 cannot hold them. Prints a table.
+ */
+public final class KernelBench {
+  private static final int REPS = 50;
+  private static final int TRIALS = 7;
+
+  private final CudaStream stream;
+  private final RingmasterKernels k;
+  private final SplittableRandom random = new SplittableRandom(42);
+  private final List<String> rows = new ArrayList<>();
+
+  private KernelBench(CudaStream stream, RingmasterKernels k) {
+    this.stream = stream;
+    this.k = k;
+  }
+
+  /** Runs the benchmark; no arguments. */
+  public static void main(String[] args) {
+    try (GpuThread gpu = GpuThread.start(0)) {
+      System.out.println("device: " + gpu.device());
+      gpu.run(
+          () -> {
+            try (CudaStream s = CudaStream.create();
+                RingmasterKernels k = new RingmasterKernels()) {
+              KernelBench b = new KernelBench(s, k);
+              b.gemv(4096, 4096);
+              b.gemv(2048, 16384);
+              b.gemv(16384, 2048);
+              for (int batch : new int[] {1, 8, 32}) {
+                b.moe(batch, 64, 6, 2048, 1408);
+              }
+              b.mla(1, 16, 4096);
+              b.mla(1, 16, 32768);
+              b.mla(32, 16, 4096);
+              b.print();
+            }
+          });
+    }
+  }
+
+  /** Median milliseconds of one launch of {@code body(i)} (i cycles over copies). */
+  private double time(IntConsumer body) {
+    try (CudaGraph g =
+            stream.capture(
+                () -> {
+                  for (int i = 0; i < REPS; i++) {
+                    body.accept(i);
+                  }
+                });
+        CudaEvent a = CudaEvent.create();
+        CudaEvent b = CudaEvent.create()) {
+      g.launch(stream);
+      g.launch(stream);
+      double[] ms = new double[TRIALS];
+      for (int t = 0; t < TRIALS; t++) {
+        a.record(stream);
+        g.launch(stream);
+        b.record(stream);
+        b.synchronize();
+        ms[t] = b.millisSince(a) / REPS;
+      }
+      Arrays.sort(ms);
+      return ms[TRIALS / 2];
+    }
+  }
+
+  private DeviceBuffer randomBf16(long n, float scale) {
+    short[] bits = new short[(int) Math.min(n, 1 << 24)];
+    for (int i = 0; i < bits.length; i++) {
+      bits[i] = Numerics.floatToBf16((float) ((random.nextDouble() * 2 - 1) * scale));
+    }
+    DeviceBuffer b = DeviceBuffer.allocate(2 * n);
+    b.upload(stream, bits);
+    // Fill the rest by doubling copies of the random prefix.
+    for (long done = bits.length; done < n; ) {
+      long chunk = Math.min(done, n - done);
+      CudaDriver.get().memcpyDtoDAsync(b.ptr(2 * done), b.ptr(), 2 * chunk, stream.handle());
+      done += chunk;
+    }
+    return b;
+  }
+
+  private DeviceBuffer randomF32(int n) {
+    float[] v = new float[n];
+    for (int i = 0; i < n; i++) {
+      v[i] = (float) (random.nextDouble() * 2 - 1);
+    }
+    DeviceBuffer b = DeviceBuffer.allocate(4L * n);
+    b.upload(stream, v);
+    return b;
+  }
+
+  private void gemv(int m, int kDim) {
+    long bytes = 2L * m * kDim;
+    int copies = (int) Math.max(2, (512L << 20) / bytes);
+    DeviceBuffer w = randomBf16(bytes / 2 * copies, 0.05f);
+    DeviceBuffer x = randomF32(kDim);
+    DeviceBuffer y = DeviceBuffer.allocate(4L * m);
+    DeviceBuffer xb = DeviceBuffer.allocate(2L * kDim);
+    k.toBf16(stream, xb.ptr(), x.ptr(), kDim);
+    double ms =
+        time(i -> k.gemv(stream, y.ptr(), w.ptr((i % copies) * bytes), x.ptr(), m, kDim, 1));
+    double gbs = (bytes + 4.0 * kDim + 4.0 * m) / (ms * 1e6);
+    row(String.format(Locale.ROOT, "gemv bf16 %dx%d, 1 token", m, kDim), ms, gbs);
+    try (CublasHandle blas = new CublasHandle(stream)) {
+      double msBlas =
+          time(i -> blas.linear(y.ptr(), xb.ptr(), w.ptr((i % copies) * bytes), 1, m, kDim, false));
+      row(
+          String.format(Locale.ROOT, "  cuBLAS GemmEx same shape"),
+          msBlas,
+          (bytes + 2.0 * kDim + 4.0 * m) / (msBlas * 1e6));
+    }
+    double ms4 =
+        time(i -> k.gemv(stream, y.ptr(), w.ptr((i % copies) * bytes), x.ptr(), m, kDim, 1));
+    row("  gemv repeat (spread)", ms4, (bytes + 4.0 * kDim + 4.0 * m) / (ms4 * 1e6));
+    w.close();
+    x.close();
+    y.close();
+    xb.close();
+  }
+
+  private void moe(int n, int e, int topK, int hidden, int inter) {
+    DeviceBuffer w13 = randomBf16((long) e * 2 * inter * hidden, 0.02f);
+    DeviceBuffer w2 = randomBf16((long) e * hidden * inter, 0.02f);
+    DeviceBuffer x = randomF32(n * hidden);
+    DeviceBuffer out = DeviceBuffer.allocate(4L * n * hidden);
+    int routings = 8;
+    int[] experts = new int[routings * n * topK];
+    float[] weights = new float[routings * n * topK];
+    long activeTotal = 0;
+    for (int r = 0; r < routings; r++) {
+      boolean[] used = new boolean[e];
+      for (int t = 0; t < n; t++) {
+        boolean[] mine = new boolean[e];
+        for (int j = 0; j < topK; j++) {
+          int pick;
+          do {
+            pick = random.nextInt(e);
+          } while (mine[pick]);
+          mine[pick] = true;
+          used[pick] = true;
+          experts[(r * n + t) * topK + j] = pick;
+          weights[(r * n + t) * topK + j] = 1f / topK;
+        }
+      }
+      for (boolean u : used) {
+        activeTotal += u ? 1 : 0;
+      }
+    }
+    DeviceBuffer de = DeviceBuffer.allocate(4L * experts.length);
+    de.upload(stream, experts);
+    DeviceBuffer dw = DeviceBuffer.allocate(4L * weights.length);
+    dw.upload(stream, weights);
+    try (MoeWorkspace ws = new MoeWorkspace(n, e, topK, hidden, inter)) {
+      long pairBytes = 4L * n * topK;
+      double ms =
+          time(
+              i -> {
+                int r = i % routings;
+                k.moeExperts(
+                    stream,
+                    ws,
+                    out.ptr(),
+                    x.ptr(),
+                    w13.ptr(),
+                    w2.ptr(),
+                    de.ptr(r * pairBytes),
+                    dw.ptr(r * pairBytes),
+                    n,
+                    hidden,
+                    inter,
+                    false);
+              });
+      double active = activeTotal / (double) routings;
+      double bytes = active * 3.0 * hidden * inter * 2;
+      row(
+          String.format(
+              Locale.ROOT,
+              "moe V2-Lite layer (64e top-6 2048/1408) batch %d, %.1f experts active",
+              n,
+              active),
+          ms,
+          bytes / (ms * 1e6));
+    }
+    for (DeviceBuffer b : new DeviceBuffer[] {w13, w2, x, out, de, dw}) {
+      b.close();
+    }
+  }
+
+  private void mla(int batch, int heads, int len) {
+    int lora = 512;
+    int rope = 64;
+    int nope = 128;
+    int v = 128;
+    int block = 64;
+    int d = lora + rope;
+    int blocksPerSeq = (len + block - 1) / block;
+    DeviceBuffer cache = randomBf16((long) batch * blocksPerSeq * block * d, 1f);
+    int[] table = new int[batch * blocksPerSeq];
+    for (int i = 0; i < table.length; i++) {
+      table[i] = i;
+    }
+    int[] seq = new int[batch];
+    int[] pos = new int[batch];
+    for (int b = 0; b < batch; b++) {
+      seq[b] = b;
+      pos[b] = len - 1;
+    }
+    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
+    dt.upload(stream, table);
+    DeviceBuffer ds = DeviceBuffer.allocate(4L * batch);
+    ds.upload(stream, seq);
+    DeviceBuffer dp = DeviceBuffer.allocate(4L * batch);
+    dp.upload(stream, pos);
+    DeviceBuffer q = randomF32(batch * heads * (nope + rope));
+    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
+    DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
+    int splits = RingmasterKernels.mlaSplits(batch, heads, len, 132, 256);
+    try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
+      double ms =
+          time(
+              i ->
+                  k.mlaAttention(
+                      stream,
+                      ws,
+                      out.ptr(),
+                      q.ptr(),
+                      kvB.ptr(),
+                      cache.ptr(),
+                      dt.ptr(),
+                      blocksPerSeq,
+                      ds.ptr(),
+                      dp.ptr(),
+                      batch,
+                      heads,
+                      nope,
+                      rope,
+                      v,
+                      lora,
+                      block,
+                      splits,
+                      0.07f));
+      double bytes = 2.0 * batch * len * d;
+      row(
+          String.format(
+              Locale.ROOT,
+              "mla decode %d heads, batch %d, context %d, %d splits",
+              heads,
+              batch,
+              len,
+              splits),
+          ms,
+          bytes / (ms * 1e6));
+    }
+    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
+      b.close();
+    }
+  }
+
+  private void row(String what, double ms, double gbs) {
+    rows.add(String.format(Locale.ROOT, "| %-78s | %9.1f | %8.0f |", what, ms * 1000, gbs));
+  }
+
+  private void print() {
+    System.out.println();
+    System.out.printf(Locale.ROOT, "| %-78s | %9s | %8s |%n", "kernel", "us", "GB/s");
+    System.out.println("|" + "-".repeat(80) + "|" + "-".repeat(11) + "|" + "-".repeat(10) + "|");
+    rows.forEach(System.out::println);
+  }
+}

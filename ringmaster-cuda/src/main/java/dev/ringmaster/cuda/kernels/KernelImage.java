@@ -1,0 +1,57 @@
+package dev.ringmaster.cuda.kernels;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.Properties;
+
+/**
+ * The kernels' fatbin, a classpath resource the build makes with nvcc (SASS for sm_90 and sm_120,
+ * PTX for compute_90), and the build's record of whether nvcc was there.
+ */
+public final class KernelImage {
+  /** Resource path of the fatbin. */
+  public static final String FATBIN = "/dev/ringmaster/cuda/kernels/ringmaster_kernels.fatbin";
+
+  /** Resource path of the build record ({@code nvcc=<version>} or {@code nvcc=absent}). */
+  public static final String PROPERTIES = "/dev/ringmaster/cuda/kernels/kernels.properties";
+
+  private KernelImage() {}
+
+  /** True when the build compiled the kernels. */
+  public static boolean isBuilt() {
+    return KernelImage.class.getResource(FATBIN) != null;
+  }
+
+  /** The nvcc version the kernels were built with, or "absent". */
+  public static String nvccVersion() {
+    try (InputStream in = KernelImage.class.getResourceAsStream(PROPERTIES)) {
+      if (in == null) {
+        return "absent";
+      }
+      Properties p = new Properties();
+      p.load(in);
+      return p.getProperty("nvcc", "absent");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Why the kernels are missing, with what to install. */
+  public static String missingReason() {
+    return "ringmaster-cuda was built without nvcc, so it holds no GPU kernels: install the CUDA"
+        + " toolkit 13 (nvcc on the PATH, or CUDA_HOME set) and rebuild";
+  }
+
+  /** The fatbin bytes; throws {@link IllegalStateException} with {@link #missingReason()}. */
+  public static byte[] load() {
+    try (InputStream in = KernelImage.class.getResourceAsStream(FATBIN)) {
+      if (in == null) {
+        throw new IllegalStateException(missingReason());
+      }
+      return in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

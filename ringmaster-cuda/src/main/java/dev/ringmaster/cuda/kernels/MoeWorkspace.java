@@ -1,0 +1,44 @@
+package dev.ringmaster.cuda.kernels;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+
+/**
+ * Device scratch of the routed-expert kernels for up to {@code maxTokens} tokens: the expert-sorted
+ * pair lists and the per-pair intermediate and output rows. Fixed buffers, so a captured graph can
+ * reuse them.
+ */
+public final class MoeWorkspace implements AutoCloseable {
+  final int maxTokens;
+  final int numExperts;
+  final int topK;
+  final DeviceBuffer offsets;
+  final DeviceBuffer sortedPairs;
+  final DeviceBuffer activeExperts;
+  final DeviceBuffer activeCount;
+  final DeviceBuffer h;
+  final DeviceBuffer y;
+
+  /** Allocates scratch for the given layer shape. */
+  public MoeWorkspace(int maxTokens, int numExperts, int topK, int hidden, int inter) {
+    this.maxTokens = maxTokens;
+    this.numExperts = numExperts;
+    this.topK = topK;
+    long pairs = (long) maxTokens * topK;
+    offsets = DeviceBuffer.allocate(4L * (numExperts + 1));
+    sortedPairs = DeviceBuffer.allocate(4L * pairs);
+    activeExperts = DeviceBuffer.allocate(4L * numExperts);
+    activeCount = DeviceBuffer.allocate(4);
+    h = DeviceBuffer.allocate(4L * pairs * inter);
+    y = DeviceBuffer.allocate(4L * pairs * hidden);
+  }
+
+  @Override
+  public void close() {
+    offsets.close();
+    sortedPairs.close();
+    activeExperts.close();
+    activeCount.close();
+    h.close();
+    y.close();
+  }
+}

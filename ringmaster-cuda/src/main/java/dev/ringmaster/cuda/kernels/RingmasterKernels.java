@@ -1,0 +1,310 @@
+package dev.ringmaster.cuda.kernels;
+
+import dev.ringmaster.cuda.driver.CudaDriver;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.Kernel;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Typed launches of the kernels in {@code src/main/cuda}: the Java side of each {@code extern "C"}
+ * signature, with the grid and block each kernel's documented thread mapping expects. All pointers
+ * are device pointers ({@code long}); weights bf16, activations f32. Load once per context, use
+ * from the GPU's thread only.
+ */
+public final class RingmasterKernels implements AutoCloseable {
+  /** MoE routing: scores by softmax. */
+  public static final int SCORING_SOFTMAX = 0;
+
+  /** MoE routing: scores by sigmoid. */
+  public static final int SCORING_SIGMOID = 1;
+
+  /** MoE routing: plain top-k. */
+  public static final int SELECT_GREEDY = 0;
+
+  /** MoE routing: DeepSeek-V2 group_limited_greedy. */
+  public static final int SELECT_GROUP_LIMITED = 1;
+
+  /** MoE routing: DeepSeek-V3 noaux_tc. */
+  public static final int SELECT_NOAUX_TC = 2;
+
+  private final CudaDriver driver;
+  private final long module;
+  private final Kernel embedding;
+  private final Kernel siluMul;
+  private final Kernel toBf16;
+  private final Kernel rmsNorm;
+  private final Kernel rope;
+  private final Kernel gemv;
+  private final Kernel route;
+  private final Kernel moeAlign;
+  private final Kernel moeGateUp;
+  private final Kernel moeDown;
+  private final Kernel moeCombine;
+  private final Kernel mlaAbsorbQ;
+  private final Kernel mlaOutV;
+  private final Kernel mlaAppend;
+  private final Kernel mlaSplit;
+  private final Kernel mlaCombine;
+  private final Kernel argmax;
+  private final Kernel sample;
+
+  /** Loads the fatbin into the current context. */
+  public RingmasterKernels() {
+    driver = CudaDriver.get();
+    byte[] image = KernelImage.load();
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment seg = a.allocate(image.length, 16);
+      seg.copyFrom(MemorySegment.ofArray(image));
+      module = driver.moduleLoadData(seg);
+    }
+    embedding = new Kernel(module, "rm_embedding_bf16", 4);
+    siluMul = new Kernel(module, "rm_silu_mul", 7);
+    toBf16 = new Kernel(module, "rm_f32_to_bf16", 3);
+    rmsNorm = new Kernel(module, "rm_rmsnorm", 9);
+    rope = new Kernel(module, "rm_rope", 9);
+    gemv = new Kernel(module, "rm_gemv_bf16", 6);
+    route = new Kernel(module, "rm_moe_route", 12);
+    moeAlign = new Kernel(module, "rm_moe_align", 7);
+    moeGateUp = new Kernel(module, "rm_moe_gate_up", 10);
+    moeDown = new Kernel(module, "rm_moe_down", 10);
+    moeCombine = new Kernel(module, "rm_moe_combine", 6);
+    mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 8);
+    mlaOutV = new Kernel(module, "rm_mla_out_v", 7);
+    mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
+    mlaSplit = new Kernel(module, "rm_mla_decode_split", 15);
+    mlaCombine = new Kernel(module, "rm_mla_combine", 7);
+    argmax = new Kernel(module, "rm_argmax", 3);
+    sample = new Kernel(module, "rm_sample", 8);
+  }
+
+  private static int blocks(long work, int perBlock) {
+    return (int) Math.min((work + perBlock - 1) / perBlock, 1 << 16);
+  }
+
+  /** {@code out[t, :] = table[ids[t], :]} (bf16 table, f32 out) for {@code n} tokens. */
+  public void embedding(CudaStream s, long out, long table, long ids, int n, int hidden) {
+    embedding.arg(0, out).arg(1, table).arg(2, ids).arg(3, hidden).launch(s, n, 1, 1, 256, 0);
+  }
+
+  /** {@code out[r, i] = silu(gate[r, i]) * up[r, i]}, gate and up rows {@code inStride} apart. */
+  public void siluMul(
+      CudaStream s, long out, int outStride, long gate, long up, int inStride, int rows, int cols) {
+    siluMul.arg(0, out).arg(1, outStride).arg(2, gate).arg(3, up).arg(4, inStride);
+    siluMul.arg(5, rows).arg(6, cols).launch(s, blocks((long) rows * cols, 256), 1, 1, 256, 0);
+  }
+
+  /** {@code out[i] = bf16(in[i])} for {@code n} values. */
+  public void toBf16(CudaStream s, long out, long in, long n) {
+    toBf16.arg(0, out).arg(1, in).arg(2, n).launch(s, blocks(n, 256), 1, 1, 256, 0);
+  }
+
+  /**
+   * RMSNorm of {@code rows} rows of {@code dim}: with {@code residual != 0} first {@code residual
+   * += x} and the sum is normalised; {@code out} may equal {@code x} (same strides).
+   */
+  public void rmsNorm(
+      CudaStream s,
+      long out,
+      int outStride,
+      long residual,
+      int residualStride,
+      long x,
+      int xStride,
+      long weight,
+      int rows,
+      int dim,
+      float eps) {
+    rmsNorm.arg(0, out).arg(1, outStride).arg(2, residual).arg(3, residualStride);
+    rmsNorm.arg(4, x).arg(5, xStride).arg(6, weight).arg(7, dim).arg(8, eps);
+    rmsNorm.launch(s, rows, 1, 1, 256, 0);
+  }
+
+  /**
+   * Rotates {@code dim} dims at {@code offset} of each (token, head) row in place; {@code invFreq}
+   * and {@code attnScaling} come from the host's rope table.
+   */
+  public void rope(
+      CudaStream s,
+      long x,
+      int tokenStride,
+      int headStride,
+      int offset,
+      long positions,
+      long invFreq,
+      int tokens,
+      int heads,
+      int dim,
+      float attnScaling,
+      boolean interleaved) {
+    rope.arg(0, x).arg(1, tokenStride).arg(2, headStride).arg(3, offset).arg(4, positions);
+    rope.arg(5, invFreq).arg(6, dim).arg(7, attnScaling).arg(8, interleaved ? 1 : 0);
+    rope.launch(s, tokens, heads, 1, dim / 2, 0);
+  }
+
+  /** {@code y[t, m] = W[m, :] . x[t, :]} for {@code n} tokens (bf16 W [M, K], f32 x, y). */
+  public void gemv(CudaStream s, long y, long w, long x, int m, int k, int n) {
+    gemv.arg(0, y).arg(1, w).arg(2, x).arg(3, m).arg(4, k).arg(5, n);
+    gemv.launch(s, blocks(m, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * Routes {@code n} tokens from their router logits {@code [n, E]} (f32) to {@code experts [n,
+   * topK]} (i32) and {@code weights [n, topK]} (f32); {@code bias} 0 when there is none.
+   */
+  public void moeRoute(
+      CudaStream s,
+      long experts,
+      long weights,
+      long logits,
+      long bias,
+      int n,
+      int numExperts,
+      int topK,
+      int scoring,
+      int selection,
+      int numGroups,
+      int topKGroups,
+      boolean normTopK,
+      float routedScaling) {
+    if (numGroups > 64 || numExperts % Math.max(numGroups, 1) != 0) {
+      throw new IllegalArgumentException(numGroups + " groups of " + numExperts + " experts");
+    }
+    route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias).arg(4, numExperts);
+    route.arg(5, topK).arg(6, scoring).arg(7, selection).arg(8, Math.max(numGroups, 1));
+    route.arg(9, topKGroups).arg(10, normTopK ? 1 : 0).arg(11, routedScaling);
+    int threads = Math.min(256, (numExperts + 31) / 32 * 32);
+    route.launch(s, n, 1, 1, threads, 12 * numExperts);
+  }
+
+  /**
+   * The routed experts of one MoE layer for {@code n} tokens: {@code out[t] (+)= sum_j weight[t, j]
+   * * expert_{experts[t, j]}(x[t])} with SwiGLU experts {@code w13 [E, 2*inter, hidden]} (gate rows
+   * then up rows) and {@code w2 [E, hidden, inter]}, all bf16.
+   */
+  public void moeExperts(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate) {
+    if (n > ws.maxTokens) {
+      throw new IllegalArgumentException(n + " tokens exceed the workspace's " + ws.maxTokens);
+    }
+    int pairs = n * ws.topK;
+    int e = ws.numExperts;
+    moeAlign.arg(0, ws.offsets.ptr()).arg(1, ws.sortedPairs.ptr()).arg(2, ws.activeExperts.ptr());
+    moeAlign.arg(3, ws.activeCount.ptr()).arg(4, experts).arg(5, pairs).arg(6, e);
+    moeAlign.launch(s, 1, 1, 1, 1024, 8 * e);
+    int active = Math.min(pairs, e);
+    moeGateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
+    moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
+    moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
+    moeGateUp.launch(s, blocks(inter, 4), active, 1, 128, 0);
+    moeDown.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
+    moeDown.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
+    moeDown.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
+    moeDown.launch(s, blocks(hidden, 4), active, 1, 128, 0);
+    moeCombine.arg(0, out).arg(1, ws.y.ptr()).arg(2, n).arg(3, hidden).arg(4, ws.topK);
+    moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
+  }
+
+  /** Writes {@code n} new tokens' latent + rotary key rows of {@code kv} into their cache slots. */
+  public void mlaCacheAppend(
+      CudaStream s, long cache, long kv, int kvStride, long slots, int n, int d) {
+    mlaAppend.arg(0, cache).arg(1, kv).arg(2, kvStride).arg(3, slots).arg(4, d);
+    mlaAppend.launch(s, n, 1, 1, 256, 0);
+  }
+
+  /**
+   * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs.
+   */
+  public static int mlaSplits(int tokens, int heads, int maxLen, int sms, int maxSplits) {
+    int headBlocks = (heads + 7) / 8;
+    // Enough blocks for four per SM, but no split shorter than 32 positions.
+    int wanted = (4 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
+    int byLength = (maxLen + 31) / 32;
+    return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
+  }
+
+  /**
+   * Absorbed MLA attention for {@code t} query tokens over the paged latent cache: {@code q [t, H,
+   * nope+rope]} (rotary part already rotated) gives {@code out [t, H, vDim]}. Each token attends to
+   * positions {@code 0 .. tokenPos[t]} of sequence {@code tokenSeq[t]}, whose cache blocks are row
+   * {@code tokenSeq[t]} of {@code blockTable [S, maxBlocksPerSeq]}. {@code kvB} is {@code
+   * kv_b_proj}'s bf16 weight {@code [H*(nope+vDim), kvLora]}.
+   */
+  public void mlaAttention(
+      CudaStream s,
+      MlaWorkspace ws,
+      long out,
+      long q,
+      long kvB,
+      long cache,
+      long blockTable,
+      int maxBlocksPerSeq,
+      long tokenSeq,
+      long tokenPos,
+      int t,
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int kvLora,
+      int blockSize,
+      int splits,
+      float scale) {
+    if (t > ws.maxTokens || splits > ws.maxSplits) {
+      throw new IllegalArgumentException(
+          t + " tokens / " + splits + " splits exceed the workspace");
+    }
+    mlaAbsorbQ.arg(0, ws.qLatent.ptr()).arg(1, q).arg(2, kvB).arg(3, heads).arg(4, nope);
+    mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).launch(s, heads, t, 1, 256, 0);
+    mlaSplit.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr()).arg(2, ws.partialSum.ptr());
+    mlaSplit.arg(3, ws.qLatent.ptr()).arg(4, cache).arg(5, blockTable).arg(6, maxBlocksPerSeq);
+    mlaSplit.arg(7, tokenSeq).arg(8, tokenPos).arg(9, heads).arg(10, kvLora).arg(11, ropeDim);
+    mlaSplit.arg(12, blockSize).arg(13, splits).arg(14, scale);
+    mlaSplit.launch(s, (heads + 7) / 8, splits, t, 256, 0);
+    mlaCombine.arg(0, ws.ctx.ptr()).arg(1, ws.partialCtx.ptr()).arg(2, ws.partialMax.ptr());
+    mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, heads).arg(5, kvLora).arg(6, splits);
+    mlaCombine.launch(s, heads, t, 1, 256, 0);
+    mlaOutV.arg(0, out).arg(1, ws.ctx.ptr()).arg(2, kvB).arg(3, heads).arg(4, nope).arg(5, vDim);
+    mlaOutV.arg(6, kvLora).launch(s, heads, t, 1, 256, 0);
+  }
+
+  /** {@code out[r] = argmax logits[r, :]} (lowest index on ties) for {@code rows} rows. */
+  public void argmax(CudaStream s, long out, long logits, int rows, int vocab) {
+    argmax.arg(0, out).arg(1, logits).arg(2, vocab).launch(s, rows, 1, 1, 1024, 0);
+  }
+
+  /**
+   * Samples one token per row with per-row {@code temperature} (f32), {@code topK} (i32, 0 = off),
+   * {@code topP} (f32, 1 = off), {@code seeds} and {@code offsets} (u64) arrays on the device.
+   */
+  public void sample(
+      CudaStream s,
+      long out,
+      long logits,
+      int rows,
+      int vocab,
+      long temperature,
+      long topK,
+      long topP,
+      long seeds,
+      long offsets) {
+    sample.arg(0, out).arg(1, logits).arg(2, vocab).arg(3, temperature).arg(4, topK);
+    sample.arg(5, topP).arg(6, seeds).arg(7, offsets).launch(s, rows, 1, 1, 1024, 0);
+  }
+
+  @Override
+  public void close() {
+    driver.moduleUnload(module);
+  }
+}

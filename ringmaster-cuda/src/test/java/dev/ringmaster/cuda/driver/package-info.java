@@ -1,0 +1,2 @@
+/** GPU tests of the driver bindings. */
+package dev.ringmaster.cuda.driver;

@@ -1,0 +1,197 @@
+package dev.ringmaster.cuda.kernels;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.testing.Compare;
+import dev.ringmaster.cuda.testing.Gpu;
+import dev.ringmaster.cuda.testing.Rand;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+@Tag("gpu")
+class MlaGpuTest {
+  @ParameterizedTest
+  @CsvSource({
+    // heads, nope, rope, v, lora, blockSize, seq lengths (;-separated), prefill, splits
+    "16,128,64,128,512,64,1;70;300,false,1",
+    "16,128,64,128,512,64,1000;5;129,false,8",
+    "3,32,16,24,64,16,37;1;16;17,false,3",
+    "5,16,32,40,96,8,23;9,true,2",
+    "16,128,64,128,512,64,200,true,4",
+    "128,128,64,128,512,64,4100,false,64",
+    "16,128,64,128,512,64,1;70;300,false,200"
+  })
+  void pagedAbsorbedAttentionMatchesReference(
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int lora,
+      int blockSize,
+      String lengths,
+      boolean prefill,
+      int splits) {
+    Rand r = new Rand();
+    int d = lora + ropeDim;
+    int[] lens = java.util.Arrays.stream(lengths.split(";")).mapToInt(Integer::parseInt).toArray();
+    int seqs = lens.length;
+    int maxBlocks = 0;
+    int totalBlocks = 0;
+    for (int len : lens) {
+      maxBlocks = Math.max(maxBlocks, (len + blockSize - 1) / blockSize);
+      totalBlocks += (len + blockSize - 1) / blockSize;
+    }
+    // Blocks handed out in shuffled order, with spare blocks in the pool.
+    int pool = totalBlocks + 3;
+    List<Integer> free = new ArrayList<>();
+    for (int b = 0; b < pool; b++) {
+      free.add(b);
+    }
+    Collections.shuffle(free, new java.util.Random(r.seed()));
+    int[] table = new int[seqs * maxBlocks];
+    int next = 0;
+    for (int s = 0; s < seqs; s++) {
+      for (int b = 0; b < (lens[s] + blockSize - 1) / blockSize; b++) {
+        table[s * maxBlocks + b] = free.get(next++);
+      }
+    }
+    // Every cached token's row, appended through the append kernel.
+    int cached = 0;
+    for (int len : lens) {
+      cached += len;
+    }
+    float[] kv = r.uniform(cached * d, 1f);
+    Rand.Bf16 kvRounded = Rand.Bf16.of(kv);
+    int[] slots = new int[cached];
+    float[][][] rows = new float[seqs][][];
+    int at = 0;
+    for (int s = 0; s < seqs; s++) {
+      rows[s] = new float[lens[s]][];
+      for (int p = 0; p < lens[s]; p++, at++) {
+        slots[at] = table[s * maxBlocks + p / blockSize] * blockSize + p % blockSize;
+        rows[s][p] = java.util.Arrays.copyOfRange(kvRounded.values(), at * d, (at + 1) * d);
+      }
+    }
+    // Queries: decode = last position of each sequence; prefill = every position of each.
+    List<int[]> queries = new ArrayList<>();
+    for (int s = 0; s < seqs; s++) {
+      if (prefill) {
+        for (int p = 0; p < lens[s]; p++) {
+          queries.add(new int[] {s, p});
+        }
+      } else {
+        queries.add(new int[] {s, lens[s] - 1});
+      }
+    }
+    int t = queries.size();
+    int[] tokenSeq = queries.stream().mapToInt(q -> q[0]).toArray();
+    int[] tokenPos = queries.stream().mapToInt(q -> q[1]).toArray();
+    float[] q = r.uniform(t * heads * (nope + ropeDim), 1f);
+    Rand.Bf16 kvB = r.bf16(heads * (nope + vDim) * lora, 0.1f);
+    float scale = (float) (1.0 / Math.sqrt(nope + ropeDim));
+    float[] want =
+        reference(
+            q, kvB.values(), rows, tokenSeq, tokenPos, heads, nope, ropeDim, vDim, lora, scale);
+    int maxBlocksF = maxBlocks;
+    int cachedTokens = cached;
+    Gpu.run(
+        s -> {
+          DeviceBuffer cache = s.alloc(2L * pool * blockSize * d);
+          cache.poison(s.stream());
+          var k = Gpu.kernels();
+          k.mlaCacheAppend(
+              s.stream(), cache.ptr(), s.f32(kv).ptr(), d, s.i32(slots).ptr(), cachedTokens, d);
+          try (MlaWorkspace ws = new MlaWorkspace(t, splits, heads, lora, ropeDim)) {
+            ws.partialCtx.poison(s.stream());
+            DeviceBuffer out = s.poisoned((long) t * heads * vDim);
+            k.mlaAttention(
+                s.stream(),
+                ws,
+                out.ptr(),
+                s.f32(q).ptr(),
+                s.bf16(kvB.bits()).ptr(),
+                cache.ptr(),
+                s.i32(table).ptr(),
+                maxBlocksF,
+                s.i32(tokenSeq).ptr(),
+                s.i32(tokenPos).ptr(),
+                t,
+                heads,
+                nope,
+                ropeDim,
+                vDim,
+                lora,
+                blockSize,
+                splits,
+                scale);
+            Compare.assertClose("mla seed " + r.seed(), s.read(out, t * heads * vDim), want, 1e-4);
+          }
+        });
+  }
+
+  static float[] reference(
+      float[] q,
+      float[] kvB,
+      float[][][] rows,
+      int[] tokenSeq,
+      int[] tokenPos,
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int lora,
+      float scale) {
+    int t = tokenSeq.length;
+    float[] out = new float[t * heads * vDim];
+    int qk = nope + ropeDim;
+    for (int i = 0; i < t; i++) {
+      float[][] cache = rows[tokenSeq[i]];
+      int len = tokenPos[i] + 1;
+      for (int h = 0; h < heads; h++) {
+        int qOff = (i * heads + h) * qk;
+        int rowBase = h * (nope + vDim);
+        double[] qLat = new double[lora];
+        for (int dd = 0; dd < nope; dd++) {
+          for (int c = 0; c < lora; c++) {
+            qLat[c] += q[qOff + dd] * (double) kvB[(rowBase + dd) * lora + c];
+          }
+        }
+        double[] sc = new double[len];
+        double max = Double.NEGATIVE_INFINITY;
+        for (int p = 0; p < len; p++) {
+          double v = 0;
+          for (int c = 0; c < lora; c++) {
+            v += qLat[c] * cache[p][c];
+          }
+          for (int j = 0; j < ropeDim; j++) {
+            v += q[qOff + nope + j] * (double) cache[p][lora + j];
+          }
+          sc[p] = v * scale;
+          max = Math.max(max, sc[p]);
+        }
+        double sum = 0;
+        for (int p = 0; p < len; p++) {
+          sc[p] = Math.exp(sc[p] - max);
+          sum += sc[p];
+        }
+        double[] ctx = new double[lora];
+        for (int p = 0; p < len; p++) {
+          for (int c = 0; c < lora; c++) {
+            ctx[c] += sc[p] / sum * cache[p][c];
+          }
+        }
+        for (int j = 0; j < vDim; j++) {
+          double v = 0;
+          for (int c = 0; c < lora; c++) {
+            v += kvB[(rowBase + nope + j) * lora + c] * ctx[c];
+          }
+          out[(i * heads + h) * vDim + j] = (float) v;
+        }
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,2 @@
+/** Kernel tests: each kernel against the CPU reference on fresh random inputs. */
+package dev.ringmaster.cuda.kernels;

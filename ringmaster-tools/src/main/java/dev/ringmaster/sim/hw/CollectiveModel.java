@@ -1,0 +1,126 @@
+package dev.ringmaster.sim.hw;
+
+import java.util.Map;
+
+/**
+ * Times of collectives on a profile's box for {@code n} ranks (GPUs 0..n-1).
+ *
+ * <p>NCCL: alpha-beta per algorithm/protocol, the fastest available one wins (as NCCL's tuner picks
+ * by its own model). Peer-memory kernels: a barrier through flags, then every rank loads from its
+ * peers at once; the time is set by the busiest shared resource, either a GPU's own link ({@code
+ * (n-1)} peers' data arriving) or, on PCIe boxes with two sockets, the socket interconnect that all
+ * cross-socket flows share. That contention is what makes one-shot slow on PCIe at larger sizes.
+ */
+public final class CollectiveModel {
+  private final HardwareProfile profile;
+
+  /** Model for a profile. */
+  public CollectiveModel(HardwareProfile profile) {
+    this.profile = profile;
+  }
+
+  /** Allreduce of {@code bytes} per rank over {@code n} ranks. */
+  public CollectiveTime allreduce(AllreduceAlgorithm algo, double bytes, int n) {
+    if (n <= 1) {
+      return new CollectiveTime(0, "none");
+    }
+    return switch (algo) {
+      case NCCL -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), null);
+      case RING -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), "ring");
+      case ONESHOT, FUSED -> oneShot(bytes, n);
+      case TWOSHOT -> twoShot(bytes, n);
+    };
+  }
+
+  /** All-gather producing {@code totalBytes} on every rank (NCCL ring/tree). */
+  public CollectiveTime allGather(double totalBytes, int n) {
+    if (n <= 1) {
+      return new CollectiveTime(0, "none");
+    }
+    return bestNccl(totalBytes * (n - 1) / n, n - 1, treeSteps(n), "ring");
+  }
+
+  /** Reduce-scatter of {@code totalBytes} input per rank (NCCL ring). */
+  public CollectiveTime reduceScatter(double totalBytes, int n) {
+    return allGather(totalBytes, n);
+  }
+
+  /** All-to-all where each rank sends {@code bytesPerRank} in total, spread over all ranks. */
+  public CollectiveTime allToAll(double bytesPerRank, int n) {
+    if (n <= 1) {
+      return new CollectiveTime(0, "none");
+    }
+    AlphaBeta ab = profile.collectives().allToAll();
+    return new CollectiveTime(ab.timeUs(n - 1, bytesPerRank * (n - 1) / n), "nccl alltoall");
+  }
+
+  private CollectiveTime bestNccl(double busBytes, int ringSteps, int treeSteps, String only) {
+    CollectiveTime best = null;
+    for (Map.Entry<String, AlphaBeta> e : profile.collectives().nccl().entrySet()) {
+      String key = e.getKey();
+      if (only != null && !key.startsWith(only + "/")) {
+        continue;
+      }
+      int steps = key.startsWith("tree/") ? treeSteps : ringSteps;
+      double t = e.getValue().timeUs(steps, busBytes);
+      if (best == null || t < best.timeUs()) {
+        best = new CollectiveTime(t, "nccl " + key);
+      }
+    }
+    if (best == null) {
+      throw new IllegalStateException(
+          "profile "
+              + profile.name()
+              + " has no NCCL model"
+              + (only == null ? "" : " for " + only));
+    }
+    return best;
+  }
+
+  private CollectiveTime oneShot(double bytes, int n) {
+    Interconnect ic = profile.interconnect();
+    double us =
+        profile.collectives().peerKernelLaunchUs()
+            + ic.peerSyncUs()
+            + peerTransferSeconds(ic, bytes, n, false) / ic.peerReadEfficiency() * 1e6;
+    return new CollectiveTime(
+        us, crossBound(ic, bytes, n, false) ? "one-shot (socket link bound)" : "one-shot");
+  }
+
+  private CollectiveTime twoShot(double bytes, int n) {
+    Interconnect ic = profile.interconnect();
+    double us =
+        profile.collectives().peerKernelLaunchUs()
+            + 2 * ic.peerSyncUs()
+            + peerTransferSeconds(ic, bytes, n, true) / ic.peerReadEfficiency() * 1e6;
+    return new CollectiveTime(
+        us, crossBound(ic, bytes, n, true) ? "two-shot (socket link bound)" : "two-shot");
+  }
+
+  /**
+   * Seconds the data movement of a peer-memory allreduce takes at full link efficiency: the larger
+   * of a GPU's own link time and the socket-link time. One-shot loads the whole message from each
+   * of the n-1 peers; two-shot loads 1/n of it from each peer twice (reduce-scatter, all-gather).
+   */
+  public static double peerTransferSeconds(Interconnect ic, double bytes, int n, boolean twoShot) {
+    double perPair = twoShot ? bytes / n : bytes;
+    double ownLink = (n - 1) * perPair / ic.linkBandwidth();
+    double cross = ic.crossSocketBytesAllToAll(n, perPair) / ic.crossSocketBandwidth();
+    return (twoShot ? 2 : 1) * Math.max(ownLink, cross);
+  }
+
+  private static boolean crossBound(Interconnect ic, double bytes, int n, boolean twoShot) {
+    double perPair = twoShot ? bytes / n : bytes;
+    return ic.crossSocketBytesAllToAll(n, perPair) / ic.crossSocketBandwidth()
+        > (n - 1) * perPair / ic.linkBandwidth();
+  }
+
+  /** Sequential hops of a ring (2(n-1) for allreduce) or tree (2 log2 n) allreduce. */
+  public static int allreduceSteps(String ncclKey, int n) {
+    return ncclKey.startsWith("tree/") ? treeSteps(n) : 2 * (n - 1);
+  }
+
+  private static int treeSteps(int n) {
+    return 2 * (32 - Integer.numberOfLeadingZeros(n - 1));
+  }
+}

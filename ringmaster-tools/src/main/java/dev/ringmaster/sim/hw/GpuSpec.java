@@ -1,0 +1,81 @@
+package dev.ringmaster.sim.hw;
+
+import java.util.Map;
+
+/**
+ * One GPU of a profile. Rates are datasheet figures; efficiencies and overheads are the constants
+ * calibration fits.
+ *
+ * @param name marketing name
+ * @param arch compute capability, e.g. sm_90
+ * @param smCount streaming multiprocessors
+ * @param memoryBytes device memory usable by the process
+ * @param memoryBandwidth datasheet memory bandwidth, bytes/s
+ * @param tensorFlops dense tensor-core rate per dtype (bf16, fp8, nvfp4), flop/s; a dtype absent is
+ *     not supported natively and runs at the bf16 rate after dequantisation
+ * @param gemmMemoryEfficiency fraction of memoryBandwidth a weight-streaming GEMM/GEMV reaches
+ * @param moeMemoryEfficiency fraction of memoryBandwidth the grouped expert GEMM reaches
+ * @param attentionMemoryEfficiency fraction of memoryBandwidth attention over the KV cache reaches
+ * @param computeEfficiency fraction of tensorFlops a compute-bound GEMM reaches
+ * @param kernelLaunchUs host launch cost per kernel without CUDA graphs, microseconds
+ * @param graphNodeUs cost per kernel inside a replayed CUDA graph, microseconds
+ * @param graphLaunchUs cost of launching one graph, microseconds
+ * @param stepOverheadUs host work per step (scheduling, input preparation, sampling sync)
+ * @param reservedBytes memory taken before the model loads (CUDA context, NCCL, allocator slack)
+ */
+public record GpuSpec(
+    String name,
+    String arch,
+    int smCount,
+    double memoryBytes,
+    double memoryBandwidth,
+    Map<String, Double> tensorFlops,
+    double gemmMemoryEfficiency,
+    double moeMemoryEfficiency,
+    double attentionMemoryEfficiency,
+    double computeEfficiency,
+    double kernelLaunchUs,
+    double graphNodeUs,
+    double graphLaunchUs,
+    double stepOverheadUs,
+    double reservedBytes) {
+
+  /** Tensor rate for a dtype, falling back to bf16 when the dtype is not native. */
+  public double flopsFor(String dtype) {
+    Double r = tensorFlops.get(dtype);
+    return r != null ? r : tensorFlops.get("bf16");
+  }
+
+  /** Whether the dtype runs natively on the tensor cores. */
+  public boolean supportsDtype(String dtype) {
+    return tensorFlops.containsKey(dtype);
+  }
+
+  /** Copy with other calibrated constants. */
+  public GpuSpec withConstants(
+      double gemmEff,
+      double moeEff,
+      double attnEff,
+      double computeEff,
+      double launchUs,
+      double nodeUs,
+      double graphUs,
+      double stepUs) {
+    return new GpuSpec(
+        name,
+        arch,
+        smCount,
+        memoryBytes,
+        memoryBandwidth,
+        tensorFlops,
+        gemmEff,
+        moeEff,
+        attnEff,
+        computeEff,
+        launchUs,
+        nodeUs,
+        graphUs,
+        stepUs,
+        reservedBytes);
+  }
+}

@@ -1,0 +1,200 @@
+package dev.ringmaster.sim.model;
+
+import dev.ringmaster.sim.model.ModelShape.AttentionShape;
+import dev.ringmaster.sim.model.ModelShape.IndexerShape;
+import dev.ringmaster.sim.model.ModelShape.MoeShape;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Every weight of a model's main body (no MTP layers), per layer, with the names and shapes of the
+ * Hugging Face checkpoint. Parameter counts agree with the engine's {@code CheckpointLayout} for
+ * the families it runs and with transformers for GLM-5.
+ */
+public final class WeightInventory {
+  private final ModelShape shape;
+
+  /** Inventory of {@code shape}. */
+  public WeightInventory(ModelShape shape) {
+    this.shape = shape;
+  }
+
+  /** The shape this inventory describes. */
+  public ModelShape shape() {
+    return shape;
+  }
+
+  /** Weights of the embedding (first) and the final norm plus LM head (last). */
+  public List<Weight> embedding() {
+    return List.of(
+        new Weight(
+            "model.embed_tokens",
+            shape.vocabSize(),
+            shape.hiddenSize(),
+            1,
+            Role.EMBEDDING,
+            Split.VOCAB));
+  }
+
+  /** The final norm and the LM head (absent when tied: the embedding is reused). */
+  public List<Weight> head() {
+    List<Weight> out = new ArrayList<>();
+    out.add(vector("model.norm", shape.hiddenSize()));
+    if (!shape.tieWordEmbeddings()) {
+      out.add(
+          new Weight(
+              "lm_head", shape.vocabSize(), shape.hiddenSize(), 1, Role.LM_HEAD, Split.VOCAB));
+    }
+    return out;
+  }
+
+  /** Attention weights of one layer (norms, projections and the DSA indexer when present). */
+  public List<Weight> attention(int layer) {
+    List<Weight> out = new ArrayList<>();
+    String p = "model.layers." + layer + ".self_attn.";
+    AttentionShape a = shape.attention();
+    int h = shape.hiddenSize();
+    out.add(vector("model.layers." + layer + ".input_layernorm", h));
+    if (a.kind() == AttentionKind.MLA) {
+      if (a.qLoraRank() > 0) {
+        out.add(proj(p + "q_a_proj", a.qLoraRank(), h, Split.REPLICATED));
+        out.add(vector(p + "q_a_layernorm", a.qLoraRank()));
+        out.add(
+            proj(p + "q_b_proj", (long) a.numHeads() * a.qkHeadDim(), a.qLoraRank(), Split.COLUMN));
+      } else {
+        out.add(proj(p + "q_proj", (long) a.numHeads() * a.qkHeadDim(), h, Split.COLUMN));
+      }
+      out.add(
+          proj(p + "kv_a_proj_with_mqa", a.kvLoraRank() + a.qkRopeHeadDim(), h, Split.REPLICATED));
+      out.add(vector(p + "kv_a_layernorm", a.kvLoraRank()));
+      out.add(
+          proj(
+              p + "kv_b_proj",
+              (long) a.numHeads() * (a.qkNopeHeadDim() + a.vHeadDim()),
+              a.kvLoraRank(),
+              Split.COLUMN));
+      out.add(proj(p + "o_proj", h, (long) a.numHeads() * a.vHeadDim(), Split.ROW));
+    } else {
+      int hd = a.headDim();
+      out.add(proj(p + "q_proj", (long) a.numHeads() * hd, h, Split.COLUMN));
+      out.add(proj(p + "k_proj", (long) a.numKvHeads() * hd, h, Split.COLUMN));
+      out.add(proj(p + "v_proj", (long) a.numKvHeads() * hd, h, Split.COLUMN));
+      out.add(proj(p + "o_proj", h, (long) a.numHeads() * hd, Split.ROW));
+      if (a.qkNorm()) {
+        out.add(vector(p + "q_norm", hd));
+        out.add(vector(p + "k_norm", hd));
+      }
+    }
+    if (shape.hasIndexer(layer)) {
+      IndexerShape ix = shape.indexer();
+      String q = p + "indexer.";
+      out.add(
+          new Weight(
+              q + "wq_b",
+              (long) ix.numHeads() * ix.headDim(),
+              a.qLoraRank(),
+              1,
+              Role.INDEXER_PROJ,
+              Split.REPLICATED));
+      out.add(new Weight(q + "wk", ix.headDim(), h, 1, Role.INDEXER_PROJ, Split.REPLICATED));
+      // LayerNorm of the indexer key: weight and bias.
+      out.add(new Weight(q + "k_norm", 1, 2L * ix.headDim(), 1, Role.NORM, Split.REPLICATED));
+      out.add(
+          new Weight(q + "weights_proj", ix.numHeads(), h, 1, Role.INDEXER_PROJ, Split.REPLICATED));
+    }
+    return out;
+  }
+
+  /** MLP weights of one layer (post-attention norm, dense MLP or router plus experts). */
+  public List<Weight> mlp(int layer) {
+    List<Weight> out = new ArrayList<>();
+    String p = "model.layers." + layer + ".mlp.";
+    int h = shape.hiddenSize();
+    out.add(vector("model.layers." + layer + ".post_attention_layernorm", h));
+    if (!shape.isMoeLayer(layer)) {
+      addMlp(out, p, h, shape.denseIntermediateSize(), 1, Role.DENSE_MLP, false);
+      return out;
+    }
+    MoeShape m = shape.moe();
+    out.add(new Weight(p + "gate", m.numExperts(), h, 1, Role.ROUTER, Split.REPLICATED));
+    if (m.hasCorrectionBias()) {
+      out.add(
+          new Weight(
+              p + "gate.e_score_correction_bias",
+              1,
+              m.numExperts(),
+              1,
+              Role.NORM,
+              Split.REPLICATED));
+    }
+    addMlp(
+        out,
+        p + "experts.",
+        h,
+        m.expertIntermediateSize(),
+        m.numExperts(),
+        Role.ROUTED_EXPERT,
+        true);
+    if (m.sharedIntermediateSize() > 0) {
+      addMlp(
+          out, p + "shared_experts.", h, m.sharedIntermediateSize(), 1, Role.SHARED_EXPERT, false);
+    }
+    return out;
+  }
+
+  /** All weights of the main model. */
+  public List<Weight> all() {
+    List<Weight> out = new ArrayList<>(embedding());
+    for (int l = 0; l < shape.numLayers(); l++) {
+      out.addAll(attention(l));
+      out.addAll(mlp(l));
+    }
+    out.addAll(head());
+    return out;
+  }
+
+  /** Total parameters of the main model (embedding and LM head included). */
+  public long totalParameters() {
+    return all().stream().mapToLong(Weight::parameters).sum();
+  }
+
+  /**
+   * Parameters one token touches: everything except the embedding table (a token reads one row) and
+   * the routed experts it is not sent to ({@code topK / numExperts} of them are used).
+   */
+  public double activeParameters() {
+    double sum = 0;
+    for (Weight w : all()) {
+      if (w.role() == Role.EMBEDDING) {
+        continue;
+      }
+      sum +=
+          w.role() == Role.ROUTED_EXPERT
+              ? (double) w.parameters() * shape.moe().topK() / shape.moe().numExperts()
+              : w.parameters();
+    }
+    return sum;
+  }
+
+  /** Bytes of the whole model in a quantisation scheme. */
+  public double totalBytes(QuantScheme q) {
+    return all().stream().mapToDouble(w -> w.bytes(q)).sum();
+  }
+
+  private static void addMlp(
+      List<Weight> out, String p, int h, int inter, int count, Role role, boolean experts) {
+    Split col = experts ? Split.EXPERT : Split.COLUMN;
+    Split row = experts ? Split.EXPERT : Split.ROW;
+    out.add(new Weight(p + "gate_proj", inter, h, count, role, col));
+    out.add(new Weight(p + "up_proj", inter, h, count, role, col));
+    out.add(new Weight(p + "down_proj", h, inter, count, role, row));
+  }
+
+  private static Weight proj(String name, long rows, long cols, Split split) {
+    return new Weight(name, rows, cols, 1, Role.ATTENTION_PROJ, split);
+  }
+
+  private static Weight vector(String name, long n) {
+    return new Weight(name, 1, n, 1, Role.NORM, Split.REPLICATED);
+  }
+}

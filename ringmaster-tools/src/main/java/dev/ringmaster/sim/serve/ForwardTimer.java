@@ -1,0 +1,143 @@
+package dev.ringmaster.sim.serve;
+
+import dev.ringmaster.sim.hw.AllreduceAlgorithm;
+import dev.ringmaster.sim.hw.CollectiveModel;
+import dev.ringmaster.sim.hw.CollectiveTime;
+import dev.ringmaster.sim.hw.GpuSpec;
+import dev.ringmaster.sim.hw.HardwareProfile;
+import dev.ringmaster.sim.model.Category;
+import dev.ringmaster.sim.model.ModelShape;
+import dev.ringmaster.sim.model.OpCost;
+import dev.ringmaster.sim.model.StepOps;
+import dev.ringmaster.sim.model.StepShape;
+import dev.ringmaster.sim.model.WeightInventory;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Times one forward pass on one rank: each operator takes the longer of its compute time and its
+ * memory time (roofline, with the profile's efficiencies), collectives take the collective model's
+ * time, kernels add launch cost (host launch each, or graph-node cost inside a CUDA graph), and
+ * every step pays the host overhead. Operators and collectives run one after another, as a decode
+ * step's dependency chain does.
+ */
+public final class ForwardTimer {
+  private final HardwareProfile hw;
+  private final CollectiveModel collectives;
+
+  /** Timer for a profile. */
+  public ForwardTimer(HardwareProfile hw) {
+    this.hw = hw;
+    this.collectives = new CollectiveModel(hw);
+  }
+
+  /** Microseconds one operator takes on one GPU. */
+  public static double opTimeUs(GpuSpec g, OpCost op) {
+    double memEff =
+        switch (op.kind()) {
+          case ATTENTION -> g.attentionMemoryEfficiency();
+          case GEMM ->
+              op.category() == Category.MOE ? g.moeMemoryEfficiency() : g.gemmMemoryEfficiency();
+          case MISC -> g.gemmMemoryEfficiency();
+        };
+    double memory = op.bytes() / (g.memoryBandwidth() * memEff);
+    double compute = op.flops() / (g.flopsFor(op.computeDtype()) * g.computeEfficiency());
+    return Math.max(memory, compute) * 1e6;
+  }
+
+  /**
+   * One forward of {@code model} (the target, an MTP layer or a draft head) for {@code step}.
+   *
+   * @param graphed whether this forward replays a CUDA graph
+   */
+  public ForwardTime time(
+      WeightInventory model, ServingConfig cfg, StepShape step, boolean graphed) {
+    StepOps ops = new StepOps(model, cfg.quant(), cfg.sharding());
+    List<OpCost> list = ops.forward(step);
+    Map<Category, Double> bd = new EnumMap<>(Category.class);
+    for (Category c : Category.values()) {
+      bd.put(c, 0.0);
+    }
+    List<Double> times = new ArrayList<>();
+    int kernels = 0;
+    for (OpCost op : list) {
+      double t = opTimeUs(hw.gpu(), op);
+      times.add(t);
+      bd.merge(op.category(), t, Double::sum);
+      kernels += op.kernels();
+    }
+    List<CollectiveCall> calls = collectives(model.shape(), cfg, step);
+    double comm = 0;
+    for (CollectiveCall c : calls) {
+      comm += c.count() * c.timeUsEach();
+      kernels += c.count();
+    }
+    bd.put(Category.COLLECTIVES, comm);
+    GpuSpec g = hw.gpu();
+    double launch =
+        graphed ? g.graphLaunchUs() + kernels * g.graphNodeUs() : kernels * g.kernelLaunchUs();
+    bd.put(Category.LAUNCH_OTHER, launch);
+    double total = bd.values().stream().mapToDouble(Double::doubleValue).sum();
+    return new ForwardTime(total, bd, list, times, calls, kernels);
+  }
+
+  /** Collectives one forward issues on each rank. */
+  public List<CollectiveCall> collectives(ModelShape s, ServingConfig cfg, StepShape step) {
+    List<CollectiveCall> out = new ArrayList<>();
+    int tp = cfg.tp();
+    if (tp <= 1) {
+      return out;
+    }
+    double hiddenBytes = 2.0 * step.tokens() * s.hiddenSize();
+    AllreduceAlgorithm algo = effectiveAllreduce(cfg);
+    CollectiveTime ar = collectives.allreduce(algo, hiddenBytes, tp);
+    int layers = s.numLayers();
+    int moeLayers = s.moeLayerCount();
+    boolean a2a = cfg.a2a() == A2aBackend.ALL_TO_ALL && cfg.ep() > 1 && s.moe() != null;
+    out.add(
+        new CollectiveCall(
+            "embedding (vocab-parallel)", "allreduce", 1, hiddenBytes, ar.how(), ar.timeUs()));
+    out.add(
+        new CollectiveCall(
+            "attention output", "allreduce", layers, hiddenBytes, ar.how(), ar.timeUs()));
+    int mlpAllreduces = a2a ? layers - moeLayers : layers;
+    if (mlpAllreduces > 0) {
+      out.add(
+          new CollectiveCall(
+              "MLP / MoE output", "allreduce", mlpAllreduces, hiddenBytes, ar.how(), ar.timeUs()));
+    }
+    if (a2a) {
+      int ep = cfg.ep();
+      double tokensPerRank = (double) step.tokens() / ep;
+      int k = s.moe().topK();
+      // fp8 dispatch (values + one f32 scale per 128), bf16 combine.
+      double dispatch = tokensPerRank * k * (s.hiddenSize() + 4.0 * s.hiddenSize() / 128);
+      double combine = tokensPerRank * k * 2.0 * s.hiddenSize();
+      CollectiveTime d = collectives.allToAll(dispatch, ep);
+      CollectiveTime c = collectives.allToAll(combine, ep);
+      CollectiveTime g = collectives.allGather(hiddenBytes, tp);
+      out.add(
+          new CollectiveCall(
+              "MoE dispatch", "all-to-all", moeLayers, dispatch, d.how(), d.timeUs()));
+      out.add(
+          new CollectiveCall("MoE combine", "all-to-all", moeLayers, combine, c.how(), c.timeUs()));
+      out.add(
+          new CollectiveCall(
+              "MoE token regather", "allgather", moeLayers, hiddenBytes, g.how(), g.timeUs()));
+    }
+    double logits = 2.0 * step.logitTokens() * s.vocabSize();
+    CollectiveTime lg = collectives.allGather(logits, tp);
+    out.add(new CollectiveCall("LM head logits", "allgather", 1, logits, lg.how(), lg.timeUs()));
+    return out;
+  }
+
+  /** The allreduce actually used: a fused kernel the box lacks falls back to NCCL. */
+  public AllreduceAlgorithm effectiveAllreduce(ServingConfig cfg) {
+    if (cfg.allreduce() == AllreduceAlgorithm.FUSED && !hw.collectives().fusedAllreduce()) {
+      return AllreduceAlgorithm.NCCL;
+    }
+    return cfg.allreduce();
+  }
+}

@@ -1,0 +1,108 @@
+package dev.ringmaster.sim.serve;
+
+import dev.ringmaster.sim.hw.HardwareProfile;
+import dev.ringmaster.sim.model.KvLayout;
+import dev.ringmaster.sim.model.ModelShape;
+import dev.ringmaster.sim.model.Role;
+import dev.ringmaster.sim.model.Sharding;
+import dev.ringmaster.sim.model.Split;
+import dev.ringmaster.sim.model.Weight;
+import dev.ringmaster.sim.model.WeightInventory;
+
+/**
+ * Plans one rank's memory the way Ringmaster's planner does: weights, prefill workspace, CUDA graph
+ * pools and all-to-all buffers come first, the KV cache takes what is left (less 3% allocator
+ * slack).
+ *
+ * <p>Assumptions, to be replaced by measurement: every captured graph keeps its own decode
+ * activations alive (so graph memory grows with the sum of captured batch sizes); the all-to-all
+ * backend allocates DeepEP-style low-latency buffers (dispatch and combine, double-buffered, room
+ * for 128 tokens per rank per local expert) plus a 1 GiB normal-mode buffer.
+ */
+public final class MemoryPlanner {
+  private static final double SLACK = 0.97;
+  private static final int A2A_TOKENS_PER_RANK = 128;
+
+  private MemoryPlanner() {}
+
+  /** The plan for a configuration on a profile. */
+  public static MemoryPlan plan(WeightInventory inv, ServingConfig cfg, HardwareProfile hw) {
+    ModelShape s = inv.shape();
+    Sharding sh = cfg.sharding();
+    double weights = 0;
+    for (Weight w : inv.all()) {
+      double frac =
+          w.split() == Split.EXPERT ? 1.0 / sh.ep() / sh.expertTp() : sh.fraction(w.split());
+      weights += w.bytes(cfg.quant()) * frac;
+    }
+    double perTokenAct = activationBytesPerToken(s, sh);
+    double logitsPerToken = 4.0 * s.vocabSize() / cfg.tp();
+    double activations = cfg.chunkedPrefill() * perTokenAct + cfg.cudaGraphMaxBs() * logitsPerToken;
+    int queries = cfg.spec() == null ? 1 : cfg.spec().numDraftTokens();
+    double graphs = 0;
+    int graphCount = 0;
+    if (cfg.cudaGraph()) {
+      for (int b : CudaGraphSchedule.capturedSizes(cfg.cudaGraphMaxBs())) {
+        graphs += (double) b * queries * (perTokenAct + logitsPerToken);
+        graphCount++;
+      }
+    }
+    double a2a = 0;
+    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && s.moe() != null) {
+      int localExperts = s.moe().numExperts() / sh.ep();
+      a2a =
+          2.0 * 2 * localExperts * sh.ep() * A2A_TOKENS_PER_RANK * s.hiddenSize() * 2 + (1L << 30);
+    }
+    double reserved = hw.gpu().reservedBytes();
+    double total = hw.gpu().memoryBytes();
+    double kv = (total - reserved - weights - activations - graphs - a2a) * SLACK;
+    double perToken = KvLayout.bytesPerTokenPerRank(s, cfg.kvDtype(), cfg.tp());
+    long capacity = kv > 0 ? (long) (kv / perToken) : 0;
+    return new MemoryPlan(
+        total,
+        reserved,
+        weights,
+        activations,
+        graphs,
+        graphCount,
+        a2a,
+        kv,
+        perToken,
+        capacity,
+        capacity / cfg.contextLen());
+  }
+
+  /**
+   * Live activation bytes per token on one rank: residual and norm outputs, attention queries and
+   * outputs of this rank's heads, and the routed/dense MLP intermediates (bf16).
+   */
+  static double activationBytesPerToken(ModelShape s, Sharding sh) {
+    int h = s.hiddenSize();
+    var a = s.attention();
+    double heads = (double) a.numHeads() / sh.tp();
+    double attn = heads * (a.qkHeadDim() + 2.0 * a.valueHeadDim()) + a.kvLoraRank() + a.qLoraRank();
+    double mlp;
+    if (s.moe() != null) {
+      mlp =
+          3.0 * s.moe().topK() * s.moe().expertIntermediateSize() / sh.expertTp()
+              + s.moe().numExperts();
+    } else {
+      mlp = 3.0 * s.denseIntermediateSize() / sh.tp();
+    }
+    return 2.0 * (8.0 * h + attn + mlp);
+  }
+
+  /** Weight bytes of one role on this rank (for reports). */
+  static double weightsOf(WeightInventory inv, ServingConfig cfg, Role role) {
+    Sharding sh = cfg.sharding();
+    double sum = 0;
+    for (Weight w : inv.all()) {
+      if (w.role() == role) {
+        double frac =
+            w.split() == Split.EXPERT ? 1.0 / sh.ep() / sh.expertTp() : sh.fraction(w.split());
+        sum += w.bytes(cfg.quant()) * frac;
+      }
+    }
+    return sum;
+  }
+}

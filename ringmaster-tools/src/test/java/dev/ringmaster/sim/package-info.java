@@ -1,0 +1,2 @@
+/** Tests of the simulator and their helpers. */
+package dev.ringmaster.sim;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# GPU tests and kernel benchmarks on a machine with an NVIDIA GPU but no Maven (and perhaps no JDK).
+#
+#   scripts/gpu-tests.sh pack DIR          on a build machine: compile the CUDA module and its tests,
+#                                          then put classes, fatbin and every jar the tests need in DIR
+#   scripts/gpu-tests.sh test DIR [ARGS]   on the GPU machine: run the tests tagged "gpu" (ARGS go to
+#                                          JUnit's ConsoleLauncher, e.g. --select-class=...)
+#   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
+#
+# test and bench use $JAVA_HOME or java on the PATH; with JRE_ARCHIVE=path/to/jre.txz (a tar.xz of a
+# Java 25 runtime whose top folder holds bin/java) they unpack that first. REPORTS_DIR (default
+# DIR/reports) receives the JUnit XML reports.
+set -euo pipefail
+mode=${1:?usage: gpu-tests.sh pack|test|bench DIR}
+dir=${2:?usage: gpu-tests.sh pack|test|bench DIR}
+shift 2
+junit_console_version=6.1.3
+jvm_flags=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Xmx16g)
+
+case $mode in
+pack)
+  cd "$(dirname "$0")/.."
+  source scripts/env.sh
+  mvn -B -q -ntp -pl ringmaster-cuda -am test-compile dependency:build-classpath \
+    -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
+  rm -rf "$dir"
+  mkdir -p "$dir/classes" "$dir/lib"
+  cp -r ringmaster-core/target/classes "$dir/classes/core"
+  cp -r ringmaster-cuda/target/classes "$dir/classes/cuda"
+  cp -r ringmaster-cuda/target/test-classes "$dir/classes/cuda-test"
+  tr ':' '\n' < ringmaster-cuda/target/test-classpath.txt | grep '\.jar$' | grep -v '/ringmaster-core/' |
+    while read -r jar; do cp "$jar" "$dir/lib/"; done
+  mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_console_version \
+    -DoutputDirectory="$dir/console"
+  du -sh "$dir"
+  ;;
+test | bench)
+  if [[ -n ${JRE_ARCHIVE:-} ]]; then
+    mkdir -p /tmp/ringmaster-jre
+    tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
+    JAVA_HOME=$(dirname "$(dirname "$(find /tmp/ringmaster-jre -path '*/bin/java' | head -1)")")
+  fi
+  java=${JAVA_HOME:+$JAVA_HOME/bin/}java
+  cp="$dir/classes/cuda:$dir/classes/core:$(ls "$dir"/lib/*.jar | tr '\n' ':')"
+  if [[ $mode == bench ]]; then
+    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
+  fi
+  reports=${REPORTS_DIR:-$dir/reports}
+  mkdir -p "$reports"
+  exec "$java" "${jvm_flags[@]}" -jar "$dir"/console/junit-platform-console-standalone-*.jar execute \
+    --class-path "$dir/classes/cuda-test:$cp" --scan-class-path "$dir/classes/cuda-test" \
+    --include-tag gpu --details=tree --disable-banner --reports-dir "$reports" "$@"
+  ;;
+*)
+  echo "unknown mode $mode (pack, test or bench)" >&2
+  exit 2
+  ;;
+esac
