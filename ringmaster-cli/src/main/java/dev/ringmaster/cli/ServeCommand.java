@@ -1,0 +1,232 @@
+package dev.ringmaster.cli;
+
+import dev.ringmaster.engine.batch.BatchConfig;
+import dev.ringmaster.engine.batch.BatchEngine;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.tokenizer.Tokenizer;
+import dev.ringmaster.server.RingmasterServer;
+import dev.ringmaster.server.ServerConfig;
+import dev.ringmaster.server.ServingModel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ringmaster serve}: the OpenAI-compatible HTTP server with continuous batching. SIGTERM (or
+ * Ctrl-C) drains: new requests get 503, running ones finish within {@code --shutdown-timeout}, the
+ * rest are aborted, and the process exits 0.
+ */
+@Command(
+    name = "serve",
+    mixinStandardHelpOptions = true,
+    description = "Serve a model over HTTP (OpenAI-compatible and native API, /metrics).")
+final class ServeCommand implements Callable<Integer> {
+  @Option(
+      names = "--model",
+      description = "Hugging Face model directory (default: the embedded model).")
+  Path model;
+
+  @Option(
+      names = "--served-model-name",
+      description = "Model id clients use (default: the directory name).")
+  String servedModelName;
+
+  @Option(names = "--host", defaultValue = "127.0.0.1", description = "Default: ${DEFAULT-VALUE}.")
+  String host;
+
+  @Option(
+      names = "--port",
+      defaultValue = "30000",
+      description = "Default: ${DEFAULT-VALUE}; 0 picks a free port.")
+  int port;
+
+  @Option(
+      names = "--api-key",
+      description = "Require 'Authorization: Bearer KEY' on every endpoint but /health.")
+  String apiKey;
+
+  @Mixin EngineOptions engine = new EngineOptions();
+
+  @Option(
+      names = "--mem-fraction-static",
+      defaultValue = "0.5",
+      description =
+          "Fraction of the free Java heap given to the KV cache (default: ${DEFAULT-VALUE}).")
+  double memFractionStatic;
+
+  @Option(
+      names = "--max-total-tokens",
+      description = "KV cache capacity in tokens (overrides --mem-fraction-static).")
+  Long maxTotalTokens;
+
+  @Option(
+      names = "--page-size",
+      defaultValue = "16",
+      description = "Token positions per KV block (default: ${DEFAULT-VALUE}).")
+  int pageSize;
+
+  @Option(
+      names = "--chunked-prefill-size",
+      defaultValue = "512",
+      description = "Prompt tokens per step at most (default: ${DEFAULT-VALUE}).")
+  int chunkedPrefillSize;
+
+  @Option(
+      names = "--max-running-requests",
+      defaultValue = "64",
+      description = "Requests in the running batch at most (default: ${DEFAULT-VALUE}).")
+  int maxRunningRequests;
+
+  @Option(
+      names = "--max-queued-requests",
+      defaultValue = "1024",
+      description = "Waiting requests at most; more get 503 (default: ${DEFAULT-VALUE}).")
+  int maxQueuedRequests;
+
+  @Option(
+      names = "--cuda-graph-max-bs",
+      description = "Largest batch captured as a CUDA graph (CUDA only; no effect on the CPU).")
+  Integer cudaGraphMaxBs;
+
+  @Option(
+      names = "--max-request-bytes",
+      defaultValue = "8388608",
+      description = "Largest request body (default: ${DEFAULT-VALUE}).")
+  long maxRequestBytes;
+
+  @Option(
+      names = "--max-n",
+      defaultValue = "16",
+      description = "Largest 'n' (choices per prompt) accepted (default: ${DEFAULT-VALUE}).")
+  int maxN;
+
+  @Option(
+      names = "--shutdown-timeout",
+      defaultValue = "30",
+      description = "Seconds a shutdown waits for running requests (default: ${DEFAULT-VALUE}).")
+  int shutdownTimeout;
+
+  @Override
+  public Integer call() throws Exception {
+    if (!(memFractionStatic > 0 && memFractionStatic <= 1)) {
+      throw new UserError("--mem-fraction-static must be in (0, 1], got " + memFractionStatic);
+    }
+    Path dir = DefaultModel.resolve(model);
+    Tokenizer tok = Tokenizer.load(dir);
+    LanguageModel lm = engine.open(dir);
+    BatchEngine batch;
+    try {
+      batch = BatchEngine.start(lm, batchConfig(lm));
+    } catch (IllegalArgumentException e) {
+      lm.close();
+      throw new UserError(e.getMessage());
+    }
+    String name = servedModelName != null ? servedModelName : dir.getFileName().toString();
+    ServerConfig cfg =
+        new ServerConfig(
+            host,
+            port,
+            apiKey,
+            maxRequestBytes,
+            maxN,
+            Duration.ofSeconds(shutdownTimeout),
+            flags(dir));
+    RingmasterServer server;
+    try {
+      server = RingmasterServer.start(new ServingModel(name, dir.toString(), tok, batch), cfg);
+    } catch (RuntimeException e) {
+      batch.close();
+      lm.close();
+      throw new UserError("cannot listen on " + host + ":" + port + ": " + e.getMessage());
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  System.err.println("ringmaster: shutting down (draining requests)");
+                  server.shutdown();
+                  lm.close();
+                  stopped.countDown();
+                  // A SIGTERM is the normal way to stop a server: report success, not 143.
+                  Runtime.getRuntime().halt(0);
+                },
+                "ringmaster-shutdown"));
+    if (cudaGraphMaxBs != null) {
+      System.err.println("ringmaster: --cuda-graph-max-bs has no effect on the CPU backend");
+    }
+    var pool = batch.pool();
+    System.err.printf(
+        "ringmaster: model %s (%s); KV cache %d tokens (%d blocks of %d, %.1f MB)%n",
+        name,
+        lm.config().architecture().modelType(),
+        pool.capacityTokens(),
+        pool.capacity(),
+        pool.pageSize(),
+        pool.capacityTokens() * KvCache.bytesPerToken(lm.config()) / 1048576.0);
+    System.out.println("ringmaster: serving at " + server.url());
+    System.out.flush();
+    stopped.await();
+    return 0;
+  }
+
+  private BatchConfig batchConfig(LanguageModel lm) {
+    long bytesPerToken = KvCache.bytesPerToken(lm.config());
+    long tokens;
+    if (maxTotalTokens != null) {
+      tokens = maxTotalTokens;
+    } else {
+      Runtime rt = Runtime.getRuntime();
+      long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());
+      tokens = (long) (free * memFractionStatic) / bytesPerToken;
+    }
+    if (pageSize < 1) {
+      throw new UserError("--page-size must be >= 1, got " + pageSize);
+    }
+    long blocks = tokens / pageSize;
+    if (blocks < 1) {
+      throw new UserError(
+          "the KV cache budget holds no block of "
+              + pageSize
+              + " tokens; raise --mem-fraction-static, --max-total-tokens or the heap (-Xmx)");
+    }
+    return new BatchConfig(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        (int) Math.min(blocks, Integer.MAX_VALUE));
+  }
+
+  private Map<String, Object> flags(Path dir) {
+    Map<String, Object> f = new LinkedHashMap<>();
+    f.put("model", dir.toString());
+    f.put("host", host);
+    f.put("port", port);
+    f.put("api_key_set", apiKey != null);
+    f.put("device", engine.device);
+    f.put("tp_size", engine.parallel().tpSize());
+    f.put("ep_size", engine.parallel().epSize());
+    f.put("mem_fraction_static", memFractionStatic);
+    if (maxTotalTokens != null) {
+      f.put("max_total_tokens", maxTotalTokens);
+    }
+    f.put("page_size", pageSize);
+    f.put("chunked_prefill_size", chunkedPrefillSize);
+    f.put("max_running_requests", maxRunningRequests);
+    f.put("max_queued_requests", maxQueuedRequests);
+    if (cudaGraphMaxBs != null) {
+      f.put("cuda_graph_max_bs", cudaGraphMaxBs);
+    }
+    f.put("max_request_bytes", maxRequestBytes);
+    f.put("shutdown_timeout_s", shutdownTimeout);
+    return f;
+  }
+}

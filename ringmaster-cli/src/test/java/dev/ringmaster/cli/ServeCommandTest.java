@@ -1,0 +1,89 @@
+package dev.ringmaster.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code ringmaster serve} as a real process: it prints its address, serves, and exits 0 on
+ * SIGTERM.
+ */
+class ServeCommandTest {
+  @Test
+  void servesThenDrainsAndExitsZeroOnSigterm() throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String cp =
+        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Process p =
+        new ProcessBuilder(
+                List.of(
+                    java.toString(),
+                    "--add-modules",
+                    "jdk.incubator.vector",
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-Xmx512m",
+                    "-cp",
+                    cp,
+                    "dev.ringmaster.cli.Main",
+                    "serve",
+                    "--model",
+                    fixture.toString(),
+                    "--port",
+                    "0",
+                    "--max-total-tokens",
+                    "4096",
+                    "--cuda-graph-max-bs",
+                    "128"))
+            .redirectError(ProcessBuilder.Redirect.DISCARD)
+            .start();
+    try {
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+      String url = null;
+      for (String line; url == null && (line = out.readLine()) != null; ) {
+        if (line.startsWith("ringmaster: serving at ")) {
+          url = line.substring("ringmaster: serving at ".length()).strip();
+        }
+      }
+      assertThat(url).startsWith("http://127.0.0.1:");
+      HttpClient http = HttpClient.newHttpClient();
+      HttpResponse<String> health =
+          http.send(
+              HttpRequest.newBuilder(URI.create(url + "/health")).build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(health.statusCode()).isEqualTo(200);
+      HttpRequest gen =
+          HttpRequest.newBuilder(URI.create(url + "/generate"))
+              .timeout(Duration.ofSeconds(60))
+              .POST(
+                  HttpRequest.BodyPublishers.ofString(
+                      "{\"text\": \"the union\", \"stream\": true, \"sampling_params\":"
+                          + " {\"max_new_tokens\": 200, \"ignore_eos\": true}}"))
+              .build();
+      // Headers arrive with the first event, so the request is running when this returns.
+      HttpResponse<Stream<String>> inflight = http.send(gen, HttpResponse.BodyHandlers.ofLines());
+      assertThat(inflight.statusCode()).isEqualTo(200);
+      p.destroy(); // SIGTERM: the running stream is allowed to finish
+      List<String> events = inflight.body().filter(l -> l.startsWith("data: ")).toList();
+      assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      assertThat(p.exitValue()).isZero();
+      assertThat(events.getLast()).isEqualTo("data: [DONE]");
+      assertThat(events.get(events.size() - 2)).contains("\"completion_tokens\":200");
+    } finally {
+      p.destroyForcibly();
+    }
+  }
+}

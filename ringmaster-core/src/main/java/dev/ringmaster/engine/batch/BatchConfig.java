@@ -1,0 +1,34 @@
+package dev.ringmaster.engine.batch;
+
+/**
+ * Scheduling limits of the batch engine.
+ *
+ * @param maxRunningRequests requests in the running batch at most
+ * @param maxQueuedRequests requests waiting for admission at most; more are refused
+ * @param chunkedPrefillSize prompt tokens processed per step at most, over all requests; a longer
+ *     prompt is split into chunks so decodes keep flowing
+ * @param pageSize token positions per KV block
+ * @param kvBlocks KV blocks in the pool
+ */
+public record BatchConfig(
+    int maxRunningRequests,
+    int maxQueuedRequests,
+    int chunkedPrefillSize,
+    int pageSize,
+    int kvBlocks) {
+
+  /** Validates every limit. */
+  public BatchConfig {
+    positive("max running requests", maxRunningRequests);
+    positive("max queued requests", maxQueuedRequests);
+    positive("chunked prefill size", chunkedPrefillSize);
+    positive("page size", pageSize);
+    positive("KV blocks", kvBlocks);
+  }
+
+  private static void positive(String name, int v) {
+    if (v < 1) {
+      throw new IllegalArgumentException(name + " must be >= 1, got " + v);
+    }
+  }
+}

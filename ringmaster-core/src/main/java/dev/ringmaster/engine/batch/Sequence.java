@@ -1,0 +1,74 @@
+package dev.ringmaster.engine.batch;
+
+import dev.ringmaster.engine.Sampler;
+import dev.ringmaster.model.arch.KvCache;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * The engine thread's state for one request: all its tokens (prompt, then generated), its cache and
+ * the KV blocks it holds. Tokens {@code [cache.length(), tokens)} are the input of its next step:
+ * the rest of the prompt while prefilling, the last generated token while decoding, or everything
+ * again after a preemption dropped the cache.
+ */
+final class Sequence {
+  final EngineRequest request;
+  final RequestHandle handle;
+  final Sampler sampler;
+  final Set<Integer> stopIds;
+  final int promptLength;
+  final int maxTokens;
+  private int[] tokens;
+  private int length;
+  KvCache cache;
+  int blocks;
+  int preemptions;
+  boolean finished;
+
+  Sequence(EngineRequest request, RequestHandle handle, int contextLength) {
+    this.request = request;
+    this.handle = handle;
+    this.sampler = new Sampler(request.params());
+    this.stopIds = new HashSet<>(request.params().stopTokenIds());
+    if (!request.params().ignoreEos()) {
+      for (int e : request.eosIds()) {
+        stopIds.add(e);
+      }
+    }
+    this.promptLength = request.promptIds().length;
+    this.maxTokens = Math.min(promptLength + request.params().maxNewTokens(), contextLength);
+    this.tokens = Arrays.copyOf(request.promptIds(), Math.max(16, promptLength + 16));
+    this.length = promptLength;
+  }
+
+  /** Prompt plus generated tokens. */
+  int length() {
+    return length;
+  }
+
+  int generated() {
+    return length - promptLength;
+  }
+
+  int token(int i) {
+    return tokens[i];
+  }
+
+  void append(int token) {
+    if (length == tokens.length) {
+      tokens = Arrays.copyOf(tokens, tokens.length * 2);
+    }
+    tokens[length++] = token;
+  }
+
+  /** Tokens already in the cache. */
+  int cached() {
+    return cache == null ? 0 : cache.length();
+  }
+
+  /** Tokens waiting to go through the model. */
+  int pending() {
+    return length - cached();
+  }
+}

@@ -1,0 +1,60 @@
+package dev.ringmaster.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.ringmaster.server.api.Json;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A server-sent event stream in the framing OpenAI uses: each event is {@code data: <json>} and a
+ * blank line, and the stream ends with {@code data: [DONE]}. Written directly rather than through
+ * Helidon's SSE sink because that one writes {@code data:} without the space, and several benchmark
+ * clients match the prefix {@code "data: "} literally.
+ */
+public final class SseStream {
+  private static final byte[] PREFIX = "data: ".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
+  private final OutputStream out;
+
+  SseStream(OutputStream out) {
+    this.out = out;
+  }
+
+  /**
+   * Sends one event and flushes it.
+   *
+   * @throws ClientGoneException when the client has disconnected
+   */
+  public void send(JsonNode data) {
+    write(Json.bytes(data));
+  }
+
+  /** Sends the final {@code data: [DONE]} event. */
+  public void done() {
+    write("[DONE]".getBytes(StandardCharsets.US_ASCII));
+  }
+
+  private void write(byte[] payload) {
+    try {
+      out.write(PREFIX);
+      out.write(payload);
+      out.write(END);
+      out.flush();
+    } catch (IOException | UncheckedIOException e) {
+      throw new ClientGoneException(e);
+    } catch (RuntimeException e) {
+      // Helidon reports a closed connection with its own unchecked exceptions.
+      throw new ClientGoneException(e);
+    }
+  }
+
+  void close() {
+    try {
+      out.close();
+    } catch (IOException | RuntimeException e) {
+      // The client is gone; nothing left to tell it.
+    }
+  }
+}

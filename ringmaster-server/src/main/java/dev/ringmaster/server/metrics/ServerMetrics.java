@@ -1,0 +1,142 @@
+package dev.ringmaster.server.metrics;
+
+import dev.ringmaster.engine.batch.BatchEngine;
+import dev.ringmaster.engine.batch.EngineStats;
+import dev.ringmaster.server.generation.ChoiceEvent;
+import dev.ringmaster.server.generation.LatencyObserver;
+import io.prometheus.metrics.config.EscapingScheme;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The server's metrics, in a registry of its own (several servers can share a JVM, as in tests).
+ * Counters count engine sequences: a request with {@code n} choices counts its prompt {@code n}
+ * times, since each choice prefills it.
+ */
+public final class ServerMetrics implements LatencyObserver {
+  /** Content type of {@link #scrape}. */
+  public static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
+
+  private static final double[] LATENCY_BOUNDS = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 15,
+    20, 30, 40, 60, 120, 300
+  };
+
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final String model;
+  private final Counter promptTokens;
+  private final Counter generationTokens;
+  private final Counter requests;
+  private final Counter aborted;
+  private final Counter failed;
+  private final Histogram ttft;
+  private final Histogram itl;
+  private final Histogram e2e;
+
+  /** Metrics for a served model and its engine. */
+  public ServerMetrics(String modelName, BatchEngine engine) {
+    this.model = modelName;
+    promptTokens = counter("prompt_tokens", "Prompt tokens processed.");
+    generationTokens = counter("generation_tokens", "Generated tokens.");
+    requests = counter("num_requests", "Requests (engine sequences) finished.");
+    aborted = counter("num_aborted_requests", "Requests cancelled before finishing.");
+    failed = counter("num_failed_requests", "Requests that failed inside the engine.");
+    ttft = histogram("time_to_first_token_seconds", "Time to first token.");
+    itl = histogram("inter_token_latency_seconds", "Time between consecutive tokens.");
+    e2e = histogram("e2e_request_latency_seconds", "Time from submission to the last token.");
+    // Touch every label set so each series is exported (as 0) before the first request.
+    for (Counter c : new Counter[] {promptTokens, generationTokens, requests, aborted, failed}) {
+      c.labelValues(model);
+    }
+    for (Histogram h : new Histogram[] {ttft, itl, e2e}) {
+      h.labelValues(model);
+    }
+    gauge("num_running_reqs", "Requests in the running batch.", engine, s -> s.running());
+    gauge("num_queue_reqs", "Requests waiting for admission.", engine, s -> s.queued());
+    gauge("token_usage", "Fraction of the KV cache in use.", engine, EngineStats::kvUsage);
+    gauge(
+        "num_used_tokens",
+        "KV cache token positions reserved.",
+        engine,
+        s -> (double) s.usedBlocks() * s.pageSize());
+    gauge(
+        "max_total_num_tokens",
+        "KV cache capacity in token positions.",
+        engine,
+        s -> (double) s.totalBlocks() * s.pageSize());
+  }
+
+  private static String name(String suffix) {
+    return "ringmaster:" + suffix;
+  }
+
+  private Counter counter(String suffix, String help) {
+    return Counter.builder()
+        .name(name(suffix))
+        .help(help)
+        .labelNames("model_name")
+        .register(registry);
+  }
+
+  private Histogram histogram(String suffix, String help) {
+    return Histogram.builder()
+        .name(name(suffix))
+        .help(help)
+        .classicOnly()
+        .classicUpperBounds(LATENCY_BOUNDS)
+        .labelNames("model_name")
+        .register(registry);
+  }
+
+  private void gauge(
+      String suffix, String help, BatchEngine engine, ToDoubleFunction<EngineStats> value) {
+    GaugeWithCallback.builder()
+        .name(name(suffix))
+        .help(help)
+        .labelNames("model_name")
+        .callback(cb -> cb.call(value.applyAsDouble(engine.stats()), model))
+        .register(registry);
+  }
+
+  @Override
+  public void firstToken(double seconds) {
+    ttft.labelValues(model).observe(seconds);
+  }
+
+  @Override
+  public void interToken(double seconds) {
+    itl.labelValues(model).observe(seconds);
+  }
+
+  @Override
+  public void finished(ChoiceEvent.Done done) {
+    promptTokens.labelValues(model).inc(done.promptTokens());
+    generationTokens.labelValues(model).inc(done.completionTokens());
+    requests.labelValues(model).inc();
+    e2e.labelValues(model).observe(done.e2eSeconds());
+    switch (done.reason()) {
+      case ABORT -> aborted.labelValues(model).inc();
+      case ERROR -> failed.labelValues(model).inc();
+      default -> {}
+    }
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  public byte[] scrape() {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try {
+      PrometheusTextFormatWriter.create()
+          .write(out, registry.scrape(), EscapingScheme.UNDERSCORE_ESCAPING);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+}
