@@ -6,6 +6,8 @@
 #   scripts/gpu-tests.sh test DIR [ARGS]   on the GPU machine: run the tests tagged "gpu" (ARGS go to
 #                                          JUnit's ConsoleLauncher, e.g. --select-class=...)
 #   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
+#   scripts/gpu-tests.sh cli DIR ARGS      on the GPU machine: run the ringmaster CLI (e.g. generate,
+#                                          bench one-batch, model random) with the packed classes
 #
 # test and bench use $JAVA_HOME or java on the PATH; with JRE_ARCHIVE=path/to/jre.txz (a tar.xz of a
 # Java 25 runtime whose top folder holds bin/java) they unpack that first. REPORTS_DIR (default
@@ -32,9 +34,14 @@ pack)
     while read -r jar; do cp "$jar" "$dir/lib/"; done
   mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_console_version \
     -DoutputDirectory="$dir/console"
+  # The CLI (its classes and runtime jars, the CUDA module's with the fatbin) for cli mode.
+  mvn -B -q -ntp -pl ringmaster-cli -am package -DskipTests -Dspotless.check.skip=true
+  mkdir -p "$dir/cli"
+  cp -r ringmaster-cli/target/classes "$dir/cli/classes"
+  cp -r ringmaster-cli/target/lib "$dir/cli/lib"
   du -sh "$dir"
   ;;
-test | bench)
+test | bench | cli)
   if [[ -n ${JRE_ARCHIVE:-} ]]; then
     mkdir -p /tmp/ringmaster-jre
     tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
@@ -42,6 +49,10 @@ test | bench)
   fi
   java=${JAVA_HOME:+$JAVA_HOME/bin/}java
   cp="$dir/classes/cuda:$dir/classes/core:$(ls "$dir"/lib/*.jar | tr '\n' ':')"
+  if [[ $mode == cli ]]; then
+    exec "$java" "${jvm_flags[@]}" -XX:+UseParallelGC -cp "$dir/cli/classes:$dir/cli/lib/*" \
+      dev.ringmaster.cli.Main "$@"
+  fi
   if [[ $mode == bench ]]; then
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
   fi

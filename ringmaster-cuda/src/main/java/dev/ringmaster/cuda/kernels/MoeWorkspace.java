@@ -32,6 +32,16 @@ public final class MoeWorkspace implements AutoCloseable {
     y = DeviceBuffer.allocate(4L * pairs * hidden);
   }
 
+  /** Bytes of device memory held. */
+  public long bytes() {
+    return offsets.bytes()
+        + sortedPairs.bytes()
+        + activeExperts.bytes()
+        + activeCount.bytes()
+        + h.bytes()
+        + y.bytes();
+  }
+
   @Override
   public void close() {
     offsets.close();

@@ -261,7 +261,7 @@ public final class RingmasterKernels implements AutoCloseable {
       int blockSize,
       int splits,
       float scale) {
-    if (t > ws.maxTokens || splits > ws.maxSplits) {
+    if (t > ws.maxTokens || splits > ws.maxSplits || (long) t * splits > ws.maxTokenSplits) {
       throw new IllegalArgumentException(
           t + " tokens / " + splits + " splits exceed the workspace");
     }

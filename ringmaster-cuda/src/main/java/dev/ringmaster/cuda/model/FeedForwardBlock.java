@@ -1,0 +1,69 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.MoeConfig;
+
+/**
+ * The MLP of a layer on the GPU: a dense SwiGLU, or a mixture of experts (router, routed experts
+ * over expert-sorted tokens, shared experts added), as the CPU's {@code DenseMlp} / {@code MoeMlp}.
+ */
+final class FeedForwardBlock {
+  private final MoeConfig moe;
+  private final int hidden;
+
+  FeedForwardBlock(ModelConfig cfg) {
+    this.moe = cfg.moe();
+    this.hidden = cfg.hiddenSize();
+  }
+
+  /** Reads {@code act.normed}, writes {@code act.mlpOut} for {@code n} tokens. */
+  void forward(GpuOps ops, Activations act, LayerWeights w, int n) {
+    if (w.dense() != null) {
+      ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
+      return;
+    }
+    LayerWeights.MoeWeights m = w.moe();
+    RingmasterKernels k = ops.kernels;
+    ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
+    k.moeRoute(
+        ops.stream,
+        act.expertIds.ptr(),
+        act.expertWeights.ptr(),
+        act.routerLogits.ptr(),
+        m.scoreBias(),
+        n,
+        moe.numExperts(),
+        moe.topK(),
+        moe.scoring() == MoeConfig.Scoring.SIGMOID
+            ? RingmasterKernels.SCORING_SIGMOID
+            : RingmasterKernels.SCORING_SOFTMAX,
+        switch (moe.selection()) {
+          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
+          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
+          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
+        },
+        moe.numGroups(),
+        moe.topKGroups(),
+        moe.normTopKProb(),
+        (float) moe.routedScalingFactor());
+    boolean shared = m.shared() != null;
+    if (shared) {
+      ops.swiglu(
+          act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.gateUp.ptr(), act.act.ptr(), n);
+    }
+    k.moeExperts(
+        ops.stream,
+        act.moe,
+        act.mlpOut.ptr(),
+        act.normed.ptr(),
+        m.w13(),
+        m.w2(),
+        act.expertIds.ptr(),
+        act.expertWeights.ptr(),
+        n,
+        hidden,
+        moe.expertIntermediateSize(),
+        shared);
+  }
+}
