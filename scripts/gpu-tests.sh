@@ -25,20 +25,21 @@ pack)
   source scripts/env.sh
   mvn -B -q -ntp -pl ringmaster-cuda -am test-compile dependency:build-classpath \
     -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
-  rm -rf "$dir"
-  mkdir -p "$dir/classes" "$dir/lib"
-  cp -r ringmaster-core/target/classes "$dir/classes/core"
-  cp -r ringmaster-cuda/target/classes "$dir/classes/cuda"
-  cp -r ringmaster-cuda/target/test-classes "$dir/classes/cuda-test"
-  tr ':' '\n' < ringmaster-cuda/target/test-classpath.txt | grep '\.jar$' | grep -v '/ringmaster-core/' |
-    while read -r jar; do cp "$jar" "$dir/lib/"; done
-  mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_console_version \
-    -DoutputDirectory="$dir/console"
-  # The CLI (its classes and runtime jars, the CUDA module's with the fatbin) for cli mode.
   mvn -B -q -ntp -pl ringmaster-cli -am package -DskipTests -Dspotless.check.skip=true
-  mkdir -p "$dir/cli"
+  rm -rf "$dir"
+  mkdir -p "$dir/classes" "$dir/lib" "$dir/cli"
+  # The CLI's classes and runtime jars (ringmaster-core, -cuda with the fatbin, -tools, ...) serve the
+  # tests, the kernel benchmark and cli mode; lib/ keeps only the test-only jars, so the pack stays
+  # small enough to travel.
   cp -r ringmaster-cli/target/classes "$dir/cli/classes"
   cp -r ringmaster-cli/target/lib "$dir/cli/lib"
+  cp -r ringmaster-cuda/target/test-classes "$dir/classes/cuda-test"
+  tr ':' '\n' < ringmaster-cuda/target/test-classpath.txt | grep '\.jar$' | grep -v '/ringmaster-core/' |
+    while read -r jar; do
+      [[ -e "$dir/cli/lib/$(basename "$jar")" ]] || cp "$jar" "$dir/lib/"
+    done
+  mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_console_version \
+    -DoutputDirectory="$dir/console"
   du -sh "$dir"
   ;;
 test | bench | cli)
@@ -48,7 +49,7 @@ test | bench | cli)
     JAVA_HOME=$(dirname "$(dirname "$(find /tmp/ringmaster-jre -path '*/bin/java' | head -1)")")
   fi
   java=${JAVA_HOME:+$JAVA_HOME/bin/}java
-  cp="$dir/classes/cuda:$dir/classes/core:$(ls "$dir"/lib/*.jar | tr '\n' ':')"
+  cp="$(ls "$dir"/cli/lib/*.jar "$dir"/lib/*.jar | tr '\n' ':')"
   if [[ $mode == cli ]]; then
     exec "$java" "${jvm_flags[@]}" -XX:+UseParallelGC -cp "$dir/cli/classes:$dir/cli/lib/*" \
       dev.ringmaster.cli.Main "$@"
