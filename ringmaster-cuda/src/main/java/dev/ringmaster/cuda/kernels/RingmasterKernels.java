@@ -33,6 +33,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel embedding;
   private final Kernel siluMul;
   private final Kernel toBf16;
+  private final Kernel addBias;
   private final Kernel rmsNorm;
   private final Kernel rope;
   private final Kernel gemv;
@@ -61,6 +62,7 @@ public final class RingmasterKernels implements AutoCloseable {
     embedding = new Kernel(module, "rm_embedding_bf16", 4);
     siluMul = new Kernel(module, "rm_silu_mul", 7);
     toBf16 = new Kernel(module, "rm_f32_to_bf16", 3);
+    addBias = new Kernel(module, "rm_add_bias", 4);
     rmsNorm = new Kernel(module, "rm_rmsnorm", 9);
     rope = new Kernel(module, "rm_rope", 9);
     gemv = new Kernel(module, "rm_gemv_bf16", 6);
@@ -97,6 +99,12 @@ public final class RingmasterKernels implements AutoCloseable {
   /** {@code out[i] = bf16(in[i])} for {@code n} values. */
   public void toBf16(CudaStream s, long out, long in, long n) {
     toBf16.arg(0, out).arg(1, in).arg(2, n).launch(s, blocks(n, 256), 1, 1, 256, 0);
+  }
+
+  /** {@code y[r, i] += bias[i]} for {@code rows} rows of {@code cols} (f32). */
+  public void addBias(CudaStream s, long y, long bias, int rows, int cols) {
+    addBias.arg(0, y).arg(1, bias).arg(2, rows).arg(3, cols);
+    addBias.launch(s, blocks((long) rows * cols, 256), 1, 1, 256, 0);
   }
 
   /**

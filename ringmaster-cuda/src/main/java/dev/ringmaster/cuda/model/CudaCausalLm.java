@@ -48,6 +48,7 @@ public final class CudaCausalLm implements LanguageModel {
   private HostBuffer hostOut;
   private MemoryPlan plan;
   private int sms;
+  private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
 
   private CudaCausalLm(ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o) {
     this.cfg = cfg;
@@ -306,12 +307,43 @@ public final class CudaCausalLm implements LanguageModel {
       seq[s] = s;
     }
     inputs.upload(stream, padded, ids, pos, seq, slots, table, padded);
+    if (StepProfiler.enabled() && profiledSizes.add(-padded)) {
+      profileDecode(padded);
+    }
     if (bucket > 0) {
       graphs.replay(bucket, stream);
     } else {
       stack.decodeStep(padded, decodeSplits(padded));
     }
     return collect(rows, 0, greedy, rows.length);
+  }
+
+  /**
+   * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
+   * as it runs for real (graph replay when captured). Both runs write the same cache entries.
+   */
+  private void profileDecode(int bs) {
+    stack.beginProfile();
+    stack.decodeStep(bs, decodeSplits(bs));
+    String line = StepProfiler.format("decode bs=" + bs, stack.endProfile());
+    try (var start = dev.ringmaster.cuda.driver.CudaEvent.create();
+        var end = dev.ringmaster.cuda.driver.CudaEvent.create()) {
+      int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
+      start.record(stream);
+      if (bucket == bs) {
+        graphs.replay(bs, stream);
+      } else {
+        stack.decodeStep(bs, decodeSplits(bs));
+      }
+      end.record(stream);
+      end.synchronize();
+      System.err.printf(
+          java.util.Locale.ROOT,
+          "%s%n  same step %s: %.3f ms%n",
+          line,
+          bucket == bs ? "as a graph replay" : "eager, unprofiled",
+          end.millisSince(start));
+    }
   }
 
   /** Copies the chosen rows of the logits (or argmax) buffer, rows 0.. of it holding tokens. */
@@ -378,7 +410,14 @@ public final class CudaCausalLm implements LanguageModel {
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
-      stack.forward(len, splits);
+      if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
+        stack.beginProfile();
+        stack.forward(len, splits);
+        System.err.println(
+            StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
+      } else {
+        stack.forward(len, splits);
+      }
       // The requested rows of this chunk, in groups that fit the logits buffer.
       List<Integer> wanted = new ArrayList<>();
       for (int r = 0; r < rows.length; r++) {

@@ -19,6 +19,7 @@ final class DecoderStack {
   private final MlaBlock attention;
   private final FeedForwardBlock mlp;
   private final float eps;
+  private StepProfiler profiler;
 
   DecoderStack(
       ModelConfig cfg,
@@ -39,10 +40,30 @@ final class DecoderStack {
     this.eps = (float) cfg.rmsNormEps();
   }
 
+  /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
+  void beginProfile() {
+    profiler = new StepProfiler(ops.stream);
+  }
+
+  /** Milliseconds per op group of the profiled launches. */
+  java.util.Map<String, Double> endProfile() {
+    java.util.Map<String, Double> ms = profiler.finish();
+    profiler = null;
+    return ms;
+  }
+
+  /** Charges the work launched since the last mark to {@code label} when profiling. */
+  private void mark(String label) {
+    if (profiler != null) {
+      profiler.mark(label);
+    }
+  }
+
   /** Runs {@code n} tokens through every layer; leaves the final-normed rows in {@code normed}. */
   void forward(int n, int splits) {
     int h = cfg.hiddenSize();
     ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
+    mark("embedding");
     for (int l = 0; l < w.layers.length; l++) {
       LayerWeights lw = w.layers[l];
       if (l == 0) {
@@ -51,13 +72,16 @@ final class DecoderStack {
         ops.addRmsNorm(
             act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), lw.inputNorm(), n, h, eps);
       }
+      mark("norms");
       attention.forward(
-          ops, act, in, lw.attention(), pool.layerPtr(l), pool.blockSize(), n, splits);
+          ops, act, in, lw.attention(), pool.layerPtr(l), pool.blockSize(), n, splits, this::mark);
       ops.addRmsNorm(
           act.normed.ptr(), act.hidden.ptr(), act.attnOut.ptr(), lw.postAttentionNorm(), n, h, eps);
-      mlp.forward(ops, act, lw, n);
+      mark("norms");
+      mlp.forward(ops, act, lw, n, this::mark);
     }
     ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), w.finalNorm, n, h, eps);
+    mark("norms");
   }
 
   /**
@@ -66,6 +90,7 @@ final class DecoderStack {
    */
   void lmHead(long x, int rows) {
     ops.linear(act.logits.ptr(), x, w.lmHead, rows);
+    mark("lm_head");
   }
 
   /** Greedy token of each of the first {@code rows} rows of {@code logits} into {@code argmax}. */

@@ -18,9 +18,15 @@ final class FeedForwardBlock {
   }
 
   /** Reads {@code act.normed}, writes {@code act.mlpOut} for {@code n} tokens. */
-  void forward(GpuOps ops, Activations act, LayerWeights w, int n) {
+  void forward(
+      GpuOps ops,
+      Activations act,
+      LayerWeights w,
+      int n,
+      java.util.function.Consumer<String> mark) {
     if (w.dense() != null) {
       ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
+      mark.accept("mlp.dense");
       return;
     }
     LayerWeights.MoeWeights m = w.moe();
@@ -47,10 +53,12 @@ final class FeedForwardBlock {
         moe.topKGroups(),
         moe.normTopKProb(),
         (float) moe.routedScalingFactor());
+    mark.accept("moe.router");
     boolean shared = m.shared() != null;
     if (shared) {
       ops.swiglu(
           act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.gateUp.ptr(), act.act.ptr(), n);
+      mark.accept("moe.shared_experts");
     }
     k.moeExperts(
         ops.stream,
@@ -65,5 +73,6 @@ final class FeedForwardBlock {
         hidden,
         moe.expertIntermediateSize(),
         shared);
+    mark.accept("moe.routed_experts");
   }
 }

@@ -31,7 +31,8 @@ final class GpuKvCache implements KvCache.External {
       if (count == blocks.length) {
         blocks = Arrays.copyOf(blocks, 2 * count);
       }
-      blocks[count++] = pool.take();
+      int block = pool.take(); // before count moves: a full pool leaves the table as it was
+      blocks[count++] = block;
     }
   }
 

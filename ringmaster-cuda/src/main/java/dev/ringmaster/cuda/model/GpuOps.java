@@ -35,13 +35,16 @@ final class GpuOps implements AutoCloseable {
     return xBf16.bytes() + CublasHandle.WORKSPACE_BYTES;
   }
 
-  /** {@code y[n, w.rows] = x[n, w.cols] . w^T}. */
+  /** {@code y[n, w.rows] = x[n, w.cols] . w^T (+ bias)}. */
   void linear(long y, long x, DeviceMatrix w, int n) {
     if (n <= gemvMaxTokens) {
       kernels.gemv(stream, y, w.ptr(), x, w.rows(), w.cols(), n);
     } else {
       kernels.toBf16(stream, xBf16.ptr(), x, (long) n * w.cols());
       blas.linear(y, xBf16.ptr(), w.ptr(), n, w.rows(), w.cols(), false);
+    }
+    if (w.bias() != 0) {
+      kernels.addBias(stream, y, w.bias(), n, w.rows());
     }
   }
 

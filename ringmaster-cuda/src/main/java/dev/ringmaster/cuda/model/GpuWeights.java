@@ -119,8 +119,13 @@ final class GpuWeights implements AutoCloseable {
         up.store().require(p + "up_proj.weight", inter, h),
         0,
         (long) inter * h);
-    DeviceMatrix down = up.matrix(p + "down_proj.weight", h, inter);
-    return new LayerWeights.DenseWeights(new DeviceMatrix(gu.ptr(), 2 * inter, h), down, inter);
+    // mlp_bias checkpoints (some V2 variants) bias all three projections; gate|up biases fused too.
+    long guBias = up.vectorsOrZeros(inter, p + "gate_proj.bias", p + "up_proj.bias");
+    DeviceMatrix down =
+        up.matrix(p + "down_proj.weight", h, inter)
+            .withBias(up.vectorsOrZeros(h, p + "down_proj.bias"));
+    return new LayerWeights.DenseWeights(
+        new DeviceMatrix(gu.ptr(), 2 * inter, h, guBias), down, inter);
   }
 
   private static LayerWeights.MoeWeights moe(

@@ -51,7 +51,8 @@ final class MlaBlock {
       long layerCache,
       int blockSize,
       int n,
-      int splits) {
+      int splits,
+      java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     int qk = nope + ropeDim;
     int kvWidth = kvLora + ropeDim;
@@ -91,6 +92,7 @@ final class MlaBlock {
         ropeScaling,
         interleaved);
     k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    mark.accept("mla.q_kv_rope_append");
     k.mlaAttention(
         ops.stream,
         act.mla,
@@ -111,6 +113,8 @@ final class MlaBlock {
         blockSize,
         splits,
         scale);
+    mark.accept("mla.attention");
     ops.linear(act.attnOut.ptr(), act.attn.ptr(), w.oProj(), n);
+    mark.accept("mla.o_proj");
   }
 }

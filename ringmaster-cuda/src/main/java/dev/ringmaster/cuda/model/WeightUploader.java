@@ -73,10 +73,37 @@ final class WeightUploader implements AutoCloseable {
     return new DeviceMatrix(b.ptr(), rows, cols);
   }
 
-  /** Uploads tensor {@code name} (any shape with {@code n} elements) as f32. */
+  /** Uploads tensor {@code name} of {@code n} elements as f32. */
   long vector(String name, int n) {
-    TensorView t = store.require(name, n);
     DeviceBuffer b = allocate(4L * n);
+    f32Into(b, 0, store.require(name, n), n);
+    return b.ptr();
+  }
+
+  /**
+   * Uploads the vectors {@code names} (each of {@code n} elements; a missing one as zeros) one
+   * after another as f32, or returns 0 when none exists.
+   */
+  long vectorsOrZeros(int n, String... names) {
+    boolean any = false;
+    for (String name : names) {
+      any |= store.contains(name);
+    }
+    if (!any) {
+      return 0;
+    }
+    DeviceBuffer b = allocate(4L * n * names.length);
+    for (int i = 0; i < names.length; i++) {
+      if (store.contains(names[i])) {
+        f32Into(b, 4L * n * i, store.require(names[i], n), n);
+      } else {
+        CudaDriverAccess.memsetZero(b.ptr(4L * n * i), 4L * n, stream);
+      }
+    }
+    return b.ptr();
+  }
+
+  private void f32Into(DeviceBuffer b, long offset, TensorView t, int n) {
     long done = 0;
     while (done < n) {
       int count = (int) Math.min(n - done, CHUNK_BYTES / 4);
@@ -84,10 +111,9 @@ final class WeightUploader implements AutoCloseable {
       for (int i = 0; i < count; i++) {
         host.setAtIndex(ValueLayout.JAVA_FLOAT, i, Numerics.load(t.data(), t.dtype(), done + i));
       }
-      send(b.ptr(4 * done), 4L * count, (long) count * t.dtype().bytes());
+      send(b.ptr(offset + 4 * done), 4L * count, (long) count * t.dtype().bytes());
       done += count;
     }
-    return b.ptr();
   }
 
   /**
