@@ -162,7 +162,8 @@ final class EngineOptions {
               chunkedPrefillSize,
               maxTotalTokens,
               d.blockSize(),
-              d.gemvMaxTokens());
+              d.gemvMaxTokens(),
+              d.moeGroupedMinTokens());
       return CudaCausalLm.load(dir, o);
     } catch (IllegalArgumentException | IllegalStateException e) {
       throw new UserError(e.getMessage());

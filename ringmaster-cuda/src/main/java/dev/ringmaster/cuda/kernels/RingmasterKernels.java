@@ -42,6 +42,8 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeGateUp;
   private final Kernel moeDown;
   private final Kernel moeCombine;
+  private final Kernel moeGather;
+  private final Kernel moeScatter;
   private final Kernel mlaAbsorbQ;
   private final Kernel mlaOutV;
   private final Kernel mlaAppend;
@@ -71,6 +73,8 @@ public final class RingmasterKernels implements AutoCloseable {
     moeGateUp = new Kernel(module, "rm_moe_gate_up", 10);
     moeDown = new Kernel(module, "rm_moe_down", 10);
     moeCombine = new Kernel(module, "rm_moe_combine", 6);
+    moeGather = new Kernel(module, "rm_moe_gather_bf16", 5);
+    moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
     mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 8);
     mlaOutV = new Kernel(module, "rm_mla_out_v", 7);
     mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
@@ -221,6 +225,42 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDown.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
     moeDown.launch(s, blocks(hidden, 4), active, 1, 128, 0);
     moeCombine.arg(0, out).arg(1, ws.y.ptr()).arg(2, n).arg(3, hidden).arg(4, ws.topK);
+    moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
+  }
+
+  /**
+   * Groups the {@code n * topK} routed pairs by expert into {@code ws} ({@link
+   * MoeWorkspace#offsetsPtr()}, {@link MoeWorkspace#sortedPairsPtr()}), as the first step of the
+   * grouped-GEMM path.
+   */
+  public void moeAlign(CudaStream s, MoeWorkspace ws, long experts, int n) {
+    if (n > ws.maxTokens) {
+      throw new IllegalArgumentException(n + " tokens exceed the workspace's " + ws.maxTokens);
+    }
+    int e = ws.numExperts;
+    moeAlign.arg(0, ws.offsets.ptr()).arg(1, ws.sortedPairs.ptr()).arg(2, ws.activeExperts.ptr());
+    moeAlign.arg(3, ws.activeCount.ptr()).arg(4, experts).arg(5, n * ws.topK).arg(6, e);
+    moeAlign.launch(s, 1, 1, 1, 1024, 8 * e);
+  }
+
+  /** {@code xs[q] = bf16(x[sortedPairs[q] / topK])} for {@code pairs} sorted pairs. */
+  public void moeGatherBf16(
+      CudaStream s, long xs, long x, long sortedPairs, int pairs, int topK, int hidden) {
+    moeGather.arg(0, xs).arg(1, x).arg(2, sortedPairs).arg(3, topK).arg(4, hidden);
+    moeGather.launch(s, pairs, 1, 1, 256, 0);
+  }
+
+  /** {@code y[p] = weights[p] * ys[q]} with {@code p = sortedPairs[q]}, for {@code pairs} pairs. */
+  public void moeScatterWeighted(
+      CudaStream s, long y, long ys, long sortedPairs, long weights, int pairs, int hidden) {
+    moeScatter.arg(0, y).arg(1, ys).arg(2, sortedPairs).arg(3, weights).arg(4, hidden);
+    moeScatter.launch(s, pairs, 1, 1, 256, 0);
+  }
+
+  /** {@code out[t] (+)= sum over slots of y[t*topK + slot]} for {@code n} tokens. */
+  public void moeCombine(
+      CudaStream s, long out, long y, int n, int hidden, int topK, boolean accumulate) {
+    moeCombine.arg(0, out).arg(1, y).arg(2, n).arg(3, hidden).arg(4, topK);
     moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
   }
 

@@ -45,6 +45,7 @@ public final class CudaCausalLm implements LanguageModel {
   private BlockPool pool;
   private DecoderStack stack;
   private DecodeGraphs graphs;
+  private GroupedExperts grouped;
   private HostBuffer hostOut;
   private MemoryPlan plan;
   private int sms;
@@ -111,6 +112,15 @@ public final class CudaCausalLm implements LanguageModel {
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
     hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
+    if (cfg.moe() != null && options.moeGroupedMinTokens() <= maxTokens) {
+      grouped =
+          new GroupedExperts(
+              maxTokens,
+              cfg.moe().numExperts(),
+              cfg.moe().topK(),
+              cfg.hiddenSize(),
+              cfg.moe().expertIntermediateSize());
+    }
 
     // KV cache: the static share minus the weights, bounded by what is free now less graphs.
     double fraction =
@@ -143,14 +153,15 @@ public final class CudaCausalLm implements LanguageModel {
     pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = new DecoderStack(cfg, weights, ops, act, inputs, pool, rope);
+    stack = new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
     stream.synchronize();
     if (!sizes.isEmpty()) {
       graphs = new DecodeGraphs(sizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)));
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
-    long activationBytes = act.bytes() + ops.scratchBytes() + inputs.bytes();
+    long activationBytes =
+        act.bytes() + ops.scratchBytes() + inputs.bytes() + (grouped == null ? 0 : grouped.bytes());
     plan =
         new MemoryPlan(
             dev.toString(),
@@ -410,13 +421,14 @@ public final class CudaCausalLm implements LanguageModel {
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
+      boolean groupedExperts = len >= options.moeGroupedMinTokens();
       if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
         stack.beginProfile();
-        stack.forward(len, splits);
+        stack.forward(len, splits, groupedExperts);
         System.err.println(
             StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
       } else {
-        stack.forward(len, splits);
+        stack.forward(len, splits, groupedExperts);
       }
       // The requested rows of this chunk, in groups that fit the logits buffer.
       List<Integer> wanted = new ArrayList<>();
@@ -461,7 +473,7 @@ public final class CudaCausalLm implements LanguageModel {
             if (stream != null) {
               stream.synchronize();
             }
-            closeAll(graphs, pool, inputs, act, ops, weights, hostOut, stream);
+            closeAll(graphs, pool, inputs, grouped, act, ops, weights, hostOut, stream);
           });
     } finally {
       gpu.close();

@@ -28,7 +28,8 @@ public record CudaModelOptions(
     int chunkedPrefillSize,
     Integer maxTotalTokens,
     int blockSize,
-    int gemvMaxTokens) {
+    int gemvMaxTokens,
+    int moeGroupedMinTokens) {
 
   /** SGLang's default chunked prefill size for large GPUs. */
   public static final int DEFAULT_CHUNKED_PREFILL = 8192;
@@ -48,7 +49,7 @@ public record CudaModelOptions(
         throw new IllegalArgumentException("--cuda-graph-bs needs sizes of at least 1");
       }
     }
-    if (chunkedPrefillSize < 1 || blockSize < 1 || gemvMaxTokens < 0) {
+    if (chunkedPrefillSize < 1 || blockSize < 1 || gemvMaxTokens < 0 || moeGroupedMinTokens < 1) {
       throw new IllegalArgumentException(
           "chunked prefill size and block size must be positive, gemv tokens not negative");
     }
@@ -56,7 +57,8 @@ public record CudaModelOptions(
 
   /** GPU 0, everything derived, graphs on. */
   public static CudaModelOptions defaults() {
-    return new CudaModelOptions(0, null, null, null, false, DEFAULT_CHUNKED_PREFILL, null, 64, 4);
+    return new CudaModelOptions(
+        0, null, null, null, false, DEFAULT_CHUNKED_PREFILL, null, 64, 4, 128);
   }
 
   /** These options with a cap on KV tokens. */
@@ -70,7 +72,8 @@ public record CudaModelOptions(
         chunkedPrefillSize,
         tokens,
         blockSize,
-        gemvMaxTokens);
+        gemvMaxTokens,
+        moeGroupedMinTokens);
   }
 
   /** These options with explicit graph sizes, or graphs off when {@code sizes} is empty. */
@@ -84,7 +87,8 @@ public record CudaModelOptions(
         chunkedPrefillSize,
         maxTotalTokens,
         blockSize,
-        gemvMaxTokens);
+        gemvMaxTokens,
+        moeGroupedMinTokens);
   }
 
   /** These options with another GEMV/cuBLAS threshold. */
@@ -98,7 +102,8 @@ public record CudaModelOptions(
         chunkedPrefillSize,
         maxTotalTokens,
         blockSize,
-        tokens);
+        tokens,
+        moeGroupedMinTokens);
   }
 
   /** These options with another prefill chunk size. */
@@ -112,6 +117,22 @@ public record CudaModelOptions(
         tokens,
         maxTotalTokens,
         blockSize,
-        gemvMaxTokens);
+        gemvMaxTokens,
+        moeGroupedMinTokens);
+  }
+
+  /** These options with another grouped-GEMM threshold for the routed experts. */
+  public CudaModelOptions withMoeGroupedMinTokens(int tokens) {
+    return new CudaModelOptions(
+        device,
+        memFractionStatic,
+        cudaGraphMaxBs,
+        cudaGraphBs,
+        disableCudaGraph,
+        chunkedPrefillSize,
+        maxTotalTokens,
+        blockSize,
+        gemvMaxTokens,
+        tokens);
   }
 }

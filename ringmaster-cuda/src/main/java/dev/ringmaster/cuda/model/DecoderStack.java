@@ -28,7 +28,8 @@ final class DecoderStack {
       Activations act,
       StepInputs in,
       BlockPool pool,
-      RopeTable rope) {
+      RopeTable rope,
+      GroupedExperts grouped) {
     this.cfg = cfg;
     this.w = w;
     this.ops = ops;
@@ -36,7 +37,7 @@ final class DecoderStack {
     this.in = in;
     this.pool = pool;
     this.attention = new MlaBlock(cfg, rope);
-    this.mlp = new FeedForwardBlock(cfg);
+    this.mlp = new FeedForwardBlock(cfg, grouped);
     this.eps = (float) cfg.rmsNormEps();
   }
 
@@ -59,8 +60,11 @@ final class DecoderStack {
     }
   }
 
-  /** Runs {@code n} tokens through every layer; leaves the final-normed rows in {@code normed}. */
-  void forward(int n, int splits) {
+  /**
+   * Runs {@code n} tokens through every layer; leaves the final-normed rows in {@code normed}.
+   * {@code groupedExperts}: routed experts as per-expert GEMMs (prefill only, syncs with the host).
+   */
+  void forward(int n, int splits, boolean groupedExperts) {
     int h = cfg.hiddenSize();
     ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
     mark("embedding");
@@ -78,7 +82,7 @@ final class DecoderStack {
       ops.addRmsNorm(
           act.normed.ptr(), act.hidden.ptr(), act.attnOut.ptr(), lw.postAttentionNorm(), n, h, eps);
       mark("norms");
-      mlp.forward(ops, act, lw, n, this::mark);
+      mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
     }
     ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), w.finalNorm, n, h, eps);
     mark("norms");
@@ -100,7 +104,7 @@ final class DecoderStack {
 
   /** One decode step as a graph captures it: layers, LM head and argmax of all {@code n} rows. */
   void decodeStep(int n, int splits) {
-    forward(n, splits);
+    forward(n, splits, false);
     lmHead(act.normed.ptr(), n);
     argmax(n);
   }

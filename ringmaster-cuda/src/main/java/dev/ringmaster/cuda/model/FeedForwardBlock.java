@@ -11,18 +11,24 @@ import dev.ringmaster.model.config.MoeConfig;
 final class FeedForwardBlock {
   private final MoeConfig moe;
   private final int hidden;
+  private final GroupedExperts grouped;
 
-  FeedForwardBlock(ModelConfig cfg) {
+  FeedForwardBlock(ModelConfig cfg, GroupedExperts grouped) {
     this.moe = cfg.moe();
     this.hidden = cfg.hiddenSize();
+    this.grouped = grouped;
   }
 
-  /** Reads {@code act.normed}, writes {@code act.mlpOut} for {@code n} tokens. */
+  /**
+   * Reads {@code act.normed}, writes {@code act.mlpOut} for {@code n} tokens; {@code useGrouped}
+   * runs the routed experts as per-expert GEMMs (host sync: never while capturing a graph).
+   */
   void forward(
       GpuOps ops,
       Activations act,
       LayerWeights w,
       int n,
+      boolean useGrouped,
       java.util.function.Consumer<String> mark) {
     if (w.dense() != null) {
       ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
@@ -59,6 +65,21 @@ final class FeedForwardBlock {
       ops.swiglu(
           act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.gateUp.ptr(), act.act.ptr(), n);
       mark.accept("moe.shared_experts");
+    }
+    if (useGrouped && grouped != null) {
+      grouped.forward(
+          ops,
+          act.moe,
+          act.mlpOut.ptr(),
+          act.normed.ptr(),
+          m.w13(),
+          m.w2(),
+          act.expertIds.ptr(),
+          act.expertWeights.ptr(),
+          n,
+          shared);
+      mark.accept("moe.routed_experts");
+      return;
     }
     k.moeExperts(
         ops.stream,

@@ -48,6 +48,11 @@ final class GpuOps implements AutoCloseable {
     }
   }
 
+  /** {@code y[n, m] = xb[n, k] . W[m, k]^T} with bf16 {@code xb} and {@code W} (cuBLAS). */
+  void gemmBf16(long y, long xb, long w, int n, int m, int k) {
+    blas.linear(y, xb, w, n, m, k, false);
+  }
+
   /** {@code out = rmsnorm(x) * weight} over contiguous rows of {@code dim}. */
   void rmsNorm(long out, long x, long weight, int rows, int dim, float eps) {
     kernels.rmsNorm(stream, out, dim, 0, 0, x, dim, weight, rows, dim, eps);
