@@ -80,33 +80,39 @@ final class GpuWeights implements AutoCloseable {
   }
 
   private static LayerWeights.MlaWeights mla(ModelConfig cfg, WeightUploader up, String p) {
-    if (cfg.attentionBias()) {
-      throw new IllegalArgumentException("attention biases are not supported on the GPU yet");
-    }
     int h = cfg.hiddenSize();
     int heads = cfg.numHeads();
     int qk = cfg.qkHeadDim();
+    // attention_bias: biases on q_a_proj, kv_a_proj_with_mqa and o_proj (as the CPU loader reads).
+    boolean bias = cfg.attentionBias();
     DeviceMatrix qProj = null;
     DeviceMatrix qA = null;
     long qANorm = 0;
     DeviceMatrix qB = null;
     if (cfg.qLoraRank() > 0) {
-      qA = up.matrix(p + "q_a_proj.weight", cfg.qLoraRank(), h);
+      qA = biased(up, p + "q_a_proj", cfg.qLoraRank(), h, bias);
       qANorm = up.vector(p + "q_a_layernorm.weight", cfg.qLoraRank());
       qB = up.matrix(p + "q_b_proj.weight", heads * qk, cfg.qLoraRank());
     } else {
       qProj = up.matrix(p + "q_proj.weight", heads * qk, h);
     }
     DeviceMatrix kvA =
-        up.matrix(p + "kv_a_proj_with_mqa.weight", cfg.kvLoraRank() + cfg.qkRopeHeadDim(), h);
+        biased(up, p + "kv_a_proj_with_mqa", cfg.kvLoraRank() + cfg.qkRopeHeadDim(), h, bias);
     long kvANorm = up.vector(p + "kv_a_layernorm.weight", cfg.kvLoraRank());
     DeviceMatrix kvB =
         up.matrix(
             p + "kv_b_proj.weight",
             heads * (cfg.qkNopeHeadDim() + cfg.vHeadDim()),
             cfg.kvLoraRank());
-    DeviceMatrix o = up.matrix(p + "o_proj.weight", h, heads * cfg.vHeadDim());
+    DeviceMatrix o = biased(up, p + "o_proj", h, heads * cfg.vHeadDim(), bias);
     return new LayerWeights.MlaWeights(qProj, qA, qANorm, qB, kvA, kvANorm, kvB, o);
+  }
+
+  /** Linear layer {@code p.weight}, with {@code p.bias} when {@code bias}. */
+  private static DeviceMatrix biased(
+      WeightUploader up, String p, int rows, int cols, boolean bias) {
+    DeviceMatrix m = up.matrix(p + ".weight", rows, cols);
+    return bias ? m.withBias(up.vector(p + ".bias", rows)) : m;
   }
 
   /** A SwiGLU MLP whose gate and up projections land in one matrix (gate rows first). */
