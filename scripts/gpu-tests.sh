@@ -10,6 +10,8 @@
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels
 #                                          (keys of dev.ringmaster.cuda.bench.DeviceCollectiveBench)
+#   scripts/gpu-tests.sh cli DIR ARGS      on the GPU machine: run the ringmaster CLI (e.g. generate,
+#                                          bench one-batch, model random) with the packed classes
 #
 # test and bench use $JAVA_HOME or java on the PATH; with JRE_ARCHIVE=path/to/jre.txz (a tar.xz of a
 # Java 25 runtime whose top folder holds bin/java) they unpack that first. REPORTS_DIR (default
@@ -28,31 +30,41 @@ pack)
   source scripts/env.sh
   mvn -B -q -ntp -pl ringmaster-cuda -am test-compile dependency:build-classpath \
     -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
+  mvn -B -q -ntp -pl ringmaster-cli -am package -DskipTests -Dspotless.check.skip=true
   rm -rf "$dir"
-  mkdir -p "$dir/classes" "$dir/lib"
-  cp -r ringmaster-core/target/classes "$dir/classes/core"
-  cp -r ringmaster-cuda/target/classes "$dir/classes/cuda"
+  mkdir -p "$dir/classes" "$dir/lib" "$dir/cli"
+  # The CLI's classes and runtime jars (ringmaster-core, -cuda with the fatbin, -tools, ...) serve the
+  # tests, the kernel benchmark and cli mode; lib/ keeps only the test-only jars, so the pack stays
+  # small enough to travel.
+  cp -r ringmaster-cli/target/classes "$dir/cli/classes"
+  cp -r ringmaster-cli/target/lib "$dir/cli/lib"
   cp -r ringmaster-cuda/target/test-classes "$dir/classes/cuda-test"
   tr ':' '\n' < ringmaster-cuda/target/test-classpath.txt | grep '\.jar$' | grep -v '/ringmaster-core/' |
-    while read -r jar; do cp "$jar" "$dir/lib/"; done
+    while read -r jar; do
+      [[ -e "$dir/cli/lib/$(basename "$jar")" ]] || cp "$jar" "$dir/lib/"
+    done
   mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_console_version \
     -DoutputDirectory="$dir/console"
   du -sh "$dir"
   ;;
-test | bench | collectives)
+test | bench | collectives | cli)
   if [[ -n ${JRE_ARCHIVE:-} ]]; then
     mkdir -p /tmp/ringmaster-jre
     tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
     JAVA_HOME=$(dirname "$(dirname "$(find /tmp/ringmaster-jre -path '*/bin/java' | head -1)")")
   fi
   java=${JAVA_HOME:+$JAVA_HOME/bin/}java
-  cp="$dir/classes/cuda:$dir/classes/core:$(ls "$dir"/lib/*.jar | tr '\n' ':')"
-  if [[ $mode == bench ]]; then
-    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
-  fi
+  cp="$(ls "$dir"/cli/lib/*.jar "$dir"/lib/*.jar | tr '\n' ':')"
   # NVLink multicast stays off unless asked for: a multicast object left behind can take a shared
   # host's GPUs out of service.
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  if [[ $mode == cli ]]; then
+    exec "$java" "${jvm_flags[@]}" -XX:+UseParallelGC -cp "$dir/cli/classes:$dir/cli/lib/*" \
+      dev.ringmaster.cli.Main "$@"
+  fi
+  if [[ $mode == bench ]]; then
+    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
+  fi
   if [[ $mode == collectives ]]; then
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"
   fi
@@ -63,7 +75,7 @@ test | bench | collectives)
     --include-tag gpu --details="${JUNIT_DETAILS:-tree}" --disable-banner --reports-dir "$reports" "$@"
   ;;
 *)
-  echo "unknown mode $mode (pack, test, bench or collectives)" >&2
+  echo "unknown mode $mode (pack, test, bench, collectives or cli)" >&2
   exit 2
   ;;
 esac

@@ -1,4 +1,4 @@
-// Element-wise kernels: embedding gather, SiLU-and-mul, f32 -> bf16 conversion.
+// Element-wise kernels: embedding gather, SiLU-and-mul, f32 -> bf16 conversion, bias add.
 #pragma once
 #include "common.cuh"
 
@@ -32,5 +32,15 @@ RM_KERNEL void rm_f32_to_bf16(uint16_t* out, const float* in, long long n) {
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     out[e] = f32_to_bf16_bits(in[e]);
+  }
+}
+
+// y[r, i] += bias[i] for rows x cols (biases of linear layers; cuBLAS and the GEMV write y without).
+// Mapping: grid-stride loop, one thread per element.
+RM_KERNEL void rm_add_bias(float* y, const float* bias, int rows, int cols) {
+  const long long total = static_cast<long long>(rows) * cols;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    y[e] += bias[e % cols];
   }
 }

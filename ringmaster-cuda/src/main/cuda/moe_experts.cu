@@ -158,3 +158,27 @@ RM_KERNEL void rm_moe_combine(float* out, const float* y, int tokens, int hidden
     out[e] = s;
   }
 }
+
+// Grouped-GEMM path for long prefills (the caller runs one cuBLAS GEMM per active expert over its
+// contiguous rows, reading the expert offsets back on the host):
+//   rm_moe_gather_bf16      xs[q] = bf16(x[sortedPairs[q] / topK]), the pairs' inputs in expert order;
+//   rm_moe_scatter_weighted y[p] = weight[p] * ys[q] for p = sortedPairs[q], back in pair order for
+//                           rm_moe_combine.
+// Mapping of both: one block per sorted pair q, threads over the hidden dim.
+RM_KERNEL void rm_moe_gather_bf16(uint16_t* xs, const float* x, const int* sortedPairs, int topK,
+                                  int hidden) {
+  const int q = blockIdx.x;
+  const float* src = x + static_cast<size_t>(sortedPairs[q] / topK) * hidden;
+  uint16_t* dst = xs + static_cast<size_t>(q) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = f32_to_bf16_bits(src[i]);
+}
+
+RM_KERNEL void rm_moe_scatter_weighted(float* y, const float* ys, const int* sortedPairs,
+                                       const float* routeWeights, int hidden) {
+  const int q = blockIdx.x;
+  const int p = sortedPairs[q];
+  const float w = routeWeights[p];
+  const float* src = ys + static_cast<size_t>(q) * hidden;
+  float* dst = y + static_cast<size_t>(p) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = w * src[i];
+}

@@ -142,7 +142,10 @@ final class BenchCommand implements Runnable {
                     com.fasterxml.jackson.databind.PropertyNamingStrategies.SNAKE_CASE);
         var node = m.createObjectNode();
         node.put("model", dir.toString());
-        node.put("device", engine.device);
+        node.put("device", engine.resolvedDevice);
+        if (lm instanceof dev.ringmaster.cuda.model.CudaCausalLm gpu) {
+          node.set("memory_plan", m.valueToTree(gpu.memoryPlan().toJson()));
+        }
         node.put("tp_size", engine.parallel().tpSize());
         node.put("ep_size", engine.parallel().epSize());
         node.set("results", m.valueToTree(results));

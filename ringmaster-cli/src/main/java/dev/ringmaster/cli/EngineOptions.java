@@ -1,12 +1,18 @@
 package dev.ringmaster.cli;
 
 import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.cuda.CudaProbe;
+import dev.ringmaster.cuda.CudaRuntime;
+import dev.ringmaster.cuda.model.CudaCausalLm;
+import dev.ringmaster.cuda.model.CudaModelOptions;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelCausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Option;
 
@@ -49,6 +55,41 @@ final class EngineOptions {
       description = "CPU vector width: 128, 256, 512 or 0 for the CPU's preferred width.")
   Integer cpuVectorBits;
 
+  @Option(
+      names = "--mem-fraction-static",
+      description =
+          "GPU: share of GPU memory for weights plus KV cache (default: derived from the GPU's"
+              + " memory as SGLang does).")
+  Double memFractionStatic;
+
+  @Option(
+      names = "--cuda-graph-max-bs",
+      description = "GPU: largest decode batch captured as a CUDA graph (default: by GPU memory).")
+  Integer cudaGraphMaxBs;
+
+  @Option(
+      names = "--cuda-graph-bs",
+      split = ",",
+      description = "GPU: decode batch sizes to capture, e.g. 1,8,32,128 (default: a ladder).")
+  List<Integer> cudaGraphBs;
+
+  @Option(names = "--disable-cuda-graph", description = "GPU: run decode steps without graphs.")
+  boolean disableCudaGraph;
+
+  @Option(
+      names = "--chunked-prefill-size",
+      defaultValue = "8192",
+      description = "GPU: most prompt tokens run at once (default: ${DEFAULT-VALUE}).")
+  int chunkedPrefillSize;
+
+  @Option(
+      names = "--max-total-tokens",
+      description = "GPU: cap on the KV cache's tokens (default: as many as memory allows).")
+  Integer maxTotalTokens;
+
+  /** The device the model runs on: cpu or cuda ("auto" resolved, after {@link #open}). */
+  String resolvedDevice;
+
   /** The parallel layout the flags describe. */
   ParallelConfig parallel() {
     int tp = tpSize == 1 && epSize > 1 ? epSize : tpSize;
@@ -57,9 +98,9 @@ final class EngineOptions {
 
   /** Opens the model on the selected device and layout. */
   LanguageModel open(Path dir) {
-    if (!device.equals("cpu") && !device.equals("auto")) {
-      throw new UserError(
-          "--device " + device + ": only the CPU backend is available in this build (use cpu)");
+    resolvedDevice = resolveDevice(dir);
+    if (resolvedDevice.equals("cuda")) {
+      return openCuda(dir);
     }
     if (cpuThreads != null) {
       CpuKernels.setThreads(cpuThreads);
@@ -79,5 +120,56 @@ final class EngineOptions {
           "--allreduce must be auto, nccl, ring, oneshot, twoshot or fused, got " + allreduce);
     }
     return ParallelCausalLm.load(dir, p, algo);
+  }
+
+  /**
+   * cpu, or cuda when asked for (failing at once with the probe's reason when no usable GPU is
+   * there); auto takes cuda when the probe finds a GPU and the model runs there (MLA, one rank).
+   */
+  private String resolveDevice(Path dir) {
+    switch (device) {
+      case "cpu" -> {
+        return "cpu";
+      }
+      case "cuda" -> {
+        CudaProbe probe = CudaRuntime.probe();
+        if (!probe.available()) {
+          throw new UserError("--device cuda: " + probe.reason());
+        }
+        return "cuda";
+      }
+      case "auto" -> {
+        if (parallel().tpSize() > 1 || !CudaRuntime.probe().available()) {
+          return "cpu";
+        }
+        return ModelConfigParser.parse(dir).architecture().usesMla() ? "cuda" : "cpu";
+      }
+      default -> throw new UserError("--device must be auto, cpu or cuda, got " + device);
+    }
+  }
+
+  private LanguageModel openCuda(Path dir) {
+    if (parallel().tpSize() > 1) {
+      throw new UserError("--device cuda runs one GPU so far: use --tp-size 1");
+    }
+    CudaModelOptions d = CudaModelOptions.defaults();
+    CudaModelOptions o;
+    try {
+      o =
+          new CudaModelOptions(
+              d.device(),
+              memFractionStatic,
+              cudaGraphMaxBs,
+              cudaGraphBs,
+              disableCudaGraph,
+              chunkedPrefillSize,
+              maxTotalTokens,
+              d.blockSize(),
+              d.gemvMaxTokens(),
+              d.moeGroupedMinTokens());
+      return CudaCausalLm.load(dir, o);
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      throw new UserError(e.getMessage());
+    }
   }
 }

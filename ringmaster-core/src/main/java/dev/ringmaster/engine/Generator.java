@@ -1,5 +1,6 @@
 package dev.ringmaster.engine;
 
+import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import java.util.HashSet;
@@ -65,8 +66,14 @@ public final class Generator {
       return new GenerationResult(prompt, new int[0], finish, 0, 0);
     }
     long t0 = System.nanoTime();
-    float[] logits = model.forwardAll(prompt, cache);
-    int next = sampler.sample(logits, (prompt.length - 1) * vocab, vocab);
+    // Only the last prompt position's logits are needed (a GPU model copies just that row back).
+    float[] logits =
+        model.forward(
+            prompt,
+            BatchLayout.single(prompt.length, 0),
+            new KvCache[] {cache},
+            new int[] {prompt.length - 1});
+    int next = sampler.sample(logits, 0, vocab);
     long t1 = System.nanoTime();
     while (true) {
       out[produced++] = next;
@@ -82,6 +89,7 @@ public final class Generator {
       next = sampler.sample(logits, 0, vocab);
     }
     long t2 = System.nanoTime();
+    cache.close();
     return new GenerationResult(
         prompt, java.util.Arrays.copyOf(out, produced), finish, (t1 - t0) / 1e6, (t2 - t1) / 1e6);
   }

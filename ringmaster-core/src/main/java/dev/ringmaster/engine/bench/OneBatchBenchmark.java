@@ -1,6 +1,5 @@
 package dev.ringmaster.engine.bench;
 
-import dev.ringmaster.engine.Sampler;
 import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
@@ -83,13 +82,12 @@ public final class OneBatchBenchmark {
         caches[s] = model.newCache();
       }
       long t0 = System.nanoTime();
-      float[] logits = model.forward(tokens, new BatchLayout(starts, positions), caches, lastRows);
+      int[] next =
+          model.forwardGreedy(tokens, new BatchLayout(starts, positions), caches, lastRows);
       double prefillMs = (System.nanoTime() - t0) / 1e6;
-      int[] next = new int[b];
       int[] seqStarts = new int[b + 1];
       int[] rows = new int[b];
       for (int s = 0; s < b; s++) {
-        next[s] = Sampler.argmax(logits, s * vocab, vocab);
         seqStarts[s + 1] = s + 1;
         rows[s] = s;
       }
@@ -100,18 +98,22 @@ public final class OneBatchBenchmark {
         Arrays.fill(pos, inputLen + step);
         BatchLayout layout = new BatchLayout(seqStarts, pos);
         long s0 = System.nanoTime();
+        int[] chosen;
         if (step == 0 && model instanceof ParallelCausalLm par) {
-          float[][] holder = new float[1][];
+          int[][] holder = new int[1][];
+          int[] in = next;
           collectives =
-              par.collectivesDuring(() -> holder[0] = model.forward(next, layout, caches, rows));
-          logits = holder[0];
+              par.collectivesDuring(
+                  () -> holder[0] = model.forwardGreedy(in, layout, caches, rows));
+          chosen = holder[0];
         } else {
-          logits = model.forward(next, layout, caches, rows);
+          chosen = model.forwardGreedy(next, layout, caches, rows);
         }
         steps[step] = (System.nanoTime() - s0) / 1e6;
-        for (int s = 0; s < b; s++) {
-          next[s] = Sampler.argmax(logits, s * vocab, vocab);
-        }
+        next = chosen;
+      }
+      for (KvCache c : caches) {
+        c.close();
       }
       double[] sorted = steps.clone();
       Arrays.sort(sorted);

@@ -8,13 +8,33 @@ import java.util.Arrays;
  * position. For MLA they hold the compressed latent ({@code kv_lora_rank} values, after its norm)
  * and the shared rotary key ({@code qk_rope_head_dim}, after rotation) — the absorbed-form cache,
  * not per-head keys and values. For GQA they hold keys (after norm and rotation) and values.
+ *
+ * <p>A backend that keeps the cache elsewhere (the GPU's paged latent cache) wraps its per-sequence
+ * storage as {@link External} with {@link #ofExternal}: the cache then tracks length and capacity
+ * and forwards {@link #ensureCapacity} and {@link #close} to the storage, and has no heap arrays.
+ * {@link #close} releases the storage (GPU blocks go back to their pool); for heap caches it is a
+ * no-op, so callers can always close a cache they are done with.
  */
-public final class KvCache {
+public final class KvCache implements AutoCloseable {
+  /**
+   * Per-sequence cache storage owned by a backend outside the Java heap (for example the block
+   * table of a sequence in a GPU's paged cache).
+   */
+  public interface External extends AutoCloseable {
+    /** Makes room for {@code tokens} positions; throws when the backend has no room left. */
+    void ensureCapacity(int tokens);
+
+    /** Returns the storage to its backend; idempotent. */
+    @Override
+    void close();
+  }
+
   private final int widthA;
   private final int widthB;
   private final float[][] a;
   private final float[][] b;
   private final KvCache[] shards;
+  private final External external;
   private int capacity;
   private int length;
 
@@ -33,6 +53,7 @@ public final class KvCache {
     this.a = new float[layers][0];
     this.b = new float[layers][0];
     this.shards = null;
+    this.external = null;
   }
 
   private KvCache(KvCache[] shards) {
@@ -41,6 +62,39 @@ public final class KvCache {
     this.a = null;
     this.b = null;
     this.shards = shards.clone();
+    this.external = null;
+  }
+
+  private KvCache(External external) {
+    this.widthA = 0;
+    this.widthB = 0;
+    this.a = null;
+    this.b = null;
+    this.shards = null;
+    this.external = external;
+  }
+
+  /** A cache whose storage a backend owns (see {@link External}). */
+  public static KvCache ofExternal(External storage) {
+    return new KvCache(java.util.Objects.requireNonNull(storage));
+  }
+
+  /** The backend storage of a cache made by {@link #ofExternal}, else null. */
+  public External external() {
+    return external;
+  }
+
+  /** Releases backend storage (and that of every shard); a no-op for heap caches. Idempotent. */
+  @Override
+  public void close() {
+    if (external != null) {
+      external.close();
+    }
+    if (shards != null) {
+      for (KvCache s : shards) {
+        s.close();
+      }
+    }
   }
 
   /** One sequence's cache on several ranks: each rank reads and writes only its shard. */
@@ -78,6 +132,13 @@ public final class KvCache {
 
   /** Makes room for {@code tokens} positions in every layer. */
   public void ensureCapacity(int tokens) {
+    if (external != null) {
+      if (tokens > capacity) {
+        external.ensureCapacity(tokens);
+        capacity = tokens;
+      }
+      return;
+    }
     if (shards != null) {
       for (KvCache s : shards) {
         s.ensureCapacity(tokens);

@@ -22,6 +22,28 @@ public interface LanguageModel extends AutoCloseable {
    */
   float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows);
 
+  /**
+   * Like {@link #forward} but returns the greedy token (argmax, lowest id on ties) of each
+   * requested row instead of its logits; a backend may compute it where the logits live and skip
+   * copying them.
+   */
+  default int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    float[] logits = forward(tokens, layout, caches, logitRows);
+    int vocab = config().vocabSize();
+    int[] out = new int[logitRows.length];
+    for (int r = 0; r < out.length; r++) {
+      int best = 0;
+      int off = r * vocab;
+      for (int i = 1; i < vocab; i++) {
+        if (logits[off + i] > logits[off + best]) {
+          best = i;
+        }
+      }
+      out[r] = best;
+    }
+    return out;
+  }
+
   /** Prefill or extend one sequence and return the logits of every new token. */
   default float[] forwardAll(int[] tokens, KvCache cache) {
     BatchLayout layout = BatchLayout.single(tokens.length, cache.length());

@@ -19,11 +19,14 @@ import java.util.List;
 public final class SafetensorsWriter {
   private static final int CHUNK = 8 << 20;
 
+  /** Slices of a chunk filled in parallel (each a multiple of 8 bytes, so whole elements). */
+  private static final int SLICES = 16;
+
   /** Produces the bytes of one tensor, chunk by chunk. */
   public interface DataSource {
     /**
      * Fills {@code out} (little-endian, {@code out.remaining()} bytes) with the tensor's bytes
-     * starting at byte {@code offset}.
+     * starting at byte {@code offset}. Called from several threads at once for disjoint ranges.
      */
     void fill(TensorSpec spec, long offset, ByteBuffer out);
   }
@@ -74,8 +77,7 @@ public final class SafetensorsWriter {
         long done = 0;
         while (done < s.bytes()) {
           int n = (int) Math.min(CHUNK, s.bytes() - done);
-          buf.clear().limit(n);
-          source.fill(s, done, buf);
+          fillParallel(source, s, done, buf, n);
           buf.position(0).limit(n);
           writeFully(ch, buf);
           done += n;
@@ -83,6 +85,22 @@ public final class SafetensorsWriter {
         }
       }
     }
+  }
+
+  /** Fills the first {@code n} bytes of {@code buf} in slices on the common pool. */
+  private static void fillParallel(
+      DataSource source, TensorSpec s, long offset, ByteBuffer buf, int n) {
+    buf.clear();
+    int slice = Math.max(8, (n / SLICES + 7) / 8 * 8);
+    java.util.stream.IntStream.range(0, (n + slice - 1) / slice)
+        .parallel()
+        .forEach(
+            i -> {
+              int from = i * slice;
+              int len = Math.min(slice, n - from);
+              ByteBuffer part = buf.slice(from, len).order(ByteOrder.LITTLE_ENDIAN);
+              source.fill(s, offset + from, part);
+            });
   }
 
   private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {

@@ -4,11 +4,14 @@ import dev.ringmaster.cuda.driver.DeviceBuffer;
 
 /**
  * Device scratch of MLA attention for up to {@code maxTokens} query tokens and {@code maxSplits} KV
- * splits: the absorbed queries, the split partials and the latent context.
+ * splits, with at most {@code maxTokenSplits} (tokens x splits) partials: the absorbed queries, the
+ * split partials and the latent context. Long prefills need few splits and decode many, so the
+ * partials are sized by the product rather than by both maxima.
  */
 public final class MlaWorkspace implements AutoCloseable {
   final int maxTokens;
   final int maxSplits;
+  final long maxTokenSplits;
   final DeviceBuffer qLatent;
   final DeviceBuffer partialCtx;
   final DeviceBuffer partialMax;
@@ -17,14 +20,36 @@ public final class MlaWorkspace implements AutoCloseable {
 
   /** Allocates scratch for {@code heads} heads of latent rank {@code kvLora}. */
   public MlaWorkspace(int maxTokens, int maxSplits, int heads, int kvLora, int ropeDim) {
+    this(maxTokens, maxSplits, (long) maxTokens * maxSplits, heads, kvLora, ropeDim);
+  }
+
+  /** Allocates scratch whose split partials hold at most {@code maxTokenSplits} token-splits. */
+  public MlaWorkspace(
+      int maxTokens, int maxSplits, long maxTokenSplits, int heads, int kvLora, int ropeDim) {
     this.maxTokens = maxTokens;
     this.maxSplits = maxSplits;
+    this.maxTokenSplits = maxTokenSplits;
     long rows = (long) maxTokens * heads;
+    long partials = maxTokenSplits * heads;
     qLatent = DeviceBuffer.allocate(4L * rows * (kvLora + ropeDim));
-    partialCtx = DeviceBuffer.allocate(4L * rows * maxSplits * kvLora);
-    partialMax = DeviceBuffer.allocate(4L * rows * maxSplits);
-    partialSum = DeviceBuffer.allocate(4L * rows * maxSplits);
+    partialCtx = DeviceBuffer.allocate(4L * partials * kvLora);
+    partialMax = DeviceBuffer.allocate(4L * partials);
+    partialSum = DeviceBuffer.allocate(4L * partials);
     ctx = DeviceBuffer.allocate(4L * rows * kvLora);
+  }
+
+  /** Bytes of device memory held. */
+  public long bytes() {
+    return qLatent.bytes()
+        + partialCtx.bytes()
+        + partialMax.bytes()
+        + partialSum.bytes()
+        + ctx.bytes();
+  }
+
+  /** The most splits that {@code tokens} query tokens may use with this scratch. */
+  public int splitLimit(int tokens) {
+    return (int) Math.max(1, Math.min(maxSplits, maxTokenSplits / Math.max(tokens, 1)));
   }
 
   @Override

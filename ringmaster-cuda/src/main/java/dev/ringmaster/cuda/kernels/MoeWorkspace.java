@@ -32,6 +32,31 @@ public final class MoeWorkspace implements AutoCloseable {
     y = DeviceBuffer.allocate(4L * pairs * hidden);
   }
 
+  /** Device pointer of the expert offsets {@code [E + 1]} (i32) after an align. */
+  public long offsetsPtr() {
+    return offsets.ptr();
+  }
+
+  /** Device pointer of the expert-sorted pair ids {@code [pairs]} (i32) after an align. */
+  public long sortedPairsPtr() {
+    return sortedPairs.ptr();
+  }
+
+  /** Device pointer of the per-pair output rows {@code [pairs, hidden]} (f32). */
+  public long pairRowsPtr() {
+    return y.ptr();
+  }
+
+  /** Bytes of device memory held. */
+  public long bytes() {
+    return offsets.bytes()
+        + sortedPairs.bytes()
+        + activeExperts.bytes()
+        + activeCount.bytes()
+        + h.bytes()
+        + y.bytes();
+  }
+
   @Override
   public void close() {
     offsets.close();

@@ -33,6 +33,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel embedding;
   private final Kernel siluMul;
   private final Kernel toBf16;
+  private final Kernel addBias;
   private final Kernel rmsNorm;
   private final Kernel rope;
   private final Kernel gemv;
@@ -41,6 +42,8 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeGateUp;
   private final Kernel moeDown;
   private final Kernel moeCombine;
+  private final Kernel moeGather;
+  private final Kernel moeScatter;
   private final Kernel mlaAbsorbQ;
   private final Kernel mlaOutV;
   private final Kernel mlaAppend;
@@ -61,6 +64,7 @@ public final class RingmasterKernels implements AutoCloseable {
     embedding = new Kernel(module, "rm_embedding_bf16", 4);
     siluMul = new Kernel(module, "rm_silu_mul", 7);
     toBf16 = new Kernel(module, "rm_f32_to_bf16", 3);
+    addBias = new Kernel(module, "rm_add_bias", 4);
     rmsNorm = new Kernel(module, "rm_rmsnorm", 9);
     rope = new Kernel(module, "rm_rope", 9);
     gemv = new Kernel(module, "rm_gemv_bf16", 6);
@@ -69,6 +73,8 @@ public final class RingmasterKernels implements AutoCloseable {
     moeGateUp = new Kernel(module, "rm_moe_gate_up", 10);
     moeDown = new Kernel(module, "rm_moe_down", 10);
     moeCombine = new Kernel(module, "rm_moe_combine", 6);
+    moeGather = new Kernel(module, "rm_moe_gather_bf16", 5);
+    moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
     mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 8);
     mlaOutV = new Kernel(module, "rm_mla_out_v", 7);
     mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
@@ -97,6 +103,12 @@ public final class RingmasterKernels implements AutoCloseable {
   /** {@code out[i] = bf16(in[i])} for {@code n} values. */
   public void toBf16(CudaStream s, long out, long in, long n) {
     toBf16.arg(0, out).arg(1, in).arg(2, n).launch(s, blocks(n, 256), 1, 1, 256, 0);
+  }
+
+  /** {@code y[r, i] += bias[i]} for {@code rows} rows of {@code cols} (f32). */
+  public void addBias(CudaStream s, long y, long bias, int rows, int cols) {
+    addBias.arg(0, y).arg(1, bias).arg(2, rows).arg(3, cols);
+    addBias.launch(s, blocks((long) rows * cols, 256), 1, 1, 256, 0);
   }
 
   /**
@@ -216,6 +228,42 @@ public final class RingmasterKernels implements AutoCloseable {
     moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
   }
 
+  /**
+   * Groups the {@code n * topK} routed pairs by expert into {@code ws} ({@link
+   * MoeWorkspace#offsetsPtr()}, {@link MoeWorkspace#sortedPairsPtr()}), as the first step of the
+   * grouped-GEMM path.
+   */
+  public void moeAlign(CudaStream s, MoeWorkspace ws, long experts, int n) {
+    if (n > ws.maxTokens) {
+      throw new IllegalArgumentException(n + " tokens exceed the workspace's " + ws.maxTokens);
+    }
+    int e = ws.numExperts;
+    moeAlign.arg(0, ws.offsets.ptr()).arg(1, ws.sortedPairs.ptr()).arg(2, ws.activeExperts.ptr());
+    moeAlign.arg(3, ws.activeCount.ptr()).arg(4, experts).arg(5, n * ws.topK).arg(6, e);
+    moeAlign.launch(s, 1, 1, 1, 1024, 8 * e);
+  }
+
+  /** {@code xs[q] = bf16(x[sortedPairs[q] / topK])} for {@code pairs} sorted pairs. */
+  public void moeGatherBf16(
+      CudaStream s, long xs, long x, long sortedPairs, int pairs, int topK, int hidden) {
+    moeGather.arg(0, xs).arg(1, x).arg(2, sortedPairs).arg(3, topK).arg(4, hidden);
+    moeGather.launch(s, pairs, 1, 1, 256, 0);
+  }
+
+  /** {@code y[p] = weights[p] * ys[q]} with {@code p = sortedPairs[q]}, for {@code pairs} pairs. */
+  public void moeScatterWeighted(
+      CudaStream s, long y, long ys, long sortedPairs, long weights, int pairs, int hidden) {
+    moeScatter.arg(0, y).arg(1, ys).arg(2, sortedPairs).arg(3, weights).arg(4, hidden);
+    moeScatter.launch(s, pairs, 1, 1, 256, 0);
+  }
+
+  /** {@code out[t] (+)= sum over slots of y[t*topK + slot]} for {@code n} tokens. */
+  public void moeCombine(
+      CudaStream s, long out, long y, int n, int hidden, int topK, boolean accumulate) {
+    moeCombine.arg(0, out).arg(1, y).arg(2, n).arg(3, hidden).arg(4, topK);
+    moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
+  }
+
   /** Writes {@code n} new tokens' latent + rotary key rows of {@code kv} into their cache slots. */
   public void mlaCacheAppend(
       CudaStream s, long cache, long kv, int kvStride, long slots, int n, int d) {
@@ -261,7 +309,7 @@ public final class RingmasterKernels implements AutoCloseable {
       int blockSize,
       int splits,
       float scale) {
-    if (t > ws.maxTokens || splits > ws.maxSplits) {
+    if (t > ws.maxTokens || splits > ws.maxSplits || (long) t * splits > ws.maxTokenSplits) {
       throw new IllegalArgumentException(
           t + " tokens / " + splits + " splits exceed the workspace");
     }

@@ -71,6 +71,24 @@ class ElementwiseGpuTest {
         });
   }
 
+  @ParameterizedTest
+  @CsvSource({"1,7", "5,64", "33,1408"})
+  void addBiasAddsToEveryRow(int rows, int cols) {
+    Rand r = new Rand();
+    float[] y = r.uniform(rows * cols, 2f);
+    float[] bias = r.uniform(cols, 2f);
+    float[] want = new float[rows * cols];
+    for (int i = 0; i < want.length; i++) {
+      want[i] = y[i] + bias[i % cols];
+    }
+    Gpu.run(
+        s -> {
+          DeviceBuffer yd = s.f32(y);
+          Gpu.kernels().addBias(s.stream(), yd.ptr(), s.f32(bias).ptr(), rows, cols);
+          Compare.assertClose("add_bias seed " + r.seed(), s.read(yd, rows * cols), want, 1e-7);
+        });
+  }
+
   @Test
   void toBf16RoundsToNearestEven() {
     Rand r = new Rand();

@@ -1,0 +1,103 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+
+/**
+ * The paged latent KV cache of every layer: one device buffer {@code [layers, blocks, blockSize,
+ * D]} of bf16 ({@code D = kv_lora_rank + qk_rope_head_dim}, the layout of the MLA kernels) and a
+ * free list of block ids. Block 0 is never handed out: padding tokens of a graph batch write and
+ * read it, so real sequences never see their values.
+ */
+final class BlockPool implements AutoCloseable {
+  private final DeviceBuffer cache;
+  private final int layers;
+  private final int numBlocks;
+  private final int blockSize;
+  private final int rowWidth;
+  private final int[] free;
+  private int freeCount;
+
+  BlockPool(int layers, int numBlocks, int blockSize, int rowWidth, CudaStream stream) {
+    if (numBlocks < 2) {
+      throw new IllegalArgumentException("the KV cache needs at least 2 blocks");
+    }
+    this.layers = layers;
+    this.numBlocks = numBlocks;
+    this.blockSize = blockSize;
+    this.rowWidth = rowWidth;
+    this.cache = DeviceBuffer.allocate(bytes(layers, numBlocks, blockSize, rowWidth));
+    // Zero the padding block of every layer so padded rows compute on finite values.
+    long layerBytes = layerBytes();
+    long blockBytes = 2L * blockSize * rowWidth;
+    for (int l = 0; l < layers; l++) {
+      CudaDriverAccess.memsetZero(cache.ptr(l * layerBytes), blockBytes, stream);
+    }
+    free = new int[numBlocks - 1];
+    for (int i = 0; i < free.length; i++) {
+      free[i] = numBlocks - 1 - i; // hand out low ids first
+    }
+    freeCount = free.length;
+  }
+
+  /** Bytes of a pool of {@code numBlocks} blocks. */
+  static long bytes(int layers, long numBlocks, int blockSize, int rowWidth) {
+    return 2L * layers * numBlocks * blockSize * rowWidth;
+  }
+
+  private long layerBytes() {
+    return 2L * numBlocks * blockSize * rowWidth;
+  }
+
+  /** Device pointer of layer {@code l}'s cache {@code [blocks, blockSize, D]}. */
+  long layerPtr(int l) {
+    return cache.ptr() + l * layerBytes();
+  }
+
+  int blockSize() {
+    return blockSize;
+  }
+
+  int numLayers() {
+    return layers;
+  }
+
+  /** Tokens the pool can hold (the padding block excluded). */
+  long capacityTokens() {
+    return (long) (numBlocks - 1) * blockSize;
+  }
+
+  /** Bytes of device memory held. */
+  long bytes() {
+    return cache.bytes();
+  }
+
+  /** Blocks not in use. */
+  synchronized int freeBlocks() {
+    return freeCount;
+  }
+
+  /** Takes a block; throws when the pool is exhausted. */
+  synchronized int take() {
+    if (freeCount == 0) {
+      throw new IllegalStateException(
+          "the GPU KV cache is full ("
+              + capacityTokens()
+              + " tokens in blocks of "
+              + blockSize
+              + "): release finished sequences' caches, or give the cache more memory"
+              + " (--mem-fraction-static)");
+    }
+    return free[--freeCount];
+  }
+
+  /** Returns a block to the pool. */
+  synchronized void give(int block) {
+    free[freeCount++] = block;
+  }
+
+  @Override
+  public void close() {
+    cache.close();
+  }
+}

@@ -1,0 +1,504 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.CudaProbe;
+import dev.ringmaster.cuda.CudaRuntime;
+import dev.ringmaster.cuda.GpuThread;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceInfo;
+import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.weights.WeightStore;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A DeepSeek-V2/V3 (MLA) model on one GPU: bf16 weights, a paged bf16 latent KV cache, chunked
+ * batched prefill, and decode steps replayed from CUDA graphs. All device work runs on the GPU's
+ * own thread; {@link #forward} may be called from any one thread at a time.
+ *
+ * <p>Caches from {@link #newCache} hold blocks of this model's pool; close them (or the model) to
+ * give the blocks back.
+ */
+public final class CudaCausalLm implements LanguageModel {
+  /** Context length the decode split count is chosen for (graphs cannot see the real one). */
+  private static final int DECODE_NOMINAL_CONTEXT = 2048;
+
+  private final ModelConfig cfg;
+  private final WeightStore store;
+  private final GpuThread gpu;
+  private final CudaModelOptions options;
+  private CudaStream stream;
+  private GpuOps ops;
+  private GpuWeights weights;
+  private Activations act;
+  private StepInputs inputs;
+  private BlockPool pool;
+  private DecoderStack stack;
+  private DecodeGraphs graphs;
+  private GroupedExperts grouped;
+  private HostBuffer hostOut;
+  private MemoryPlan plan;
+  private int sms;
+  private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
+
+  private CudaCausalLm(ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o) {
+    this.cfg = cfg;
+    this.store = store;
+    this.gpu = gpu;
+    this.options = o;
+  }
+
+  /**
+   * Loads a model directory onto the GPU. Fails at once with the probe's message when no usable GPU
+   * is there, and with a clear message for architectures the GPU path does not run yet.
+   */
+  public static CudaCausalLm load(Path dir, CudaModelOptions options) {
+    CudaProbe probe = CudaRuntime.probe();
+    if (!probe.available()) {
+      throw new IllegalStateException("--device cuda: " + probe.reason());
+    }
+    if (options.device() >= probe.devices().size()) {
+      throw new IllegalStateException(
+          "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
+    }
+    ModelConfig cfg = ModelConfigParser.parse(dir);
+    if (!cfg.architecture().usesMla()) {
+      throw new IllegalArgumentException(
+          cfg.architecture()
+              + " is not supported on the GPU yet (MLA models only: DeepSeek-V2/V3); use --device"
+              + " cpu");
+    }
+    WeightStore store = WeightStore.open(dir);
+    GpuThread gpu = GpuThread.start(options.device());
+    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options);
+    try {
+      gpu.run(lm::setUp);
+    } catch (RuntimeException | Error e) {
+      lm.close();
+      throw e;
+    }
+    System.err.print(lm.plan.describe());
+    return lm;
+  }
+
+  private void setUp() {
+    DeviceInfo dev = gpu.device();
+    sms = dev.multiprocessors();
+    stream = CudaStream.create();
+    weights = GpuWeights.upload(cfg, store, stream);
+    long total = CudaDriverAccess.memoryInfo()[1];
+    List<Integer> sizes = graphSizes(total);
+    int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
+    int logitRows = Math.max(maxBs, 64);
+    int maxTokens = Math.max(options.chunkedPrefillSize(), logitRows);
+    int maxInputs =
+        Math.max(
+            Math.max(cfg.hiddenSize(), cfg.intermediateSize()),
+            Math.max(
+                Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
+                cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
+    ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
+    act = new Activations(cfg, maxTokens, logitRows);
+    RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
+    act.invFreq.upload(stream, rope.inverseFrequencies());
+    hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
+    if (cfg.moe() != null && options.moeGroupedMinTokens() <= maxTokens) {
+      grouped =
+          new GroupedExperts(
+              maxTokens,
+              cfg.moe().numExperts(),
+              cfg.moe().topK(),
+              cfg.hiddenSize(),
+              cfg.moe().expertIntermediateSize());
+    }
+
+    // KV cache: the static share minus the weights, bounded by what is free now less graphs.
+    double fraction =
+        options.memFractionStatic() != null
+            ? options.memFractionStatic()
+            : MemoryPlan.defaultMemFractionStatic(
+                total, options.chunkedPrefillSize(), Math.max(maxBs, 1));
+    int rowWidth = cfg.kvLoraRank() + cfg.qkRopeHeadDim();
+    int blockSize = options.blockSize();
+    int tableRows = Math.max(logitRows, 1024);
+    long bytesPerBlock = BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth);
+    long graphReserve = 64L * (1 << 20) * sizes.size();
+    long free = CudaDriverAccess.memoryInfo()[0];
+    long budget = MemoryPlan.kvBudget(total, fraction, weights.bytes, free, graphReserve);
+    long blocks = budget / bytesPerBlock;
+    if (options.maxTotalTokens() != null) {
+      blocks = Math.min(blocks, (options.maxTotalTokens() + blockSize - 1) / blockSize + 1L);
+    }
+    if (blocks < 2) {
+      throw new IllegalStateException(
+          String.format(
+              "no GPU memory left for the KV cache: %.2f GB total, weights %.2f GB, %.2f GB free;"
+                  + " raise --mem-fraction-static or lower --chunked-prefill-size",
+              total / 1e9, weights.bytes / 1e9, free / 1e9));
+    }
+    // The block table is a fixed [rows, width] buffer; its width bounds one sequence's length.
+    long maxContext = Math.min(cfg.maxPositionEmbeddings(), (blocks - 1) * blockSize);
+    int maxBlocksPerSeq = (int) ((maxContext + blockSize - 1) / blockSize);
+    blocks = Math.min(blocks, Integer.MAX_VALUE - 1);
+    pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
+    inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
+    inputs.zero(stream);
+    stack = new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+    stream.synchronize();
+    if (!sizes.isEmpty()) {
+      graphs = new DecodeGraphs(sizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)));
+    }
+    Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
+    long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
+    long activationBytes =
+        act.bytes() + ops.scratchBytes() + inputs.bytes() + (grouped == null ? 0 : grouped.bytes());
+    plan =
+        new MemoryPlan(
+            dev.toString(),
+            total,
+            fraction,
+            weights.bytes,
+            activationBytes,
+            graphBytes,
+            perSize,
+            pool.bytes(),
+            pool.capacityTokens(),
+            blockSize,
+            CudaDriverAccess.memoryInfo()[0]);
+  }
+
+  private List<Integer> graphSizes(long totalBytes) {
+    if (options.disableCudaGraph()) {
+      return List.of();
+    }
+    int maxBs =
+        options.cudaGraphMaxBs() != null
+            ? options.cudaGraphMaxBs()
+            : MemoryPlan.defaultGraphMaxBs(totalBytes);
+    if (options.cudaGraphBs() != null) {
+      return options.cudaGraphBs().stream().filter(b -> b <= maxBs).toList();
+    }
+    return MemoryPlan.graphLadder(maxBs);
+  }
+
+  /** Where the GPU's memory went (weights, activations, graphs, KV cache). */
+  public MemoryPlan memoryPlan() {
+    return plan;
+  }
+
+  @Override
+  public ModelConfig config() {
+    return cfg;
+  }
+
+  @Override
+  public long weightBytes() {
+    return store.totalBytes();
+  }
+
+  @Override
+  public KvCache newCache() {
+    return KvCache.ofExternal(new GpuKvCache(pool));
+  }
+
+  @Override
+  public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return (float[]) run(tokens, layout, caches, logitRows, false);
+  }
+
+  @Override
+  public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return (int[]) run(tokens, layout, caches, logitRows, true);
+  }
+
+  private Object run(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows, boolean greedy) {
+    int n = tokens.length;
+    int numSeqs = layout.numSeqs();
+    if (layout.numTokens() != n || caches.length != numSeqs) {
+      throw new IllegalArgumentException("tokens, layout and caches disagree in size");
+    }
+    if (numSeqs > inputs.tableRows) {
+      throw new IllegalArgumentException(
+          numSeqs + " sequences in one step exceed the GPU block table's " + inputs.tableRows);
+    }
+    GpuKvCache[] seqCaches = new GpuKvCache[numSeqs];
+    boolean decode = n == numSeqs && n <= act.logitRows;
+    for (int s = 0; s < numSeqs; s++) {
+      int start = layout.seqStart()[s];
+      int end = layout.seqStart()[s + 1];
+      decode &= end - start == 1;
+      if (!(caches[s].external() instanceof GpuKvCache g) || g.pool() != pool) {
+        throw new IllegalArgumentException("sequence " + s + ": cache is not from this GPU model");
+      }
+      seqCaches[s] = g;
+      if (end > start) {
+        int first = layout.positions()[start];
+        if (first != caches[s].length()) {
+          throw new IllegalArgumentException(
+              "sequence "
+                  + s
+                  + ": new tokens start at position "
+                  + first
+                  + " but its cache holds "
+                  + caches[s].length());
+        }
+        int last = layout.positions()[end - 1];
+        if (last >= inputs.maxBlocksPerSeq * pool.blockSize()) {
+          throw new IllegalArgumentException(
+              "sequence " + s + " would reach " + (last + 1) + " tokens, past the GPU's limit");
+        }
+        caches[s].ensureCapacity(last + 1);
+      }
+    }
+    for (int id : tokens) {
+      if (id < 0 || id >= cfg.vocabSize()) {
+        throw new IllegalArgumentException(
+            "token id " + id + " is outside the vocabulary (0.." + (cfg.vocabSize() - 1) + ")");
+      }
+    }
+    for (int r : rows) {
+      if (r < 0 || r >= n) {
+        throw new IllegalArgumentException("logit row " + r + " outside 0.." + (n - 1));
+      }
+    }
+    boolean isDecode = decode;
+    Object out =
+        gpu.call(
+            () ->
+                isDecode
+                    ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy)
+                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy));
+    for (int s = 0; s < numSeqs; s++) {
+      int end = layout.seqStart()[s + 1];
+      if (end > layout.seqStart()[s]) {
+        caches[s].setLength(layout.positions()[end - 1] + 1);
+      }
+    }
+    return out;
+  }
+
+  /** Splits of the KV length per decode query (the same with and without graphs). */
+  private int decodeSplits(int bs) {
+    return RingmasterKernels.mlaSplits(
+        bs, cfg.numHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
+  }
+
+  private Object decodeOnGpu(
+      int[] tokens, BatchLayout layout, GpuKvCache[] caches, int[] rows, boolean greedy) {
+    int n = tokens.length;
+    int bucket = graphs == null ? -1 : graphs.bucketFor(n);
+    int padded = bucket > 0 ? bucket : n;
+    int[] ids = new int[padded];
+    int[] pos = new int[padded];
+    int[] seq = new int[padded];
+    int[] slots = new int[padded];
+    int width = inputs.maxBlocksPerSeq;
+    int[] table = new int[padded * width];
+    for (int s = 0; s < n; s++) {
+      int p = layout.positions()[s];
+      ids[s] = tokens[s];
+      pos[s] = p;
+      seq[s] = s;
+      slots[s] = caches[s].block(p) * pool.blockSize() + p % pool.blockSize();
+      caches[s].writeTable(table, s * width);
+    }
+    // Padding rows: token 0 at position 0 of sequence row s, whose table row is all padding block.
+    for (int s = n; s < padded; s++) {
+      seq[s] = s;
+    }
+    inputs.upload(stream, padded, ids, pos, seq, slots, table, padded);
+    if (StepProfiler.enabled() && profiledSizes.add(-padded)) {
+      profileDecode(padded);
+    }
+    if (bucket > 0) {
+      graphs.replay(bucket, stream);
+    } else {
+      stack.decodeStep(padded, decodeSplits(padded));
+    }
+    return collect(rows, 0, greedy, rows.length);
+  }
+
+  /**
+   * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
+   * as it runs for real (graph replay when captured). Both runs write the same cache entries.
+   */
+  private void profileDecode(int bs) {
+    stack.beginProfile();
+    stack.decodeStep(bs, decodeSplits(bs));
+    String line = StepProfiler.format("decode bs=" + bs, stack.endProfile());
+    try (var start = dev.ringmaster.cuda.driver.CudaEvent.create();
+        var end = dev.ringmaster.cuda.driver.CudaEvent.create()) {
+      int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
+      start.record(stream);
+      if (bucket == bs) {
+        graphs.replay(bs, stream);
+      } else {
+        stack.decodeStep(bs, decodeSplits(bs));
+      }
+      end.record(stream);
+      end.synchronize();
+      System.err.printf(
+          java.util.Locale.ROOT,
+          "%s%n  same step %s: %.3f ms%n",
+          line,
+          bucket == bs ? "as a graph replay" : "eager, unprofiled",
+          end.millisSince(start));
+    }
+  }
+
+  /** Copies the chosen rows of the logits (or argmax) buffer, rows 0.. of it holding tokens. */
+  private Object collect(int[] rows, int rowBase, boolean greedy, int count) {
+    int vocab = cfg.vocabSize();
+    int maxRow = 0;
+    for (int i = 0; i < count; i++) {
+      maxRow = Math.max(maxRow, rows[i] - rowBase);
+    }
+    MemorySegment host = hostOut.segment();
+    if (greedy) {
+      CudaDriverAccess.copyToHost(host, act.argmax.ptr(), 4L * (maxRow + 1), stream);
+      stream.synchronize();
+      int[] out = new int[count];
+      for (int i = 0; i < count; i++) {
+        out[i] = host.getAtIndex(ValueLayout.JAVA_INT, rows[i] - rowBase);
+      }
+      return out;
+    }
+    CudaDriverAccess.copyToHost(host, act.logits.ptr(), 4L * (maxRow + 1) * vocab, stream);
+    stream.synchronize();
+    float[] out = new float[count * vocab];
+    for (int i = 0; i < count; i++) {
+      MemorySegment.copy(
+          host, ValueLayout.JAVA_FLOAT, 4L * (rows[i] - rowBase) * vocab, out, i * vocab, vocab);
+    }
+    return out;
+  }
+
+  private Object prefillOnGpu(
+      int[] tokens, BatchLayout layout, GpuKvCache[] caches, int[] rows, boolean greedy) {
+    int n = tokens.length;
+    int numSeqs = layout.numSeqs();
+    int vocab = cfg.vocabSize();
+    int h = cfg.hiddenSize();
+    int width = inputs.maxBlocksPerSeq;
+    int[] table = new int[numSeqs * width];
+    int[] seqOf = new int[n];
+    for (int s = 0; s < numSeqs; s++) {
+      caches[s].writeTable(table, s * width);
+      for (int i = layout.seqStart()[s]; i < layout.seqStart()[s + 1]; i++) {
+        seqOf[i] = s;
+      }
+    }
+    float[] logits = greedy ? null : new float[rows.length * vocab];
+    int[] chosen = greedy ? new int[rows.length] : null;
+    int chunk = inputs.maxTokens;
+    for (int c0 = 0; c0 < n; c0 += chunk) {
+      int len = Math.min(chunk, n - c0);
+      int[] ids = new int[len];
+      int[] pos = new int[len];
+      int[] seq = new int[len];
+      int[] slots = new int[len];
+      int maxLen = 0;
+      for (int i = 0; i < len; i++) {
+        int t = c0 + i;
+        int p = layout.positions()[t];
+        ids[i] = tokens[t];
+        pos[i] = p;
+        seq[i] = seqOf[t];
+        slots[i] = caches[seqOf[t]].block(p) * pool.blockSize() + p % pool.blockSize();
+        maxLen = Math.max(maxLen, p + 1);
+      }
+      inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
+      int splits =
+          RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
+      boolean groupedExperts = len >= options.moeGroupedMinTokens();
+      if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
+        stack.beginProfile();
+        stack.forward(len, splits, groupedExperts);
+        System.err.println(
+            StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
+      } else {
+        stack.forward(len, splits, groupedExperts);
+      }
+      // The requested rows of this chunk, in groups that fit the logits buffer.
+      List<Integer> wanted = new ArrayList<>();
+      for (int r = 0; r < rows.length; r++) {
+        if (rows[r] >= c0 && rows[r] < c0 + len) {
+          wanted.add(r);
+        }
+      }
+      for (int g0 = 0; g0 < wanted.size(); g0 += act.logitRows) {
+        int count = Math.min(act.logitRows, wanted.size() - g0);
+        int[] local = new int[count];
+        for (int i = 0; i < count; i++) {
+          int row = rows[wanted.get(g0 + i)] - c0;
+          CudaDriverAccess.copyOnDevice(
+              act.selected.ptr(4L * i * h), act.normed.ptr(4L * row * h), 4L * h, stream);
+          local[i] = i;
+        }
+        stack.lmHead(act.selected.ptr(), count);
+        if (greedy) {
+          stack.argmax(count);
+        }
+        Object part = collect(local, 0, greedy, count);
+        for (int i = 0; i < count; i++) {
+          int r = wanted.get(g0 + i);
+          if (greedy) {
+            chosen[r] = ((int[]) part)[i];
+          } else {
+            System.arraycopy((float[]) part, i * vocab, logits, r * vocab, vocab);
+          }
+        }
+      }
+    }
+    stream.synchronize();
+    return greedy ? chosen : logits;
+  }
+
+  @Override
+  public void close() {
+    try {
+      gpu.run(
+          () -> {
+            if (stream != null) {
+              stream.synchronize();
+            }
+            closeAll(graphs, pool, inputs, grouped, act, ops, weights, hostOut, stream);
+          });
+    } finally {
+      gpu.close();
+      store.close();
+    }
+  }
+
+  private static void closeAll(AutoCloseable... resources) {
+    RuntimeException first = null;
+    for (AutoCloseable r : resources) {
+      if (r == null) {
+        continue;
+      }
+      try {
+        r.close();
+      } catch (Exception e) {
+        if (first == null) {
+          first = new IllegalStateException("closing the GPU model failed", e);
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+}

@@ -1,0 +1,111 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.config.ModelConfig;
+
+/**
+ * The whole network for one step of {@code n} tokens whose inputs are in {@link StepInputs}:
+ * embedding, decoder layers ({@code h += attn(norm(h)); h += mlp(norm(h))}, each residual add fused
+ * into the next norm), final norm, LM head. Only launches work on the ops' stream, so a decode step
+ * can be captured into a graph.
+ */
+final class DecoderStack {
+  private final ModelConfig cfg;
+  private final GpuWeights w;
+  private final GpuOps ops;
+  private final Activations act;
+  private final StepInputs in;
+  private final BlockPool pool;
+  private final MlaBlock attention;
+  private final FeedForwardBlock mlp;
+  private final float eps;
+  private StepProfiler profiler;
+
+  DecoderStack(
+      ModelConfig cfg,
+      GpuWeights w,
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      BlockPool pool,
+      RopeTable rope,
+      GroupedExperts grouped) {
+    this.cfg = cfg;
+    this.w = w;
+    this.ops = ops;
+    this.act = act;
+    this.in = in;
+    this.pool = pool;
+    this.attention = new MlaBlock(cfg, rope);
+    this.mlp = new FeedForwardBlock(cfg, grouped);
+    this.eps = (float) cfg.rmsNormEps();
+  }
+
+  /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
+  void beginProfile() {
+    profiler = new StepProfiler(ops.stream);
+  }
+
+  /** Milliseconds per op group of the profiled launches. */
+  java.util.Map<String, Double> endProfile() {
+    java.util.Map<String, Double> ms = profiler.finish();
+    profiler = null;
+    return ms;
+  }
+
+  /** Charges the work launched since the last mark to {@code label} when profiling. */
+  private void mark(String label) {
+    if (profiler != null) {
+      profiler.mark(label);
+    }
+  }
+
+  /**
+   * Runs {@code n} tokens through every layer; leaves the final-normed rows in {@code normed}.
+   * {@code groupedExperts}: routed experts as per-expert GEMMs (prefill only, syncs with the host).
+   */
+  void forward(int n, int splits, boolean groupedExperts) {
+    int h = cfg.hiddenSize();
+    ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
+    mark("embedding");
+    for (int l = 0; l < w.layers.length; l++) {
+      LayerWeights lw = w.layers[l];
+      if (l == 0) {
+        ops.rmsNorm(act.normed.ptr(), act.hidden.ptr(), lw.inputNorm(), n, h, eps);
+      } else {
+        ops.addRmsNorm(
+            act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), lw.inputNorm(), n, h, eps);
+      }
+      mark("norms");
+      attention.forward(
+          ops, act, in, lw.attention(), pool.layerPtr(l), pool.blockSize(), n, splits, this::mark);
+      ops.addRmsNorm(
+          act.normed.ptr(), act.hidden.ptr(), act.attnOut.ptr(), lw.postAttentionNorm(), n, h, eps);
+      mark("norms");
+      mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
+    }
+    ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), w.finalNorm, n, h, eps);
+    mark("norms");
+  }
+
+  /**
+   * Logits {@code [rows, vocab]} of {@code rows} final-normed rows at {@code x} into {@code
+   * logits}.
+   */
+  void lmHead(long x, int rows) {
+    ops.linear(act.logits.ptr(), x, w.lmHead, rows);
+    mark("lm_head");
+  }
+
+  /** Greedy token of each of the first {@code rows} rows of {@code logits} into {@code argmax}. */
+  void argmax(int rows) {
+    ops.kernels.argmax(ops.stream, act.argmax.ptr(), act.logits.ptr(), rows, cfg.vocabSize());
+  }
+
+  /** One decode step as a graph captures it: layers, LM head and argmax of all {@code n} rows. */
+  void decodeStep(int n, int splits) {
+    forward(n, splits, false);
+    lmHead(act.normed.ptr(), n);
+    argmax(n);
+  }
+}

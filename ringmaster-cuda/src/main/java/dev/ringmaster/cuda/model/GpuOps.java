@@ -1,0 +1,94 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.blas.CublasHandle;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+
+/**
+ * The operations the GPU model is written against, on one stream: the kernels plus the choice
+ * between the decode GEMV (f32 activations, a few tokens) and cuBLAS (activations rounded to bf16,
+ * many tokens). This is the seed of the backend ops interface: the model blocks call only these.
+ * GPU thread only; every pointer is a device pointer, activations f32 and row-major.
+ */
+final class GpuOps implements AutoCloseable {
+  final RingmasterKernels kernels;
+  final CudaStream stream;
+  private final CublasHandle blas;
+  private final DeviceBuffer xBf16;
+  private final int gemvMaxTokens;
+
+  /**
+   * Ops for batches of up to {@code maxTokens} tokens whose linear layers have at most {@code
+   * maxInputs} input features.
+   */
+  GpuOps(CudaStream stream, int maxTokens, int maxInputs, int gemvMaxTokens) {
+    this.stream = stream;
+    this.kernels = new RingmasterKernels();
+    this.blas = new CublasHandle(stream);
+    this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
+    this.gemvMaxTokens = gemvMaxTokens;
+  }
+
+  /** Bytes of scratch held (bf16 staging and the cuBLAS workspace). */
+  long scratchBytes() {
+    return xBf16.bytes() + CublasHandle.WORKSPACE_BYTES;
+  }
+
+  /** {@code y[n, w.rows] = x[n, w.cols] . w^T (+ bias)}. */
+  void linear(long y, long x, DeviceMatrix w, int n) {
+    if (n <= gemvMaxTokens) {
+      kernels.gemv(stream, y, w.ptr(), x, w.rows(), w.cols(), n);
+    } else {
+      kernels.toBf16(stream, xBf16.ptr(), x, (long) n * w.cols());
+      blas.linear(y, xBf16.ptr(), w.ptr(), n, w.rows(), w.cols(), false);
+    }
+    if (w.bias() != 0) {
+      kernels.addBias(stream, y, w.bias(), n, w.rows());
+    }
+  }
+
+  /** {@code y[n, m] = xb[n, k] . W[m, k]^T} with bf16 {@code xb} and {@code W} (cuBLAS). */
+  void gemmBf16(long y, long xb, long w, int n, int m, int k) {
+    blas.linear(y, xb, w, n, m, k, false);
+  }
+
+  /** {@code out = rmsnorm(x) * weight} over contiguous rows of {@code dim}. */
+  void rmsNorm(long out, long x, long weight, int rows, int dim, float eps) {
+    kernels.rmsNorm(stream, out, dim, 0, 0, x, dim, weight, rows, dim, eps);
+  }
+
+  /** {@code residual += x; out = rmsnorm(residual) * weight} over contiguous rows. */
+  void addRmsNorm(long out, long residual, long x, long weight, int rows, int dim, float eps) {
+    kernels.rmsNorm(stream, out, dim, residual, dim, x, dim, weight, rows, dim, eps);
+  }
+
+  /** RMSNorm in place of the first {@code dim} values of rows {@code stride} apart. */
+  void rmsNormPrefix(long x, int stride, long weight, int rows, int dim, float eps) {
+    kernels.rmsNorm(stream, x, stride, 0, 0, x, stride, weight, rows, dim, eps);
+  }
+
+  /** {@code out[r, :inter] = silu(gateUp[r, :inter]) * gateUp[r, inter:]}. */
+  void siluMul(long out, long gateUp, int rows, int inter) {
+    kernels.siluMul(stream, out, inter, gateUp, gateUp + 4L * inter, 2 * inter, rows, inter);
+  }
+
+  /** A SwiGLU MLP: {@code out = down(silu(gate x) * up x)}. */
+  void swiglu(long out, long x, LayerWeights.DenseWeights w, long gateUp, long act, int n) {
+    linear(gateUp, x, w.gateUp(), n);
+    siluMul(act, gateUp, n, w.inter());
+    linear(out, act, w.down(), n);
+  }
+
+  /** Gathers embedding rows of {@code n} token ids. */
+  void embedding(long out, DeviceMatrix table, long ids, int n) {
+    kernels.embedding(stream, out, table.ptr(), ids, n, table.cols());
+  }
+
+  @Override
+  public void close() {
+    xBf16.close();
+    blas.close();
+    kernels.close();
+  }
+}

@@ -1,0 +1,115 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.MoeWorkspace;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The routed experts of a long prefill chunk as one cuBLAS GEMM per active expert: pairs grouped by
+ * expert on the device, the expert offsets read back (one host sync per layer, so never inside a
+ * graph), inputs gathered to bf16 in expert order, gate/up GEMMs, SiLU-mul, down GEMMs, outputs
+ * scattered back to pair order with their routing weights and summed per token. The fused expert
+ * kernels stream each expert once per 8 tokens and re-read activations per weight row, which is
+ * right for decode and far too slow for thousands of tokens.
+ */
+final class GroupedExperts implements AutoCloseable {
+  private final int numExperts;
+  private final int topK;
+  private final int hidden;
+  private final int inter;
+  private final DeviceBuffer xs;
+  private final DeviceBuffer hs;
+  private final DeviceBuffer act;
+  private final DeviceBuffer actBf16;
+  private final DeviceBuffer ys;
+  private final HostBuffer offsets;
+
+  GroupedExperts(int maxTokens, int numExperts, int topK, int hidden, int inter) {
+    this.numExperts = numExperts;
+    this.topK = topK;
+    this.hidden = hidden;
+    this.inter = inter;
+    long pairs = (long) maxTokens * topK;
+    xs = DeviceBuffer.allocate(2 * pairs * hidden);
+    hs = DeviceBuffer.allocate(4 * pairs * 2 * inter);
+    act = DeviceBuffer.allocate(4 * pairs * inter);
+    actBf16 = DeviceBuffer.allocate(2 * pairs * inter);
+    ys = DeviceBuffer.allocate(4 * pairs * hidden);
+    offsets = HostBuffer.allocate(4L * (numExperts + 1));
+  }
+
+  long bytes() {
+    return xs.bytes() + hs.bytes() + act.bytes() + actBf16.bytes() + ys.bytes();
+  }
+
+  /**
+   * {@code out[t] (+)= sum_j weights[t, j] * expert_{ids[t, j]}(x[t])} for {@code n} tokens, {@code
+   * w13}/{@code w2} stacked as for the fused kernels.
+   */
+  void forward(
+      GpuOps ops,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long expertIds,
+      long expertWeights,
+      int n,
+      boolean accumulate) {
+    RingmasterKernels k = ops.kernels;
+    int pairs = n * topK;
+    k.moeAlign(ops.stream, ws, expertIds, n);
+    CudaDriverAccess.copyToHost(
+        offsets.segment(), ws.offsetsPtr(), 4L * (numExperts + 1), ops.stream);
+    k.moeGatherBf16(ops.stream, xs.ptr(), x, ws.sortedPairsPtr(), pairs, topK, hidden);
+    ops.stream.synchronize();
+    int[] off = new int[numExperts + 1];
+    for (int e = 0; e <= numExperts; e++) {
+      off[e] = offsets.segment().getAtIndex(ValueLayout.JAVA_INT, e);
+    }
+    long guBytes = 2L * 2 * inter * hidden;
+    long downBytes = 2L * hidden * inter;
+    for (int e = 0; e < numExperts; e++) {
+      int rows = off[e + 1] - off[e];
+      if (rows > 0) {
+        ops.gemmBf16(
+            hs.ptr(4L * off[e] * 2 * inter),
+            xs.ptr(2L * off[e] * hidden),
+            w13 + e * guBytes,
+            rows,
+            2 * inter,
+            hidden);
+      }
+    }
+    ops.siluMul(act.ptr(), hs.ptr(), pairs, inter);
+    k.toBf16(ops.stream, actBf16.ptr(), act.ptr(), (long) pairs * inter);
+    for (int e = 0; e < numExperts; e++) {
+      int rows = off[e + 1] - off[e];
+      if (rows > 0) {
+        ops.gemmBf16(
+            ys.ptr(4L * off[e] * hidden),
+            actBf16.ptr(2L * off[e] * inter),
+            w2 + e * downBytes,
+            rows,
+            hidden,
+            inter);
+      }
+    }
+    k.moeScatterWeighted(
+        ops.stream, ws.pairRowsPtr(), ys.ptr(), ws.sortedPairsPtr(), expertWeights, pairs, hidden);
+    k.moeCombine(ops.stream, out, ws.pairRowsPtr(), n, hidden, topK, accumulate);
+  }
+
+  @Override
+  public void close() {
+    xs.close();
+    hs.close();
+    act.close();
+    actBf16.close();
+    ys.close();
+    offsets.close();
+  }
+}

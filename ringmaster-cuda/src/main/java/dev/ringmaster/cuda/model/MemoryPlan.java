@@ -1,0 +1,144 @@
+package dev.ringmaster.cuda.model;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Where a GPU's memory goes: weights, activations (fixed buffers for the largest prefill chunk and
+ * decode batch), CUDA graphs (measured per captured size) and the KV cache (what is left within
+ * {@code --mem-fraction-static}, as SGLang sizes it).
+ *
+ * @param gpu device description
+ * @param totalBytes device memory
+ * @param memFractionStatic share of {@code totalBytes} for weights plus KV cache
+ * @param weightBytes bytes of weights on the device
+ * @param activationBytes bytes of activation buffers and scratch (cuBLAS workspace included)
+ * @param graphBytes device memory the captured graphs took, all sizes together
+ * @param graphBytesPerSize graph memory per captured batch size, in capture order
+ * @param kvBytes bytes of the KV cache pool
+ * @param kvTokens tokens the pool holds (whole blocks, the padding block excluded)
+ * @param blockSize tokens per block
+ * @param freeAfterBytes device memory still free once everything is allocated
+ */
+public record MemoryPlan(
+    String gpu,
+    long totalBytes,
+    double memFractionStatic,
+    long weightBytes,
+    long activationBytes,
+    long graphBytes,
+    Map<Integer, Long> graphBytesPerSize,
+    long kvBytes,
+    long kvTokens,
+    int blockSize,
+    long freeAfterBytes) {
+
+  private static final double GB = 1e9;
+
+  /**
+   * SGLang's default: {@code (gpuMem - reserved) / gpuMem} with, in MiB, {@code reserved = 512 +
+   * max(chunkedPrefill, 2048) * 1.5 + cudaGraphMaxBs * 2 + tp / 8 * 1024} (metadata, prefill
+   * activations, graphs, parallel overheads), rounded to three digits.
+   */
+  public static double defaultMemFractionStatic(
+      long totalBytes, int chunkedPrefill, int graphMaxBs) {
+    double gpuMib = totalBytes / (double) (1 << 20);
+    double reserved = 512 + Math.max(chunkedPrefill, 2048) * 1.5 + graphMaxBs * 2 + 1024 / 8.0;
+    return Math.round((gpuMib - reserved) / gpuMib * 1000) / 1000.0;
+  }
+
+  /** Largest graph batch by GPU memory (SGLang's classes: small cards capture fewer sizes). */
+  public static int defaultGraphMaxBs(long totalBytes) {
+    double gib = totalBytes / (double) (1L << 30);
+    if (gib < 20) {
+      return 8;
+    }
+    if (gib < 40) {
+      return 32;
+    }
+    if (gib < 90) {
+      return 128;
+    }
+    return 256;
+  }
+
+  /** The captured sizes up to {@code maxBs}: 1, 2, 4, 8, then steps of 8, 16, 32 (and maxBs). */
+  public static List<Integer> graphLadder(int maxBs) {
+    List<Integer> sizes = new ArrayList<>();
+    int b = 1;
+    while (b <= maxBs) {
+      sizes.add(b);
+      b = b < 8 ? b * 2 : b < 32 ? b + 8 : b < 64 ? b + 16 : b + 32;
+    }
+    if (sizes.get(sizes.size() - 1) != maxBs) {
+      sizes.add(maxBs);
+    }
+    return sizes;
+  }
+
+  /**
+   * Bytes for the KV cache: the static share minus the weights, never more than is free now less
+   * the graph reserve and a safety margin.
+   */
+  static long kvBudget(
+      long totalBytes, double fraction, long weightBytes, long freeNow, long graphReserve) {
+    long byFraction = (long) (fraction * totalBytes) - weightBytes;
+    long byFree = freeNow - graphReserve - (256L << 20);
+    return Math.min(byFraction, byFree);
+  }
+
+  /** The breakdown as printed at start-up. */
+  public String describe() {
+    StringBuilder sb = new StringBuilder();
+    sb.append(
+        String.format(
+            Locale.ROOT,
+            "memory plan on %s (%.1f GB, mem-fraction-static %.3f):%n",
+            gpu,
+            totalBytes / GB,
+            memFractionStatic));
+    sb.append(String.format(Locale.ROOT, "  weights      %8.2f GB%n", weightBytes / GB));
+    sb.append(String.format(Locale.ROOT, "  activations  %8.2f GB%n", activationBytes / GB));
+    sb.append(
+        String.format(
+            Locale.ROOT,
+            "  cuda graphs  %8.2f GB (%d sizes)%n",
+            graphBytes / GB,
+            graphBytesPerSize.size()));
+    sb.append(
+        String.format(
+            Locale.ROOT,
+            "  kv cache     %8.2f GB = %,d tokens (blocks of %d)%n",
+            kvBytes / GB,
+            kvTokens,
+            blockSize));
+    sb.append(String.format(Locale.ROOT, "  still free   %8.2f GB%n", freeAfterBytes / GB));
+    return sb.toString();
+  }
+
+  /** The breakdown as JSON-ready values (snake_case keys, GB as decimals). */
+  public Map<String, Object> toJson() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("gpu", gpu);
+    m.put("total_gb", round(totalBytes / GB));
+    m.put("mem_fraction_static", memFractionStatic);
+    m.put("weights_gb", round(weightBytes / GB));
+    m.put("activations_gb", round(activationBytes / GB));
+    m.put("cuda_graphs_gb", round(graphBytes / GB));
+    Map<String, Object> per = new LinkedHashMap<>();
+    graphBytesPerSize.forEach((bs, bytes) -> per.put(Integer.toString(bs), round(bytes / 1e6)));
+    m.put("cuda_graph_mb_per_bs", per);
+    m.put("kv_cache_gb", round(kvBytes / GB));
+    m.put("kv_cache_tokens", kvTokens);
+    m.put("kv_block_size", blockSize);
+    m.put("free_after_gb", round(freeAfterBytes / GB));
+    return m;
+  }
+
+  private static double round(double v) {
+    return Math.round(v * 1000) / 1000.0;
+  }
+}

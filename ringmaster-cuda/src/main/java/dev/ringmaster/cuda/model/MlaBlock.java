@@ -1,0 +1,120 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.config.ModelConfig;
+
+/**
+ * Multi-head latent attention on the GPU, the same steps as the CPU's {@code MlaAttention}: query
+ * (optionally through the q LoRA and its norm), the KV latent and shared rotary key from {@code
+ * kv_a_proj_with_mqa}, latent norm, rotary embedding, append to the paged cache, absorbed attention
+ * over the cache (causal per token), output projection.
+ */
+final class MlaBlock {
+  /** transformers builds q_a_layernorm and kv_a_layernorm with the default eps. */
+  private static final float LATENT_NORM_EPS = 1e-6f;
+
+  private final int heads;
+  private final int nope;
+  private final int ropeDim;
+  private final int vDim;
+  private final int kvLora;
+  private final float scale;
+  private final float ropeScaling;
+  private final boolean interleaved;
+
+  MlaBlock(ModelConfig cfg, RopeTable rope) {
+    heads = cfg.numHeads();
+    nope = cfg.qkNopeHeadDim();
+    ropeDim = cfg.qkRopeHeadDim();
+    vDim = cfg.vHeadDim();
+    kvLora = cfg.kvLoraRank();
+    double s = 1.0 / Math.sqrt(nope + ropeDim);
+    if (!"default".equals(cfg.rope().type()) && cfg.rope().mscaleAllDim() != 0) {
+      double m = RopeTable.yarnMscale(cfg.rope().factor(), cfg.rope().mscaleAllDim());
+      s = s * m * m;
+    }
+    scale = (float) s;
+    ropeScaling = rope.attentionScaling();
+    interleaved = rope.interleaved();
+  }
+
+  /**
+   * Attention of {@code n} tokens: reads {@code act.normed}, writes {@code act.attnOut}; appends
+   * the tokens to layer {@code layerCache} at {@code in.slots}.
+   */
+  void forward(
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      LayerWeights.MlaWeights w,
+      long layerCache,
+      int blockSize,
+      int n,
+      int splits,
+      java.util.function.Consumer<String> mark) {
+    RingmasterKernels k = ops.kernels;
+    int qk = nope + ropeDim;
+    int kvWidth = kvLora + ropeDim;
+    if (w.qProj() != null) {
+      ops.linear(act.q.ptr(), act.normed.ptr(), w.qProj(), n);
+    } else {
+      ops.linear(act.qa.ptr(), act.normed.ptr(), w.qA(), n);
+      ops.rmsNorm(act.qa.ptr(), act.qa.ptr(), w.qANorm(), n, w.qA().rows(), LATENT_NORM_EPS);
+      ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
+    }
+    ops.linear(act.kva.ptr(), act.normed.ptr(), w.kvA(), n);
+    ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
+    k.rope(
+        ops.stream,
+        act.kva.ptr(),
+        kvWidth,
+        0,
+        kvLora,
+        in.positions.ptr(),
+        act.invFreq.ptr(),
+        n,
+        1,
+        ropeDim,
+        ropeScaling,
+        interleaved);
+    k.rope(
+        ops.stream,
+        act.q.ptr(),
+        heads * qk,
+        qk,
+        nope,
+        in.positions.ptr(),
+        act.invFreq.ptr(),
+        n,
+        heads,
+        ropeDim,
+        ropeScaling,
+        interleaved);
+    k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    mark.accept("mla.q_kv_rope_append");
+    k.mlaAttention(
+        ops.stream,
+        act.mla,
+        act.attn.ptr(),
+        act.q.ptr(),
+        w.kvB().ptr(),
+        layerCache,
+        in.blockTable.ptr(),
+        in.maxBlocksPerSeq,
+        in.tokenSeq.ptr(),
+        in.positions.ptr(),
+        n,
+        heads,
+        nope,
+        ropeDim,
+        vDim,
+        kvLora,
+        blockSize,
+        splits,
+        scale);
+    mark.accept("mla.attention");
+    ops.linear(act.attnOut.ptr(), act.attn.ptr(), w.oProj(), n);
+    mark.accept("mla.o_proj");
+  }
+}

@@ -1,0 +1,169 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.Numerics;
+import dev.ringmaster.cuda.driver.CudaDriver;
+import dev.ringmaster.cuda.driver.CudaEvent;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.model.weights.TensorView;
+import dev.ringmaster.model.weights.WeightStore;
+import dev.ringmaster.util.Progress;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Copies checkpoint tensors from the memory-mapped files to the device: matrices as bf16 (f32 and
+ * f16 are rounded on the host, chunk by chunk), norms and biases as f32. Two pinned staging buffers
+ * alternate so the host fills one while the other is on its way. GPU thread only.
+ */
+final class WeightUploader implements AutoCloseable {
+  private static final long CHUNK_BYTES = 32L << 20;
+
+  private final WeightStore store;
+  private final CudaStream stream;
+  private final CudaDriver driver = CudaDriver.get();
+  private final HostBuffer[] staging = {
+    HostBuffer.allocate(CHUNK_BYTES), HostBuffer.allocate(CHUNK_BYTES)
+  };
+  private final CudaEvent[] copied = {CudaEvent.create(), CudaEvent.create()};
+  private final boolean[] inFlight = new boolean[2];
+  private final List<DeviceBuffer> owned = new ArrayList<>();
+  private final Progress progress;
+  private int next;
+  private long deviceBytes;
+
+  WeightUploader(WeightStore store, CudaStream stream, long expectedBytes) {
+    this.store = store;
+    this.stream = stream;
+    this.progress = Progress.start("uploading weights", expectedBytes, "B");
+  }
+
+  /** The checkpoint being read. */
+  WeightStore store() {
+    return store;
+  }
+
+  /** Every buffer allocated so far (the caller owns them). */
+  List<DeviceBuffer> buffers() {
+    return owned;
+  }
+
+  /** Bytes allocated on the device so far. */
+  long deviceBytes() {
+    return deviceBytes;
+  }
+
+  /** Allocates a device buffer the caller fills with {@link #bf16Into} (for stacked experts). */
+  DeviceBuffer allocate(long bytes) {
+    DeviceBuffer b = DeviceBuffer.allocate(bytes);
+    owned.add(b);
+    deviceBytes += bytes;
+    return b;
+  }
+
+  /** Uploads tensor {@code name} of shape {@code [rows, cols]} as a bf16 matrix. */
+  DeviceMatrix matrix(String name, int rows, int cols) {
+    TensorView t = store.require(name, rows, cols);
+    DeviceBuffer b = allocate(2L * rows * cols);
+    bf16Into(b, 0, t, 0, (long) rows * cols);
+    return new DeviceMatrix(b.ptr(), rows, cols);
+  }
+
+  /** Uploads tensor {@code name} of {@code n} elements as f32. */
+  long vector(String name, int n) {
+    DeviceBuffer b = allocate(4L * n);
+    f32Into(b, 0, store.require(name, n), n);
+    return b.ptr();
+  }
+
+  /**
+   * Uploads the vectors {@code names} (each of {@code n} elements; a missing one as zeros) one
+   * after another as f32, or returns 0 when none exists.
+   */
+  long vectorsOrZeros(int n, String... names) {
+    boolean any = false;
+    for (String name : names) {
+      any |= store.contains(name);
+    }
+    if (!any) {
+      return 0;
+    }
+    DeviceBuffer b = allocate(4L * n * names.length);
+    for (int i = 0; i < names.length; i++) {
+      if (store.contains(names[i])) {
+        f32Into(b, 4L * n * i, store.require(names[i], n), n);
+      } else {
+        CudaDriverAccess.memsetZero(b.ptr(4L * n * i), 4L * n, stream);
+      }
+    }
+    return b.ptr();
+  }
+
+  private void f32Into(DeviceBuffer b, long offset, TensorView t, int n) {
+    long done = 0;
+    while (done < n) {
+      int count = (int) Math.min(n - done, CHUNK_BYTES / 4);
+      MemorySegment host = slot();
+      for (int i = 0; i < count; i++) {
+        host.setAtIndex(ValueLayout.JAVA_FLOAT, i, Numerics.load(t.data(), t.dtype(), done + i));
+      }
+      send(b.ptr(offset + 4 * done), 4L * count, (long) count * t.dtype().bytes());
+      done += count;
+    }
+  }
+
+  /**
+   * Writes {@code count} elements of {@code t} from element {@code from} as bf16 at byte {@code
+   * offset} of {@code dst}.
+   */
+  void bf16Into(DeviceBuffer dst, long offset, TensorView t, long from, long count) {
+    long done = 0;
+    while (done < count) {
+      long n = Math.min(count - done, CHUNK_BYTES / 2);
+      MemorySegment host = slot();
+      if (t.dtype() == DType.BF16) {
+        MemorySegment.copy(t.data(), 2 * (from + done), host, 0, 2 * n);
+      } else {
+        for (long i = 0; i < n; i++) {
+          float v = Numerics.load(t.data(), t.dtype(), from + done + i);
+          host.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Numerics.floatToBf16(v));
+        }
+      }
+      send(dst.ptr(offset + 2 * done), 2 * n, n * t.dtype().bytes());
+      done += n;
+    }
+  }
+
+  /** The next staging buffer, once the copy that last read it has finished. */
+  private MemorySegment slot() {
+    if (inFlight[next]) {
+      copied[next].synchronize();
+      inFlight[next] = false;
+    }
+    return staging[next].segment();
+  }
+
+  private void send(long dst, long bytes, long sourceBytes) {
+    driver.memcpyHtoDAsync(dst, staging[next].segment(), bytes, stream.handle());
+    copied[next].record(stream);
+    inFlight[next] = true;
+    next ^= 1;
+    progress.step(sourceBytes);
+  }
+
+  @Override
+  public void close() {
+    stream.synchronize();
+    progress.close();
+    for (HostBuffer h : staging) {
+      h.close();
+    }
+    for (CudaEvent e : copied) {
+      e.close();
+    }
+  }
+}
