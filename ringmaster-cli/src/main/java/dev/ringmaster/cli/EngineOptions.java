@@ -78,9 +78,15 @@ final class EngineOptions {
 
   @Option(
       names = "--chunked-prefill-size",
-      defaultValue = "8192",
-      description = "GPU: most prompt tokens run at once (default: ${DEFAULT-VALUE}).")
-  int chunkedPrefillSize;
+      description =
+          "Most prompt tokens run in one step (default: 8192 on the GPU, 512 when serving on the"
+              + " CPU).")
+  Integer chunkedPrefillSize;
+
+  /** {@code --chunked-prefill-size}, or {@code def} when not given. */
+  int chunkedPrefillSize(int def) {
+    return chunkedPrefillSize != null ? chunkedPrefillSize : def;
+  }
 
   @Option(
       names = "--max-total-tokens",
@@ -162,7 +168,7 @@ final class EngineOptions {
               cudaGraphMaxBs,
               cudaGraphBs,
               disableCudaGraph,
-              chunkedPrefillSize,
+              chunkedPrefillSize(8192),
               maxTotalTokens,
               d.blockSize(),
               d.gemvMaxTokens(),

@@ -55,28 +55,10 @@ final class ServeCommand implements Callable<Integer> {
   @Mixin EngineOptions engine = new EngineOptions();
 
   @Option(
-      names = "--mem-fraction-static",
-      defaultValue = "0.5",
-      description =
-          "Fraction of the free Java heap given to the KV cache (default: ${DEFAULT-VALUE}).")
-  double memFractionStatic;
-
-  @Option(
-      names = "--max-total-tokens",
-      description = "KV cache capacity in tokens (overrides --mem-fraction-static).")
-  Long maxTotalTokens;
-
-  @Option(
       names = "--page-size",
       defaultValue = "16",
       description = "Token positions per KV block (default: ${DEFAULT-VALUE}).")
   int pageSize;
-
-  @Option(
-      names = "--chunked-prefill-size",
-      defaultValue = "512",
-      description = "Prompt tokens per step at most (default: ${DEFAULT-VALUE}).")
-  int chunkedPrefillSize;
 
   @Option(
       names = "--max-running-requests",
@@ -89,11 +71,6 @@ final class ServeCommand implements Callable<Integer> {
       defaultValue = "1024",
       description = "Waiting requests at most; more get 503 (default: ${DEFAULT-VALUE}).")
   int maxQueuedRequests;
-
-  @Option(
-      names = "--cuda-graph-max-bs",
-      description = "Largest batch captured as a CUDA graph (CUDA only; no effect on the CPU).")
-  Integer cudaGraphMaxBs;
 
   @Option(
       names = "--max-request-bytes",
@@ -115,9 +92,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    if (!(memFractionStatic > 0 && memFractionStatic <= 1)) {
-      throw new UserError("--mem-fraction-static must be in (0, 1], got " + memFractionStatic);
-    }
+    cpuKvFraction(); // check the flag before loading the model
     Path dir = DefaultModel.resolve(model);
     Tokenizer tok = Tokenizer.load(dir);
     LanguageModel lm = engine.open(dir);
@@ -159,7 +134,7 @@ final class ServeCommand implements Callable<Integer> {
                   Runtime.getRuntime().halt(0);
                 },
                 "ringmaster-shutdown"));
-    if (cudaGraphMaxBs != null) {
+    if (engine.cudaGraphMaxBs != null && !"cuda".equals(engine.resolvedDevice)) {
       System.err.println("ringmaster: --cuda-graph-max-bs has no effect on the CPU backend");
     }
     var pool = batch.pool();
@@ -177,15 +152,27 @@ final class ServeCommand implements Callable<Integer> {
     return 0;
   }
 
+  /**
+   * On the CPU the KV budget is a fraction of the free Java heap ({@code --mem-fraction-static},
+   * default 0.5); on the GPU the model's memory plan sizes the cache from device memory.
+   */
+  private double cpuKvFraction() {
+    double f = engine.memFractionStatic != null ? engine.memFractionStatic : 0.5;
+    if (!(f > 0 && f <= 1)) {
+      throw new UserError("--mem-fraction-static must be in (0, 1], got " + f);
+    }
+    return f;
+  }
+
   private BatchConfig batchConfig(LanguageModel lm) {
     long bytesPerToken = KvCache.bytesPerToken(lm.config());
     long tokens;
-    if (maxTotalTokens != null) {
-      tokens = maxTotalTokens;
+    if (engine.maxTotalTokens != null) {
+      tokens = engine.maxTotalTokens;
     } else {
       Runtime rt = Runtime.getRuntime();
       long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());
-      tokens = (long) (free * memFractionStatic) / bytesPerToken;
+      tokens = (long) (free * cpuKvFraction()) / bytesPerToken;
     }
     if (pageSize < 1) {
       throw new UserError("--page-size must be >= 1, got " + pageSize);
@@ -200,7 +187,7 @@ final class ServeCommand implements Callable<Integer> {
     return new BatchConfig(
         maxRunningRequests,
         maxQueuedRequests,
-        chunkedPrefillSize,
+        engine.chunkedPrefillSize(512),
         pageSize,
         (int) Math.min(blocks, Integer.MAX_VALUE));
   }
@@ -214,16 +201,16 @@ final class ServeCommand implements Callable<Integer> {
     f.put("device", engine.device);
     f.put("tp_size", engine.parallel().tpSize());
     f.put("ep_size", engine.parallel().epSize());
-    f.put("mem_fraction_static", memFractionStatic);
-    if (maxTotalTokens != null) {
-      f.put("max_total_tokens", maxTotalTokens);
+    f.put("mem_fraction_static", cpuKvFraction());
+    if (engine.maxTotalTokens != null) {
+      f.put("max_total_tokens", engine.maxTotalTokens);
     }
     f.put("page_size", pageSize);
-    f.put("chunked_prefill_size", chunkedPrefillSize);
+    f.put("chunked_prefill_size", engine.chunkedPrefillSize(512));
     f.put("max_running_requests", maxRunningRequests);
     f.put("max_queued_requests", maxQueuedRequests);
-    if (cudaGraphMaxBs != null) {
-      f.put("cuda_graph_max_bs", cudaGraphMaxBs);
+    if (engine.cudaGraphMaxBs != null) {
+      f.put("cuda_graph_max_bs", engine.cudaGraphMaxBs);
     }
     f.put("max_request_bytes", maxRequestBytes);
     f.put("shutdown_timeout_s", shutdownTimeout);
