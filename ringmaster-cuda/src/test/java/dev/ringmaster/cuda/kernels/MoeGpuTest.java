@@ -44,7 +44,11 @@ class MoeGpuTest {
     MoeConfig cfg =
         new MoeConfig(e, k, 32, 0, scoring, selection, groups, topKGroups, norm, scaling, hasBias);
     float[] gateW = r.uniform(e * hidden, 0.5f);
-    CpuMatrix gate = new CpuMatrix(MemorySegment.ofArray(gateW), DType.F32, e, hidden);
+    // CPU kernels read weights from native or mapped memory (as loaded models are), not the heap.
+    MemorySegment gateSeg =
+        java.lang.foreign.Arena.ofAuto()
+            .allocateFrom(java.lang.foreign.ValueLayout.JAVA_FLOAT, gateW);
+    CpuMatrix gate = new CpuMatrix(gateSeg, DType.F32, e, hidden);
     float[] bias = hasBias ? r.uniform(e, 0.1f) : null;
     float[] x = r.uniform(n * hidden, 1f);
     int[] wantE = new int[n * k];
