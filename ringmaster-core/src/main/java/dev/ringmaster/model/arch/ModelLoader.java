@@ -140,15 +140,17 @@ final class ModelLoader {
     Router router = new Router(m, w.matrix(p + ".gate.weight", e, h), bias);
     ParallelConfig par = ctx.parallel();
     boolean ep = par.expertParallel();
-    int first = ep ? ctx.rank() * (e / par.epSize()) : 0;
-    int count = ep ? e / par.epSize() : e;
+    ExpertPlacement placement = ep ? par.placementFor(e) : null;
+    int[] owned =
+        ep ? placement.expertsOf(ctx.rank()) : java.util.stream.IntStream.range(0, e).toArray();
+    int count = owned.length;
     // Under EP each owned expert is whole; under TP every expert is split by intermediate dim.
     int i0 = ep ? 0 : ctx.start(inter);
     int in = ep ? inter : ctx.share(inter);
     DenseMlp[] experts = new DenseMlp[count];
     boolean fused = w.store().contains(p + ".experts.gate_up_proj");
     for (int k = 0; k < count; k++) {
-      int id = first + k;
+      int id = owned[k];
       if (fused) {
         // transformers 5 in-memory layout: gate_up_proj [E, 2I, H] (gate rows first), down [E, H,
         // I]
@@ -173,6 +175,7 @@ final class ModelLoader {
         m.sharedIntermediateSize() > 0
             ? dense(p + ".shared_experts", m.sharedIntermediateSize(), !a2a)
             : null;
-    return new MoeMlp(router, experts, first, shared, m.topK(), h, a2a ? ctx : null);
+    return new MoeMlp(
+        router, experts, placement, ctx.rank(), shared, m.topK(), h, a2a ? ctx : null);
   }
 }

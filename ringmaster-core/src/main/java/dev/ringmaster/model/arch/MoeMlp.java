@@ -21,7 +21,8 @@ import java.util.List;
 public final class MoeMlp implements Mlp {
   private final Router router;
   private final DenseMlp[] experts;
-  private final int firstExpert;
+  private final ExpertPlacement placement;
+  private final int rank;
   private final DenseMlp shared;
   private final int topK;
   private final int hidden;
@@ -31,8 +32,10 @@ public final class MoeMlp implements Mlp {
    * Creates the layer.
    *
    * @param router the router over all experts
-   * @param experts the experts held here, ids {@code firstExpert ..}
-   * @param firstExpert id of {@code experts[0]}
+   * @param experts the experts held here: all of them in id order when {@code placement} is null,
+   *     else this rank's experts in the placement's local order
+   * @param placement which rank owns which expert (expert parallelism), or null
+   * @param rank this rank (the owner of {@code experts} in {@code placement})
    * @param shared shared experts MLP, or null
    * @param topK experts per token
    * @param hidden hidden size
@@ -41,18 +44,28 @@ public final class MoeMlp implements Mlp {
   public MoeMlp(
       Router router,
       DenseMlp[] experts,
-      int firstExpert,
+      ExpertPlacement placement,
+      int rank,
       DenseMlp shared,
       int topK,
       int hidden,
       RankContext a2a) {
     this.router = router;
     this.experts = experts;
-    this.firstExpert = firstExpert;
+    this.placement = placement;
+    this.rank = rank;
     this.shared = shared;
     this.topK = topK;
     this.hidden = hidden;
     this.a2a = a2a;
+  }
+
+  /** Index into {@link #experts} of expert {@code id}, or -1 when another rank owns it. */
+  private int localSlot(int id) {
+    if (placement == null) {
+      return id;
+    }
+    return placement.owner(id) == rank ? placement.localIndex(id) : -1;
   }
 
   @Override
@@ -80,8 +93,8 @@ public final class MoeMlp implements Mlp {
       byExpert.add(new ArrayList<>());
     }
     for (int slot = 0; slot < n * topK; slot++) {
-      int local = chosen[slot] - firstExpert;
-      if (local >= 0 && local < experts.length) {
+      int local = localSlot(chosen[slot]);
+      if (local >= 0) {
         byExpert.get(local).add(slot);
       }
     }
@@ -182,12 +195,11 @@ public final class MoeMlp implements Mlp {
     int[] chosen = new int[mine * topK];
     float[] weights = new float[mine * topK];
     router.route(xs, mine, chosen, weights);
-    int expertsPerRank = experts.length;
     // Dispatch: one row per (token, slot) for a remote owner: [expert id, hidden...].
     int row = hidden + 1;
     int[] sendRows = new int[world];
     for (int s = 0; s < mine * topK; s++) {
-      sendRows[chosen[s] / expertsPerRank]++;
+      sendRows[placement.owner(chosen[s])]++;
     }
     int[] sendCounts = new int[world];
     int[] offsets = new int[world + 1];
@@ -201,7 +213,7 @@ public final class MoeMlp implements Mlp {
     int k = 0;
     for (int r = 0; r < world; r++) {
       for (int s = 0; s < mine * topK; s++) {
-        if (chosen[s] / expertsPerRank == r) {
+        if (placement.owner(chosen[s]) == r) {
           slotOrder[k++] = s;
           send[cursor[r]] = chosen[s];
           System.arraycopy(xs, (s / topK) * hidden, send, cursor[r] + 1, hidden);
@@ -222,8 +234,9 @@ public final class MoeMlp implements Mlp {
       System.arraycopy(recv, i * row + 1, in, i * hidden, hidden);
     }
     float[] results = new float[m * hidden];
+    int[] owned = placement.expertsOf(rank);
     for (int e = 0; e < experts.length; e++) {
-      int id = firstExpert + e;
+      int id = owned[e];
       int cnt = 0;
       for (int i = 0; i < m; i++) {
         cnt += expertOf[i] == id ? 1 : 0;

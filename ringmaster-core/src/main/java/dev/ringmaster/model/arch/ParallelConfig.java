@@ -9,8 +9,16 @@ package dev.ringmaster.model.arch;
  * @param tpSize tensor-parallel degree (ranks)
  * @param epSize expert-parallel degree (1 = experts split by intermediate dimension instead)
  * @param a2a how tokens reach the ranks owning their experts under expert parallelism
+ * @param placement which rank owns which expert under expert parallelism; null for contiguous
+ *     ranges
  */
-public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a) {
+public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a, ExpertPlacement placement) {
+
+  /** A layout with contiguous expert ranges. */
+  public ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a) {
+    this(tpSize, epSize, a2a, null);
+  }
+
   /** Checks degrees. */
   public ParallelConfig {
     if (tpSize < 1) {
@@ -34,6 +42,21 @@ public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a) {
   /** Tensor parallelism of degree {@code tp}. */
   public static ParallelConfig tensor(int tp) {
     return new ParallelConfig(tp, 1, MoeA2aBackend.NONE);
+  }
+
+  /** The placement of {@code experts} routed experts over the EP ranks. */
+  public ExpertPlacement placementFor(int experts) {
+    if (placement == null) {
+      return ExpertPlacement.contiguous(experts, epSize);
+    }
+    if (placement.experts() != experts) {
+      throw new IllegalArgumentException(
+          "expert placement covers "
+              + placement.experts()
+              + " experts but the model has "
+              + experts);
+    }
+    return placement;
   }
 
   /** Whether experts are distributed by expert (not by intermediate dimension). */
