@@ -169,6 +169,9 @@ final class ServeCommand implements Callable<Integer> {
     long tokens;
     if (engine.maxTotalTokens != null) {
       tokens = engine.maxTotalTokens;
+    } else if (lm.kvCapacityTokens().isPresent()) {
+      // The GPU sized its paged cache from device memory; admit no more than it holds.
+      tokens = lm.kvCapacityTokens().getAsLong();
     } else {
       Runtime rt = Runtime.getRuntime();
       long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());

@@ -17,6 +17,14 @@ public interface LanguageModel extends AutoCloseable {
   long weightBytes();
 
   /**
+   * Tokens the model's own KV cache pool holds, when it has a fixed one (the GPU's paged cache);
+   * empty when caches grow on demand (the CPU), so the caller sizes its budget itself.
+   */
+  default java.util.OptionalLong kvCapacityTokens() {
+    return java.util.OptionalLong.empty();
+  }
+
+  /**
    * Runs the new tokens of a batch of sequences, appending them to the caches, and returns logits
    * {@code [logitRows.length, vocab]}.
    */

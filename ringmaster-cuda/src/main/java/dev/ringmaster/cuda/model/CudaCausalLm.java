@@ -197,6 +197,11 @@ public final class CudaCausalLm implements LanguageModel {
   }
 
   @Override
+  public java.util.OptionalLong kvCapacityTokens() {
+    return java.util.OptionalLong.of(plan.kvTokens());
+  }
+
+  @Override
   public ModelConfig config() {
     return cfg;
   }
