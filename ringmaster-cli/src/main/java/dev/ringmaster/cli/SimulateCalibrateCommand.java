@@ -1,8 +1,11 @@
 package dev.ringmaster.cli;
 
+import dev.ringmaster.sim.calibrate.BenchCalibration;
 import dev.ringmaster.sim.calibrate.Calibrator;
+import dev.ringmaster.sim.calibrate.MeasurementFile;
 import dev.ringmaster.sim.calibrate.Measurements;
 import dev.ringmaster.sim.calibrate.MeasurementsIo;
+import dev.ringmaster.sim.calibrate.OneBatchSteps;
 import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.Profiles;
 import java.nio.file.Path;
@@ -28,7 +31,9 @@ final class SimulateCalibrateCommand implements Callable<Integer> {
       names = "--measurements",
       required = true,
       split = ",",
-      description = "Measurement JSON files (bench collectives / bench one-batch output).")
+      description =
+          "Measurement JSON files: bench collectives --json, bench one-batch --json or the native"
+              + " measurement schema, detected per file.")
   List<Path> measurements;
 
   @Option(
@@ -40,28 +45,38 @@ final class SimulateCalibrateCommand implements Callable<Integer> {
   @Option(names = "--output", required = true, description = "Where to write the fitted profile.")
   Path output;
 
+  @Option(
+      names = "--model-config",
+      description =
+          "config.json (or model directory) of the model bench one-batch ran, where the path its"
+              + " JSON names is not readable here.")
+  Path modelConfig;
+
   @Option(names = "--name", description = "Name of the fitted profile (default: BASE-calibrated).")
   String name;
 
   @Override
   public Integer call() throws Exception {
     HardwareProfile profile = Profiles.load(base);
-    List<Measurements.CollectiveSample> coll = new ArrayList<>();
-    List<Measurements.KernelSample> kernels = new ArrayList<>();
-    List<Measurements.StepSample> steps = new ArrayList<>();
-    String host = null;
-    String gpu = null;
+    List<MeasurementFile> files = new ArrayList<>();
     for (Path p : measurements) {
-      Measurements m = MeasurementsIo.read(p);
-      coll.addAll(m.collectives());
-      kernels.addAll(m.kernels());
-      steps.addAll(m.steps());
-      host = host == null ? m.host() : host;
-      gpu = gpu == null ? m.gpu() : gpu;
+      try {
+        files.add(MeasurementsIo.readAny(p));
+      } catch (IllegalArgumentException e) {
+        throw new UserError(e.getMessage());
+      }
     }
-    Measurements all = new Measurements(host, gpu, profile.gpuCount(), coll, kernels, steps);
-    Calibrator.Result r =
-        Calibrator.calibrate(profile, all, name != null ? name : profile.name() + "-calibrated");
+    Calibrator.Result r;
+    try {
+      r =
+          BenchCalibration.calibrate(
+              profile,
+              files,
+              run -> OneBatchSteps.model(run, modelConfig),
+              name != null ? name : profile.name() + "-calibrated");
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
+    }
     for (String line : r.fitted()) {
       System.out.println(line);
     }

@@ -79,39 +79,31 @@ public final class Calibrator {
 
   private static CollectiveSpec fitCollectives(
       HardwareProfile base, List<CollectiveSample> samples, List<String> lines) {
-    Map<String, AlphaBeta> nccl = new LinkedHashMap<>(base.collectives().nccl());
-    for (Map.Entry<String, AlphaBeta> e : base.collectives().nccl().entrySet()) {
-      String key = e.getKey();
-      String algo = key.substring(0, key.indexOf('/'));
-      String proto = key.substring(key.indexOf('/') + 1);
-      List<CollectiveSample> s =
-          select(
-              samples,
-              c ->
-                  c.op().equals("allreduce")
-                      && (c.algorithm().equals(algo)
-                          || (c.algorithm().equals("nccl") && algo.equals("ring")))
-                      && proto.equalsIgnoreCase(c.protocol()));
-      if (s.size() < 2) {
-        continue;
+    List<CollectiveSample> auto =
+        select(
+            samples,
+            c ->
+                c.op().equals("allreduce")
+                    && c.algorithm().equals("nccl")
+                    && BenchCollectives.AUTO.equalsIgnoreCase(c.protocol()));
+    // NCCL-chosen samples go to the pair the current fit predicts fastest; refit until the
+    // assignment is stable (a sample near a crossover may move once the constants do).
+    Map<String, AlphaBeta> nccl = base.collectives().nccl();
+    List<String> ncclLines = new ArrayList<>();
+    String[] assigned = null;
+    for (int iter = 0; iter < 10; iter++) {
+      String[] next = new String[auto.size()];
+      for (int i = 0; i < next.length; i++) {
+        next[i] = fastest(nccl, auto.get(i));
       }
-      AlphaBeta fit =
-          fitAlphaBeta(
-              s,
-              e.getValue(),
-              c -> CollectiveModel.allreduceSteps(key, c.ranks()),
-              c -> c.bytes() * 2.0 * (c.ranks() - 1) / c.ranks());
-      nccl.put(key, fit);
-      lines.add(
-          describe(
-              "nccl " + key,
-              fit,
-              s,
-              c ->
-                  fit.timeUs(
-                      CollectiveModel.allreduceSteps(key, c.ranks()),
-                      c.bytes() * 2.0 * (c.ranks() - 1) / c.ranks())));
+      if (java.util.Arrays.equals(next, assigned)) {
+        break;
+      }
+      assigned = next;
+      ncclLines = new ArrayList<>();
+      nccl = fitNccl(base, samples, auto, assigned, ncclLines);
     }
+    lines.addAll(ncclLines);
     AlphaBeta a2a = base.collectives().allToAll();
     List<CollectiveSample> s = select(samples, c -> c.op().equals("alltoall"));
     if (s.size() >= 2) {
@@ -126,6 +118,79 @@ public final class Calibrator {
               c -> fit.timeUs(c.ranks() - 1, c.bytes() * (c.ranks() - 1) / c.ranks())));
     }
     return base.collectives().withModels(nccl, a2a);
+  }
+
+  private static Map<String, AlphaBeta> fitNccl(
+      HardwareProfile base,
+      List<CollectiveSample> samples,
+      List<CollectiveSample> auto,
+      String[] assigned,
+      List<String> lines) {
+    Map<String, AlphaBeta> nccl = new LinkedHashMap<>(base.collectives().nccl());
+    for (Map.Entry<String, AlphaBeta> e : base.collectives().nccl().entrySet()) {
+      String key = e.getKey();
+      String algo = key.substring(0, key.indexOf('/'));
+      String proto = key.substring(key.indexOf('/') + 1);
+      List<CollectiveSample> s =
+          new ArrayList<>(
+              select(
+                  samples,
+                  c ->
+                      c.op().equals("allreduce")
+                          && (c.algorithm().equals(algo)
+                              || (c.algorithm().equals("nccl") && algo.equals("ring")))
+                          && proto.equalsIgnoreCase(c.protocol())));
+      for (int i = 0; i < auto.size(); i++) {
+        if (key.equals(assigned[i])) {
+          s.add(auto.get(i));
+        }
+      }
+      boolean severalRanks = s.stream().mapToInt(CollectiveSample::ranks).distinct().count() > 1;
+      if (s.size() < (severalRanks ? 3 : 2)) {
+        continue;
+      }
+      AlphaBeta fit;
+      try {
+        fit =
+            fitAlphaBeta(
+                s,
+                e.getValue(),
+                c -> CollectiveModel.allreduceSteps(key, c.ranks()),
+                c -> c.bytes() * 2.0 * (c.ranks() - 1) / c.ranks());
+      } catch (IllegalArgumentException collinear) {
+        // e.g. every sample the same size: the pair keeps the base profile's constants
+        continue;
+      }
+      nccl.put(key, fit);
+      lines.add(
+          describe(
+              "nccl " + key,
+              fit,
+              s,
+              c ->
+                  fit.timeUs(
+                      CollectiveModel.allreduceSteps(key, c.ranks()),
+                      c.bytes() * 2.0 * (c.ranks() - 1) / c.ranks())));
+    }
+    return nccl;
+  }
+
+  /** The NCCL algorithm/protocol that {@code nccl} predicts fastest for an allreduce sample. */
+  private static String fastest(Map<String, AlphaBeta> nccl, CollectiveSample c) {
+    String best = null;
+    double bestT = Double.POSITIVE_INFINITY;
+    for (Map.Entry<String, AlphaBeta> e : nccl.entrySet()) {
+      double t =
+          e.getValue()
+              .timeUs(
+                  CollectiveModel.allreduceSteps(e.getKey(), c.ranks()),
+                  c.bytes() * 2.0 * (c.ranks() - 1) / c.ranks());
+      if (t < bestT) {
+        bestT = t;
+        best = e.getKey();
+      }
+    }
+    return best;
   }
 
   private static AlphaBeta fitAlphaBeta(
@@ -260,24 +325,43 @@ public final class Calibrator {
     double step = g.stepOverheadUs();
     List<StepSample> graphed = samples.stream().filter(StepSample::cudaGraph).toList();
     List<StepSample> eager = samples.stream().filter(s -> !s.cudaGraph()).toList();
-    if (graphed.size() >= 2) {
+    boolean graphFit = false;
+    if (graphed.size() >= 2 && distinctKernels(graphed)) {
       double[] b = fitLine(graphed);
       step = b[0] - g.graphLaunchUs();
       node = b[1];
+      graphFit = true;
       lines.add(
           String.format(
               "graphed steps: node %.3f us, step overhead %.1f us (%d samples)",
               node, step, graphed.size()));
+    } else if (!graphed.isEmpty()) {
+      // one kernel count (one model and layout, as bench one-batch gives): the node cost cannot
+      // be told from the fixed part, so it keeps the base value and only the overhead is fitted
+      step = meanFixed(graphed, node) - g.graphLaunchUs();
+      graphFit = true;
+      lines.add(
+          String.format(
+              "graphed steps: step overhead %.1f us, node %.3f us kept (%d samples, one kernel"
+                  + " count)",
+              step, node, graphed.size()));
     }
-    if (eager.size() >= 2) {
+    if (eager.size() >= 2 && distinctKernels(eager)) {
       double[] b = fitLine(eager);
       launch = b[1];
-      if (graphed.size() < 2) {
+      if (!graphFit) {
         step = b[0];
       }
       lines.add(
           String.format(
               "eager steps: launch %.3f us per kernel (%d samples)", launch, eager.size()));
+    } else if (!eager.isEmpty() && !graphFit) {
+      step = meanFixed(eager, launch);
+      lines.add(
+          String.format(
+              "eager steps: step overhead %.1f us, launch %.3f us kept (%d samples, one kernel"
+                  + " count)",
+              step, launch, eager.size()));
     }
     return g.withConstants(
         g.gemmMemoryEfficiency(),
@@ -288,6 +372,18 @@ public final class Calibrator {
         node,
         g.graphLaunchUs(),
         step);
+  }
+
+  private static boolean distinctKernels(List<StepSample> s) {
+    return s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
+  }
+
+  /** Mean of wall - busy - kernels * perKernel: the fixed cost per step. */
+  private static double meanFixed(List<StepSample> s, double perKernel) {
+    return s.stream()
+        .mapToDouble(x -> x.stepTimeUs() - x.gpuBusyUs() - x.kernels() * perKernel)
+        .average()
+        .orElseThrow();
   }
 
   private static double[] fitLine(List<StepSample> s) {

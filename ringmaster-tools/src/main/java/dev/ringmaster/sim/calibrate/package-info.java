@@ -1,7 +1,8 @@
 /**
- * Calibration: reads this host's measurements ({@code bench collectives} and {@code bench
- * one-batch} output, schema in {@link dev.ringmaster.sim.calibrate.Measurements}) and fits a
- * profile's constants (kernel efficiencies, launch and graph overheads, collective alpha/beta) by
- * least squares into a profile for this machine.
+ * Calibration: reads this host's measurements (the native schema in {@link
+ * dev.ringmaster.sim.calibrate.Measurements}, or {@code bench collectives} and {@code bench
+ * one-batch} JSON as printed, recognised by {@link dev.ringmaster.sim.calibrate.MeasurementsIo})
+ * and fits a profile's constants (kernel efficiencies, launch and graph overheads, collective
+ * alpha/beta) by least squares into a profile for this machine.
  */
 package dev.ringmaster.sim.calibrate;

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 class CalibrationRoundTripTest {
 
   /** A "true" machine whose constants differ from the shipped profile's. */
-  private static HardwareProfile truth(HardwareProfile base) {
+  static HardwareProfile truth(HardwareProfile base) {
     GpuSpec g = base.gpu().withConstants(0.71, 0.58, 0.63, 0.47, 6.3, 1.7, 10.0, 420.0);
     Map<String, AlphaBeta> nccl = new LinkedHashMap<>();
     base.collectives()

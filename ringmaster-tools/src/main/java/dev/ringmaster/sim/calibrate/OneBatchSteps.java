@@ -1,0 +1,121 @@
+package dev.ringmaster.sim.calibrate;
+
+import dev.ringmaster.engine.bench.OneBatchBenchmark;
+import dev.ringmaster.sim.calibrate.Measurements.StepSample;
+import dev.ringmaster.sim.hw.AllreduceAlgorithm;
+import dev.ringmaster.sim.hw.HardwareProfile;
+import dev.ringmaster.sim.model.Category;
+import dev.ringmaster.sim.model.ModelShape;
+import dev.ringmaster.sim.model.ModelShapes;
+import dev.ringmaster.sim.model.QuantScheme;
+import dev.ringmaster.sim.model.StepShape;
+import dev.ringmaster.sim.model.WeightInventory;
+import dev.ringmaster.sim.serve.A2aBackend;
+import dev.ringmaster.sim.serve.ForwardTime;
+import dev.ringmaster.sim.serve.ForwardTimer;
+import dev.ringmaster.sim.serve.ServingConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns {@code bench one-batch} runs into step samples. The benchmark reports only the median
+ * decode step, so each step's GPU busy time and kernel count come from the simulator under a
+ * profile (the calibrator passes the one already fitted to the other samples): what is left of the
+ * measured step is launch and host overhead. Assumed where the JSON is silent: bf16 weights and KV
+ * cache, NCCL allreduce, a KV length of {@code input_len + output_len / 2} (the middle of the
+ * decode), and a CUDA graph for exactly the batch sizes the memory plan lists graphs for.
+ */
+public final class OneBatchSteps {
+  private OneBatchSteps() {}
+
+  /** One step sample per batch size of {@code run}, predicted on {@code shape} under {@code hw}. */
+  public static List<StepSample> samples(
+      MeasurementFile.OneBatch run, ModelShape shape, HardwareProfile hw) {
+    if (!"cuda".equals(run.device())) {
+      throw new IllegalArgumentException(
+          "bench one-batch ran on "
+              + run.device()
+              + ": only --device cuda runs say anything about a GPU profile");
+    }
+    ForwardTimer timer = new ForwardTimer(hw);
+    WeightInventory inv = new WeightInventory(shape);
+    List<StepSample> out = new ArrayList<>();
+    for (OneBatchBenchmark.Result r : run.results()) {
+      ServingConfig cfg = servingConfig(run, r);
+      ForwardTime ft =
+          timer.time(
+              inv,
+              cfg,
+              StepShape.decode(cfg.batch(), 1, cfg.contextLen(), cfg.kvDtype()),
+              cfg.cudaGraph());
+      double busy = ft.totalUs() - ft.breakdownUs().getOrDefault(Category.LAUNCH_OTHER, 0.0);
+      out.add(
+          new StepSample(
+              cfg.batch(),
+              cfg.contextLen(),
+              cfg.cudaGraph(),
+              ft.kernels(),
+              busy,
+              r.decodeMedianMs() * 1000));
+    }
+    return out;
+  }
+
+  /** The configuration a one-batch result ran, as the simulator describes it. */
+  public static ServingConfig servingConfig(
+      MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
+    boolean graphed = graphedBatches(run).contains(String.valueOf(r.batchSize()));
+    return new ServingConfig(
+        run.tpSize(),
+        run.epSize(),
+        A2aBackend.NONE,
+        AllreduceAlgorithm.NCCL,
+        QuantScheme.preset("bf16"),
+        "bf16",
+        r.batchSize(),
+        r.inputLen() + r.outputLen() / 2,
+        graphed,
+        Math.max(1, r.batchSize()),
+        8192,
+        null);
+  }
+
+  /**
+   * The model a run loaded: {@code override} where given, else the run's {@code model} path where
+   * it names a readable config or model directory.
+   *
+   * @throws IllegalArgumentException when neither is available
+   */
+  public static ModelShape model(MeasurementFile.OneBatch run, Path override) {
+    if (override != null) {
+      return ModelShapes.load(override);
+    }
+    if (run.model() != null) {
+      try {
+        Path p = Path.of(run.model());
+        if (Files.isRegularFile(p) || Files.isRegularFile(p.resolve("config.json"))) {
+          return ModelShapes.load(p);
+        }
+      } catch (java.nio.file.InvalidPathException notAPath) {
+        // a description rather than a directory: fall through to the error
+      }
+    }
+    throw new IllegalArgumentException(
+        "bench one-batch model '"
+            + run.model()
+            + "' is not a readable model directory here: pass --model-config");
+  }
+
+  private static java.util.Set<String> graphedBatches(MeasurementFile.OneBatch run) {
+    if (run.memoryPlan() != null
+        && run.memoryPlan().get("cuda_graph_mb_per_bs") instanceof Map<?, ?> m) {
+      java.util.Set<String> keys = new java.util.HashSet<>();
+      m.keySet().forEach(k -> keys.add(String.valueOf(k)));
+      return keys;
+    }
+    return java.util.Set.of();
+  }
+}
