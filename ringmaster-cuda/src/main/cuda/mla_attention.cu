@@ -9,44 +9,121 @@
 // positions 0 .. tokenPos[t] of its sequence, which the cache already holds.
 #pragma once
 #include "common.cuh"
+#include "rowdot.cuh"
 
 constexpr int kMlaMaxPerLane = 20;  // D <= 640 (DeepSeek: 512 + 64 = 576)
 constexpr int kMlaWarps = 8;
 
+constexpr int kMlaProjTokens = 8;     // tokens per block of the absorb / out-projection kernels
+constexpr int kMlaAbsorbCols = 128;   // latent columns per absorb block (16 threads x 8 columns)
+constexpr int kMlaAbsorbRowGroups = 16;  // 256 threads = 16 row groups x 16 column threads
+constexpr int kMlaOutRowsPerWarp = 4;
+
 // qOut[t, h, 0:kvLora] = sum_d q[t, h, d] * kvB[h*(nope+vDim) + d, :] (W_UK^T q_nope);
 // qOut[t, h, kvLora:kvLora+ropeDim] = q[t, h, nope:nope+ropeDim]. q is [T, H, nope+ropeDim].
-// Mapping: grid (heads, tokens); threads stride over the latent dims c, so each W_UK row is read
-// coalesced; q_nope is staged in shared memory (nope <= 256).
+// Mapping: grid (heads, ceil(kvLora / 128), ceil(T / 8)), 256 threads. Thread (g, i), g = tid / 16,
+// i = tid % 16, owns columns c0 + 8i .. c0 + 8i + 7 and rows d = g, g + 16, ...: every W_UK row
+// slice is one coalesced 256-byte read of 16-byte loads, all of a thread's rows in flight at once
+// (the old mapping walked the 128 rows one dependent load at a time). Each weight is read once for
+// the block's 8 tokens (q_nope staged in shared memory); the 16 row groups are summed through shared
+// memory in a fixed order, so results do not depend on scheduling.
 RM_KERNEL void rm_mla_absorb_q(float* qOut, const float* q, const uint16_t* kvB, int heads, int nope,
-                               int ropeDim, int vDim, int kvLora) {
-  __shared__ float qn[256];
-  const int h = blockIdx.x, t = blockIdx.y;
-  const float* qr = q + (static_cast<size_t>(t) * heads + h) * (nope + ropeDim);
-  float* o = qOut + (static_cast<size_t>(t) * heads + h) * (kvLora + ropeDim);
-  for (int d = threadIdx.x; d < nope; d += blockDim.x) qn[d] = qr[d];
-  __syncthreads();
-  const uint16_t* wk = kvB + static_cast<size_t>(h) * (nope + vDim) * kvLora;
-  for (int c = threadIdx.x; c < kvLora; c += blockDim.x) {
-    float s = 0.f;
-    for (int d = 0; d < nope; d++) s += qn[d] * bf16_bits_to_f32(wk[static_cast<size_t>(d) * kvLora + c]);
-    o[c] = s;
+                               int ropeDim, int vDim, int kvLora, int tokens) {
+  __shared__ float qn[kMlaProjTokens][256];
+  __shared__ float red[kMlaAbsorbRowGroups][kMlaAbsorbCols + 4];
+  const int h = blockIdx.x, t0 = blockIdx.z * kMlaProjTokens;
+  const int nt = min(kMlaProjTokens, tokens - t0);
+  const int g = threadIdx.x >> 4, i = threadIdx.x & 15;
+  for (int k = threadIdx.x; k < nt * nope; k += blockDim.x) {
+    const int j = k / nope, d = k - j * nope;
+    qn[j][d] = q[(static_cast<size_t>(t0 + j) * heads + h) * (nope + ropeDim) + d];
   }
-  for (int r = threadIdx.x; r < ropeDim; r += blockDim.x) o[kvLora + r] = qr[nope + r];
+  if (blockIdx.y == 0) {
+    for (int k = threadIdx.x; k < nt * ropeDim; k += blockDim.x) {
+      const int j = k / ropeDim, r = k - j * ropeDim;
+      const size_t row = static_cast<size_t>(t0 + j) * heads + h;
+      qOut[row * (kvLora + ropeDim) + kvLora + r] = q[row * (nope + ropeDim) + nope + r];
+    }
+  }
+  __syncthreads();
+  const int c = blockIdx.y * kMlaAbsorbCols + 8 * i;
+  const bool vec = (kvLora & 7) == 0;
+  const uint16_t* wk = kvB + static_cast<size_t>(h) * (nope + vDim) * kvLora;
+  float acc[kMlaProjTokens][8];
+#pragma unroll
+  for (int j = 0; j < kMlaProjTokens; j++) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) acc[j][k] = 0.f;
+  }
+  if (c < kvLora) {
+#pragma unroll 8
+    for (int d = g; d < nope; d += kMlaAbsorbRowGroups) {
+      const uint16_t* wr = wk + static_cast<size_t>(d) * kvLora + c;
+      float wf[8];
+      if (vec) {
+        bf16x8_to_f32(load_stream_u4(wr), wf);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++) wf[k] = c + k < kvLora ? bf16_bits_to_f32(wr[k]) : 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < kMlaProjTokens; j++) {
+        if (j < nt) {
+          const float x = qn[j][d];
+#pragma unroll
+          for (int k = 0; k < 8; k++) acc[j][k] += x * wf[k];
+        }
+      }
+    }
+  }
+  for (int j = 0; j < nt; j++) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) red[g][8 * i + k] = acc[j][k];
+    __syncthreads();
+    if (threadIdx.x < kMlaAbsorbCols) {
+      const int cc = blockIdx.y * kMlaAbsorbCols + threadIdx.x;
+      float v = 0.f;
+#pragma unroll
+      for (int r = 0; r < kMlaAbsorbRowGroups; r++) v += red[r][threadIdx.x];
+      if (cc < kvLora) qOut[(static_cast<size_t>(t0 + j) * heads + h) * (kvLora + ropeDim) + cc] = v;
+    }
+    __syncthreads();
+  }
 }
 
 // out[t, h, j] = sum_c ctx[t, h, c] * kvB[h*(nope+vDim) + nope + j, c] (W_UV ctx).
-// Mapping: grid (heads, tokens); one warp per value dim j, lanes over c.
+// Mapping: grid (heads, ceil(vDim / 32), ceil(T / 8)), 8 warps, each warp 4 value rows of the head
+// for the block's (up to) 8 tokens: warp_rows_dot streams the rows with 16-byte loads, 8 in flight
+// per lane at kvLora = 512, and reuses each weight for every token.
 RM_KERNEL void rm_mla_out_v(float* out, const float* ctx, const uint16_t* kvB, int heads, int nope,
-                            int vDim, int kvLora) {
-  const int h = blockIdx.x, t = blockIdx.y;
-  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  const float* cr = ctx + (static_cast<size_t>(t) * heads + h) * kvLora;
-  for (int j = threadIdx.x >> 5; j < vDim; j += warps) {
-    const uint16_t* w = kvB + (static_cast<size_t>(h) * (nope + vDim) + nope + j) * kvLora;
-    float s = 0.f;
-    for (int c = lane; c < kvLora; c += 32) s += cr[c] * bf16_bits_to_f32(w[c]);
-    s = warp_sum(s);
-    if (lane == 0) out[(static_cast<size_t>(t) * heads + h) * vDim + j] = s;
+                            int vDim, int kvLora, int tokens) {
+  const int h = blockIdx.x, t0 = blockIdx.z * kMlaProjTokens;
+  const int nt = min(kMlaProjTokens, tokens - t0);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int j0 = (blockIdx.y * (blockDim.x >> 5) + warp) * kMlaOutRowsPerWarp;
+  if (j0 >= vDim) return;
+  const uint16_t* rows[kMlaOutRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kMlaOutRowsPerWarp; r++) {
+    const int j = min(j0 + r, vDim - 1);  // rows past vDim repeat the last one, never stored
+    rows[r] = kvB + (static_cast<size_t>(h) * (nope + vDim) + nope + j) * kvLora;
+  }
+  const float* xr[kMlaProjTokens];
+#pragma unroll
+  for (int k = 0; k < kMlaProjTokens; k++) {
+    xr[k] = ctx + (static_cast<size_t>(t0 + min(k, nt - 1)) * heads + h) * kvLora;
+  }
+  float acc[kMlaOutRowsPerWarp][kMlaProjTokens] = {};
+  warp_rows_dot<kMlaOutRowsPerWarp, kMlaProjTokens, 2>(rows, xr, nt, kvLora, acc);
+#pragma unroll
+  for (int r = 0; r < kMlaOutRowsPerWarp; r++) {
+#pragma unroll
+    for (int k = 0; k < kMlaProjTokens; k++) {
+      const float v = warp_sum(acc[r][k]);
+      if (lane == 0 && k < nt && j0 + r < vDim) {
+        out[(static_cast<size_t>(t0 + k) * heads + h) * vDim + j0 + r] = v;
+      }
+    }
   }
 }
 

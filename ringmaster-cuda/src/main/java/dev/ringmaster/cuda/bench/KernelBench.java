@@ -53,6 +53,7 @@ public final class KernelBench {
               for (int batch : new int[] {1, 8, 32}) {
                 b.moe(batch, 64, 6, 2048, 1408);
               }
+              b.mla(1, 16, 512);
               b.mla(1, 16, 4096);
               b.mla(1, 16, 32768);
               b.mla(32, 16, 4096);

@@ -75,8 +75,8 @@ public final class RingmasterKernels implements AutoCloseable {
     moeCombine = new Kernel(module, "rm_moe_combine", 6);
     moeGather = new Kernel(module, "rm_moe_gather_bf16", 5);
     moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
-    mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 8);
-    mlaOutV = new Kernel(module, "rm_mla_out_v", 7);
+    mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 9);
+    mlaOutV = new Kernel(module, "rm_mla_out_v", 8);
     mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
     mlaSplit = new Kernel(module, "rm_mla_decode_split", 15);
     mlaCombine = new Kernel(module, "rm_mla_combine", 7);
@@ -314,7 +314,10 @@ public final class RingmasterKernels implements AutoCloseable {
           t + " tokens / " + splits + " splits exceed the workspace");
     }
     mlaAbsorbQ.arg(0, ws.qLatent.ptr()).arg(1, q).arg(2, kvB).arg(3, heads).arg(4, nope);
-    mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).launch(s, heads, t, 1, 256, 0);
+    // Both projections take 8 tokens per block (see mla_attention.cu for the thread mapping).
+    int tokenBlocks = (t + 7) / 8;
+    mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).arg(8, t);
+    mlaAbsorbQ.launch(s, heads, (kvLora + 127) / 128, tokenBlocks, 256, 0);
     mlaSplit.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr()).arg(2, ws.partialSum.ptr());
     mlaSplit.arg(3, ws.qLatent.ptr()).arg(4, cache).arg(5, blockTable).arg(6, maxBlocksPerSeq);
     mlaSplit.arg(7, tokenSeq).arg(8, tokenPos).arg(9, heads).arg(10, kvLora).arg(11, ropeDim);
@@ -324,7 +327,7 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, heads).arg(5, kvLora).arg(6, splits);
     mlaCombine.launch(s, heads, t, 1, 256, 0);
     mlaOutV.arg(0, out).arg(1, ws.ctx.ptr()).arg(2, kvB).arg(3, heads).arg(4, nope).arg(5, vDim);
-    mlaOutV.arg(6, kvLora).launch(s, heads, t, 1, 256, 0);
+    mlaOutV.arg(6, kvLora).arg(7, t).launch(s, heads, (vDim + 31) / 32, tokenBlocks, 256, 0);
   }
 
   /** {@code out[r] = argmax logits[r, :]} (lowest index on ties) for {@code rows} rows. */

@@ -22,7 +22,9 @@ class MlaGpuTest {
     "5,16,32,40,96,8,23;9,true,2",
     "16,128,64,128,512,64,200,true,4",
     "128,128,64,128,512,64,4100,false,64",
-    "16,128,64,128,512,64,1;70;300,false,200"
+    "16,128,64,128,512,64,1;70;300,false,200",
+    // latent width not a multiple of 8 (scalar projection paths), 13 prefill tokens (partial block)
+    "3,24,16,20,100,16,13,true,2"
   })
   void pagedAbsorbedAttentionMatchesReference(
       int heads,
