@@ -94,6 +94,11 @@ public final class Exchange {
     if (e.retryAfterSeconds() > 0) {
       res.header(HeaderNames.RETRY_AFTER, String.valueOf(e.retryAfterSeconds()));
     }
+    if (e.status() == 413) {
+      // The rest of the oversized body is never read, so this connection cannot carry another
+      // request: say so, or a keep-alive client may reuse it and see the server hang up.
+      res.header(HeaderNames.CONNECTION, "close");
+    }
     send(e.status(), Json.error(e));
   }
 

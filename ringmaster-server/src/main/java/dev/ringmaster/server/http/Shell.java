@@ -84,6 +84,10 @@ public final class Shell {
       ApiException e = fromHelidon(status, message, maxBodyBytes);
       byte[] body = Json.string(Json.error(e)).getBytes(StandardCharsets.UTF_8);
       headers.set(HeaderNames.CONTENT_TYPE, "application/json");
+      if (e.status() == 413) {
+        headers.set(
+            HeaderNames.CONNECTION, "close"); // the unread body makes the connection unusable
+      }
       return DirectHandler.TransportResponse.builder()
           .status(Status.create(e.status()))
           .headers(headers)
