@@ -68,7 +68,8 @@ class DisconnectTest {
             + " {\"max_new_tokens\": 200, \"ignore_eos\": true}}");
     s.awaitDrained();
     double seconds = (System.nanoTime() - t0) / 1e9;
-    assertThat(seconds).isLessThan(3.0);
+    // A generous wall-clock bound (CI shares two cores); the token count below is the real check.
+    assertThat(seconds).isLessThan(15.0);
     assertThat(s.engine.pool().used()).isZero();
     assertThat(s.metric("ringmaster:num_aborted_requests_total") - abortedBefore).isEqualTo(2);
     // Each stopped after a handful of tokens, far from its 200.
