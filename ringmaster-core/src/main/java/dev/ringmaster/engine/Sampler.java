@@ -19,13 +19,7 @@ public final class Sampler {
 
   /** Index of the largest of {@code n} values at {@code off} (lowest index on ties). */
   public static int argmax(float[] x, int off, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) {
-      if (x[off + i] > x[off + best]) {
-        best = i;
-      }
-    }
-    return best;
+    return dev.ringmaster.backend.cpu.CpuOps.argmax(x, off, n);
   }
 
   /** Chooses a token from {@code vocab} logits at {@code off}. */

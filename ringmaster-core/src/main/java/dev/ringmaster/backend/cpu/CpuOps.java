@@ -59,6 +59,17 @@ public final class CpuOps {
     return s;
   }
 
+  /** Index of the largest of {@code n} values at {@code off} (the lowest index on ties). */
+  public static int argmax(float[] x, int off, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+      if (x[off + i] > x[off + best]) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
   /** Softmax of {@code n} values at {@code off}, in place, in f32 with max subtraction. */
   public static void softmax(float[] x, int off, int n) {
     float max = Float.NEGATIVE_INFINITY;

@@ -40,14 +40,7 @@ public interface LanguageModel extends AutoCloseable {
     int vocab = config().vocabSize();
     int[] out = new int[logitRows.length];
     for (int r = 0; r < out.length; r++) {
-      int best = 0;
-      int off = r * vocab;
-      for (int i = 1; i < vocab; i++) {
-        if (logits[off + i] > logits[off + best]) {
-          best = i;
-        }
-      }
-      out[r] = best;
+      out[r] = dev.ringmaster.backend.cpu.CpuOps.argmax(logits, r * vocab, vocab);
     }
     return out;
   }
