@@ -89,7 +89,12 @@ public final class CausalLm implements LanguageModel {
 
   @Override
   public KvCache newCache() {
-    return new KvCache(cfg);
+    if (cfg.architecture().usesMla()) {
+      return new KvCache(cfg); // the latent cache is replicated on every rank
+    }
+    // GQA: this rank caches only its share of the KV heads.
+    int width = rank.share(cfg.numKvHeads()) * cfg.headDim();
+    return new KvCache(cfg.numLayers(), width, width);
   }
 
   /**

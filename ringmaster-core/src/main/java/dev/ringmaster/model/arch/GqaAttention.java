@@ -74,18 +74,7 @@ public final class GqaAttention implements Attention {
         rope.rotate(k, (i * kvHeads + h) * headDim, pos, scratch);
       }
     }
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      KvCache cache = caches[s];
-      int end = layout.seqStart()[s + 1];
-      if (end > layout.seqStart()[s]) {
-        cache.ensureCapacity(layout.positions()[end - 1] + 1);
-      }
-      for (int i = layout.seqStart()[s]; i < end; i++) {
-        int pos = layout.positions()[i];
-        System.arraycopy(k, i * kvWidth, cache.a(layer), pos * kvWidth, kvWidth);
-        System.arraycopy(v, i * kvWidth, cache.b(layer), pos * kvWidth, kvWidth);
-      }
-    }
+    KvCache.storeNewTokens(layout, caches, layer, k, kvWidth, 0, v, kvWidth, 0);
     float[] attn = new float[t * heads * headDim];
     int[] seqOf = MlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;

@@ -176,4 +176,36 @@ public final class KvCache implements AutoCloseable {
   public int widthB() {
     return widthB;
   }
+
+  /**
+   * Stores the new tokens of a batch into their sequences' caches for {@code layer}: token {@code
+   * i}'s first row ({@code widthA} values) is read from {@code srcA} at {@code i * strideA + offA},
+   * its second row from {@code srcB} at {@code i * strideB + offB}, and both are written at the
+   * token's position.
+   */
+  static void storeNewTokens(
+      BatchLayout layout,
+      KvCache[] caches,
+      int layer,
+      float[] srcA,
+      int strideA,
+      int offA,
+      float[] srcB,
+      int strideB,
+      int offB) {
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      KvCache cache = caches[s];
+      int end = layout.seqStart()[s + 1];
+      if (end > layout.seqStart()[s]) {
+        cache.ensureCapacity(layout.positions()[end - 1] + 1);
+      }
+      int wa = cache.widthA();
+      int wb = cache.widthB();
+      for (int i = layout.seqStart()[s]; i < end; i++) {
+        int pos = layout.positions()[i];
+        System.arraycopy(srcA, i * strideA + offA, cache.a(layer), pos * wa, wa);
+        System.arraycopy(srcB, i * strideB + offB, cache.b(layer), pos * wb, wb);
+      }
+    }
+  }
 }

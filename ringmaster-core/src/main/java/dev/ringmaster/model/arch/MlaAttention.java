@@ -97,18 +97,7 @@ public final class MlaAttention implements Attention {
       }
     }
     // Append the new latents and rotary keys to each sequence's cache.
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      KvCache cache = caches[s];
-      int end = layout.seqStart()[s + 1];
-      if (end > layout.seqStart()[s]) {
-        cache.ensureCapacity(layout.positions()[end - 1] + 1);
-      }
-      for (int i = layout.seqStart()[s]; i < end; i++) {
-        int pos = layout.positions()[i];
-        System.arraycopy(kva, i * kvaWidth, cache.a(layer), pos * kvLora, kvLora);
-        System.arraycopy(kva, i * kvaWidth + kvLora, cache.b(layer), pos * ropeDim, ropeDim);
-      }
-    }
+    KvCache.storeNewTokens(layout, caches, layer, kva, kvaWidth, 0, kva, kvaWidth, kvLora);
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
     IntStream.range(0, t * heads)
