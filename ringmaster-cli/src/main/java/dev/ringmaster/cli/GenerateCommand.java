@@ -16,7 +16,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -170,10 +169,5 @@ final class GenerateCommand implements Callable<Integer> {
 
   private static int[] toArray(List<Integer> l) {
     return l.stream().mapToInt(Integer::intValue).toArray();
-  }
-
-  @Override
-  public String toString() {
-    return "generate " + Arrays.toString(promptIds);
   }
 }

@@ -108,14 +108,15 @@ final class WeightReader {
     return new CpuMatrix(t.data().asSlice(off, rows * cols * elem), floatType(t), rows, (int) cols);
   }
 
-  float[] matrixAsFloats(String name, int rows, int cols) {
-    return toFloats(store.require(name, rows, cols));
-  }
-
   /** Rows {@code [r0, r0 + rn)} of a matrix as f32. */
   float[] matrixRowsAsFloats(String name, int rows, int cols, int r0, int rn) {
-    float[] all = matrixAsFloats(name, rows, cols);
-    return java.util.Arrays.copyOfRange(all, r0 * cols, (r0 + rn) * cols);
+    // Widen only this rank's rows, not the whole matrix.
+    CpuMatrix m = matrixRows(name, rows, cols, r0, rn);
+    float[] out = new float[rn * cols];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Numerics.load(m.data(), m.dtype(), i);
+    }
+    return out;
   }
 
   private static float[] toFloats(TensorView t) {

@@ -161,7 +161,7 @@ public final class ModelConfigParser {
     double theta =
         params.path("rope_theta").isNumber()
             ? params.get("rope_theta").asDouble()
-            : optDouble("rope_theta", arch == Architecture.QWEN3_MOE ? 10000.0 : 10000.0);
+            : optDouble("rope_theta", 10000.0);
     String type = "default";
     if (params.isObject()) {
       type = params.path("rope_type").asText(params.path("type").asText("default"));
