@@ -220,11 +220,12 @@ RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const 
   }
 }
 
-// ctx[t, h, :] = sum_s w_s * pCtx[s] / sum_s w_s * pSum[s], w_s = exp(pMax[s] - max_s pMax[s]).
+// ctx[t, h, :] = sum_s w_s * pCtx[s] / sum_s w_s * pSum[s], w_s = exp(pMax[s] - max_s pMax[s]),
+// for tokens t = tokenList[y] (or y when tokenList is null).
 // Mapping: grid (heads, tokens); threads over the latent dims, each reading the (few) split maxima.
 RM_KERNEL void rm_mla_combine(float* ctx, const float* pCtx, const float* pMax, const float* pSum,
-                              int heads, int kvLora, int splits) {
-  const int h = blockIdx.x, t = blockIdx.y;
+                              const int* tokenList, int heads, int kvLora, int splits) {
+  const int h = blockIdx.x, t = tokenList != nullptr ? tokenList[blockIdx.y] : blockIdx.y;
   const size_t base = (static_cast<size_t>(t) * heads + h) * splits;
   float m = -INFINITY;
   for (int s = 0; s < splits; s++) m = fmaxf(m, pMax[base + s]);

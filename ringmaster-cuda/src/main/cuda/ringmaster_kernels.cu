@@ -7,5 +7,6 @@
 #include "moe_route.cu"
 #include "moe_experts.cu"
 #include "mla_attention.cu"
+#include "mla_mma.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"

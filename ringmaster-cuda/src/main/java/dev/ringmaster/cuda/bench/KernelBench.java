@@ -53,10 +53,20 @@ public final class KernelBench {
               for (int batch : new int[] {1, 8, 32}) {
                 b.moe(batch, 64, 6, 2048, 1408);
               }
-              b.mla(1, 16, 512);
-              b.mla(1, 16, 4096);
-              b.mla(1, 16, 32768);
-              b.mla(32, 16, 4096);
+              for (boolean tensorCores : new boolean[] {false, true}) {
+                k.useMlaTensorCores(tensorCores);
+                b.mla(1, 16, 512);
+                b.mla(1, 16, 4096);
+                b.mla(1, 16, 32768);
+                b.mla(8, 16, 640);
+                b.mla(32, 16, 640);
+                b.mla(32, 16, 4096);
+                b.mla(128, 16, 640);
+              }
+              b.mlaPrefill(16, 512, false);
+              b.mlaPrefill(16, 512, true);
+              b.mlaPrefill(16, 4096, false);
+              b.mlaPrefill(16, 4096, true);
               b.print();
             }
           });
@@ -269,13 +279,116 @@ public final class KernelBench {
       row(
           String.format(
               Locale.ROOT,
-              "mla decode %d heads, batch %d, context %d, %d splits",
+              "mla decode %s, %d heads, batch %d, context %d, %d splits",
+              k.mlaUsesTensorCores(lora, rope) ? "tensor cores" : "CUDA cores",
               heads,
               batch,
               len,
               splits),
           ms,
           bytes / (ms * 1e6));
+    }
+    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
+      b.close();
+    }
+  }
+
+  /**
+   * MLA attention of one {@code len}-token prompt (V2-Lite shape), through the prefill GEMM path or
+   * the split kernels (CUDA cores, as prefill ran before the GEMM path).
+   */
+  private void mlaPrefill(int heads, int len, boolean gemm) {
+    int nope = 128;
+    int rope = 64;
+    int v = 128;
+    int lora = 512;
+    int block = 64;
+    int d = lora + rope;
+    int blocksPerSeq = (len + block - 1) / block;
+    DeviceBuffer cache = randomBf16((long) blocksPerSeq * block * d, 1f);
+    int[] table = new int[blocksPerSeq];
+    int[] seq = new int[len];
+    int[] pos = new int[len];
+    for (int i = 0; i < table.length; i++) {
+      table[i] = i;
+    }
+    for (int t = 0; t < len; t++) {
+      pos[t] = t;
+    }
+    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
+    dt.upload(stream, table);
+    DeviceBuffer ds = DeviceBuffer.allocate(4L * len);
+    ds.upload(stream, seq);
+    DeviceBuffer dp = DeviceBuffer.allocate(4L * len);
+    dp.upload(stream, pos);
+    DeviceBuffer q = randomF32(len * heads * (nope + rope));
+    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
+    DeviceBuffer out = DeviceBuffer.allocate(4L * len * heads * v);
+    int splits = RingmasterKernels.mlaSplits(len, heads, len, 132, 2);
+    k.useMlaTensorCores(false);
+    try (MlaWorkspace ws = new MlaWorkspace(len, splits, heads, lora, rope);
+        CublasHandle blas = new CublasHandle(stream);
+        var prefill =
+            new dev.ringmaster.cuda.kernels.MlaPrefillAttention(
+                heads,
+                lora,
+                rope,
+                len,
+                len,
+                dev.ringmaster.cuda.kernels.MlaPrefillAttention.DEFAULT_SCORE_BUDGET)) {
+      double ms =
+          time(
+              i -> {
+                if (gemm) {
+                  k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), len, heads, nope, rope, v, lora);
+                  prefill.attend(
+                      stream,
+                      k,
+                      blas,
+                      ws,
+                      cache.ptr(),
+                      dt.ptr(),
+                      dp.ptr(),
+                      0,
+                      len,
+                      0,
+                      block,
+                      0.07f);
+                  k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), len, heads, nope, v, lora);
+                } else {
+                  k.mlaAttention(
+                      stream,
+                      ws,
+                      out.ptr(),
+                      q.ptr(),
+                      kvB.ptr(),
+                      cache.ptr(),
+                      dt.ptr(),
+                      blocksPerSeq,
+                      ds.ptr(),
+                      dp.ptr(),
+                      len,
+                      heads,
+                      nope,
+                      rope,
+                      v,
+                      lora,
+                      block,
+                      splits,
+                      0.07f);
+                }
+              });
+      row(
+          String.format(
+              Locale.ROOT,
+              "mla prefill %s, %d heads, one prompt of %d tokens",
+              gemm ? "GEMM path" : "split kernels (CUDA cores)",
+              heads,
+              len),
+          ms,
+          2.0 * len * d / (ms * 1e6));
+    } finally {
+      k.useMlaTensorCores(true);
     }
     for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
       b.close();

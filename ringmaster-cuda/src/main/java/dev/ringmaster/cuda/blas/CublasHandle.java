@@ -101,6 +101,52 @@ public final class CublasHandle implements AutoCloseable {
         batch);
   }
 
+  /**
+   * The general strided-batched product in cuBLAS's own column-major terms: {@code C_b (m x n) =
+   * op(A_b) (m x k) . op(B_b) (k x n)} for {@code b < batch}, with {@code A} and {@code B} bf16,
+   * {@code C} f32, element strides between batches (0 shares one operand) and leading dimensions as
+   * cuBLAS defines them. A row-major {@code [r, c]} matrix is a column-major {@code c x r} one.
+   */
+  public void gemmStridedBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      long c,
+      int ldc,
+      long strideC,
+      int batch) {
+    cublas.gemmStridedBatchedEx(
+        handle,
+        transA ? Cublas.OP_T : Cublas.OP_N,
+        transB ? Cublas.OP_T : Cublas.OP_N,
+        m,
+        n,
+        k,
+        one,
+        a,
+        Cublas.CUDA_R_16BF,
+        lda,
+        strideA,
+        b,
+        Cublas.CUDA_R_16BF,
+        ldb,
+        strideB,
+        zero,
+        c,
+        Cublas.CUDA_R_32F,
+        ldc,
+        strideC,
+        batch);
+  }
+
   @Override
   public void close() {
     if (!closed) {

@@ -47,6 +47,16 @@ public final class MlaWorkspace implements AutoCloseable {
         + ctx.bytes();
   }
 
+  /** Absorbed queries {@code [maxTokens, heads, kvLora + ropeDim]} (f32). */
+  public long qLatentPtr() {
+    return qLatent.ptr();
+  }
+
+  /** Latent context {@code [maxTokens, heads, kvLora]} (f32). */
+  public long contextPtr() {
+    return ctx.ptr();
+  }
+
   /** The most splits that {@code tokens} query tokens may use with this scratch. */
   public int splitLimit(int tokens) {
     return (int) Math.max(1, Math.min(maxSplits, maxTokenSplits / Math.max(tokens, 1)));

@@ -49,6 +49,12 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel mlaAppend;
   private final Kernel mlaSplit;
   private final Kernel mlaCombine;
+  private final Kernel mlaSplitMma;
+  private final Kernel mlaGatherCtx;
+  private final Kernel mlaPrefillSoftmax;
+  private boolean mlaTensorCores = true;
+  private int mmaSharedGranted;
+  private int mmaSharedRefused = Integer.MAX_VALUE;
   private final Kernel argmax;
   private final Kernel sample;
 
@@ -79,7 +85,10 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaOutV = new Kernel(module, "rm_mla_out_v", 8);
     mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
     mlaSplit = new Kernel(module, "rm_mla_decode_split", 15);
-    mlaCombine = new Kernel(module, "rm_mla_combine", 7);
+    mlaCombine = new Kernel(module, "rm_mla_combine", 8);
+    mlaSplitMma = new Kernel(module, "rm_mla_decode_split_mma", 17);
+    mlaGatherCtx = new Kernel(module, "rm_mla_gather_ctx", 5);
+    mlaPrefillSoftmax = new Kernel(module, "rm_mla_prefill_softmax", 7);
     argmax = new Kernel(module, "rm_argmax", 3);
     sample = new Kernel(module, "rm_sample", 8);
   }
@@ -272,14 +281,67 @@ public final class RingmasterKernels implements AutoCloseable {
   }
 
   /**
-   * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs.
+   * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs:
+   * enough blocks (16 heads each on the tensor-core path) for four per SM, but no split shorter
+   * than 32 positions. The tensor-core kernel also never gives a split fewer than {@link
+   * #MLA_MMA_MIN_CHUNK} positions, so splits a graph captured for a long nominal context stay cheap
+   * when the real context is short (the surplus ones are empty).
    */
   public static int mlaSplits(int tokens, int heads, int maxLen, int sms, int maxSplits) {
-    int headBlocks = (heads + 7) / 8;
-    // Enough blocks for four per SM, but no split shorter than 32 positions.
+    int headBlocks = (heads + 15) / 16;
     int wanted = (4 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
     int byLength = (maxLen + 31) / 32;
     return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
+  }
+
+  /** Fewest positions per split of the tensor-core decode kernel (two tiles of 32). */
+  public static final int MLA_MMA_MIN_CHUNK = 64;
+
+  /**
+   * Chooses the tensor-core decode kernel (default, where the shape allows) or the CUDA-core one;
+   * both compute the same split partials. For tests and benchmarks.
+   */
+  public void useMlaTensorCores(boolean on) {
+    mlaTensorCores = on;
+  }
+
+  /** Whether split attention for latent rank {@code kvLora} runs on tensor cores. */
+  public boolean mlaUsesTensorCores(int kvLora, int ropeDim) {
+    return mlaTensorCores
+        && kvLora % 16 == 0
+        && ropeDim % 16 == 0
+        && mmaSharedAllowed(mlaMmaSharedBytes(kvLora, ropeDim));
+  }
+
+  /** Raises the tensor-core kernel's shared-memory limit once; false where the GPU has less. */
+  private boolean mmaSharedAllowed(int bytes) {
+    if (bytes <= mmaSharedGranted) {
+      return true;
+    }
+    if (bytes >= mmaSharedRefused) {
+      return false;
+    }
+    try {
+      mlaSplitMma.maxDynamicSharedBytes(bytes);
+      mmaSharedGranted = bytes;
+      return true;
+    } catch (RuntimeException tooMuch) {
+      mmaSharedRefused = bytes;
+      return false;
+    }
+  }
+
+  private static int mlaMmaSharedBytes(int kvLora, int ropeDim) {
+    // Mirrors MlaMmaSmem in mla_mma.cu: q and k tiles (bf16, row stride D + 8), two partial score
+    // tiles and the probabilities, the f32 context, three per-head values; parts 128-byte aligned.
+    int ldq = kvLora + ropeDim + 8;
+    int bytes = up128(16 * ldq * 2) + up128(32 * ldq * 2) + up128(2 * 16 * 36 * 4);
+    bytes += up128(16 * 40 * 2) + up128(16 * (kvLora + 4) * 4);
+    return bytes + 3 * 16 * 4;
+  }
+
+  private static int up128(int b) {
+    return (b + 127) & ~127;
   }
 
   /**
@@ -309,25 +371,141 @@ public final class RingmasterKernels implements AutoCloseable {
       int blockSize,
       int splits,
       float scale) {
-    if (t > ws.maxTokens || splits > ws.maxSplits || (long) t * splits > ws.maxTokenSplits) {
-      throw new IllegalArgumentException(
-          t + " tokens / " + splits + " splits exceed the workspace");
+    mlaAbsorb(s, ws, q, kvB, t, heads, nope, ropeDim, vDim, kvLora);
+    mlaSplitAttention(
+        s,
+        ws,
+        cache,
+        blockTable,
+        maxBlocksPerSeq,
+        tokenSeq,
+        tokenPos,
+        0,
+        t,
+        heads,
+        ropeDim,
+        kvLora,
+        blockSize,
+        splits,
+        scale);
+    mlaOutV(s, ws, out, kvB, t, heads, nope, vDim, kvLora);
+  }
+
+  /**
+   * First step of {@link #mlaAttention}: the absorbed queries of {@code t} tokens into {@code ws}.
+   */
+  public void mlaAbsorb(
+      CudaStream s,
+      MlaWorkspace ws,
+      long q,
+      long kvB,
+      int t,
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int kvLora) {
+    if (t > ws.maxTokens) {
+      throw new IllegalArgumentException(t + " tokens exceed the workspace's " + ws.maxTokens);
     }
     mlaAbsorbQ.arg(0, ws.qLatent.ptr()).arg(1, q).arg(2, kvB).arg(3, heads).arg(4, nope);
     // Both projections take 8 tokens per block (see mla_attention.cu for the thread mapping).
-    int tokenBlocks = (t + 7) / 8;
     mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).arg(8, t);
-    mlaAbsorbQ.launch(s, heads, (kvLora + 127) / 128, tokenBlocks, 256, 0);
-    mlaSplit.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr()).arg(2, ws.partialSum.ptr());
-    mlaSplit.arg(3, ws.qLatent.ptr()).arg(4, cache).arg(5, blockTable).arg(6, maxBlocksPerSeq);
-    mlaSplit.arg(7, tokenSeq).arg(8, tokenPos).arg(9, heads).arg(10, kvLora).arg(11, ropeDim);
-    mlaSplit.arg(12, blockSize).arg(13, splits).arg(14, scale);
-    mlaSplit.launch(s, (heads + 7) / 8, splits, t, 256, 0);
+    mlaAbsorbQ.launch(s, heads, (kvLora + 127) / 128, (t + 7) / 8, 256, 0);
+  }
+
+  /**
+   * Split attention and combine for {@code count} of the absorbed queries in {@code ws}: the tokens
+   * listed in {@code tokenList} (device ints), or tokens {@code 0 .. count-1} when it is 0. Writes
+   * their latent context rows of {@code ws}.
+   */
+  public void mlaSplitAttention(
+      CudaStream s,
+      MlaWorkspace ws,
+      long cache,
+      long blockTable,
+      int maxBlocksPerSeq,
+      long tokenSeq,
+      long tokenPos,
+      long tokenList,
+      int count,
+      int heads,
+      int ropeDim,
+      int kvLora,
+      int blockSize,
+      int splits,
+      float scale) {
+    if (count > ws.maxTokens
+        || splits > ws.maxSplits
+        || (long) count * splits > ws.maxTokenSplits) {
+      throw new IllegalArgumentException(
+          count + " tokens / " + splits + " splits exceed the workspace");
+    }
+    if (mlaUsesTensorCores(kvLora, ropeDim)) {
+      int smem = mlaMmaSharedBytes(kvLora, ropeDim);
+      mlaSplitMma.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr());
+      mlaSplitMma.arg(2, ws.partialSum.ptr()).arg(3, ws.qLatent.ptr()).arg(4, cache);
+      mlaSplitMma.arg(5, blockTable).arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos);
+      mlaSplitMma.arg(9, tokenList).arg(10, heads).arg(11, kvLora).arg(12, ropeDim);
+      mlaSplitMma.arg(13, blockSize).arg(14, splits).arg(15, MLA_MMA_MIN_CHUNK).arg(16, scale);
+      mlaSplitMma.launch(s, (heads + 15) / 16, splits, count, 256, smem);
+    } else {
+      if (tokenList != 0) {
+        throw new IllegalArgumentException("the CUDA-core split kernel takes no token list");
+      }
+      mlaSplit.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr());
+      mlaSplit.arg(2, ws.partialSum.ptr()).arg(3, ws.qLatent.ptr()).arg(4, cache);
+      mlaSplit.arg(5, blockTable).arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos);
+      mlaSplit.arg(9, heads).arg(10, kvLora).arg(11, ropeDim);
+      mlaSplit.arg(12, blockSize).arg(13, splits).arg(14, scale);
+      mlaSplit.launch(s, (heads + 7) / 8, splits, count, 256, 0);
+    }
     mlaCombine.arg(0, ws.ctx.ptr()).arg(1, ws.partialCtx.ptr()).arg(2, ws.partialMax.ptr());
-    mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, heads).arg(5, kvLora).arg(6, splits);
-    mlaCombine.launch(s, heads, t, 1, 256, 0);
+    mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, tokenList).arg(5, heads).arg(6, kvLora);
+    mlaCombine.arg(7, splits).launch(s, heads, count, 1, 256, 0);
+  }
+
+  /** Last step of {@link #mlaAttention}: {@code out [t, H, vDim]} from the latent context. */
+  public void mlaOutV(
+      CudaStream s,
+      MlaWorkspace ws,
+      long out,
+      long kvB,
+      int t,
+      int heads,
+      int nope,
+      int vDim,
+      int kvLora) {
     mlaOutV.arg(0, out).arg(1, ws.ctx.ptr()).arg(2, kvB).arg(3, heads).arg(4, nope).arg(5, vDim);
-    mlaOutV.arg(6, kvLora).arg(7, t).launch(s, heads, (vDim + 31) / 32, tokenBlocks, 256, 0);
+    mlaOutV.arg(6, kvLora).arg(7, t).launch(s, heads, (vDim + 31) / 32, (t + 7) / 8, 256, 0);
+  }
+
+  /**
+   * Copies positions {@code 0 .. ctxLen-1} of one sequence's cache (block-table row {@code table})
+   * into {@code out [ctxLen, D]} (bf16), for the prefill GEMMs.
+   */
+  public void mlaGatherContext(
+      CudaStream s, long out, long cache, long table, int ctxLen, int d, int blockSize) {
+    mlaGatherCtx.arg(0, out).arg(1, cache).arg(2, table).arg(3, d).arg(4, blockSize);
+    mlaGatherCtx.launch(s, ctxLen, 1, 1, 128, 0);
+  }
+
+  /**
+   * Causal softmax of prefill scores {@code S [heads, rows, ld]} (f32) into {@code P} (bf16, same
+   * layout): row {@code (h, i)} sees positions {@code 0 .. pos[i]} of {@code ctxLen}.
+   */
+  public void mlaPrefillSoftmax(
+      CudaStream s,
+      long p,
+      long scores,
+      long pos,
+      int rows,
+      int heads,
+      int ctxLen,
+      int ld,
+      float scale) {
+    mlaPrefillSoftmax.arg(0, p).arg(1, scores).arg(2, pos).arg(3, rows).arg(4, ctxLen);
+    mlaPrefillSoftmax.arg(5, ld).arg(6, scale).launch(s, rows, heads, 1, 256, 0);
   }
 
   /** {@code out[r] = argmax logits[r, :]} (lowest index on ties) for {@code rows} rows. */

@@ -6,6 +6,7 @@ import dev.ringmaster.cuda.GpuThread;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceInfo;
 import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
@@ -33,6 +34,17 @@ public final class CudaCausalLm implements LanguageModel {
   /** Context length the decode split count is chosen for (graphs cannot see the real one). */
   private static final int DECODE_NOMINAL_CONTEXT = 2048;
 
+  /**
+   * Prefill attention as GEMMs (set {@code -Dringmaster.cuda.mlaPrefillGemm=false} to measure the
+   * split kernels instead); {@code -Dringmaster.cuda.mlaTensorCores=false} likewise selects the
+   * CUDA-core decode kernel.
+   */
+  private static final boolean PREFILL_GEMM =
+      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaPrefillGemm", "true"));
+
+  /** Longest context the prefill GEMM path gathers (its scratch: 151 MB at D = 576). */
+  private static final int PREFILL_GEMM_MAX_CONTEXT = 131_072;
+
   private final ModelConfig cfg;
   private final WeightStore store;
   private final GpuThread gpu;
@@ -46,6 +58,8 @@ public final class CudaCausalLm implements LanguageModel {
   private DecoderStack stack;
   private DecodeGraphs graphs;
   private GroupedExperts grouped;
+  private MlaPrefillAttention mlaPrefill;
+  private PrefillSegments segments;
   private HostBuffer hostOut;
   private MemoryPlan plan;
   private int sms;
@@ -122,6 +136,23 @@ public final class CudaCausalLm implements LanguageModel {
               cfg.moe().expertIntermediateSize());
     }
 
+    if (PREFILL_GEMM
+        && maxTokens >= PrefillSegments.MIN_GEMM_TOKENS
+        && (cfg.kvLoraRank() + cfg.qkRopeHeadDim()) % 8 == 0) {
+      mlaPrefill =
+          new MlaPrefillAttention(
+              cfg.numHeads(),
+              cfg.kvLoraRank(),
+              cfg.qkRopeHeadDim(),
+              Math.min(cfg.maxPositionEmbeddings(), PREFILL_GEMM_MAX_CONTEXT),
+              maxTokens,
+              MlaPrefillAttention.DEFAULT_SCORE_BUDGET);
+      segments = new PrefillSegments(maxTokens);
+    }
+    if (!Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaTensorCores", "true"))) {
+      ops.kernels.useMlaTensorCores(false);
+    }
+
     // KV cache: the static share minus the weights, bounded by what is free now less graphs.
     double fraction =
         options.memFractionStatic() != null
@@ -161,7 +192,11 @@ public final class CudaCausalLm implements LanguageModel {
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
     long activationBytes =
-        act.bytes() + ops.scratchBytes() + inputs.bytes() + (grouped == null ? 0 : grouped.bytes());
+        act.bytes()
+            + ops.scratchBytes()
+            + inputs.bytes()
+            + (grouped == null ? 0 : grouped.bytes())
+            + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes());
     plan =
         new MemoryPlan(
             dev.toString(),
@@ -427,13 +462,21 @@ public final class CudaCausalLm implements LanguageModel {
       int splits =
           RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
       boolean groupedExperts = len >= options.moeGroupedMinTokens();
-      if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
-        stack.beginProfile();
-        stack.forward(len, splits, groupedExperts);
-        System.err.println(
-            StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
-      } else {
-        stack.forward(len, splits, groupedExperts);
+      if (segments != null) {
+        segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
+        stack.usePrefillSegments(segments, mlaPrefill);
+      }
+      try {
+        if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
+          stack.beginProfile();
+          stack.forward(len, splits, groupedExperts);
+          System.err.println(
+              StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
+        } else {
+          stack.forward(len, splits, groupedExperts);
+        }
+      } finally {
+        stack.usePrefillSegments(null, null);
       }
       // The requested rows of this chunk, in groups that fit the logits buffer.
       List<Integer> wanted = new ArrayList<>();
@@ -478,7 +521,18 @@ public final class CudaCausalLm implements LanguageModel {
             if (stream != null) {
               stream.synchronize();
             }
-            closeAll(graphs, pool, inputs, grouped, act, ops, weights, hostOut, stream);
+            closeAll(
+                graphs,
+                pool,
+                inputs,
+                grouped,
+                mlaPrefill,
+                segments,
+                act,
+                ops,
+                weights,
+                hostOut,
+                stream);
           });
     } finally {
       gpu.close();

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 
@@ -20,6 +21,8 @@ final class DecoderStack {
   private final FeedForwardBlock mlp;
   private final float eps;
   private StepProfiler profiler;
+  private PrefillSegments segments;
+  private MlaPrefillAttention prefill;
 
   DecoderStack(
       ModelConfig cfg,
@@ -39,6 +42,15 @@ final class DecoderStack {
     this.attention = new MlaBlock(cfg, rope);
     this.mlp = new FeedForwardBlock(cfg, grouped);
     this.eps = (float) cfg.rmsNormEps();
+  }
+
+  /**
+   * Routes the attention of the next {@link #forward} calls by {@code segments} through {@code
+   * prefill}'s GEMMs; {@code null} (decode, graphs) uses the split kernels for every token.
+   */
+  void usePrefillSegments(PrefillSegments segments, MlaPrefillAttention prefill) {
+    this.segments = segments;
+    this.prefill = prefill;
   }
 
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
@@ -78,7 +90,17 @@ final class DecoderStack {
       }
       mark("norms");
       attention.forward(
-          ops, act, in, lw.attention(), pool.layerPtr(l), pool.blockSize(), n, splits, this::mark);
+          ops,
+          act,
+          in,
+          lw.attention(),
+          pool.layerPtr(l),
+          pool.blockSize(),
+          n,
+          splits,
+          segments,
+          prefill,
+          this::mark);
       ops.addRmsNorm(
           act.normed.ptr(), act.hidden.ptr(), act.attnOut.ptr(), lw.postAttentionNorm(), n, h, eps);
       mark("norms");

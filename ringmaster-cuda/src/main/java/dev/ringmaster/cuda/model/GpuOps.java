@@ -48,6 +48,11 @@ final class GpuOps implements AutoCloseable {
     }
   }
 
+  /** The stream's cuBLAS handle, for products that {@link #linear} does not cover. */
+  CublasHandle blas() {
+    return blas;
+  }
+
   /** {@code y[n, m] = xb[n, k] . W[m, k]^T} with bf16 {@code xb} and {@code W} (cuBLAS). */
   void gemmBf16(long y, long xb, long w, int n, int m, int k) {
     blas.linear(y, xb, w, n, m, k, false);

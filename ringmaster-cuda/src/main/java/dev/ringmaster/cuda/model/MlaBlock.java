@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
@@ -52,6 +53,8 @@ final class MlaBlock {
       int blockSize,
       int n,
       int splits,
+      PrefillSegments segments,
+      MlaPrefillAttention prefill,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     int qk = nope + ropeDim;
@@ -93,28 +96,88 @@ final class MlaBlock {
         interleaved);
     k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
     mark.accept("mla.q_kv_rope_append");
-    k.mlaAttention(
-        ops.stream,
-        act.mla,
-        act.attn.ptr(),
-        act.q.ptr(),
-        w.kvB().ptr(),
-        layerCache,
-        in.blockTable.ptr(),
-        in.maxBlocksPerSeq,
-        in.tokenSeq.ptr(),
-        in.positions.ptr(),
-        n,
-        heads,
-        nope,
-        ropeDim,
-        vDim,
-        kvLora,
-        blockSize,
-        splits,
-        scale);
+    if (segments == null || segments.gemmRuns().isEmpty()) {
+      k.mlaAttention(
+          ops.stream,
+          act.mla,
+          act.attn.ptr(),
+          act.q.ptr(),
+          w.kvB().ptr(),
+          layerCache,
+          in.blockTable.ptr(),
+          in.maxBlocksPerSeq,
+          in.tokenSeq.ptr(),
+          in.positions.ptr(),
+          n,
+          heads,
+          nope,
+          ropeDim,
+          vDim,
+          kvLora,
+          blockSize,
+          splits,
+          scale);
+    } else {
+      prefillAttention(ops, act, in, w, layerCache, blockSize, n, splits, segments, prefill);
+    }
     mark.accept("mla.attention");
     ops.linear(act.attnOut.ptr(), act.attn.ptr(), w.oProj(), n);
     mark.accept("mla.o_proj");
+  }
+
+  /**
+   * Attention of a prefill chunk: long runs of one sequence through the GEMM path, the other tokens
+   * through the split kernels (by list on tensor cores; the CUDA-core kernel takes every token and
+   * the GEMM runs then overwrite theirs).
+   */
+  private void prefillAttention(
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      LayerWeights.MlaWeights w,
+      long layerCache,
+      int blockSize,
+      int n,
+      int splits,
+      PrefillSegments segments,
+      MlaPrefillAttention prefill) {
+    RingmasterKernels k = ops.kernels;
+    k.mlaAbsorb(
+        ops.stream, act.mla, act.q.ptr(), w.kvB().ptr(), n, heads, nope, ropeDim, vDim, kvLora);
+    boolean byList = k.mlaUsesTensorCores(kvLora, ropeDim);
+    if (!byList || segments.splitCount() > 0) {
+      k.mlaSplitAttention(
+          ops.stream,
+          act.mla,
+          layerCache,
+          in.blockTable.ptr(),
+          in.maxBlocksPerSeq,
+          in.tokenSeq.ptr(),
+          in.positions.ptr(),
+          byList ? segments.splitListPtr() : 0,
+          byList ? segments.splitCount() : n,
+          heads,
+          ropeDim,
+          kvLora,
+          blockSize,
+          splits,
+          scale);
+    }
+    for (PrefillSegments.Run r : segments.gemmRuns()) {
+      prefill.attend(
+          ops.stream,
+          k,
+          ops.blas(),
+          act.mla,
+          layerCache,
+          in.blockTable.ptr() + 4L * r.seq() * in.maxBlocksPerSeq,
+          in.positions.ptr(),
+          r.first(),
+          r.count(),
+          r.firstPos(),
+          blockSize,
+          scale);
+    }
+    k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), w.kvB().ptr(), n, heads, nope, vDim, kvLora);
   }
 }

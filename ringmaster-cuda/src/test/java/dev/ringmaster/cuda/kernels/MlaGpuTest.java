@@ -13,6 +13,19 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 @Tag("gpu")
 class MlaGpuTest {
+  /** Which attention path a case runs. */
+  enum Path {
+    /** The CUDA-core split kernel: f32 queries, exact to rounding (1e-4). */
+    CUDA_CORES,
+    /** The tensor-core split kernel: bf16 queries and probabilities (1e-2). */
+    TENSOR_CORES,
+    /**
+     * Prefill runs of 8 or more tokens through the GEMM path (with a score budget small enough to
+     * force several query tiles), the other tokens through the tensor-core kernel by list (1e-2).
+     */
+    GEMM_PREFILL
+  }
+
   @ParameterizedTest
   @CsvSource({
     // heads, nope, rope, v, lora, blockSize, seq lengths (;-separated), prefill, splits
@@ -21,12 +34,32 @@ class MlaGpuTest {
     "3,32,16,24,64,16,37;1;16;17,false,3",
     "5,16,32,40,96,8,23;9,true,2",
     "16,128,64,128,512,64,200,true,4",
+    "16,128,64,128,512,64,300;3;40,true,4",
     "128,128,64,128,512,64,4100,false,64",
     "16,128,64,128,512,64,1;70;300,false,200",
     // latent width not a multiple of 8 (scalar projection paths), 13 prefill tokens (partial block)
     "3,24,16,20,100,16,13,true,2"
   })
   void pagedAbsorbedAttentionMatchesReference(
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int lora,
+      int blockSize,
+      String lengths,
+      boolean prefill,
+      int splits) {
+    for (Path path : Path.values()) {
+      // The GEMM path gathers rows in 16-byte vectors: it needs D % 8 == 0 (the model checks too).
+      if (path != Path.GEMM_PREFILL || (prefill && (lora + ropeDim) % 8 == 0)) {
+        check(path, heads, nope, ropeDim, vDim, lora, blockSize, lengths, prefill, splits);
+      }
+    }
+  }
+
+  private static void check(
+      Path path,
       int heads,
       int nope,
       int ropeDim,
@@ -106,32 +139,148 @@ class MlaGpuTest {
           var k = Gpu.kernels();
           k.mlaCacheAppend(
               s.stream(), cache.ptr(), s.f32(kv).ptr(), d, s.i32(slots).ptr(), cachedTokens, d);
+          k.useMlaTensorCores(path != Path.CUDA_CORES);
           try (MlaWorkspace ws = new MlaWorkspace(t, splits, heads, lora, ropeDim)) {
             ws.partialCtx.poison(s.stream());
+            ws.ctx.poison(s.stream());
             DeviceBuffer out = s.poisoned((long) t * heads * vDim);
-            k.mlaAttention(
-                s.stream(),
-                ws,
-                out.ptr(),
-                s.f32(q).ptr(),
-                s.bf16(kvB.bits()).ptr(),
-                cache.ptr(),
-                s.i32(table).ptr(),
-                maxBlocksF,
-                s.i32(tokenSeq).ptr(),
-                s.i32(tokenPos).ptr(),
-                t,
-                heads,
-                nope,
-                ropeDim,
-                vDim,
-                lora,
-                blockSize,
-                splits,
-                scale);
-            Compare.assertClose("mla seed " + r.seed(), s.read(out, t * heads * vDim), want, 1e-4);
+            if (path == Path.GEMM_PREFILL) {
+              gemmPrefill(
+                  s,
+                  k,
+                  ws,
+                  out.ptr(),
+                  q,
+                  kvB,
+                  cache.ptr(),
+                  table,
+                  maxBlocksF,
+                  tokenSeq,
+                  tokenPos,
+                  heads,
+                  nope,
+                  ropeDim,
+                  vDim,
+                  lora,
+                  blockSize,
+                  splits,
+                  scale);
+            } else {
+              k.mlaAttention(
+                  s.stream(),
+                  ws,
+                  out.ptr(),
+                  s.f32(q).ptr(),
+                  s.bf16(kvB.bits()).ptr(),
+                  cache.ptr(),
+                  s.i32(table).ptr(),
+                  maxBlocksF,
+                  s.i32(tokenSeq).ptr(),
+                  s.i32(tokenPos).ptr(),
+                  t,
+                  heads,
+                  nope,
+                  ropeDim,
+                  vDim,
+                  lora,
+                  blockSize,
+                  splits,
+                  scale);
+            }
+            double tol = path == Path.CUDA_CORES ? 1e-4 : 1e-2;
+            Compare.assertClose(
+                "mla " + path + " seed " + r.seed(), s.read(out, t * heads * vDim), want, tol);
+          } finally {
+            k.useMlaTensorCores(true);
           }
         });
+  }
+
+  /** Runs of 8+ tokens of one sequence through {@link MlaPrefillAttention}, the rest by list. */
+  private static void gemmPrefill(
+      dev.ringmaster.cuda.testing.DeviceScope s,
+      RingmasterKernels k,
+      MlaWorkspace ws,
+      long out,
+      float[] q,
+      Rand.Bf16 kvB,
+      long cache,
+      int[] table,
+      int maxBlocks,
+      int[] tokenSeq,
+      int[] tokenPos,
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int lora,
+      int blockSize,
+      int splits,
+      float scale) {
+    int t = tokenSeq.length;
+    long kvBPtr = s.bf16(kvB.bits()).ptr();
+    long tablePtr = s.i32(table).ptr();
+    long posPtr = s.i32(tokenPos).ptr();
+    k.mlaAbsorb(s.stream(), ws, s.f32(q).ptr(), kvBPtr, t, heads, nope, ropeDim, vDim, lora);
+    List<int[]> runs = new ArrayList<>();
+    List<Integer> rest = new ArrayList<>();
+    for (int i = 0; i < t; ) {
+      int j = i + 1;
+      while (j < t && tokenSeq[j] == tokenSeq[i] && tokenPos[j] == tokenPos[j - 1] + 1) {
+        j++;
+      }
+      if (j - i >= 8) {
+        runs.add(new int[] {i, j - i});
+      } else {
+        for (int x = i; x < j; x++) {
+          rest.add(x);
+        }
+      }
+      i = j;
+    }
+    if (!rest.isEmpty()) {
+      int[] list = rest.stream().mapToInt(Integer::intValue).toArray();
+      k.mlaSplitAttention(
+          s.stream(),
+          ws,
+          cache,
+          tablePtr,
+          maxBlocks,
+          s.i32(tokenSeq).ptr(),
+          posPtr,
+          s.i32(list).ptr(),
+          list.length,
+          heads,
+          ropeDim,
+          lora,
+          blockSize,
+          splits,
+          scale);
+    }
+    int maxContext = java.util.Arrays.stream(tokenPos).max().orElse(0) + 1;
+    // Room for three query rows at the longest context: long runs take several tiles.
+    long budget = 3L * heads * maxContext;
+    try (var blas = new dev.ringmaster.cuda.blas.CublasHandle(s.stream());
+        var prefill = new MlaPrefillAttention(heads, lora, ropeDim, maxContext, t, budget)) {
+      for (int[] run : runs) {
+        int seq = tokenSeq[run[0]];
+        prefill.attend(
+            s.stream(),
+            k,
+            blas,
+            ws,
+            cache,
+            tablePtr + 4L * seq * maxBlocks,
+            posPtr,
+            run[0],
+            run[1],
+            tokenPos[run[0]],
+            blockSize,
+            scale);
+      }
+      k.mlaOutV(s.stream(), ws, out, kvBPtr, t, heads, nope, vDim, lora);
+      s.stream().synchronize();
+    }
   }
 
   static float[] reference(

@@ -1,0 +1,218 @@
+// MLA attention on tensor cores (bf16 operands, f32 accumulation), two shapes of the same absorbed
+// attention as mla_attention.cu:
+//
+// - Decode (rm_mla_decode_split_mma): one block per (16 heads, split, query token). Every head of a
+//   token reads the same cache rows, so the block loads a tile of 32 rows into shared memory once and
+//   computes the 16 x 32 score tile and the 16 x kvLora context update with WMMA, instead of one warp
+//   per head walking the rows. Writes the same split partials as rm_mla_decode_split, so
+//   rm_mla_combine merges them.
+// - Prefill (rm_mla_gather_ctx + two cuBLAS batched GEMMs + rm_mla_prefill_softmax): the queries of
+//   one sequence against its gathered context, scores materialised in f32 (host code in
+//   MlaPrefillAttention.java drives it).
+//
+// Numerics differ from the CUDA-core kernel in two roundings: the absorbed query and the
+// probabilities are rounded to bf16 before their products (FlashMLA does the same); the softmax sums
+// the rounded probabilities, so the weights used for the context sum to one exactly as computed.
+#pragma once
+#include <mma.h>
+#include "common.cuh"
+
+constexpr int kMmaHeads = 16;   // query rows per block: the WMMA M dimension
+constexpr int kMmaTile = 32;    // cache positions per tile
+constexpr int kMmaKGroups = 2;  // warps that split the score dot products over D
+constexpr int kMmaThreads = 256;
+
+// Shared-memory layout of the decode kernel, in bytes from the start (each part 128-byte aligned).
+struct MlaMmaSmem {
+  int ldq, ldAcc, q, k, scores, probs, acc, rows, total;
+  __host__ __device__ MlaMmaSmem(int D, int kvLora) {
+    ldq = D + 8;           // bf16 row stride: a multiple of 8 that shifts rows by 4 banks
+    ldAcc = kvLora + 4;    // f32 row stride
+    auto up = [](int b) { return (b + 127) & ~127; };
+    q = 0;
+    k = q + up(kMmaHeads * ldq * 2);
+    scores = k + up(kMmaTile * ldq * 2);
+    probs = scores + up(kMmaKGroups * kMmaHeads * (kMmaTile + 4) * 4);
+    acc = probs + up(kMmaHeads * (kMmaTile + 8) * 2);
+    rows = acc + up(kMmaHeads * ldAcc * 4);
+    total = rows + 3 * kMmaHeads * 4;
+  }
+};
+
+// Same contract as rm_mla_decode_split (see mla_attention.cu), for query tokens tokenList[z] (or z
+// when tokenList is null), except that a split covers at least minChunk positions: a graph captured
+// with many splits for a long nominal context then leaves the surplus splits empty on a short one
+// instead of spreading a few positions over each. Needs kvLora % 16 == 0 and ropeDim % 16 == 0.
+// Mapping: grid (ceil(heads / 16), splits, tokens), 8 warps. Per tile of 32 positions: all threads
+// load the rows (16-byte loads, positions past the split zero-filled); warps 0-3 compute the score
+// tile (warp w: positions 16*(w&1).., half (w>>1) of the D dims), the two halves summed in a fixed
+// order; warp w then owns the softmax update of heads 2w, 2w+1 (lane = position) and the context
+// columns of n-tiles w, w+8, ...: it rescales them by the running-max correction and adds P . V.
+RM_KERNEL void __launch_bounds__(kMmaThreads)
+    rm_mla_decode_split_mma(float* pCtx, float* pMax, float* pSum, const float* q,
+                            const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
+                            const int* tokenSeq, const int* tokenPos, const int* tokenList,
+                            int heads, int kvLora, int ropeDim, int blockSize, int splits,
+                            int minChunk, float scale) {
+  using namespace nvcuda;
+  extern __shared__ __align__(128) unsigned char mlaSmem[];
+  const int D = kvLora + ropeDim;
+  const MlaMmaSmem L(D, kvLora);
+  __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.q);
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.k);
+  float* sp = reinterpret_cast<float*>(mlaSmem + L.scores);
+  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.probs);
+  float* acc = reinterpret_cast<float*>(mlaSmem + L.acc);
+  float* mrow = reinterpret_cast<float*>(mlaSmem + L.rows);
+  float* lrow = mrow + kMmaHeads;
+  float* crow = lrow + kMmaHeads;
+  constexpr int ldS = kMmaTile + 4, ldP = kMmaTile + 8;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int h0 = blockIdx.x * kMmaHeads, s = blockIdx.y;
+  const int t = tokenList != nullptr ? tokenList[blockIdx.z] : blockIdx.z;
+  const int len = tokenPos[t] + 1;
+  const int chunk = max((len + splits - 1) / splits, minChunk);
+  const int begin = s * chunk, end = min(len, begin + chunk);
+  if (begin >= end) {  // a surplus split: an empty partial, skipped by the combine
+    for (int r = warp; r < kMmaHeads && h0 + r < heads; r += kMmaThreads / 32) {
+      const size_t part = (static_cast<size_t>(t) * heads + h0 + r) * splits + s;
+      if (lane == 0) {
+        pMax[part] = -INFINITY;
+        pSum[part] = 0.f;
+      }
+      for (int c = lane; c < kvLora; c += 32) pCtx[part * kvLora + c] = 0.f;
+    }
+    return;
+  }
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+
+  for (int i = threadIdx.x; i < kMmaHeads * D; i += blockDim.x) {
+    const int r = i / D, d = i - r * D;
+    const float v = h0 + r < heads ? q[(static_cast<size_t>(t) * heads + h0 + r) * D + d] : 0.f;
+    qs[r * L.ldq + d] = __float2bfloat16_rn(v);
+  }
+  for (int i = threadIdx.x; i < kMmaHeads * L.ldAcc; i += blockDim.x) acc[i] = 0.f;
+  if (threadIdx.x < kMmaHeads) {
+    mrow[threadIdx.x] = -INFINITY;
+    lrow[threadIdx.x] = 0.f;
+  }
+
+  const int vecPerRow = D / 8;
+  for (int p0 = begin; p0 < end; p0 += kMmaTile) {
+    __syncthreads();  // the previous tile's rows and probabilities are no longer read
+    for (int i = threadIdx.x; i < kMmaTile * vecPerRow; i += blockDim.x) {
+      const int r = i / vecPerRow, c = i - r * vecPerRow;
+      const int p = p0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (p < end) {
+        const uint16_t* row =
+            cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+        v = __ldg(reinterpret_cast<const uint4*>(row) + c);
+      }
+      *reinterpret_cast<uint4*>(ks + r * L.ldq + 8 * c) = v;
+    }
+    __syncthreads();
+    if (warp < 2 * kMmaKGroups) {
+      const int n0 = 16 * (warp & 1), g = warp >> 1;
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.f);
+      for (int k0 = 16 * g; k0 < D; k0 += 16 * kMmaKGroups) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+        wmma::load_matrix_sync(a, qs + k0, L.ldq);
+        wmma::load_matrix_sync(b, ks + n0 * L.ldq + k0, L.ldq);
+        wmma::mma_sync(c, a, b, c);
+      }
+      wmma::store_matrix_sync(sp + g * kMmaHeads * ldS + n0, c, ldS, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int r = 2 * warp; r < 2 * warp + 2; r++) {
+      const bool valid = p0 + lane < end;
+      float sc = 0.f;
+#pragma unroll
+      for (int g = 0; g < kMmaKGroups; g++) sc += sp[(g * kMmaHeads + r) * ldS + lane];
+      sc = valid ? sc * scale : -INFINITY;
+      const float mOld = mrow[r];
+      const float mNew = fmaxf(mOld, warp_max(sc));  // finite: position p0 < end is valid
+      const __nv_bfloat16 pv = __float2bfloat16_rn(valid ? expf(sc - mNew) : 0.f);
+      pb[r * ldP + lane] = pv;
+      const float sum = warp_sum(__bfloat162float(pv));
+      __syncwarp();
+      if (lane == 0) {
+        const float corr = expf(mOld - mNew);
+        lrow[r] = lrow[r] * corr + sum;
+        mrow[r] = mNew;
+        crow[r] = corr;
+      }
+    }
+    __syncthreads();
+    for (int n0 = 16 * warp; n0 < kvLora; n0 += 16 * (kMmaThreads / 32)) {
+      {
+        const int r = lane >> 1, c0 = n0 + 8 * (lane & 1);
+        const float corr = crow[r];
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[r * L.ldAcc + c0 + j] *= corr;
+      }
+      __syncwarp();
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::load_matrix_sync(c, acc + n0, L.ldAcc, wmma::mem_row_major);
+#pragma unroll
+      for (int k0 = 0; k0 < kMmaTile; k0 += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+        wmma::load_matrix_sync(a, pb + k0, ldP);
+        wmma::load_matrix_sync(b, ks + k0 * L.ldq + n0, L.ldq);
+        wmma::mma_sync(c, a, b, c);
+      }
+      wmma::store_matrix_sync(acc + n0, c, L.ldAcc, wmma::mem_row_major);
+    }
+  }
+  __syncthreads();
+  for (int r = warp; r < kMmaHeads; r += kMmaThreads / 32) {
+    const int h = h0 + r;
+    if (h >= heads) continue;
+    const size_t part = (static_cast<size_t>(t) * heads + h) * splits + s;
+    if (lane == 0) {
+      pMax[part] = mrow[r];
+      pSum[part] = lrow[r];
+    }
+    float* pc = pCtx + part * kvLora;
+    for (int c = lane; c < kvLora; c += 32) pc[c] = acc[r * L.ldAcc + c];
+  }
+}
+
+// out[p, :] = cache row of position p of one sequence, p < ctxLen (bf16, D values per row), so the
+// prefill GEMMs read the context as one dense matrix. table = that sequence's block-table row.
+// Mapping: grid (ctxLen), threads over 16-byte vectors of the row (D % 8 == 0).
+RM_KERNEL void rm_mla_gather_ctx(uint16_t* out, const uint16_t* cache, const int* table, int D,
+                                 int blockSize) {
+  const int p = blockIdx.x;
+  const uint4* src = reinterpret_cast<const uint4*>(
+      cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D);
+  uint4* dst = reinterpret_cast<uint4*>(out + static_cast<size_t>(p) * D);
+  for (int i = threadIdx.x; i < D / 8; i += blockDim.x) dst[i] = src[i];
+}
+
+// Causal softmax of prefill scores: for head h and query i of a tile, row (h, i) of S [H, rows, ld]
+// f32 holds the scores against context positions 0..ctxLen-1; query i (position pos[i]) sees
+// positions 0..pos[i]. P (same layout, bf16) = softmax(S * scale) over the visible positions, 0
+// beyond them, normalised so each row sums to one.
+// Mapping: grid (rows, H), 256 threads over the row's positions.
+RM_KERNEL void rm_mla_prefill_softmax(uint16_t* P, const float* S, const int* pos, int rows,
+                                      int ctxLen, int ld, float scale) {
+  __shared__ float scratch[32];
+  const int i = blockIdx.x, h = blockIdx.y;
+  const size_t base = (static_cast<size_t>(h) * rows + i) * ld;
+  const int visible = min(pos[i] + 1, ctxLen);
+  float m = -INFINITY;
+  for (int p = threadIdx.x; p < visible; p += blockDim.x) m = fmaxf(m, S[base + p]);
+  m = block_max(m, scratch) * scale;
+  float sum = 0.f;
+  for (int p = threadIdx.x; p < visible; p += blockDim.x) sum += expf(S[base + p] * scale - m);
+  const float inv = 1.f / block_sum(sum, scratch);
+  for (int p = threadIdx.x; p < ctxLen; p += blockDim.x) {
+    const float v = p < visible ? expf(S[base + p] * scale - m) * inv : 0.f;
+    P[base + p] = f32_to_bf16_bits(v);
+  }
+}
