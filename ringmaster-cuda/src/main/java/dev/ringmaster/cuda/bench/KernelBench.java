@@ -63,6 +63,11 @@ public final class KernelBench {
                 b.mla(32, 16, 4096);
                 b.mla(128, 16, 640);
               }
+              b.mlaParts(1, 16, 512);
+              b.mlaParts(32, 16, 640);
+              b.gemm(384, 2816, 2048);
+              b.gemm(4096, 2816, 2048);
+              b.gemm(384, 2048, 1408);
               b.mlaPrefill(16, 512, false);
               b.mlaPrefill(16, 512, true);
               b.mlaPrefill(16, 4096, false);
@@ -152,6 +157,93 @@ public final class KernelBench {
     x.close();
     y.close();
     xb.close();
+  }
+
+  /** cuBLAS bf16 GEMM {@code y[n, m] = x[n, k] W^T} (f32 out), as the grouped experts run it. */
+  private void gemm(int n, int m, int kDim) {
+    DeviceBuffer w = randomBf16((long) m * kDim, 0.05f);
+    DeviceBuffer x = randomBf16((long) n * kDim, 1f);
+    DeviceBuffer y = DeviceBuffer.allocate(4L * n * m);
+    try (CublasHandle blas = new CublasHandle(stream)) {
+      double ms = time(i -> blas.linear(y.ptr(), x.ptr(), w.ptr(), n, m, kDim, false));
+      double tflops = 2.0 * n * m * kDim / (ms * 1e9);
+      row(
+          String.format(
+              Locale.ROOT, "cuBLAS GemmEx %dx%dx%d (n x m x k): %.0f TFLOP/s", n, m, kDim, tflops),
+          ms,
+          (2.0 * m * kDim + 2.0 * n * kDim + 4.0 * n * m) / (ms * 1e6));
+    }
+    w.close();
+    x.close();
+    y.close();
+  }
+
+  /** The four launches of MLA decode timed one by one (V2-Lite shape, tensor cores). */
+  private void mlaParts(int batch, int heads, int len) {
+    int nope = 128;
+    int rope = 64;
+    int v = 128;
+    int lora = 512;
+    int block = 64;
+    int d = lora + rope;
+    int blocksPerSeq = (len + block - 1) / block;
+    DeviceBuffer cache = randomBf16((long) batch * blocksPerSeq * block * d, 1f);
+    int[] table = new int[batch * blocksPerSeq];
+    for (int i = 0; i < table.length; i++) {
+      table[i] = i;
+    }
+    int[] seq = new int[batch];
+    int[] pos = new int[batch];
+    for (int b = 0; b < batch; b++) {
+      seq[b] = b;
+      pos[b] = len - 1;
+    }
+    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
+    dt.upload(stream, table);
+    DeviceBuffer ds = DeviceBuffer.allocate(4L * batch);
+    ds.upload(stream, seq);
+    DeviceBuffer dp = DeviceBuffer.allocate(4L * batch);
+    dp.upload(stream, pos);
+    DeviceBuffer q = randomF32(batch * heads * (nope + rope));
+    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
+    DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
+    // The splits a decode graph captures (nominal context 2048).
+    int splits = RingmasterKernels.mlaSplits(batch, heads, 2048, 132, 128);
+    String shape = String.format(Locale.ROOT, "batch %d, context %d", batch, len);
+    try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
+      row(
+          "mla part absorb_q, " + shape,
+          time(i -> k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), batch, heads, nope, rope, v, lora)),
+          0);
+      row(
+          "mla part split + combine, " + splits + " splits, " + shape,
+          time(
+              i ->
+                  k.mlaSplitAttention(
+                      stream,
+                      ws,
+                      cache.ptr(),
+                      dt.ptr(),
+                      blocksPerSeq,
+                      ds.ptr(),
+                      dp.ptr(),
+                      0,
+                      batch,
+                      heads,
+                      rope,
+                      lora,
+                      block,
+                      splits,
+                      0.07f)),
+          0);
+      row(
+          "mla part out_v, " + shape,
+          time(i -> k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), batch, heads, nope, v, lora)),
+          0);
+    }
+    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
+      b.close();
+    }
   }
 
   private void moe(int n, int e, int topK, int hidden, int inter) {

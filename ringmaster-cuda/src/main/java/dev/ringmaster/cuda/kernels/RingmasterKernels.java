@@ -294,8 +294,8 @@ public final class RingmasterKernels implements AutoCloseable {
     return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
   }
 
-  /** Fewest positions per split of the tensor-core decode kernel (two tiles of 32). */
-  public static final int MLA_MMA_MIN_CHUNK = 64;
+  /** Fewest positions per split of the tensor-core decode kernel (one tile). */
+  public static final int MLA_MMA_MIN_CHUNK = 32;
 
   /**
    * Chooses the tensor-core decode kernel (default, where the shape allows) or the CUDA-core one;

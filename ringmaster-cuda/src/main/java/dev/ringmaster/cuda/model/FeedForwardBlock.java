@@ -77,8 +77,9 @@ final class FeedForwardBlock {
           act.expertIds.ptr(),
           act.expertWeights.ptr(),
           n,
-          shared);
-      mark.accept("moe.routed_experts");
+          shared,
+          mark);
+      mark.accept("moe.grouped.scatter_combine");
       return;
     }
     k.moeExperts(

@@ -25,6 +25,8 @@ final class GroupedExperts implements AutoCloseable {
   private final DeviceBuffer actBf16;
   private final DeviceBuffer ys;
   private final HostBuffer offsets;
+  private boolean loadReported;
+  private boolean hostReported;
 
   GroupedExperts(int maxTokens, int numExperts, int topK, int hidden, int inter) {
     this.numExperts = numExperts;
@@ -58,7 +60,8 @@ final class GroupedExperts implements AutoCloseable {
       long expertIds,
       long expertWeights,
       int n,
-      boolean accumulate) {
+      boolean accumulate,
+      java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     int pairs = n * topK;
     k.moeAlign(ops.stream, ws, expertIds, n);
@@ -66,10 +69,22 @@ final class GroupedExperts implements AutoCloseable {
         offsets.segment(), ws.offsetsPtr(), 4L * (numExperts + 1), ops.stream);
     k.moeGatherBf16(ops.stream, xs.ptr(), x, ws.sortedPairsPtr(), pairs, topK, hidden);
     ops.stream.synchronize();
+    mark.accept("moe.grouped.align_gather_sync");
     int[] off = new int[numExperts + 1];
+    int largest = 0;
     for (int e = 0; e <= numExperts; e++) {
       off[e] = offsets.segment().getAtIndex(ValueLayout.JAVA_INT, e);
+      if (e > 0) {
+        largest = Math.max(largest, off[e] - off[e - 1]);
+      }
     }
+    if (StepProfiler.enabled() && !loadReported) {
+      loadReported = true;
+      System.err.printf(
+          "grouped experts: %d pairs, largest expert %d rows (mean %.1f)%n",
+          pairs, largest, (double) pairs / numExperts);
+    }
+    long hostStart = System.nanoTime();
     long guBytes = 2L * 2 * inter * hidden;
     long downBytes = 2L * hidden * inter;
     for (int e = 0; e < numExperts; e++) {
@@ -84,8 +99,10 @@ final class GroupedExperts implements AutoCloseable {
             hidden);
       }
     }
+    mark.accept("moe.grouped.gate_up_gemms");
     ops.siluMul(act.ptr(), hs.ptr(), pairs, inter);
     k.toBf16(ops.stream, actBf16.ptr(), act.ptr(), (long) pairs * inter);
+    mark.accept("moe.grouped.silu");
     for (int e = 0; e < numExperts; e++) {
       int rows = off[e + 1] - off[e];
       if (rows > 0) {
@@ -98,6 +115,13 @@ final class GroupedExperts implements AutoCloseable {
             inter);
       }
     }
+    if (StepProfiler.enabled() && !hostReported) {
+      hostReported = true;
+      System.err.printf(
+          "grouped experts: host time to enqueue the GEMMs of one layer %.3f ms%n",
+          (System.nanoTime() - hostStart) / 1e6);
+    }
+    mark.accept("moe.grouped.down_gemms");
     k.moeScatterWeighted(
         ops.stream, ws.pairRowsPtr(), ys.ptr(), ws.sortedPairsPtr(), expertWeights, pairs, hidden);
     k.moeCombine(ops.stream, out, ws.pairRowsPtr(), n, hidden, topK, accumulate);
