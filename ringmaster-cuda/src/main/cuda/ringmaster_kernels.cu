@@ -6,6 +6,7 @@
 #include "gemv.cu"
 #include "moe_route.cu"
 #include "moe_experts.cu"
+#include "moe_mma.cu"
 #include "mla_attention.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"
