@@ -30,13 +30,14 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * Fewest tokens for which {@link #moeExperts} runs the tensor-core expert kernels instead of the
-   * CUDA-core ones. Below it most active experts have a single token: the CUDA-core kernels then
-   * keep 16 weight loads in flight per lane with f32 activations and stream at about 2.5 TB/s on an
-   * H200, while the tensor-core kernels gain nothing from sharing weights and round the activations
-   * to bf16. From about 8 tokens (2-5 per active expert at batch 32) the CUDA-core passes over
-   * several tokens keep too few loads in flight and the tensor-core kernels, whose bytes in flight
-   * do not depend on the token count, stream faster. Override with the system property {@value
-   * #MOE_MMA_MIN_TOKENS_PROPERTY} or {@link #setMoeMmaMinTokens}.
+   * CUDA-core ones. A lone token is the CUDA-core kernels' best case (16 loads of 16 bytes in
+   * flight per lane, f32 activations: ~2.5 TB/s on an H200), while the tensor-core kernels would
+   * have one block per SM at most and round the activations to bf16. The CUDA-core passes over 2-8
+   * tokens keep fewer loads in flight (1.8 TB/s at batch 32, 2-5 tokens per active expert; 2.9 TB/s
+   * at batch 8), where the tensor-core kernels, whose bytes in flight do not depend on the token
+   * count, should stream at 3.5 TB/s or more. 8 is the first captured batch size where that is
+   * expected to hold; KernelBench's batch 1 and 4 rows place it. Override with the system property
+   * {@value #MOE_MMA_MIN_TOKENS_PROPERTY} or {@link #setMoeMmaMinTokens}.
    */
   public static final int MOE_MMA_MIN_TOKENS = 8;
 
