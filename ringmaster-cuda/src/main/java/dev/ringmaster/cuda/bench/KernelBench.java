@@ -19,10 +19,10 @@ import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 
 /**
- * Times the decode kernels on GPU 0: the bf16 GEMV's bandwidth, the routed-expert kernels on a
- * DeepSeek-V2-Lite-shaped layer, and MLA decode attention. Every timed region is a CUDA graph of
- * {@value #REPS} launches replayed several times (median reported), cycling over enough copies of
- * the weights that the 60 MB L2 cannot hold them. Prints a table.
+ * Times the decode kernels on GPU 0: the bf16 GEMV's bandwidth, the routed-expert kernels
+ * (CUDA-core and tensor-core) on a DeepSeek-V2-Lite-shaped layer, and MLA decode attention. Every
+ * timed region is a CUDA graph of {@value #REPS} launches replayed several times (median reported),
+ * cycling over enough copies of the weights that the 60 MB L2 cannot hold them. Prints a table.
  */
 public final class KernelBench {
   private static final int REPS = 50;
@@ -50,8 +50,12 @@ public final class KernelBench {
               b.gemv(4096, 4096);
               b.gemv(2048, 16384);
               b.gemv(16384, 2048);
-              for (int batch : new int[] {1, 8, 32}) {
-                b.moe(batch, 64, 6, 2048, 1408);
+              for (int batch : new int[] {1, 8, 32, 128}) {
+                b.moe(batch, 64, 6, 2048, 1408, false);
+              }
+              // Tensor-core experts (moe_mma.cu); 1 and 4 tokens only to place the threshold.
+              for (int batch : new int[] {1, 4, 8, 32, 128, 512}) {
+                b.moe(batch, 64, 6, 2048, 1408, true);
               }
               for (boolean tensorCores : new boolean[] {false, true}) {
                 k.useMlaTensorCores(tensorCores);
@@ -246,7 +250,8 @@ public final class KernelBench {
     }
   }
 
-  private void moe(int n, int e, int topK, int hidden, int inter) {
+  /** One MoE layer's routed experts; {@code mma}: tensor-core kernels, else CUDA-core ones. */
+  private void moe(int n, int e, int topK, int hidden, int inter, boolean mma) {
     DeviceBuffer w13 = randomBf16((long) e * 2 * inter * hidden, 0.02f);
     DeviceBuffer w2 = randomBf16((long) e * hidden * inter, 0.02f);
     DeviceBuffer x = randomF32(n * hidden);
@@ -284,7 +289,23 @@ public final class KernelBench {
           time(
               i -> {
                 int r = i % routings;
-                k.moeExperts(
+                if (mma) {
+                  k.moeExpertsMma(
+                      stream,
+                      ws,
+                      out.ptr(),
+                      x.ptr(),
+                      w13.ptr(),
+                      w2.ptr(),
+                      de.ptr(r * pairBytes),
+                      dw.ptr(r * pairBytes),
+                      n,
+                      hidden,
+                      inter,
+                      false);
+                  return;
+                }
+                k.moeExpertsFused(
                     stream,
                     ws,
                     out.ptr(),
@@ -303,9 +324,10 @@ public final class KernelBench {
       row(
           String.format(
               Locale.ROOT,
-              "moe V2-Lite layer (64e top-6 2048/1408) batch %d, %.1f experts active",
+              "moe V2-Lite layer (64e top-6 2048/1408) batch %d, %.1f experts active%s",
               n,
-              active),
+              active,
+              mma ? ", mma" : ""),
           ms,
           bytes / (ms * 1e6));
     }

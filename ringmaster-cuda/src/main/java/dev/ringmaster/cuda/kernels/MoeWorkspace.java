@@ -5,7 +5,8 @@ import dev.ringmaster.cuda.driver.DeviceBuffer;
 /**
  * Device scratch of the routed-expert kernels for up to {@code maxTokens} tokens: the expert-sorted
  * pair lists and the per-pair intermediate and output rows. Fixed buffers, so a captured graph can
- * reuse them.
+ * reuse them. The intermediate {@code h} is f32 in pair order for the CUDA-core kernels and bf16 in
+ * expert-sorted order (the first half of the buffer) for the tensor-core ones.
  */
 public final class MoeWorkspace implements AutoCloseable {
   final int maxTokens;

@@ -28,6 +28,28 @@ public final class RingmasterKernels implements AutoCloseable {
   /** MoE routing: DeepSeek-V3 noaux_tc. */
   public static final int SELECT_NOAUX_TC = 2;
 
+  /**
+   * Fewest tokens for which {@link #moeExperts} runs the tensor-core expert kernels instead of the
+   * CUDA-core ones. A lone token is the CUDA-core kernels' best case (16 loads of 16 bytes in
+   * flight per lane, f32 activations: ~2.5 TB/s on an H200), while the tensor-core kernels would
+   * have one block per SM at most and round the activations to bf16. The CUDA-core passes over 2-8
+   * tokens keep fewer loads in flight (1.8 TB/s at batch 32, 2-5 tokens per active expert; 2.9 TB/s
+   * at batch 8), where the tensor-core kernels, whose bytes in flight do not depend on the token
+   * count, should stream at 3.5 TB/s or more. 8 is the first captured batch size where that is
+   * expected to hold; KernelBench's batch 1 and 4 rows place it. Override with the system property
+   * {@value #MOE_MMA_MIN_TOKENS_PROPERTY} or {@link #setMoeMmaMinTokens}.
+   */
+  public static final int MOE_MMA_MIN_TOKENS = 8;
+
+  /** System property overriding {@link #MOE_MMA_MIN_TOKENS} (read when the kernels load). */
+  public static final String MOE_MMA_MIN_TOKENS_PROPERTY = "ringmaster.moe.mmaMinTokens";
+
+  /** Output rows per block of the tensor-core expert kernels (kMoeMmaRowsPerBlock). */
+  private static final int MMA_ROWS_PER_BLOCK = 64;
+
+  /** Threads per block of the tensor-core expert kernels (kMoeMmaThreads). */
+  private static final int MMA_THREADS = 128;
+
   private final CudaDriver driver;
   private final long module;
   private final Kernel embedding;
@@ -44,6 +66,9 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeCombine;
   private final Kernel moeGather;
   private final Kernel moeScatter;
+  private final Kernel moeGateUpMma;
+  private final Kernel moeDownMma;
+  private int moeMmaMinTokens;
   private final Kernel mlaAbsorbQ;
   private final Kernel mlaOutV;
   private final Kernel mlaAppend;
@@ -81,6 +106,9 @@ public final class RingmasterKernels implements AutoCloseable {
     moeCombine = new Kernel(module, "rm_moe_combine", 6);
     moeGather = new Kernel(module, "rm_moe_gather_bf16", 5);
     moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
+    moeGateUpMma = new Kernel(module, "rm_moe_gate_up_mma", 10);
+    moeDownMma = new Kernel(module, "rm_moe_down_mma", 10);
+    setMoeMmaMinTokens(Integer.getInteger(MOE_MMA_MIN_TOKENS_PROPERTY, MOE_MMA_MIN_TOKENS));
     mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 9);
     mlaOutV = new Kernel(module, "rm_mla_out_v", 8);
     mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
@@ -198,10 +226,35 @@ public final class RingmasterKernels implements AutoCloseable {
     route.launch(s, n, 1, 1, threads, 12 * numExperts);
   }
 
+  /** Fewest tokens for which {@link #moeExperts} takes the tensor-core kernels. */
+  public int moeMmaMinTokens() {
+    return moeMmaMinTokens;
+  }
+
+  /**
+   * Sets the fewest tokens for which {@link #moeExperts} takes the tensor-core kernels ({@code
+   * Integer.MAX_VALUE}: never). Read at each call, so a graph captures the choice made then.
+   */
+  public void setMoeMmaMinTokens(int tokens) {
+    if (tokens < 1) {
+      throw new IllegalArgumentException("MoE mma threshold must be at least 1, got " + tokens);
+    }
+    moeMmaMinTokens = tokens;
+  }
+
+  /**
+   * Whether the tensor-core expert kernels take this shape: every 16-byte load holds 8 values of
+   * one row, so both reduction dimensions must be multiples of 8.
+   */
+  public static boolean moeMmaSupports(int hidden, int inter) {
+    return hidden % 8 == 0 && inter % 8 == 0;
+  }
+
   /**
    * The routed experts of one MoE layer for {@code n} tokens: {@code out[t] (+)= sum_j weight[t, j]
    * * expert_{experts[t, j]}(x[t])} with SwiGLU experts {@code w13 [E, 2*inter, hidden]} (gate rows
-   * then up rows) and {@code w2 [E, hidden, inter]}, all bf16.
+   * then up rows) and {@code w2 [E, hidden, inter]}, all bf16. Runs {@link #moeExpertsMma} from
+   * {@link #moeMmaMinTokens()} tokens on (when the shape allows), else {@link #moeExpertsFused}.
    */
   public void moeExperts(
       CudaStream s,
@@ -216,15 +269,31 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean accumulate) {
-    if (n > ws.maxTokens) {
-      throw new IllegalArgumentException(n + " tokens exceed the workspace's " + ws.maxTokens);
+    if (n >= moeMmaMinTokens && moeMmaSupports(hidden, inter)) {
+      moeExpertsMma(s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate);
+    } else {
+      moeExpertsFused(s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate);
     }
-    int pairs = n * ws.topK;
-    int e = ws.numExperts;
-    moeAlign.arg(0, ws.offsets.ptr()).arg(1, ws.sortedPairs.ptr()).arg(2, ws.activeExperts.ptr());
-    moeAlign.arg(3, ws.activeCount.ptr()).arg(4, experts).arg(5, pairs).arg(6, e);
-    moeAlign.launch(s, 1, 1, 1, 1024, 8 * e);
-    int active = Math.min(pairs, e);
+  }
+
+  /**
+   * {@link #moeExperts} on the CUDA-core kernels: f32 activations throughout, each expert's weights
+   * streamed once per 8 of its tokens (best for a single token).
+   */
+  public void moeExpertsFused(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate) {
+    int active = moeAlignForExperts(s, ws, experts, n);
     moeGateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
     moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
     moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
@@ -233,8 +302,53 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDown.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
     moeDown.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
     moeDown.launch(s, blocks(hidden, 4), active, 1, 128, 0);
-    moeCombine.arg(0, out).arg(1, ws.y.ptr()).arg(2, n).arg(3, hidden).arg(4, ws.topK);
-    moeCombine.arg(5, accumulate ? 1 : 0).launch(s, blocks((long) n * hidden, 256), 1, 1, 256, 0);
+    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
+  }
+
+  /**
+   * {@link #moeExperts} on the tensor-core kernels ({@code moe_mma.cu}): each active expert's
+   * weights streamed once per 32 of its tokens, inputs and the SwiGLU intermediate rounded to bf16,
+   * f32 accumulation. A pair's result does not depend on the other tokens of the batch. Needs
+   * {@link #moeMmaSupports}.
+   */
+  public void moeExpertsMma(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate) {
+    if (!moeMmaSupports(hidden, inter)) {
+      throw new IllegalArgumentException(
+          "tensor-core experts need hidden and inter multiples of 8, got " + hidden + ", " + inter);
+    }
+    int active = moeAlignForExperts(s, ws, experts, n);
+    // ws.h holds the intermediate as bf16 rows in expert-sorted pair order (half its f32 size).
+    moeGateUpMma.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
+    moeGateUpMma.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
+    moeGateUpMma.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
+    moeGateUpMma.launch(s, blocks(inter, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
+    moeDownMma.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
+    moeDownMma.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr());
+    moeDownMma.arg(6, ws.activeExperts.ptr()).arg(7, ws.activeCount.ptr());
+    moeDownMma.arg(8, hidden).arg(9, inter);
+    moeDownMma.launch(s, blocks(hidden, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
+    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
+  }
+
+  /**
+   * Aligns the pairs and returns the experts' grid height: at most min(pairs, E) experts are
+   * active, known without reading the routing back (graph-capturable).
+   */
+  private int moeAlignForExperts(CudaStream s, MoeWorkspace ws, long experts, int n) {
+    moeAlign(s, ws, experts, n);
+    return Math.min(n * ws.topK, ws.numExperts);
   }
 
   /**

@@ -5,14 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ringmaster.backend.DType;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
+import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.testing.Compare;
+import dev.ringmaster.cuda.testing.DeviceScope;
 import dev.ringmaster.cuda.testing.Gpu;
 import dev.ringmaster.cuda.testing.Rand;
 import dev.ringmaster.model.arch.Router;
 import dev.ringmaster.model.config.MoeConfig;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -90,7 +94,7 @@ class MoeGpuTest {
     "3,8,2,100,36,true",
     "64,32,8,512,128,false"
   })
-  void routedExpertsMatchTheReference(int n, int e, int k, int hidden, int inter, boolean acc) {
+  void cudaCoreExpertsMatchTheReference(int n, int e, int k, int hidden, int inter, boolean acc) {
     Rand r = new Rand();
     Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
     Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
@@ -127,7 +131,7 @@ class MoeGpuTest {
             ws.y.poison(s.stream());
             DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
             Gpu.kernels()
-                .moeExperts(
+                .moeExpertsFused(
                     s.stream(),
                     ws,
                     out.ptr(),
@@ -143,6 +147,184 @@ class MoeGpuTest {
             Compare.assertClose("moe seed " + r.seed(), s.read(out, n * hidden), want, 1e-4);
           }
         });
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, experts, topK, hidden, inter, accumulate, tokens sent to expert 0
+    "1,8,6,2048,1408,false,0", // DeepSeek-V2-Lite expert shape, one token per expert
+    "17,10,6,2048,1408,true,0",
+    "3,7,2,96,160,false,0", // partial pipeline stages and row blocks, odd expert count
+    "64,13,4,72,40,true,64", // K not a multiple of 32, one expert with 64 tokens (2 passes)
+    "200,33,6,128,80,false,120", // 120 tokens on expert 0: passes of 32, 32, 32, 24
+    "40,64,6,256,176,false,0", // experts with no token
+    "9,160,8,64,8,true,0" // inter 8: one 16-byte unit per row
+  })
+  void tensorCoreExpertsMatchTheReference(
+      int n, int e, int k, int hidden, int inter, boolean acc, int hot) {
+    Rand r = new Rand();
+    Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
+    Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] prior = r.uniform(n * hidden, 1f);
+    int[] experts = new int[n * k];
+    float[] weights = new float[n * k];
+    route(r, n, e, k, hot, experts, weights);
+    float[] want = reference(x, w13.values(), w2.values(), experts, weights, n, k, hidden, inter);
+    if (acc) {
+      for (int i = 0; i < want.length; i++) {
+        want[i] += prior[i];
+      }
+    }
+    Gpu.run(
+        s -> {
+          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
+            poison(s, ws);
+            DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
+            Gpu.kernels()
+                .moeExpertsMma(
+                    s.stream(),
+                    ws,
+                    out.ptr(),
+                    s.f32(x).ptr(),
+                    s.bf16(w13.bits()).ptr(),
+                    s.bf16(w2.bits()).ptr(),
+                    s.i32(experts).ptr(),
+                    s.f32(weights).ptr(),
+                    n,
+                    hidden,
+                    inter,
+                    acc);
+            // bf16 activations and intermediate: a few 1e-3 against the f32/f64 reference
+            Compare.assertClose("moe mma seed " + r.seed(), s.read(out, n * hidden), want, 1e-2);
+          }
+        });
+  }
+
+  /**
+   * A token's output from the tensor-core experts is bit-identical whichever tokens share its
+   * experts, in which order they come and how the pairs were sorted: the whole batch twice, a
+   * reversed half of it, and one token alone.
+   */
+  @Test
+  void tensorCoreExpertsDoNotDependOnTheBatch() {
+    Rand r = new Rand();
+    int n = 48;
+    int e = 16;
+    int k = 4;
+    int hidden = 256;
+    int inter = 96;
+    Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
+    Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
+    float[] x = r.uniform(n * hidden, 1f);
+    int[] experts = new int[n * k];
+    float[] weights = new float[n * k];
+    // 40 tokens on expert 0: two passes (32 + 8) in the full batch, one in the half batch
+    route(r, n, e, k, 40, experts, weights);
+    int[] half = new int[n / 2];
+    for (int i = 0; i < half.length; i++) {
+      half[i] = n - 1 - 2 * i;
+    }
+    Gpu.run(
+        s -> {
+          long w13d = s.bf16(w13.bits()).ptr();
+          long w2d = s.bf16(w2.bits()).ptr();
+          float[] all = runMma(s, w13d, w2d, x, experts, weights, n, e, k, hidden, inter);
+          float[] again = runMma(s, w13d, w2d, x, experts, weights, n, e, k, hidden, inter);
+          assertThat(bits(again)).as("same batch twice, seed %d", r.seed()).isEqualTo(bits(all));
+          for (int[] tokens : new int[][] {half, {5}}) {
+            int m = tokens.length;
+            float[] xs = new float[m * hidden];
+            int[] es = new int[m * k];
+            float[] ws = new float[m * k];
+            for (int i = 0; i < m; i++) {
+              int t = tokens[i];
+              System.arraycopy(x, t * hidden, xs, i * hidden, hidden);
+              System.arraycopy(experts, t * k, es, i * k, k);
+              System.arraycopy(weights, t * k, ws, i * k, k);
+            }
+            float[] part = runMma(s, w13d, w2d, xs, es, ws, m, e, k, hidden, inter);
+            for (int i = 0; i < m; i++) {
+              int t = tokens[i];
+              assertThat(bits(Arrays.copyOfRange(part, i * hidden, (i + 1) * hidden)))
+                  .as("token %d among %d tokens, seed %d", t, m, r.seed())
+                  .isEqualTo(bits(Arrays.copyOfRange(all, t * hidden, (t + 1) * hidden)));
+            }
+          }
+        });
+  }
+
+  private static float[] runMma(
+      DeviceScope s,
+      long w13,
+      long w2,
+      float[] x,
+      int[] experts,
+      float[] weights,
+      int n,
+      int e,
+      int k,
+      int hidden,
+      int inter) {
+    try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
+      poison(s, ws);
+      DeviceBuffer out = s.poisoned((long) n * hidden);
+      Gpu.kernels()
+          .moeExpertsMma(
+              s.stream(),
+              ws,
+              out.ptr(),
+              s.f32(x).ptr(),
+              w13,
+              w2,
+              s.i32(experts).ptr(),
+              s.f32(weights).ptr(),
+              n,
+              hidden,
+              inter,
+              false);
+      return s.read(out, n * hidden);
+    }
+  }
+
+  /** NaN in every scratch byte pattern the kernels read or write (0xffff is a bf16 NaN too). */
+  private static void poison(DeviceScope s, MoeWorkspace ws) {
+    CudaDriver.get().memsetD8Async(ws.h.ptr(), 0xff, ws.h.bytes(), s.stream().handle());
+    ws.y.poison(s.stream());
+  }
+
+  private static int[] bits(float[] v) {
+    int[] b = new int[v.length];
+    for (int i = 0; i < v.length; i++) {
+      b[i] = Float.floatToRawIntBits(v[i]);
+    }
+    return b;
+  }
+
+  /**
+   * Distinct experts per token, skewed towards low ids so some experts get many tokens and high ids
+   * often none; the first {@code hot} tokens send their first slot to expert 0.
+   */
+  private static void route(Rand r, int n, int e, int k, int hot, int[] experts, float[] weights) {
+    for (int t = 0; t < n; t++) {
+      for (int j = 0; j < k; j++) {
+        int pick;
+        boolean dup;
+        do {
+          if (j == 0 && t < hot) {
+            pick = 0;
+          } else {
+            pick = r.nextInt(2) == 0 ? r.nextInt(Math.min(e, k + 2)) : r.nextInt(e);
+          }
+          dup = false;
+          for (int q = 0; q < j; q++) {
+            dup |= experts[t * k + q] == pick;
+          }
+        } while (dup);
+        experts[t * k + j] = pick;
+        weights[t * k + j] = (float) r.random().nextDouble();
+      }
+    }
   }
 
   static float[] reference(
