@@ -128,6 +128,16 @@ public final class Cublas {
     }
   }
 
+  private static RuntimeException rethrow(Throwable t) {
+    if (t instanceof RuntimeException r) {
+      return r;
+    }
+    if (t instanceof Error e) {
+      throw e;
+    }
+    return new IllegalStateException(t);
+  }
+
   int call(MethodHandle h, Object... args) {
     try {
       return (int) h.invokeWithArguments(args);
@@ -176,29 +186,36 @@ public final class Cublas {
       long c,
       int cType,
       int ldc) {
-    check(
-        call(
-            gemmEx,
-            handle,
-            transA,
-            transB,
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            aType,
-            lda,
-            b,
-            bType,
-            ldb,
-            beta,
-            c,
-            cType,
-            ldc,
-            CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT),
-        "cublasGemmEx");
+    // invokeExact: the GEMMs are called per expert per layer in prefill, and the boxing and
+    // spreading of invokeWithArguments costs more host time than the call itself.
+    int rc;
+    try {
+      rc =
+          (int)
+              gemmEx.invokeExact(
+                  handle,
+                  transA,
+                  transB,
+                  m,
+                  n,
+                  k,
+                  alpha,
+                  a,
+                  aType,
+                  lda,
+                  b,
+                  bType,
+                  ldb,
+                  beta,
+                  c,
+                  cType,
+                  ldc,
+                  CUBLAS_COMPUTE_32F,
+                  CUBLAS_GEMM_DEFAULT);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+    check(rc, "cublasGemmEx");
   }
 
   void gemmStridedBatchedEx(
@@ -223,32 +240,37 @@ public final class Cublas {
       int ldc,
       long strideC,
       int batch) {
-    check(
-        call(
-            gemmStridedBatchedEx,
-            handle,
-            transA,
-            transB,
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            aType,
-            lda,
-            strideA,
-            b,
-            bType,
-            ldb,
-            strideB,
-            beta,
-            c,
-            cType,
-            ldc,
-            strideC,
-            batch,
-            CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT),
-        "cublasGemmStridedBatchedEx");
+    int rc;
+    try {
+      rc =
+          (int)
+              gemmStridedBatchedEx.invokeExact(
+                  handle,
+                  transA,
+                  transB,
+                  m,
+                  n,
+                  k,
+                  alpha,
+                  a,
+                  aType,
+                  lda,
+                  strideA,
+                  b,
+                  bType,
+                  ldb,
+                  strideB,
+                  beta,
+                  c,
+                  cType,
+                  ldc,
+                  strideC,
+                  batch,
+                  CUBLAS_COMPUTE_32F,
+                  CUBLAS_GEMM_DEFAULT);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+    check(rc, "cublasGemmStridedBatchedEx");
   }
 }

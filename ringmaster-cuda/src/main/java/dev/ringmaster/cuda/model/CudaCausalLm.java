@@ -126,7 +126,7 @@ public final class CudaCausalLm implements LanguageModel {
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
     hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
-    if (cfg.moe() != null && options.moeGroupedMinTokens() <= maxTokens) {
+    if (cfg.moe() != null && groupedMinTokens() <= maxTokens) {
       grouped =
           new GroupedExperts(
               maxTokens,
@@ -210,6 +210,14 @@ public final class CudaCausalLm implements LanguageModel {
             pool.capacityTokens(),
             blockSize,
             CudaDriverAccess.memoryInfo()[0]);
+  }
+
+  /**
+   * Fewest chunk tokens for the per-expert GEMMs ({@code -Dringmaster.cuda.moeGroupedMinTokens}
+   * overrides the option, to compare with the tensor-core expert kernels).
+   */
+  private int groupedMinTokens() {
+    return Integer.getInteger("ringmaster.cuda.moeGroupedMinTokens", options.moeGroupedMinTokens());
   }
 
   private List<Integer> graphSizes(long totalBytes) {
@@ -461,7 +469,7 @@ public final class CudaCausalLm implements LanguageModel {
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
-      boolean groupedExperts = len >= options.moeGroupedMinTokens();
+      boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
         stack.usePrefillSegments(segments, mlaPrefill);

@@ -26,7 +26,7 @@ final class GroupedExperts implements AutoCloseable {
   private final DeviceBuffer ys;
   private final HostBuffer offsets;
   private boolean loadReported;
-  private boolean hostReported;
+  private int calls;
 
   GroupedExperts(int maxTokens, int numExperts, int topK, int hidden, int inter) {
     this.numExperts = numExperts;
@@ -115,11 +115,10 @@ final class GroupedExperts implements AutoCloseable {
             inter);
       }
     }
-    if (StepProfiler.enabled() && !hostReported) {
-      hostReported = true;
+    if (StepProfiler.enabled() && ++calls <= 3) {
       System.err.printf(
-          "grouped experts: host time to enqueue the GEMMs of one layer %.3f ms%n",
-          (System.nanoTime() - hostStart) / 1e6);
+          "grouped experts: host time to enqueue the GEMMs of one layer (call %d) %.3f ms%n",
+          calls, (System.nanoTime() - hostStart) / 1e6);
     }
     mark.accept("moe.grouped.down_gemms");
     k.moeScatterWeighted(
