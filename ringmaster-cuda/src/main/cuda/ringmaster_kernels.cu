@@ -9,3 +9,4 @@
 #include "mla_attention.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"
+#include "tensor_parallel.cu"

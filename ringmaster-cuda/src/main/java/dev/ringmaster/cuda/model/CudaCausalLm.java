@@ -37,6 +37,10 @@ public final class CudaCausalLm implements LanguageModel {
   private final WeightStore store;
   private final GpuThread gpu;
   private final CudaModelOptions options;
+  private final RankShard shard;
+  private final boolean ownsThreadAndStore;
+  private TensorParallelOps tp;
+  private StepCollectives collectives;
   private CudaStream stream;
   private GpuOps ops;
   private GpuWeights weights;
@@ -51,11 +55,39 @@ public final class CudaCausalLm implements LanguageModel {
   private int sms;
   private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
 
-  private CudaCausalLm(ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o) {
+  private CudaCausalLm(
+      ModelConfig cfg,
+      WeightStore store,
+      GpuThread gpu,
+      CudaModelOptions o,
+      RankShard shard,
+      boolean ownsThreadAndStore) {
     this.cfg = cfg;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
+    this.shard = shard;
+    this.ownsThreadAndStore = ownsThreadAndStore;
+  }
+
+  /**
+   * One rank of a tensor-parallel model on {@code gpu} (owned by the caller, as is {@code store}).
+   * Nothing is on the device until {@link #setUpRank} runs, on every rank at once (the warm-up
+   * steps before graph capture issue collectives).
+   */
+  static CudaCausalLm rank(
+      ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o, RankShard shard) {
+    return new CudaCausalLm(cfg, store, gpu, o, shard, false);
+  }
+
+  /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
+  void setUpRank() {
+    setUp();
+  }
+
+  /** The collectives this rank issues per step (null for the plain single-GPU model). */
+  StepCollectives collectives() {
+    return collectives;
   }
 
   /**
@@ -80,7 +112,7 @@ public final class CudaCausalLm implements LanguageModel {
     }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options);
+    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
@@ -95,7 +127,7 @@ public final class CudaCausalLm implements LanguageModel {
     DeviceInfo dev = gpu.device();
     sms = dev.multiprocessors();
     stream = CudaStream.create();
-    weights = GpuWeights.upload(cfg, store, stream);
+    weights = GpuWeights.upload(cfg, store, stream, shard);
     long total = CudaDriverAccess.memoryInfo()[1];
     List<Integer> sizes = graphSizes(total);
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
@@ -108,18 +140,22 @@ public final class CudaCausalLm implements LanguageModel {
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
-    act = new Activations(cfg, maxTokens, logitRows);
+    act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
     hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
-    if (cfg.moe() != null && options.moeGroupedMinTokens() <= maxTokens) {
+    // Expert parallelism runs long prefills through the fused expert kernels too: the grouped
+    // GEMM path assumes every routed pair is computed here.
+    if (cfg.moe() != null
+        && options.moeGroupedMinTokens() <= maxTokens
+        && !shard.expertParallel()) {
       grouped =
           new GroupedExperts(
               maxTokens,
               cfg.moe().numExperts(),
               cfg.moe().topK(),
               cfg.hiddenSize(),
-              cfg.moe().expertIntermediateSize());
+              shard.expertInter(cfg.moe().expertIntermediateSize()));
     }
 
     // KV cache: the static share minus the weights, bounded by what is free now less graphs.
@@ -153,15 +189,29 @@ public final class CudaCausalLm implements LanguageModel {
     pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+    stack = shard.parallel() ? parallelStack(rope, logitRows) : singleStack(rope);
     stream.synchronize();
     if (!sizes.isEmpty()) {
-      graphs = new DecodeGraphs(sizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)));
+      graphs =
+          new DecodeGraphs(
+              sizes,
+              stream,
+              bs -> {
+                if (collectives != null) {
+                  collectives.recordGraph(bs, () -> stack.decodeStep(bs, decodeSplits(bs)));
+                } else {
+                  stack.decodeStep(bs, decodeSplits(bs));
+                }
+              });
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
     long activationBytes =
-        act.bytes() + ops.scratchBytes() + inputs.bytes() + (grouped == null ? 0 : grouped.bytes());
+        act.bytes()
+            + ops.scratchBytes()
+            + inputs.bytes()
+            + (grouped == null ? 0 : grouped.bytes())
+            + (tp == null ? 0 : tp.bytes());
     plan =
         new MemoryPlan(
             dev.toString(),
@@ -175,6 +225,32 @@ public final class CudaCausalLm implements LanguageModel {
             pool.capacityTokens(),
             blockSize,
             CudaDriverAccess.memoryInfo()[0]);
+  }
+
+  private DecoderStack singleStack(RopeTable rope) {
+    return new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+  }
+
+  /** This rank's heads and experts, with the collectives between the blocks. */
+  private DecoderStack parallelStack(RopeTable rope, int logitRows) {
+    tp = new TensorParallelOps(cfg, shard, stream, logitRows);
+    collectives = new StepCollectives(shard.comm().stats());
+    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
+    FeedForwardBlock mlp =
+        new FeedForwardBlock(
+            cfg,
+            grouped,
+            cfg.moe() == null ? 0 : shard.expertInter(cfg.moe().expertIntermediateSize()),
+            n ->
+                tp.localizeExperts(
+                    act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()));
+    return new DecoderStack(
+        cfg, weights, ops, act, inputs, pool, new MlaBlock(cfg, rope, localHeads()), mlp, tp);
+  }
+
+  /** Attention heads on this rank. */
+  private int localHeads() {
+    return shard.share(cfg.numHeads());
   }
 
   private List<Integer> graphSizes(long totalBytes) {
@@ -296,7 +372,7 @@ public final class CudaCausalLm implements LanguageModel {
   /** Splits of the KV length per decode query (the same with and without graphs). */
   private int decodeSplits(int bs) {
     return RingmasterKernels.mlaSplits(
-        bs, cfg.numHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
+        bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
   }
 
   private Object decodeOnGpu(
@@ -328,6 +404,9 @@ public final class CudaCausalLm implements LanguageModel {
     }
     if (bucket > 0) {
       graphs.replay(bucket, stream);
+      if (collectives != null) {
+        collectives.replayed(bucket);
+      }
     } else {
       stack.decodeStep(padded, decodeSplits(padded));
     }
@@ -425,7 +504,7 @@ public final class CudaCausalLm implements LanguageModel {
       }
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
-          RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
+          RingmasterKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
       boolean groupedExperts = len >= options.moeGroupedMinTokens();
       if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
         stack.beginProfile();
@@ -478,11 +557,13 @@ public final class CudaCausalLm implements LanguageModel {
             if (stream != null) {
               stream.synchronize();
             }
-            closeAll(graphs, pool, inputs, grouped, act, ops, weights, hostOut, stream);
+            closeAll(graphs, pool, inputs, grouped, tp, act, ops, weights, hostOut, stream);
           });
     } finally {
-      gpu.close();
-      store.close();
+      if (ownsThreadAndStore) {
+        gpu.close();
+        store.close();
+      }
     }
   }
 
