@@ -15,6 +15,8 @@ final class StepCollectives {
   private final Map<Integer, Map<String, Long>> perGraph = new ConcurrentHashMap<>();
   private volatile Map<String, Long> capturing;
   private volatile Map<String, Long> target;
+  private final java.util.concurrent.atomic.AtomicLong replays =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /** Listens to {@code stats} (the rank's communicator) from now on. */
   StepCollectives(CollectiveStats stats) {
@@ -46,11 +48,17 @@ final class StepCollectives {
 
   /** Reports the collectives of the graph of size {@code bs}, just replayed. */
   void replayed(int bs) {
+    replays.incrementAndGet();
     Map<String, Long> t = target;
     Map<String, Long> seen = perGraph.get(bs);
     if (t != null && seen != null) {
       seen.forEach((k, v) -> t.merge(k, v, Long::sum));
     }
+  }
+
+  /** Decode graphs replayed so far (each replay issues the collectives captured in it). */
+  long replays() {
+    return replays.get();
   }
 
   /** Sends later steps' collectives to {@code sink} (null: nowhere). */

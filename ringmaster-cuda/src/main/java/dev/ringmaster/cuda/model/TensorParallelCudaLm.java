@@ -74,18 +74,9 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
     if (!probe.available()) {
       throw new IllegalStateException("--device cuda: " + probe.reason());
     }
-    ModelConfig cfg = checked(dir, parallel);
+    ModelConfig cfg = ModelConfigParser.parse(dir);
+    check(cfg, parallel, worldOptions.dist().nnodes(), probe.devices().size());
     int tp = parallel.tpSize();
-    if (worldOptions.dist().nnodes() > 1) {
-      throw new IllegalArgumentException(
-          "--device cuda with --nnodes > 1 is not supported yet: the model's ranks are driven"
-              + " from one process (one node)");
-    }
-    int visible = probe.devices().size();
-    if (tp > visible) {
-      throw new IllegalStateException(
-          "--tp-size " + tp + " needs " + tp + " GPUs, " + visible + " visible");
-    }
     DeviceWorld world =
         DeviceWorld.create(
             new DeviceWorld.Options(
@@ -159,8 +150,34 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
     return lm;
   }
 
+  /**
+   * Checks, before any GPU work, that {@code cfg} runs on the GPU in the layout {@code parallel}
+   * over {@code nnodes} nodes with {@code visibleGpus} GPUs here: an MLA model, every split
+   * dimension divisible (each one that is not is named, with its flag), no all-to-all dispatch, one
+   * node, and a GPU per rank. Throws {@link IllegalArgumentException} for the model or the flags
+   * and {@link IllegalStateException} for too few GPUs.
+   */
+  public static void check(ModelConfig cfg, ParallelConfig parallel, int nnodes, int visibleGpus) {
+    checkModel(cfg, parallel);
+    int tp = parallel.tpSize();
+    if (nnodes > 1) {
+      throw new IllegalArgumentException(
+          "--device cuda with --nnodes > 1 is not supported yet: the model's ranks are driven"
+              + " from one process (one node)");
+    }
+    if (tp > visibleGpus) {
+      throw new IllegalStateException(
+          "--tp-size " + tp + " needs " + tp + " GPUs, " + visibleGpus + " visible");
+    }
+  }
+
   private static ModelConfig checked(Path dir, ParallelConfig parallel) {
     ModelConfig cfg = ModelConfigParser.parse(dir);
+    checkModel(cfg, parallel);
+    return cfg;
+  }
+
+  private static void checkModel(ModelConfig cfg, ParallelConfig parallel) {
     if (!cfg.architecture().usesMla()) {
       throw new IllegalArgumentException(
           cfg.architecture()
@@ -172,12 +189,16 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
           "--moe-a2a-backend all-to-all is not supported on the GPU yet; use none");
     }
     ShardPlan.check(cfg, parallel);
-    return cfg;
   }
 
   /** Ranks in the model. */
   public int size() {
     return ranks.size();
+  }
+
+  /** Rank {@code r}'s model (tests). */
+  CudaCausalLm rank(int r) {
+    return ranks.get(r);
   }
 
   /** Rank {@code r}'s memory plan (weights are this rank's shard). */
