@@ -191,6 +191,11 @@ public final class CudaCausalLm implements LanguageModel {
     inputs.zero(stream);
     stack = shard.parallel() ? parallelStack(rope, logitRows) : singleStack(rope);
     stream.synchronize();
+    if (shard.parallel() && !sizes.isEmpty()) {
+      // The warm-up before each capture is the first collective: ranks that finished uploading
+      // early wait here (the peer kernels' barrier would give up after 30 s).
+      shard.comm().barrier();
+    }
     if (!sizes.isEmpty()) {
       graphs =
           new DecodeGraphs(

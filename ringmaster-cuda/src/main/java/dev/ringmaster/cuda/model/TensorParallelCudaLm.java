@@ -141,9 +141,14 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
       }
       awaitAll(setUp);
     } catch (RuntimeException | Error e) {
-      lm.closeRanks();
-      lm.fanOut.shutdown();
-      store.close();
+      try {
+        lm.closeRanks();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      } finally {
+        lm.fanOut.shutdown();
+        store.close();
+      }
       throw e;
     }
     System.err.print(ranks.getFirst().memoryPlan().describe());

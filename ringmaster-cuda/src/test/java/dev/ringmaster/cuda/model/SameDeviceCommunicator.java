@@ -6,6 +6,10 @@ import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveOp;
 import dev.ringmaster.parallel.CollectiveStats;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Test double: a rank of several that share one GPU (NCCL refuses two ranks on one device), so that
@@ -22,10 +26,18 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
   private final CustomAllReduce.Rank custom;
   private final AllReduceAlgorithm algorithm;
   private final CollectiveStats stats = new CollectiveStats();
+  private final CyclicBarrier barrier;
 
-  /** Rank {@code rank} of {@code worldSize}; {@code algorithm} is ONESHOT, TWOSHOT or FUSED. */
+  /**
+   * Rank {@code rank} of {@code worldSize}; {@code algorithm} is ONESHOT, TWOSHOT or FUSED; {@code
+   * barrier} is shared by the ranks' communicators.
+   */
   SameDeviceCommunicator(
-      int rank, int worldSize, CustomAllReduce.Rank custom, AllReduceAlgorithm algorithm) {
+      int rank,
+      int worldSize,
+      CustomAllReduce.Rank custom,
+      AllReduceAlgorithm algorithm,
+      CyclicBarrier barrier) {
     if (algorithm != AllReduceAlgorithm.ONESHOT
         && algorithm != AllReduceAlgorithm.TWOSHOT
         && algorithm != AllReduceAlgorithm.FUSED) {
@@ -36,6 +48,7 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
     this.worldSize = worldSize;
     this.custom = custom;
     this.algorithm = algorithm;
+    this.barrier = barrier;
   }
 
   @Override
@@ -120,9 +133,18 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
     throw new UnsupportedOperationException("not used by the model");
   }
 
+  /** Waits on the host until every rank has arrived (the ranks are threads of this JVM). */
   @Override
   public void barrier() {
-    throw new UnsupportedOperationException("not used by the model");
+    stats.record(CollectiveOp.BARRIER, null, 0);
+    try {
+      barrier.await(5, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted at the barrier", e);
+    } catch (BrokenBarrierException | TimeoutException e) {
+      throw new IllegalStateException("a rank did not reach the barrier", e);
+    }
   }
 
   /** The peer buffers are closed by their owner ({@link CustomAllReduce.Rank#close}). */

@@ -286,8 +286,9 @@ class TensorParallelCudaLmGpuTest {
         threads.add(GpuThread.start(0));
       }
       custom = CustomAllReduce.create(threads, 8 << 20);
+      java.util.concurrent.CyclicBarrier barrier = new java.util.concurrent.CyclicBarrier(n);
       for (int i = 0; i < n; i++) {
-        comms.add(new SameDeviceCommunicator(i, n, custom.rank(i), a));
+        comms.add(new SameDeviceCommunicator(i, n, custom.rank(i), a, barrier));
       }
     }
 
