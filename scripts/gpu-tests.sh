@@ -5,6 +5,10 @@
 #                                          then put classes, fatbin and every jar the tests need in DIR
 #   scripts/gpu-tests.sh test DIR [ARGS]   on the GPU machine: run the tests tagged "gpu" (ARGS go to
 #                                          JUnit's ConsoleLauncher, e.g. --select-class=...)
+#   scripts/gpu-tests.sh tp DIR [ARGS]     on the GPU machine: the tensor/expert-parallel model tests
+#                                          (one rank through the parallel path with NCCL, two ranks
+#                                          sharing GPU 0, two GPUs where there are two) and the
+#                                          single-GPU model tests they compare with
 #   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
@@ -18,8 +22,8 @@
 # DIR/reports) receives the JUnit XML reports; JUNIT_DETAILS=testfeed prints each test as it ends
 # (the default tree comes only at the end, so a run cut off by a timeout would print nothing).
 set -euo pipefail
-mode=${1:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
-dir=${2:?usage: gpu-tests.sh pack|test|bench|collectives DIR}
+mode=${1:?usage: gpu-tests.sh pack|test|tp|bench|collectives|cli DIR}
+dir=${2:?usage: gpu-tests.sh pack|test|tp|bench|collectives|cli DIR}
 shift 2
 junit_console_version=6.1.3
 jvm_flags=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Xmx16g)
@@ -47,7 +51,7 @@ pack)
     -DoutputDirectory="$dir/console"
   du -sh "$dir"
   ;;
-test | bench | collectives | cli)
+test | tp | bench | collectives | cli)
   if [[ -n ${JRE_ARCHIVE:-} ]]; then
     mkdir -p /tmp/ringmaster-jre
     tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
@@ -68,6 +72,9 @@ test | bench | collectives | cli)
   if [[ $mode == collectives ]]; then
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"
   fi
+  if [[ $mode == tp ]]; then
+    set -- --include-classname '.*(TensorParallel|CudaCausalLm).*' "$@"
+  fi
   reports=${REPORTS_DIR:-$dir/reports}
   mkdir -p "$reports"
   exec "$java" "${jvm_flags[@]}" -jar "$dir"/console/junit-platform-console-standalone-*.jar execute \
@@ -75,7 +82,7 @@ test | bench | collectives | cli)
     --include-tag gpu --details="${JUNIT_DETAILS:-tree}" --disable-banner --reports-dir "$reports" "$@"
   ;;
 *)
-  echo "unknown mode $mode (pack, test, bench, collectives or cli)" >&2
+  echo "unknown mode $mode (pack, test, tp, bench, collectives or cli)" >&2
   exit 2
   ;;
 esac

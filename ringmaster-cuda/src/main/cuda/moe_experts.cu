@@ -23,7 +23,10 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
   int* cursor = counts + numExperts;
   for (int e = threadIdx.x; e < numExperts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
-  for (int p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&counts[experts[p]], 1);
+  // A negative id is a pair another rank computes (expert parallelism): not sorted, not run.
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    if (experts[p] >= 0) atomicAdd(&counts[experts[p]], 1);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     int run = 0, active = 0;
@@ -38,6 +41,7 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
   }
   __syncthreads();
   for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    if (experts[p] < 0) continue;
     const int slot = atomicAdd(&cursor[experts[p]], 1);
     sortedPairs[slot] = p;
   }

@@ -11,3 +11,4 @@
 #include "mla_mma.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"
+#include "tensor_parallel.cu"

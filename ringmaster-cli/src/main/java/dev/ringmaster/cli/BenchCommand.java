@@ -145,6 +145,9 @@ final class BenchCommand implements Runnable {
         node.put("device", engine.resolvedDevice);
         if (lm instanceof dev.ringmaster.cuda.model.CudaCausalLm gpu) {
           node.set("memory_plan", m.valueToTree(gpu.memoryPlan().toJson()));
+        } else if (lm instanceof dev.ringmaster.cuda.model.TensorParallelCudaLm gpus) {
+          // Every rank plans the same shapes; rank 0's plan stands for all.
+          node.set("memory_plan", m.valueToTree(gpus.memoryPlan(0).toJson()));
         }
         node.put("tp_size", engine.parallel().tpSize());
         node.put("ep_size", engine.parallel().epSize());

@@ -3,12 +3,15 @@ package dev.ringmaster.cli;
 import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
+import dev.ringmaster.cuda.collective.DeviceWorld;
 import dev.ringmaster.cuda.model.CudaCausalLm;
 import dev.ringmaster.cuda.model.CudaModelOptions;
+import dev.ringmaster.cuda.model.TensorParallelCudaLm;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelCausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.nio.file.Path;
@@ -46,6 +49,11 @@ final class EngineOptions {
           "auto, nccl, ring, oneshot, twoshot or fused (default: ${DEFAULT-VALUE}); on the CPU"
               + " nccl runs ring and fused runs oneshot.")
   String allreduce;
+
+  @Option(
+      names = "--disable-custom-all-reduce",
+      description = "GPU: use NCCL for every allreduce (no peer-memory kernels).")
+  boolean disableCustomAllReduce;
 
   @Option(names = "--cpu-threads", description = "CPU kernel threads (default: all cores).")
   Integer cpuThreads;
@@ -118,19 +126,23 @@ final class EngineOptions {
     if (p.tpSize() == 1) {
       return CausalLm.load(dir);
     }
-    AllReduceAlgorithm algo;
+    return ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+  }
+
+  private AllReduceAlgorithm allReduceAlgorithm() {
     try {
-      algo = AllReduceAlgorithm.valueOf(allreduce.toUpperCase(Locale.ROOT).replace("-", "_"));
+      return AllReduceAlgorithm.valueOf(allreduce.toUpperCase(Locale.ROOT).replace("-", "_"));
     } catch (IllegalArgumentException e) {
       throw new UserError(
           "--allreduce must be auto, nccl, ring, oneshot, twoshot or fused, got " + allreduce);
     }
-    return ParallelCausalLm.load(dir, p, algo);
   }
 
   /**
-   * cpu, or cuda when asked for (failing at once with the probe's reason when no usable GPU is
-   * there); auto takes cuda when the probe finds a GPU and the model runs there (MLA, one rank).
+   * cpu, or cuda when asked for (failing at once, naming what does not divide when the layout
+   * cannot split the model, else with the probe's reason when no usable GPU is there, or when fewer
+   * GPUs than ranks are visible); auto takes cuda when the probe finds a GPU per rank and the model
+   * runs there (MLA, no all-to-all).
    */
   private String resolveDevice(Path dir) {
     switch (device) {
@@ -138,26 +150,52 @@ final class EngineOptions {
         return "cpu";
       }
       case "cuda" -> {
+        ParallelConfig p = parallel();
+        if (p.tpSize() > 1) {
+          // The layout is a property of the model and the flags: say what does not divide first.
+          try {
+            TensorParallelCudaLm.check(ModelConfigParser.parse(dir), p, 1, p.tpSize());
+          } catch (IllegalArgumentException e) {
+            throw new UserError(e.getMessage());
+          }
+        }
         CudaProbe probe = CudaRuntime.probe();
         if (!probe.available()) {
           throw new UserError("--device cuda: " + probe.reason());
         }
+        if (p.tpSize() > probe.devices().size()) {
+          throw new UserError(
+              "--device cuda --tp-size "
+                  + p.tpSize()
+                  + " needs "
+                  + p.tpSize()
+                  + " GPUs, "
+                  + probe.devices().size()
+                  + " visible");
+        }
         return "cuda";
       }
       case "auto" -> {
-        if (parallel().tpSize() > 1 || !CudaRuntime.probe().available()) {
+        ParallelConfig p = parallel();
+        CudaProbe probe = CudaRuntime.probe();
+        if (!probe.available() || probe.devices().size() < p.tpSize()) {
           return "cpu";
         }
-        return ModelConfigParser.parse(dir).architecture().usesMla() ? "cuda" : "cpu";
+        ModelConfig cfg = ModelConfigParser.parse(dir);
+        try {
+          TensorParallelCudaLm.check(cfg, p, 1, probe.devices().size());
+          return "cuda";
+        } catch (IllegalArgumentException | IllegalStateException e) {
+          return "cpu"; // not MLA, or a layout the GPU path does not run
+        }
       }
       default -> throw new UserError("--device must be auto, cpu or cuda, got " + device);
     }
   }
 
   private LanguageModel openCuda(Path dir) {
-    if (parallel().tpSize() > 1) {
-      throw new UserError("--device cuda runs one GPU so far: use --tp-size 1");
-    }
+    ParallelConfig p = parallel();
+    AllReduceAlgorithm algo = allReduceAlgorithm();
     CudaModelOptions d = CudaModelOptions.defaults();
     CudaModelOptions o;
     try {
@@ -173,7 +211,11 @@ final class EngineOptions {
               d.blockSize(),
               d.gemvMaxTokens(),
               d.moeGroupedMinTokens());
-      return CudaCausalLm.load(dir, o);
+      if (p.tpSize() == 1) {
+        return CudaCausalLm.load(dir, o);
+      }
+      return TensorParallelCudaLm.load(
+          dir, o, p, DeviceWorld.Options.of(p.tpSize()).with(algo, disableCustomAllReduce));
     } catch (IllegalArgumentException | IllegalStateException e) {
       throw new UserError(e.getMessage());
     }

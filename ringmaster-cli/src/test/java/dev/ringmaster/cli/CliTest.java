@@ -136,6 +136,17 @@ class CliTest {
   }
 
   @Test
+  void gpuTensorParallelNamesTheDimensionThatDoesNotDivide() {
+    Path fixture = repo().resolve("fixtures/golden/deepseek_v3_basic");
+    Run r =
+        run("generate", "--model", fixture.toString(), "x", "--device", "cuda", "--tp-size", "3");
+    assertThat(r.status()).as(r.err()).isEqualTo(2);
+    assertThat(r.err())
+        .startsWith("error: ")
+        .contains("num_attention_heads (8) is not divisible by --tp-size 3");
+  }
+
+  @Test
   void errorsAreOneLineWithExitStatusTwo() {
     Path fixture = repo().resolve("fixtures/golden/deepseek_v3_basic");
     for (String[] args :
@@ -146,6 +157,21 @@ class CliTest {
           {"generate", "--model", fixture.toString(), "x", "--temperature", "-1"},
           {"generate", "--model", fixture.toString(), "x", "--tp-size", "3"},
           {"generate", "--model", fixture.toString(), "x", "--device", "cuda"},
+          {"generate", "--model", fixture.toString(), "x", "--device", "cuda", "--tp-size", "2"},
+          {
+            "generate",
+            "--model",
+            fixture.toString(),
+            "x",
+            "--device",
+            "cuda",
+            "--tp-size",
+            "2",
+            "--moe-a2a-backend",
+            "all-to-all",
+            "--ep-size",
+            "2"
+          },
           {"tokenize", "--model", fixture.toString(), "--decode", "[1, x]"},
           {"bench", "collectives", "--device", "cuda", "--nnodes", "2"},
           {

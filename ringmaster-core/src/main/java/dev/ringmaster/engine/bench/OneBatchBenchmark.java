@@ -1,9 +1,9 @@
 package dev.ringmaster.engine.bench;
 
 import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.CollectiveReporting;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
-import dev.ringmaster.model.arch.ParallelCausalLm;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -99,7 +99,7 @@ public final class OneBatchBenchmark {
         BatchLayout layout = new BatchLayout(seqStarts, pos);
         long s0 = System.nanoTime();
         int[] chosen;
-        if (step == 0 && model instanceof ParallelCausalLm par) {
+        if (step == 0 && model instanceof CollectiveReporting par) {
           int[][] holder = new int[1][];
           int[] in = next;
           collectives =

@@ -14,7 +14,7 @@ import java.util.List;
  * This is how the CPU backend runs {@code --tp-size} / {@code --ep-size}, and how tensor and expert
  * parallelism are checked against the single-rank model.
  */
-public final class ParallelCausalLm implements LanguageModel {
+public final class ParallelCausalLm implements LanguageModel, CollectiveReporting {
   private final LocalWorld world;
   private final List<CausalLm> ranks;
 
@@ -38,10 +38,7 @@ public final class ParallelCausalLm implements LanguageModel {
     return world.group(0).stats();
   }
 
-  /**
-   * Runs {@code step} and returns the collectives rank 0 issued during it, as "OP bytes" keys in
-   * issue order with their counts (for example {@code ALL_REDUCE 8192 B -> 48}).
-   */
+  @Override
   public java.util.Map<String, Long> collectivesDuring(Runnable step) {
     java.util.Map<String, Long> seen = new java.util.LinkedHashMap<>();
     CollectiveStats stats = world.group(0).stats();

@@ -40,6 +40,15 @@ final class Activations implements AutoCloseable {
   private final List<DeviceBuffer> all = new ArrayList<>();
 
   Activations(ModelConfig cfg, int maxTokens, int logitRows) {
+    this(cfg, maxTokens, logitRows, RankShard.single());
+  }
+
+  /**
+   * Buffers of a tensor-parallel rank: the full-size activations (the replicated hidden state and
+   * the gathered logits need them; per-head buffers are simply not filled past this rank's heads)
+   * and the routed-expert scratch of this rank's experts and intermediate share.
+   */
+  Activations(ModelConfig cfg, int maxTokens, int logitRows, RankShard shard) {
     this.maxTokens = maxTokens;
     this.logitRows = logitRows;
     long t = maxTokens;
@@ -74,7 +83,12 @@ final class Activations implements AutoCloseable {
     moe =
         m == null
             ? null
-            : new MoeWorkspace(maxTokens, experts, topK, h, m.expertIntermediateSize());
+            : new MoeWorkspace(
+                maxTokens,
+                shard.ownedExperts(experts).length,
+                topK,
+                h,
+                shard.expertInter(m.expertIntermediateSize()));
   }
 
   private DeviceBuffer f32(long n) {

@@ -49,6 +49,10 @@ public final class CudaCausalLm implements LanguageModel {
   private final WeightStore store;
   private final GpuThread gpu;
   private final CudaModelOptions options;
+  private final RankShard shard;
+  private final boolean ownsThreadAndStore;
+  private TensorParallelOps tp;
+  private StepCollectives collectives;
   private CudaStream stream;
   private GpuOps ops;
   private GpuWeights weights;
@@ -65,11 +69,39 @@ public final class CudaCausalLm implements LanguageModel {
   private int sms;
   private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
 
-  private CudaCausalLm(ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o) {
+  private CudaCausalLm(
+      ModelConfig cfg,
+      WeightStore store,
+      GpuThread gpu,
+      CudaModelOptions o,
+      RankShard shard,
+      boolean ownsThreadAndStore) {
     this.cfg = cfg;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
+    this.shard = shard;
+    this.ownsThreadAndStore = ownsThreadAndStore;
+  }
+
+  /**
+   * One rank of a tensor-parallel model on {@code gpu} (owned by the caller, as is {@code store}).
+   * Nothing is on the device until {@link #setUpRank} runs, on every rank at once (the warm-up
+   * steps before graph capture issue collectives).
+   */
+  static CudaCausalLm rank(
+      ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o, RankShard shard) {
+    return new CudaCausalLm(cfg, store, gpu, o, shard, false);
+  }
+
+  /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
+  void setUpRank() {
+    setUp();
+  }
+
+  /** The collectives this rank issues per step (null for the plain single-GPU model). */
+  StepCollectives collectives() {
+    return collectives;
   }
 
   /**
@@ -94,7 +126,7 @@ public final class CudaCausalLm implements LanguageModel {
     }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options);
+    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
@@ -109,7 +141,7 @@ public final class CudaCausalLm implements LanguageModel {
     DeviceInfo dev = gpu.device();
     sms = dev.multiprocessors();
     stream = CudaStream.create();
-    weights = GpuWeights.upload(cfg, store, stream);
+    weights = GpuWeights.upload(cfg, store, stream, shard);
     long total = CudaDriverAccess.memoryInfo()[1];
     List<Integer> sizes = graphSizes(total);
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
@@ -122,18 +154,20 @@ public final class CudaCausalLm implements LanguageModel {
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
-    act = new Activations(cfg, maxTokens, logitRows);
+    act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
     hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
-    if (cfg.moe() != null && groupedMinTokens() <= maxTokens) {
+    // Expert parallelism runs long prefills through the fused expert kernels too: the grouped
+    // GEMM path assumes every routed pair is computed here.
+    if (cfg.moe() != null && groupedMinTokens() <= maxTokens && !shard.expertParallel()) {
       grouped =
           new GroupedExperts(
               maxTokens,
               cfg.moe().numExperts(),
               cfg.moe().topK(),
               cfg.hiddenSize(),
-              cfg.moe().expertIntermediateSize());
+              shard.expertInter(cfg.moe().expertIntermediateSize()));
     }
 
     if (PREFILL_GEMM
@@ -141,7 +175,7 @@ public final class CudaCausalLm implements LanguageModel {
         && (cfg.kvLoraRank() + cfg.qkRopeHeadDim()) % 8 == 0) {
       mlaPrefill =
           new MlaPrefillAttention(
-              cfg.numHeads(),
+              localHeads(),
               cfg.kvLoraRank(),
               cfg.qkRopeHeadDim(),
               Math.min(cfg.maxPositionEmbeddings(), PREFILL_GEMM_MAX_CONTEXT),
@@ -184,10 +218,25 @@ public final class CudaCausalLm implements LanguageModel {
     pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+    stack = shard.parallel() ? parallelStack(rope, logitRows) : singleStack(rope);
     stream.synchronize();
+    if (shard.parallel() && !sizes.isEmpty()) {
+      // The warm-up before each capture is the first collective: ranks that finished uploading
+      // early wait here (the peer kernels' barrier would give up after 30 s).
+      shard.comm().barrier();
+    }
     if (!sizes.isEmpty()) {
-      graphs = new DecodeGraphs(sizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)));
+      graphs =
+          new DecodeGraphs(
+              sizes,
+              stream,
+              bs -> {
+                if (collectives != null) {
+                  collectives.recordGraph(bs, () -> stack.decodeStep(bs, decodeSplits(bs)));
+                } else {
+                  stack.decodeStep(bs, decodeSplits(bs));
+                }
+              });
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
@@ -196,7 +245,8 @@ public final class CudaCausalLm implements LanguageModel {
             + ops.scratchBytes()
             + inputs.bytes()
             + (grouped == null ? 0 : grouped.bytes())
-            + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes());
+            + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes())
+            + (tp == null ? 0 : tp.bytes());
     plan =
         new MemoryPlan(
             dev.toString(),
@@ -218,6 +268,32 @@ public final class CudaCausalLm implements LanguageModel {
    */
   private int groupedMinTokens() {
     return Integer.getInteger("ringmaster.cuda.moeGroupedMinTokens", options.moeGroupedMinTokens());
+  }
+
+  private DecoderStack singleStack(RopeTable rope) {
+    return new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+  }
+
+  /** This rank's heads and experts, with the collectives between the blocks. */
+  private DecoderStack parallelStack(RopeTable rope, int logitRows) {
+    tp = new TensorParallelOps(cfg, shard, stream, logitRows);
+    collectives = new StepCollectives(shard.comm().stats());
+    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
+    FeedForwardBlock mlp =
+        new FeedForwardBlock(
+            cfg,
+            grouped,
+            cfg.moe() == null ? 0 : shard.expertInter(cfg.moe().expertIntermediateSize()),
+            n ->
+                tp.localizeExperts(
+                    act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()));
+    return new DecoderStack(
+        cfg, weights, ops, act, inputs, pool, new MlaBlock(cfg, rope, localHeads()), mlp, tp);
+  }
+
+  /** Attention heads on this rank. */
+  private int localHeads() {
+    return shard.share(cfg.numHeads());
   }
 
   private List<Integer> graphSizes(long totalBytes) {
@@ -339,7 +415,7 @@ public final class CudaCausalLm implements LanguageModel {
   /** Splits of the KV length per decode query (the same with and without graphs). */
   private int decodeSplits(int bs) {
     return RingmasterKernels.mlaSplits(
-        bs, cfg.numHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
+        bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
   }
 
   private Object decodeOnGpu(
@@ -371,6 +447,9 @@ public final class CudaCausalLm implements LanguageModel {
     }
     if (bucket > 0) {
       graphs.replay(bucket, stream);
+      if (collectives != null) {
+        collectives.replayed(bucket);
+      }
     } else {
       stack.decodeStep(padded, decodeSplits(padded));
     }
@@ -468,7 +547,7 @@ public final class CudaCausalLm implements LanguageModel {
       }
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
-          RingmasterKernels.mlaSplits(len, cfg.numHeads(), maxLen, sms, act.mla.splitLimit(len));
+          RingmasterKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
@@ -536,6 +615,7 @@ public final class CudaCausalLm implements LanguageModel {
                 grouped,
                 mlaPrefill,
                 segments,
+                tp,
                 act,
                 ops,
                 weights,
@@ -543,8 +623,10 @@ public final class CudaCausalLm implements LanguageModel {
                 stream);
           });
     } finally {
-      gpu.close();
-      store.close();
+      if (ownsThreadAndStore) {
+        gpu.close();
+        store.close();
+      }
     }
   }
 

@@ -19,6 +19,7 @@ final class DecoderStack {
   private final BlockPool pool;
   private final MlaBlock attention;
   private final FeedForwardBlock mlp;
+  private final TensorParallelOps tp; // null: one GPU, no collectives
   private final float eps;
   private StepProfiler profiler;
   private PrefillSegments segments;
@@ -33,14 +34,41 @@ final class DecoderStack {
       BlockPool pool,
       RopeTable rope,
       GroupedExperts grouped) {
+    this(
+        cfg,
+        w,
+        ops,
+        act,
+        in,
+        pool,
+        new MlaBlock(cfg, rope),
+        new FeedForwardBlock(cfg, grouped),
+        null);
+  }
+
+  /**
+   * The stack of a tensor-parallel rank: its blocks hold its heads and experts, and {@code tp}
+   * (null for one GPU) adds the embedding, per-layer and LM-head collectives.
+   */
+  DecoderStack(
+      ModelConfig cfg,
+      GpuWeights w,
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      BlockPool pool,
+      MlaBlock attention,
+      FeedForwardBlock mlp,
+      TensorParallelOps tp) {
     this.cfg = cfg;
     this.w = w;
     this.ops = ops;
     this.act = act;
     this.in = in;
     this.pool = pool;
-    this.attention = new MlaBlock(cfg, rope);
-    this.mlp = new FeedForwardBlock(cfg, grouped);
+    this.attention = attention;
+    this.mlp = mlp;
+    this.tp = tp;
     this.eps = (float) cfg.rmsNormEps();
   }
 
@@ -78,15 +106,18 @@ final class DecoderStack {
    */
   void forward(int n, int splits, boolean groupedExperts) {
     int h = cfg.hiddenSize();
-    ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
+    if (tp != null) {
+      tp.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
+    } else {
+      ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
+    }
     mark("embedding");
     for (int l = 0; l < w.layers.length; l++) {
       LayerWeights lw = w.layers[l];
       if (l == 0) {
         ops.rmsNorm(act.normed.ptr(), act.hidden.ptr(), lw.inputNorm(), n, h, eps);
       } else {
-        ops.addRmsNorm(
-            act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), lw.inputNorm(), n, h, eps);
+        addRmsNorm(act.mlpOut.ptr(), lw.inputNorm(), n);
       }
       mark("norms");
       attention.forward(
@@ -101,13 +132,25 @@ final class DecoderStack {
           segments,
           prefill,
           this::mark);
-      ops.addRmsNorm(
-          act.normed.ptr(), act.hidden.ptr(), act.attnOut.ptr(), lw.postAttentionNorm(), n, h, eps);
+      addRmsNorm(act.attnOut.ptr(), lw.postAttentionNorm(), n);
       mark("norms");
       mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
     }
-    ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), act.mlpOut.ptr(), w.finalNorm, n, h, eps);
+    addRmsNorm(act.mlpOut.ptr(), w.finalNorm, n);
     mark("norms");
+  }
+
+  /**
+   * {@code hidden += x; normed = weight * rmsnorm(hidden)}; on a tensor-parallel rank {@code x} is
+   * this rank's partial sum, allreduced first.
+   */
+  private void addRmsNorm(long x, long weight, int n) {
+    int h = cfg.hiddenSize();
+    if (tp != null) {
+      tp.reduceAddRmsNorm(ops, act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);
+    } else {
+      ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);
+    }
   }
 
   /**
@@ -115,7 +158,11 @@ final class DecoderStack {
    * logits}.
    */
   void lmHead(long x, int rows) {
-    ops.linear(act.logits.ptr(), x, w.lmHead, rows);
+    if (tp != null) {
+      tp.lmHead(ops, act.logits.ptr(), x, w.lmHead, rows);
+    } else {
+      ops.linear(act.logits.ptr(), x, w.lmHead, rows);
+    }
     mark("lm_head");
   }
 

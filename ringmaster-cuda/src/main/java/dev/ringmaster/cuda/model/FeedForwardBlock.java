@@ -12,11 +12,28 @@ final class FeedForwardBlock {
   private final MoeConfig moe;
   private final int hidden;
   private final GroupedExperts grouped;
+  private final int expertInter;
+  private final java.util.function.IntConsumer afterRouting;
 
   FeedForwardBlock(ModelConfig cfg, GroupedExperts grouped) {
+    this(cfg, grouped, cfg.moe() == null ? 0 : cfg.moe().expertIntermediateSize(), null);
+  }
+
+  /**
+   * The block of a tensor/expert-parallel rank: its experts have {@code expertInter} intermediate
+   * features; {@code afterRouting} (or null) runs on the {@code n} routed tokens before the experts
+   * (expert parallelism drops the pairs other ranks compute there).
+   */
+  FeedForwardBlock(
+      ModelConfig cfg,
+      GroupedExperts grouped,
+      int expertInter,
+      java.util.function.IntConsumer afterRouting) {
     this.moe = cfg.moe();
     this.hidden = cfg.hiddenSize();
     this.grouped = grouped;
+    this.expertInter = expertInter;
+    this.afterRouting = afterRouting;
   }
 
   /**
@@ -59,6 +76,9 @@ final class FeedForwardBlock {
         moe.topKGroups(),
         moe.normTopKProb(),
         (float) moe.routedScalingFactor());
+    if (afterRouting != null) {
+      afterRouting.accept(n);
+    }
     mark.accept("moe.router");
     boolean shared = m.shared() != null;
     if (shared) {
@@ -93,7 +113,7 @@ final class FeedForwardBlock {
         act.expertWeights.ptr(),
         n,
         hidden,
-        moe.expertIntermediateSize(),
+        expertInter,
         shared);
     mark.accept("moe.routed_experts");
   }

@@ -10,7 +10,12 @@ import java.util.List;
 
 /**
  * All weights of an MLA model on the device, shapes checked against the config as the CPU loader
- * checks them. Owns the device buffers.
+ * checks them. Owns the device buffers. A tensor-parallel rank holds the slices the CPU's {@code
+ * ModelLoader} gives it: its vocabulary rows of the embedding and LM head, its heads (rows of
+ * q_b/q_proj and kv_b, columns of o_proj), its share of every MLP's intermediate dimension, and
+ * either its share of every expert or (expert parallelism) its whole experts; norms, the router and
+ * the latent down-projections are replicated, and row-parallel biases live on rank 0 only so that
+ * the allreduce adds them once.
  */
 final class GpuWeights implements AutoCloseable {
   final DeviceMatrix embed;
@@ -37,21 +42,28 @@ final class GpuWeights implements AutoCloseable {
 
   /** Uploads every weight of {@code store} (GPU thread only). */
   static GpuWeights upload(ModelConfig cfg, WeightStore store, CudaStream stream) {
+    return upload(cfg, store, stream, RankShard.single());
+  }
+
+  /** Uploads {@code shard}'s slice of every weight of {@code store} (GPU thread only). */
+  static GpuWeights upload(ModelConfig cfg, WeightStore store, CudaStream stream, RankShard shard) {
     // Progress counts checkpoint bytes read (multi-token-prediction layers, if any, are skipped).
     try (WeightUploader up = new WeightUploader(store, stream, store.totalBytes())) {
       try {
         int v = cfg.vocabSize();
         int h = cfg.hiddenSize();
-        DeviceMatrix embed = up.matrix("model.embed_tokens.weight", v, h);
+        int v0 = shard.start(v);
+        int vn = shard.share(v);
+        DeviceMatrix embed = up.matrixRows("model.embed_tokens.weight", v, h, v0, vn);
         LayerWeights[] layers = new LayerWeights[cfg.numLayers()];
         for (int l = 0; l < layers.length; l++) {
-          layers[l] = layer(cfg, store, up, l);
+          layers[l] = layer(cfg, store, up, l, shard);
         }
         long norm = up.vector("model.norm.weight", h);
         DeviceMatrix head =
             cfg.tieWordEmbeddings() && !store.contains("lm_head.weight")
                 ? embed
-                : up.matrix("lm_head.weight", v, h);
+                : up.matrixRows("lm_head.weight", v, h, v0, vn);
         return new GpuWeights(embed, layers, norm, head, up.deviceBytes(), up.buffers());
       } catch (RuntimeException e) {
         up.buffers().forEach(DeviceBuffer::close);
@@ -60,16 +72,17 @@ final class GpuWeights implements AutoCloseable {
     }
   }
 
-  private static LayerWeights layer(ModelConfig cfg, WeightStore store, WeightUploader up, int l) {
+  private static LayerWeights layer(
+      ModelConfig cfg, WeightStore store, WeightUploader up, int l, RankShard shard) {
     String p = "model.layers." + l + ".";
     int h = cfg.hiddenSize();
-    LayerWeights.MlaWeights attn = mla(cfg, up, p + "self_attn.");
+    LayerWeights.MlaWeights attn = mla(cfg, up, p + "self_attn.", shard);
     LayerWeights.DenseWeights dense = null;
     LayerWeights.MoeWeights moe = null;
     if (cfg.isMoeLayer(l)) {
-      moe = moe(cfg, store, up, p + "mlp.");
+      moe = moe(cfg, store, up, p + "mlp.", shard);
     } else {
-      dense = dense(up, p + "mlp.", h, cfg.intermediateSize());
+      dense = dense(up, p + "mlp.", h, cfg.intermediateSize(), shard);
     }
     return new LayerWeights(
         up.vector(p + "input_layernorm.weight", h),
@@ -79,10 +92,15 @@ final class GpuWeights implements AutoCloseable {
         moe);
   }
 
-  private static LayerWeights.MlaWeights mla(ModelConfig cfg, WeightUploader up, String p) {
+  private static LayerWeights.MlaWeights mla(
+      ModelConfig cfg, WeightUploader up, String p, RankShard shard) {
     int h = cfg.hiddenSize();
-    int heads = cfg.numHeads();
+    int all = cfg.numHeads();
+    int heads = shard.share(all);
+    int h0 = shard.start(all);
     int qk = cfg.qkHeadDim();
+    int kvRow = cfg.qkNopeHeadDim() + cfg.vHeadDim();
+    int vd = cfg.vHeadDim();
     // attention_bias: biases on q_a_proj, kv_a_proj_with_mqa and o_proj (as the CPU loader reads).
     boolean bias = cfg.attentionBias();
     DeviceMatrix qProj = null;
@@ -92,19 +110,20 @@ final class GpuWeights implements AutoCloseable {
     if (cfg.qLoraRank() > 0) {
       qA = biased(up, p + "q_a_proj", cfg.qLoraRank(), h, bias);
       qANorm = up.vector(p + "q_a_layernorm.weight", cfg.qLoraRank());
-      qB = up.matrix(p + "q_b_proj.weight", heads * qk, cfg.qLoraRank());
+      qB = up.matrixRows(p + "q_b_proj.weight", all * qk, cfg.qLoraRank(), h0 * qk, heads * qk);
     } else {
-      qProj = up.matrix(p + "q_proj.weight", heads * qk, h);
+      qProj = up.matrixRows(p + "q_proj.weight", all * qk, h, h0 * qk, heads * qk);
     }
     DeviceMatrix kvA =
         biased(up, p + "kv_a_proj_with_mqa", cfg.kvLoraRank() + cfg.qkRopeHeadDim(), h, bias);
     long kvANorm = up.vector(p + "kv_a_layernorm.weight", cfg.kvLoraRank());
     DeviceMatrix kvB =
-        up.matrix(
-            p + "kv_b_proj.weight",
-            heads * (cfg.qkNopeHeadDim() + cfg.vHeadDim()),
-            cfg.kvLoraRank());
-    DeviceMatrix o = biased(up, p + "o_proj", h, heads * cfg.vHeadDim(), bias);
+        up.matrixRows(
+            p + "kv_b_proj.weight", all * kvRow, cfg.kvLoraRank(), h0 * kvRow, heads * kvRow);
+    DeviceMatrix o = up.matrixCols(p + "o_proj.weight", h, all * vd, h0 * vd, heads * vd);
+    if (bias && shard.rank() == 0) {
+      o = o.withBias(up.vector(p + "o_proj.bias", h));
+    }
     return new LayerWeights.MlaWeights(qProj, qA, qANorm, qB, kvA, kvANorm, kvB, o);
   }
 
@@ -115,66 +134,92 @@ final class GpuWeights implements AutoCloseable {
     return bias ? m.withBias(up.vector(p + ".bias", rows)) : m;
   }
 
-  /** A SwiGLU MLP whose gate and up projections land in one matrix (gate rows first). */
-  private static LayerWeights.DenseWeights dense(WeightUploader up, String p, int h, int inter) {
+  /**
+   * A SwiGLU MLP whose gate and up projections land in one matrix (gate rows first); a rank holds
+   * its share of the intermediate dimension.
+   */
+  private static LayerWeights.DenseWeights dense(
+      WeightUploader up, String p, int h, int total, RankShard shard) {
+    int i0 = shard.start(total);
+    int inter = shard.share(total);
+    long from = (long) i0 * h;
     DeviceBuffer gu = up.allocate(4L * inter * h);
-    up.bf16Into(gu, 0, up.store().require(p + "gate_proj.weight", inter, h), 0, (long) inter * h);
+    up.bf16Into(
+        gu, 0, up.store().require(p + "gate_proj.weight", total, h), from, (long) inter * h);
     up.bf16Into(
         gu,
         2L * inter * h,
-        up.store().require(p + "up_proj.weight", inter, h),
-        0,
+        up.store().require(p + "up_proj.weight", total, h),
+        from,
         (long) inter * h);
     // mlp_bias checkpoints (some V2 variants) bias all three projections; gate|up biases fused too.
-    long guBias = up.vectorsOrZeros(inter, p + "gate_proj.bias", p + "up_proj.bias");
-    DeviceMatrix down =
-        up.matrix(p + "down_proj.weight", h, inter)
-            .withBias(up.vectorsOrZeros(h, p + "down_proj.bias"));
+    long guBias =
+        up.vectorSlicesOrZeros(total, i0, inter, p + "gate_proj.bias", p + "up_proj.bias");
+    DeviceMatrix down = up.matrixCols(p + "down_proj.weight", h, total, i0, inter);
+    if (shard.rank() == 0) {
+      down = down.withBias(up.vectorsOrZeros(h, p + "down_proj.bias"));
+    }
     return new LayerWeights.DenseWeights(
         new DeviceMatrix(gu.ptr(), 2 * inter, h, guBias), down, inter);
   }
 
   private static LayerWeights.MoeWeights moe(
-      ModelConfig cfg, WeightStore store, WeightUploader up, String p) {
+      ModelConfig cfg, WeightStore store, WeightUploader up, String p, RankShard shard) {
     MoeConfig m = cfg.moe();
     int h = cfg.hiddenSize();
-    int e = m.numExperts();
-    int inter = m.expertIntermediateSize();
-    DeviceMatrix gate = up.matrix(p + "gate.weight", e, h);
-    long bias = m.hasScoreCorrectionBias() ? up.vector(p + "gate.e_score_correction_bias", e) : 0;
+    int experts = m.numExperts();
+    int total = m.expertIntermediateSize();
+    // A rank holds its experts (all of them unless expert-parallel), each as its share of the
+    // intermediate dimension (all of it when expert-parallel).
+    int[] owned = shard.ownedExperts(experts);
+    int e = owned.length;
+    int i0 = shard.expertParallel() ? 0 : shard.start(total);
+    int inter = shard.expertInter(total);
+    DeviceMatrix gate = up.matrix(p + "gate.weight", experts, h);
+    long bias =
+        m.hasScoreCorrectionBias() ? up.vector(p + "gate.e_score_correction_bias", experts) : 0;
     long expertGu = 2L * inter * h;
     long expertDown = (long) h * inter;
     DeviceBuffer w13 = up.allocate(2 * expertGu * e);
     DeviceBuffer w2 = up.allocate(2 * expertDown * e);
+    long half = (long) inter * h;
     if (store.contains(p + "experts.gate_up_proj")) {
       // transformers 5 fused layout: gate_up_proj [E, 2I, H] (gate rows first), down [E, H, I].
-      TensorView gu = store.require(p + "experts.gate_up_proj", e, 2L * inter, h);
-      TensorView dn = store.require(p + "experts.down_proj", e, h, inter);
-      up.bf16Into(w13, 0, gu, 0, expertGu * e);
-      up.bf16Into(w2, 0, dn, 0, expertDown * e);
+      TensorView gu = store.require(p + "experts.gate_up_proj", experts, 2L * total, h);
+      TensorView dn = store.require(p + "experts.down_proj", experts, h, total);
+      for (int k = 0; k < e; k++) {
+        long rows = 2L * total * owned[k];
+        up.bf16Into(w13, 2 * expertGu * k, gu, (rows + i0) * h, half);
+        up.bf16Into(w13, 2 * (expertGu * k + half), gu, (rows + total + i0) * h, half);
+        up.bf16ColsInto(
+            w2, 2 * expertDown * k, dn, (long) owned[k] * h * total, h, total, i0, inter);
+      }
     } else {
       for (int k = 0; k < e; k++) {
-        String ep = p + "experts." + k + ".";
-        long half = (long) inter * h;
+        String ep = p + "experts." + owned[k] + ".";
+        long from = (long) i0 * h;
         up.bf16Into(
-            w13, 2 * expertGu * k, store.require(ep + "gate_proj.weight", inter, h), 0, half);
+            w13, 2 * expertGu * k, store.require(ep + "gate_proj.weight", total, h), from, half);
         up.bf16Into(
             w13,
             2 * (expertGu * k + half),
-            store.require(ep + "up_proj.weight", inter, h),
-            0,
+            store.require(ep + "up_proj.weight", total, h),
+            from,
             half);
-        up.bf16Into(
+        up.bf16ColsInto(
             w2,
             2 * expertDown * k,
-            store.require(ep + "down_proj.weight", h, inter),
+            store.require(ep + "down_proj.weight", h, total),
             0,
-            expertDown);
+            h,
+            total,
+            i0,
+            inter);
       }
     }
     LayerWeights.DenseWeights shared =
         m.sharedIntermediateSize() > 0
-            ? dense(up, p + "shared_experts.", h, m.sharedIntermediateSize())
+            ? dense(up, p + "shared_experts.", h, m.sharedIntermediateSize(), shard)
             : null;
     return new LayerWeights.MoeWeights(gate, bias, w13.ptr(), w2.ptr(), shared);
   }

@@ -25,7 +25,12 @@ final class MlaBlock {
   private final boolean interleaved;
 
   MlaBlock(ModelConfig cfg, RopeTable rope) {
-    heads = cfg.numHeads();
+    this(cfg, rope, cfg.numHeads());
+  }
+
+  /** The block of a tensor-parallel rank holding {@code heads} of the model's heads. */
+  MlaBlock(ModelConfig cfg, RopeTable rope, int heads) {
+    this.heads = heads;
     nope = cfg.qkNopeHeadDim();
     ropeDim = cfg.qkRopeHeadDim();
     vDim = cfg.vHeadDim();

@@ -76,7 +76,36 @@ final class WeightUploader implements AutoCloseable {
   /** Uploads tensor {@code name} of {@code n} elements as f32. */
   long vector(String name, int n) {
     DeviceBuffer b = allocate(4L * n);
-    f32Into(b, 0, store.require(name, n), n);
+    f32Into(b, 0, store.require(name, n), 0, n);
+    return b.ptr();
+  }
+
+  /**
+   * Rows {@code [r0, r0 + rn)} of the {@code [rows, cols]} tensor {@code name} as a bf16 matrix (a
+   * column-parallel layer's share of its output features).
+   */
+  DeviceMatrix matrixRows(String name, int rows, int cols, int r0, int rn) {
+    TensorView t = store.require(name, rows, cols);
+    DeviceBuffer b = allocate(2L * rn * cols);
+    bf16Into(b, 0, t, (long) r0 * cols, (long) rn * cols);
+    return new DeviceMatrix(b.ptr(), rn, cols);
+  }
+
+  /**
+   * Columns {@code [c0, c0 + cn)} of the {@code [rows, cols]} tensor {@code name} as a bf16 matrix
+   * (a row-parallel layer's share of its input features).
+   */
+  DeviceMatrix matrixCols(String name, int rows, int cols, int c0, int cn) {
+    TensorView t = store.require(name, rows, cols);
+    DeviceBuffer b = allocate(2L * rows * cn);
+    bf16ColsInto(b, 0, t, 0, rows, cols, c0, cn);
+    return new DeviceMatrix(b.ptr(), rows, cn);
+  }
+
+  /** Elements {@code [from, from + n)} of the vector {@code name} (of {@code total}) as f32. */
+  long vectorSlice(String name, int total, int from, int n) {
+    DeviceBuffer b = allocate(4L * n);
+    f32Into(b, 0, store.require(name, total), from, n);
     return b.ptr();
   }
 
@@ -85,6 +114,14 @@ final class WeightUploader implements AutoCloseable {
    * after another as f32, or returns 0 when none exists.
    */
   long vectorsOrZeros(int n, String... names) {
+    return vectorSlicesOrZeros(n, 0, n, names);
+  }
+
+  /**
+   * Like {@link #vectorsOrZeros} for elements {@code [from, from + n)} of each vector of {@code
+   * total} elements (a column-parallel layer's bias share).
+   */
+  long vectorSlicesOrZeros(int total, int from, int n, String... names) {
     boolean any = false;
     for (String name : names) {
       any |= store.contains(name);
@@ -95,7 +132,7 @@ final class WeightUploader implements AutoCloseable {
     DeviceBuffer b = allocate(4L * n * names.length);
     for (int i = 0; i < names.length; i++) {
       if (store.contains(names[i])) {
-        f32Into(b, 4L * n * i, store.require(names[i], n), n);
+        f32Into(b, 4L * n * i, store.require(names[i], total), from, n);
       } else {
         CudaDriverAccess.memsetZero(b.ptr(4L * n * i), 4L * n, stream);
       }
@@ -103,13 +140,14 @@ final class WeightUploader implements AutoCloseable {
     return b.ptr();
   }
 
-  private void f32Into(DeviceBuffer b, long offset, TensorView t, int n) {
+  private void f32Into(DeviceBuffer b, long offset, TensorView t, int from, int n) {
     long done = 0;
     while (done < n) {
       int count = (int) Math.min(n - done, CHUNK_BYTES / 4);
       MemorySegment host = slot();
       for (int i = 0; i < count; i++) {
-        host.setAtIndex(ValueLayout.JAVA_FLOAT, i, Numerics.load(t.data(), t.dtype(), done + i));
+        host.setAtIndex(
+            ValueLayout.JAVA_FLOAT, i, Numerics.load(t.data(), t.dtype(), from + done + i));
       }
       send(b.ptr(offset + 4 * done), 4L * count, (long) count * t.dtype().bytes());
       done += count;
@@ -135,6 +173,41 @@ final class WeightUploader implements AutoCloseable {
       }
       send(dst.ptr(offset + 2 * done), 2 * n, n * t.dtype().bytes());
       done += n;
+    }
+  }
+
+  /**
+   * Writes columns {@code [c0, c0 + cn)} of the {@code [rows, cols]} matrix that starts at element
+   * {@code base} of {@code t} (a 3D tensor's slice, or 0) as a bf16 {@code [rows, cn]} matrix at
+   * byte {@code offset} of {@code dst}. Rows are packed into the staging buffer so that a narrow
+   * slice still moves in large copies.
+   */
+  void bf16ColsInto(
+      DeviceBuffer dst, long offset, TensorView t, long base, int rows, int cols, int c0, int cn) {
+    if (c0 == 0 && cn == cols) {
+      bf16Into(dst, offset, t, base, (long) rows * cols);
+      return;
+    }
+    if (2L * cn > CHUNK_BYTES) {
+      throw new IllegalArgumentException(t.name() + ": a row slice of " + cn + " is too wide");
+    }
+    int perChunk = (int) (CHUNK_BYTES / (2L * cn));
+    for (int r0 = 0; r0 < rows; r0 += perChunk) {
+      int count = Math.min(perChunk, rows - r0);
+      MemorySegment host = slot();
+      for (int i = 0; i < count; i++) {
+        long src = base + (long) (r0 + i) * cols + c0;
+        if (t.dtype() == DType.BF16) {
+          MemorySegment.copy(t.data(), 2 * src, host, 2L * i * cn, 2L * cn);
+        } else {
+          for (int c = 0; c < cn; c++) {
+            float v = Numerics.load(t.data(), t.dtype(), src + c);
+            host.setAtIndex(
+                ValueLayout.JAVA_SHORT_UNALIGNED, (long) i * cn + c, Numerics.floatToBf16(v));
+          }
+        }
+      }
+      send(dst.ptr(offset + 2L * r0 * cn), 2L * count * cn, (long) count * cn * t.dtype().bytes());
     }
   }
 

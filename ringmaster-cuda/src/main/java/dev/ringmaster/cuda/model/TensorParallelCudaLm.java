@@ -1,0 +1,380 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.CudaProbe;
+import dev.ringmaster.cuda.CudaRuntime;
+import dev.ringmaster.cuda.GpuThread;
+import dev.ringmaster.cuda.collective.DeviceCommunicator;
+import dev.ringmaster.cuda.collective.DeviceWorld;
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.CollectiveReporting;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.arch.ShardPlan;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.weights.WeightStore;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.IntFunction;
+
+/**
+ * An MLA model spread over GPUs with tensor parallelism (heads, MLP and expert intermediate
+ * dimensions, vocabulary) and optionally expert parallelism without all-to-all (each rank computes
+ * its own experts for every token): one rank per GPU, each a {@link CudaCausalLm} on its own GPU
+ * thread and stream, with its shard of the weights, its own activations and its own paged latent
+ * cache (the latent is replicated on every rank, as SGLang does for MLA). Two allreduces per layer
+ * plus one for the embedding, and an allgather of the LM head's vocabulary slices, all queued on
+ * the ranks' compute streams, so each rank captures its decode steps in its own CUDA graphs and the
+ * ranks replay them in lockstep.
+ *
+ * <p>Every step runs on all ranks at once; rank 0's output is returned (all ranks hold the same
+ * logits). The weights are split exactly as the CPU's {@code ParallelCausalLm} splits them.
+ */
+public final class TensorParallelCudaLm implements LanguageModel, CollectiveReporting {
+  private final ModelConfig cfg;
+  private final WeightStore store;
+  private final List<CudaCausalLm> ranks;
+  private final AutoCloseable world;
+  private final ExecutorService fanOut;
+
+  private TensorParallelCudaLm(
+      ModelConfig cfg, WeightStore store, List<CudaCausalLm> ranks, AutoCloseable world) {
+    this.cfg = cfg;
+    this.store = store;
+    this.ranks = ranks;
+    this.world = world;
+    // Platform threads that only wait for the ranks' GPU threads, so all ranks run each step
+    // together (their collectives need every rank).
+    this.fanOut =
+        Executors.newFixedThreadPool(
+            ranks.size(), r -> Thread.ofPlatform().daemon().name("tp-step").unstarted(r));
+  }
+
+  /**
+   * Loads {@code dir} over the first {@code parallel.tpSize()} GPUs of this machine: forms the
+   * device world ({@code worldOptions}: allreduce algorithm, custom allreduce on or off), uploads
+   * every rank's shard and captures every rank's graphs. Fails before touching a GPU when a
+   * dimension does not divide (naming it), when fewer GPUs are visible, or for a non-MLA model.
+   */
+  public static TensorParallelCudaLm load(
+      Path dir,
+      CudaModelOptions options,
+      ParallelConfig parallel,
+      DeviceWorld.Options worldOptions) {
+    CudaProbe probe = CudaRuntime.probe();
+    if (!probe.available()) {
+      throw new IllegalStateException("--device cuda: " + probe.reason());
+    }
+    ModelConfig cfg = ModelConfigParser.parse(dir);
+    check(cfg, parallel, worldOptions.dist().nnodes(), probe.devices().size());
+    int tp = parallel.tpSize();
+    DeviceWorld world =
+        DeviceWorld.create(
+            new DeviceWorld.Options(
+                tp,
+                worldOptions.dist(),
+                worldOptions.algorithm(),
+                worldOptions.disableCustomAllReduce(),
+                worldOptions.customMaxBytes(),
+                worldOptions.initTimeout()));
+    world.log().forEach(l -> System.err.println("device world: " + l));
+    List<GpuThread> threads = new ArrayList<>();
+    List<DeviceCommunicator> comms = new ArrayList<>();
+    for (int i = 0; i < tp; i++) {
+      threads.add(world.gpu(i));
+      comms.add(world.comm(i));
+    }
+    try {
+      return onRanks(dir, options, parallel, threads, comms, world);
+    } catch (RuntimeException | Error e) {
+      world.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Loads {@code dir} with rank {@code i} on {@code threads.get(i)} reducing over {@code
+   * comms.get(i)}; {@code owner} (closed last by {@link #close}, may be null) owns the threads and
+   * communicators. Ranks may share a GPU when their communicators allow it.
+   */
+  static TensorParallelCudaLm onRanks(
+      Path dir,
+      CudaModelOptions options,
+      ParallelConfig parallel,
+      List<GpuThread> threads,
+      List<DeviceCommunicator> comms,
+      AutoCloseable owner) {
+    ModelConfig cfg = checked(dir, parallel);
+    int tp = parallel.tpSize();
+    if (threads.size() != tp || comms.size() != tp) {
+      throw new IllegalArgumentException(
+          tp + " ranks need " + tp + " GPU threads and communicators");
+    }
+    WeightStore store = WeightStore.open(dir);
+    List<CudaCausalLm> ranks = new ArrayList<>();
+    for (int i = 0; i < tp; i++) {
+      RankShard shard = RankShard.of(i, parallel, comms.get(i));
+      ranks.add(CudaCausalLm.rank(cfg, store, threads.get(i), options, shard));
+    }
+    TensorParallelCudaLm lm = new TensorParallelCudaLm(cfg, store, ranks, owner);
+    try {
+      List<Future<Object>> setUp = new ArrayList<>();
+      for (int i = 0; i < tp; i++) {
+        CudaCausalLm r = ranks.get(i);
+        setUp.add(
+            threads
+                .get(i)
+                .submit(
+                    () -> {
+                      r.setUpRank();
+                      return null;
+                    }));
+      }
+      awaitAll(setUp);
+    } catch (RuntimeException | Error e) {
+      try {
+        lm.closeRanks();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      } finally {
+        lm.fanOut.shutdown();
+        store.close();
+      }
+      throw e;
+    }
+    System.err.print(ranks.getFirst().memoryPlan().describe());
+    return lm;
+  }
+
+  /**
+   * Checks, before any GPU work, that {@code cfg} runs on the GPU in the layout {@code parallel}
+   * over {@code nnodes} nodes with {@code visibleGpus} GPUs here: an MLA model, every split
+   * dimension divisible (each one that is not is named, with its flag), no all-to-all dispatch, one
+   * node, and a GPU per rank. Throws {@link IllegalArgumentException} for the model or the flags
+   * and {@link IllegalStateException} for too few GPUs.
+   */
+  public static void check(ModelConfig cfg, ParallelConfig parallel, int nnodes, int visibleGpus) {
+    checkModel(cfg, parallel);
+    int tp = parallel.tpSize();
+    if (nnodes > 1) {
+      throw new IllegalArgumentException(
+          "--device cuda with --nnodes > 1 is not supported yet: the model's ranks are driven"
+              + " from one process (one node)");
+    }
+    if (tp > visibleGpus) {
+      throw new IllegalStateException(
+          "--tp-size " + tp + " needs " + tp + " GPUs, " + visibleGpus + " visible");
+    }
+  }
+
+  private static ModelConfig checked(Path dir, ParallelConfig parallel) {
+    ModelConfig cfg = ModelConfigParser.parse(dir);
+    checkModel(cfg, parallel);
+    return cfg;
+  }
+
+  private static void checkModel(ModelConfig cfg, ParallelConfig parallel) {
+    if (!cfg.architecture().usesMla()) {
+      throw new IllegalArgumentException(
+          cfg.architecture()
+              + " is not supported on the GPU yet (MLA models only: DeepSeek-V2/V3); use --device"
+              + " cpu");
+    }
+    if (parallel.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL && parallel.tpSize() > 1) {
+      throw new IllegalArgumentException(
+          "--moe-a2a-backend all-to-all is not supported on the GPU yet; use none");
+    }
+    ShardPlan.check(cfg, parallel);
+  }
+
+  /** Ranks in the model. */
+  public int size() {
+    return ranks.size();
+  }
+
+  /** Rank {@code r}'s model (tests). */
+  CudaCausalLm rank(int r) {
+    return ranks.get(r);
+  }
+
+  /** Rank {@code r}'s memory plan (weights are this rank's shard). */
+  public MemoryPlan memoryPlan(int r) {
+    return ranks.get(r).memoryPlan();
+  }
+
+  @Override
+  public ModelConfig config() {
+    return cfg;
+  }
+
+  @Override
+  public long weightBytes() {
+    return store.totalBytes();
+  }
+
+  /** The smallest rank's pool (every rank caches every token's latent). */
+  @Override
+  public OptionalLong kvCapacityTokens() {
+    long min = Long.MAX_VALUE;
+    for (CudaCausalLm r : ranks) {
+      min = Math.min(min, r.kvCapacityTokens().orElse(Long.MAX_VALUE));
+    }
+    return OptionalLong.of(min);
+  }
+
+  @Override
+  public KvCache newCache() {
+    KvCache[] shards = new KvCache[ranks.size()];
+    try {
+      for (int r = 0; r < shards.length; r++) {
+        shards[r] = ranks.get(r).newCache();
+      }
+    } catch (RuntimeException e) {
+      for (KvCache c : shards) {
+        if (c != null) {
+          c.close();
+        }
+      }
+      throw e;
+    }
+    return KvCache.ofShards(shards);
+  }
+
+  @Override
+  public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return step(
+        layout, caches, r -> ranks.get(r).forward(tokens, layout, shardsOf(caches, r), logitRows));
+  }
+
+  @Override
+  public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return step(
+        layout,
+        caches,
+        r -> ranks.get(r).forwardGreedy(tokens, layout, shardsOf(caches, r), logitRows));
+  }
+
+  /**
+   * Runs one step on every rank at once and returns rank 0's result. Blocks are reserved on every
+   * rank first, so a full pool fails here, before any rank has started (a rank failing alone would
+   * leave the others waiting in a collective).
+   */
+  private <T> T step(BatchLayout layout, KvCache[] caches, IntFunction<T> onRank) {
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      int end = layout.seqStart()[s + 1];
+      if (end > layout.seqStart()[s]) {
+        caches[s].ensureCapacity(layout.positions()[end - 1] + 1);
+      }
+    }
+    List<Future<T>> fs = new ArrayList<>();
+    for (int r = 0; r < ranks.size(); r++) {
+      int rank = r;
+      fs.add(fanOut.submit(() -> onRank.apply(rank)));
+    }
+    List<T> out = awaitAll(fs);
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      caches[s].setLength(caches[s].shard(0).length());
+    }
+    return out.getFirst();
+  }
+
+  private static KvCache[] shardsOf(KvCache[] caches, int r) {
+    KvCache[] mine = new KvCache[caches.length];
+    for (int s = 0; s < mine.length; s++) {
+      mine[s] = caches[s].shard(r);
+    }
+    return mine;
+  }
+
+  /** Waits for every future; rethrows the first failure with the others suppressed. */
+  private static <T> List<T> awaitAll(List<Future<T>> fs) {
+    List<T> out = new ArrayList<>();
+    RuntimeException first = null;
+    for (Future<T> f : fs) {
+      try {
+        out.add(f.get());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted waiting for a GPU rank", e);
+      } catch (ExecutionException e) {
+        RuntimeException r =
+            e.getCause() instanceof RuntimeException re
+                ? re
+                : new IllegalStateException(e.getCause());
+        if (first == null) {
+          first = r;
+        } else {
+          first.addSuppressed(r);
+        }
+        out.add(null);
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+    return out;
+  }
+
+  /**
+   * Runs {@code step} and returns the collectives rank 0 issued during it (those inside a replayed
+   * decode graph included, as recorded when it was captured).
+   */
+  @Override
+  public Map<String, Long> collectivesDuring(Runnable step) {
+    Map<String, Long> seen = java.util.Collections.synchronizedMap(new LinkedHashMap<>());
+    StepCollectives c = ranks.getFirst().collectives();
+    c.reportTo(seen);
+    try {
+      step.run();
+    } finally {
+      c.reportTo(null);
+    }
+    synchronized (seen) {
+      return new LinkedHashMap<>(seen);
+    }
+  }
+
+  private void closeRanks() {
+    RuntimeException first = null;
+    for (CudaCausalLm r : ranks) {
+      try {
+        r.close();
+      } catch (RuntimeException e) {
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      closeRanks();
+    } finally {
+      fanOut.shutdown();
+      store.close();
+      if (world != null) {
+        try {
+          world.close();
+        } catch (Exception e) {
+          throw new IllegalStateException("closing the GPU world failed", e);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,153 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.collective.CustomAllReduce;
+import dev.ringmaster.cuda.collective.DeviceCommunicator;
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.parallel.CollectiveOp;
+import dev.ringmaster.parallel.CollectiveStats;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Test double: a rank of several that share one GPU (NCCL refuses two ranks on one device), so that
+ * the tensor-parallel model can be checked on a machine with one GPU. Allreduces run the peer-
+ * memory kernels of {@link CustomAllReduce} over buffers of the same context (one-shot, two-shot,
+ * or one-shot fused with add + RMSNorm), which needs the ranks' kernels to run concurrently on the
+ * GPU; a rank left waiting traps after 30 s rather than hanging. The allgather is an allreduce of a
+ * zeroed buffer holding this rank's block (exact: the other ranks add zeros). Only the operations
+ * the model issues are provided.
+ */
+final class SameDeviceCommunicator implements DeviceCommunicator {
+  private final int rank;
+  private final int worldSize;
+  private final CustomAllReduce.Rank custom;
+  private final AllReduceAlgorithm algorithm;
+  private final CollectiveStats stats = new CollectiveStats();
+  private final CyclicBarrier barrier;
+
+  /**
+   * Rank {@code rank} of {@code worldSize}; {@code algorithm} is ONESHOT, TWOSHOT or FUSED; {@code
+   * barrier} is shared by the ranks' communicators.
+   */
+  SameDeviceCommunicator(
+      int rank,
+      int worldSize,
+      CustomAllReduce.Rank custom,
+      AllReduceAlgorithm algorithm,
+      CyclicBarrier barrier) {
+    if (algorithm != AllReduceAlgorithm.ONESHOT
+        && algorithm != AllReduceAlgorithm.TWOSHOT
+        && algorithm != AllReduceAlgorithm.FUSED) {
+      throw new IllegalArgumentException(
+          "ranks on one GPU reduce by peer kernels, not " + algorithm);
+    }
+    this.rank = rank;
+    this.worldSize = worldSize;
+    this.custom = custom;
+    this.algorithm = algorithm;
+    this.barrier = barrier;
+  }
+
+  @Override
+  public int rank() {
+    return rank;
+  }
+
+  @Override
+  public int worldSize() {
+    return worldSize;
+  }
+
+  @Override
+  public AllReduceAlgorithm allReduceAlgorithm() {
+    return algorithm;
+  }
+
+  @Override
+  public CollectiveStats stats() {
+    return stats;
+  }
+
+  @Override
+  public AllReduceAlgorithm resolve(long bytes, AllReduceAlgorithm requested) {
+    AllReduceAlgorithm a = requested == AllReduceAlgorithm.AUTO ? algorithm : requested;
+    if (!custom.fits(bytes)) {
+      throw new IllegalArgumentException(bytes + " B exceed the test's staging buffers");
+    }
+    return a;
+  }
+
+  @Override
+  public void allReduce(long buf, long count, AllReduceAlgorithm requested, CudaStream stream) {
+    AllReduceAlgorithm a = resolve(4 * count, requested);
+    stats.record(CollectiveOp.ALL_REDUCE, a, 4 * count);
+    custom.allReduce(
+        buf, count, a == AllReduceAlgorithm.FUSED ? AllReduceAlgorithm.ONESHOT : a, stream);
+  }
+
+  @Override
+  public void allReduceAddRmsNorm(
+      long x,
+      long residual,
+      long out,
+      long weight,
+      int rows,
+      int hidden,
+      float eps,
+      AllReduceAlgorithm requested,
+      CudaStream stream) {
+    AllReduceAlgorithm a = resolve(4L * rows * hidden, requested);
+    if (a == AllReduceAlgorithm.TWOSHOT) {
+      throw new UnsupportedOperationException("the model fuses only one-shot allreduces");
+    }
+    stats.record(CollectiveOp.ALL_REDUCE, AllReduceAlgorithm.FUSED, 4L * rows * hidden);
+    custom.allReduceAddRmsNorm(x, residual, out, weight, rows, hidden, eps, stream);
+  }
+
+  @Override
+  public void allGather(long send, long recv, long countPerRank, CudaStream stream) {
+    long total = countPerRank * worldSize;
+    resolve(4 * total, AllReduceAlgorithm.ONESHOT);
+    stats.record(CollectiveOp.ALL_GATHER, null, 4 * total);
+    CudaDriverAccess.memsetZero(recv, 4 * total, stream);
+    CudaDriverAccess.copyOnDevice(recv + 4 * rank * countPerRank, send, 4 * countPerRank, stream);
+    custom.allReduce(recv, total, AllReduceAlgorithm.ONESHOT, stream);
+  }
+
+  @Override
+  public void reduceScatter(long send, long recv, long recvCount, CudaStream stream) {
+    throw new UnsupportedOperationException("not used by the model");
+  }
+
+  @Override
+  public void allToAll(
+      long send, long[] sendCounts, long recv, long[] recvCounts, CudaStream stream) {
+    throw new UnsupportedOperationException("not used by the model");
+  }
+
+  @Override
+  public void broadcast(long buf, long count, int root, CudaStream stream) {
+    throw new UnsupportedOperationException("not used by the model");
+  }
+
+  /** Waits on the host until every rank has arrived (the ranks are threads of this JVM). */
+  @Override
+  public void barrier() {
+    stats.record(CollectiveOp.BARRIER, null, 0);
+    try {
+      barrier.await(5, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted at the barrier", e);
+    } catch (BrokenBarrierException | TimeoutException e) {
+      throw new IllegalStateException("a rank did not reach the barrier", e);
+    }
+  }
+
+  /** The peer buffers are closed by their owner ({@link CustomAllReduce.Rank#close}). */
+  @Override
+  public void close() {}
+}
