@@ -67,6 +67,15 @@ public final class KernelBench {
                 b.mla(32, 16, 4096);
                 b.mla(128, 16, 640);
               }
+              for (int splits : new int[] {2, 4, 8, 16}) {
+                b.mla(32, 16, 640, splits);
+              }
+              for (int splits : new int[] {1, 2, 3}) {
+                b.mla(128, 16, 640, splits);
+              }
+              for (int splits : new int[] {4, 8, 32}) {
+                b.mla(1, 16, 512, splits);
+              }
               b.mlaParts(1, 16, 512);
               b.mlaParts(32, 16, 640);
               b.gemm(384, 2816, 2048);
@@ -337,6 +346,11 @@ public final class KernelBench {
   }
 
   private void mla(int batch, int heads, int len) {
+    mla(batch, heads, len, RingmasterKernels.mlaSplits(batch, heads, len, 132, 256));
+  }
+
+  /** MLA decode with a given split count (to place {@link RingmasterKernels#mlaSplits}). */
+  private void mla(int batch, int heads, int len, int splits) {
     int lora = 512;
     int rope = 64;
     int nope = 128;
@@ -364,7 +378,6 @@ public final class KernelBench {
     DeviceBuffer q = randomF32(batch * heads * (nope + rope));
     DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
     DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
-    int splits = RingmasterKernels.mlaSplits(batch, heads, len, 132, 256);
     try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
       double ms =
           time(
