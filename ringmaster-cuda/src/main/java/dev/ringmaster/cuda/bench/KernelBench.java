@@ -51,11 +51,17 @@ public final class KernelBench {
               b.gemv(2048, 16384);
               b.gemv(16384, 2048);
               for (int batch : new int[] {1, 8, 32, 128}) {
-                b.moe(batch, 64, 6, 2048, 1408, false);
+                b.moe(batch, 64, 6, 2048, 1408, 0);
               }
-              // Tensor-core experts (moe_mma.cu); 1 and 4 tokens only to place the threshold.
-              for (int batch : new int[] {1, 4, 8, 32, 128, 512}) {
-                b.moe(batch, 64, 6, 2048, 1408, true);
+              // Tensor-core experts (moe_mma.cu) in passes of 32 tokens; 1 and 4 tokens only to
+              // place the threshold, 2048 and 4096 as prefill chunks.
+              for (int batch : new int[] {1, 4, 8, 32, 128, 384, 512, 2048, 4096}) {
+                b.moe(batch, 64, 6, 2048, 1408, RingmasterKernels.MOE_MMA_PASS_TOKENS);
+              }
+              // In passes of 64 tokens (the *64 kernels): 384 (36 pairs per expert on average) and
+              // 512 (48, MOE_MMA_WIDE_PAIRS_PER_EXPERT) place the switch between the two.
+              for (int batch : new int[] {384, 512, 2048, 4096}) {
+                b.moe(batch, 64, 6, 2048, 1408, RingmasterKernels.MOE_MMA_WIDE_PASS_TOKENS);
               }
               for (boolean tensorCores : new boolean[] {false, true}) {
                 k.useMlaTensorCores(tensorCores);
@@ -259,8 +265,12 @@ public final class KernelBench {
     }
   }
 
-  /** One MoE layer's routed experts; {@code mma}: tensor-core kernels, else CUDA-core ones. */
-  private void moe(int n, int e, int topK, int hidden, int inter, boolean mma) {
+  /**
+   * One MoE layer's routed experts: tensor-core kernels in passes of {@code passTokens} (32 or 64),
+   * CUDA-core ones for 0.
+   */
+  private void moe(int n, int e, int topK, int hidden, int inter, int passTokens) {
+    boolean mma = passTokens > 0;
     DeviceBuffer w13 = randomBf16((long) e * 2 * inter * hidden, 0.02f);
     DeviceBuffer w2 = randomBf16((long) e * hidden * inter, 0.02f);
     DeviceBuffer x = randomF32(n * hidden);
@@ -311,7 +321,8 @@ public final class KernelBench {
                       n,
                       hidden,
                       inter,
-                      false);
+                      false,
+                      passTokens);
                   return;
                 }
                 k.moeExpertsFused(
@@ -336,7 +347,7 @@ public final class KernelBench {
               "moe V2-Lite layer (64e top-6 2048/1408) batch %d, %.1f experts active%s",
               n,
               active,
-              mma ? ", mma" : ""),
+              mma ? passTokens == RingmasterKernels.MOE_MMA_PASS_TOKENS ? ", mma" : ", mma64" : ""),
           ms,
           bytes / (ms * 1e6));
     }

@@ -44,6 +44,25 @@ public final class RingmasterKernels implements AutoCloseable {
   /** System property overriding {@link #MOE_MMA_MIN_TOKENS} (read when the kernels load). */
   public static final String MOE_MMA_MIN_TOKENS_PROPERTY = "ringmaster.moe.mmaMinTokens";
 
+  /** Tokens per weight pass of the decode tensor-core expert kernels (kMoeMmaPassTokens). */
+  public static final int MOE_MMA_PASS_TOKENS = 32;
+
+  /** Tokens per weight pass of the large-batch tensor-core expert kernels (the *64 kernels). */
+  public static final int MOE_MMA_WIDE_PASS_TOKENS = 64;
+
+  /**
+   * Fewest routed pairs per expert on average ({@code n * topK / numExperts}) for which {@link
+   * #moeExpertsMma} takes the 64-token passes. The 32-token kernels stream an expert's weights once
+   * per 32 of its tokens; the 64-token ones halve that for experts of more than 32 tokens but hold
+   * twice the accumulators (2 blocks per SM instead of 3 on an H200). At 48 on average (batch 512
+   * for 64 experts top-6) the per-expert counts (binomial, sd ~7) put almost every expert past 32,
+   * i.e. two 32-token passes against one of 64, a margin the lower occupancy cannot eat; below
+   * about 32 most experts fit one 32-token pass, where the 64-token kernels run the same code at
+   * lower occupancy. Decode batches (up to a few hundred tokens) stay on the 32-token kernels.
+   * Results are bit-identical either way, so the choice never changes a token's output.
+   */
+  public static final int MOE_MMA_WIDE_PAIRS_PER_EXPERT = 48;
+
   /** Output rows per block of the tensor-core expert kernels (kMoeMmaRowsPerBlock). */
   private static final int MMA_ROWS_PER_BLOCK = 64;
 
@@ -68,6 +87,8 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeScatter;
   private final Kernel moeGateUpMma;
   private final Kernel moeDownMma;
+  private final Kernel moeGateUpMma64;
+  private final Kernel moeDownMma64;
   private int moeMmaMinTokens;
   private final Kernel mlaAbsorbQ;
   private final Kernel mlaOutV;
@@ -108,6 +129,8 @@ public final class RingmasterKernels implements AutoCloseable {
     moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
     moeGateUpMma = new Kernel(module, "rm_moe_gate_up_mma", 10);
     moeDownMma = new Kernel(module, "rm_moe_down_mma", 10);
+    moeGateUpMma64 = new Kernel(module, "rm_moe_gate_up_mma64", 10);
+    moeDownMma64 = new Kernel(module, "rm_moe_down_mma64", 10);
     setMoeMmaMinTokens(Integer.getInteger(MOE_MMA_MIN_TOKENS_PROPERTY, MOE_MMA_MIN_TOKENS));
     mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 9);
     mlaOutV = new Kernel(module, "rm_mla_out_v", 8);
@@ -306,9 +329,21 @@ public final class RingmasterKernels implements AutoCloseable {
   }
 
   /**
+   * Tokens per weight pass that {@link #moeExpertsMma} uses for {@code n} tokens: {@link
+   * #MOE_MMA_WIDE_PASS_TOKENS} from {@link #MOE_MMA_WIDE_PAIRS_PER_EXPERT} routed pairs per expert
+   * on average, else {@link #MOE_MMA_PASS_TOKENS}.
+   */
+  public static int moeMmaPassTokens(int n, int topK, int numExperts) {
+    return (long) n * topK >= (long) MOE_MMA_WIDE_PAIRS_PER_EXPERT * numExperts
+        ? MOE_MMA_WIDE_PASS_TOKENS
+        : MOE_MMA_PASS_TOKENS;
+  }
+
+  /**
    * {@link #moeExperts} on the tensor-core kernels ({@code moe_mma.cu}): each active expert's
-   * weights streamed once per 32 of its tokens, inputs and the SwiGLU intermediate rounded to bf16,
-   * f32 accumulation. A pair's result does not depend on the other tokens of the batch. Needs
+   * weights streamed once per 32 of its tokens, or per 64 for large batches ({@link
+   * #moeMmaPassTokens}), inputs and the SwiGLU intermediate rounded to bf16, f32 accumulation. A
+   * pair's result does not depend on the other tokens of the batch, nor on the pass size. Needs
    * {@link #moeMmaSupports}.
    */
   public void moeExpertsMma(
@@ -324,21 +359,50 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean accumulate) {
+    int passTokens = moeMmaPassTokens(n, ws.topK, ws.numExperts);
+    moeExpertsMma(
+        s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate, passTokens);
+  }
+
+  /**
+   * {@link #moeExpertsMma} with the pass size chosen by the caller: {@link #MOE_MMA_PASS_TOKENS} or
+   * {@link #MOE_MMA_WIDE_PASS_TOKENS} (tests and benchmarks compare the two).
+   */
+  public void moeExpertsMma(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate,
+      int passTokens) {
+    if (passTokens != MOE_MMA_PASS_TOKENS && passTokens != MOE_MMA_WIDE_PASS_TOKENS) {
+      throw new IllegalArgumentException("MoE mma passes of 32 or 64 tokens, got " + passTokens);
+    }
     if (!moeMmaSupports(hidden, inter)) {
       throw new IllegalArgumentException(
           "tensor-core experts need hidden and inter multiples of 8, got " + hidden + ", " + inter);
     }
     int active = moeAlignForExperts(s, ws, experts, n);
     // ws.h holds the intermediate as bf16 rows in expert-sorted pair order (half its f32 size).
-    moeGateUpMma.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
-    moeGateUpMma.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
-    moeGateUpMma.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
-    moeGateUpMma.launch(s, blocks(inter, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
-    moeDownMma.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
-    moeDownMma.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr());
-    moeDownMma.arg(6, ws.activeExperts.ptr()).arg(7, ws.activeCount.ptr());
-    moeDownMma.arg(8, hidden).arg(9, inter);
-    moeDownMma.launch(s, blocks(hidden, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
+    boolean wide = passTokens == MOE_MMA_WIDE_PASS_TOKENS;
+    Kernel gateUp = wide ? moeGateUpMma64 : moeGateUpMma;
+    Kernel down = wide ? moeDownMma64 : moeDownMma;
+    gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
+    gateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
+    gateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
+    gateUp.launch(s, blocks(inter, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
+    down.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
+    down.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr());
+    down.arg(6, ws.activeExperts.ptr()).arg(7, ws.activeCount.ptr());
+    down.arg(8, hidden).arg(9, inter);
+    down.launch(s, blocks(hidden, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
     moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
   }
 

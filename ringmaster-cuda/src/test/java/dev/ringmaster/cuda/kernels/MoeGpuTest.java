@@ -254,6 +254,116 @@ class MoeGpuTest {
         });
   }
 
+  /**
+   * The 64-token-pass kernels against the reference, and bit for bit against the 32-token ones per
+   * pair (the intermediate row and the weighted output row of every routed pair, and the combined
+   * output). Routing: the first 130 / 64 / 65 / 33 tokens send slot 0 / 1 / 2 / 3 to experts 0 / 1
+   * / 2 / 3 (passes of 64 + 64 + 2, 64, 64 + 1 and one of 33 tokens), experts 4-7 and the last 4
+   * get no token, the other slots pick uniformly among the rest (about 32, 77 and 110 tokens each
+   * at 200, 513 and 1000 tokens: single and double passes, tails on 1, 2, 4 and 8 tiles).
+   */
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, experts, topK, hidden, inter, accumulate
+    "200,40,6,256,176,false", // K of the down pass not a multiple of 32
+    "513,48,6,136,80,true", // partial row blocks and pipeline stages on both sides
+    "1000,64,6,512,96,false"
+  })
+  void wideTensorCoreExpertsMatchTheReferenceAndTheNarrowOnes(
+      int n, int e, int k, int hidden, int inter, boolean acc) {
+    Rand r = new Rand();
+    Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
+    Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] prior = r.uniform(n * hidden, 1f);
+    int[] experts = new int[n * k];
+    float[] weights = new float[n * k];
+    int[] quota = {130, 64, 65, 33};
+    for (int t = 0; t < n; t++) {
+      for (int j = 0; j < k; j++) {
+        int pick;
+        boolean dup;
+        do {
+          pick = j < quota.length && t < quota[j] ? j : 8 + r.nextInt(e - 12);
+          dup = false;
+          for (int q = 0; q < j; q++) {
+            dup |= experts[t * k + q] == pick;
+          }
+        } while (dup);
+        experts[t * k + j] = pick;
+        weights[t * k + j] = (float) r.random().nextDouble();
+      }
+    }
+    float[] want = reference(x, w13.values(), w2.values(), experts, weights, n, k, hidden, inter);
+    if (acc) {
+      for (int i = 0; i < want.length; i++) {
+        want[i] += prior[i];
+      }
+    }
+    Gpu.run(
+        s -> {
+          long w13d = s.bf16(w13.bits()).ptr();
+          long w2d = s.bf16(w2.bits()).ptr();
+          long xd = s.f32(x).ptr();
+          long ed = s.i32(experts).ptr();
+          long wd = s.f32(weights).ptr();
+          int pairs = n * k;
+          int[][][] perPass = new int[2][][];
+          int[] passes = {
+            RingmasterKernels.MOE_MMA_WIDE_PASS_TOKENS, RingmasterKernels.MOE_MMA_PASS_TOKENS
+          };
+          for (int v = 0; v < passes.length; v++) {
+            try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
+              poison(s, ws);
+              DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
+              Gpu.kernels()
+                  .moeExpertsMma(
+                      s.stream(),
+                      ws,
+                      out.ptr(),
+                      xd,
+                      w13d,
+                      w2d,
+                      ed,
+                      wd,
+                      n,
+                      hidden,
+                      inter,
+                      acc,
+                      passes[v]);
+              float[] got = s.read(out, n * hidden);
+              Compare.assertClose(
+                  "moe mma, passes of " + passes[v] + ", seed " + r.seed(), got, want, 1e-2);
+              // the bf16 intermediate is in expert-sorted order, and the order of an expert's
+              // pairs is not fixed (align uses atomics): compare it per pair
+              int[] sorted = s.readInts(ws.sortedPairs, pairs);
+              int[] h = s.readInts(ws.h, pairs * inter / 2);
+              int[] hByPair = new int[pairs * inter / 2];
+              for (int q = 0; q < pairs; q++) {
+                System.arraycopy(h, q * inter / 2, hByPair, sorted[q] * inter / 2, inter / 2);
+              }
+              perPass[v] = new int[][] {hByPair, bits(s.read(ws.y, pairs * hidden)), bits(got)};
+            }
+          }
+          String[] what = {"intermediate rows", "pair output rows", "combined output"};
+          for (int i = 0; i < what.length; i++) {
+            assertThat(perPass[0][i])
+                .as("%s, passes of 64 vs 32 tokens, seed %d", what[i], r.seed())
+                .isEqualTo(perPass[1][i]);
+          }
+        });
+  }
+
+  /** Passes of 64 tokens from 48 routed pairs per expert on average. */
+  @Test
+  void widePassesFromFortyEightPairsPerExpert() {
+    assertThat(RingmasterKernels.moeMmaPassTokens(511, 6, 64)).isEqualTo(32);
+    assertThat(RingmasterKernels.moeMmaPassTokens(512, 6, 64)).isEqualTo(64);
+    assertThat(RingmasterKernels.moeMmaPassTokens(128, 6, 64)).isEqualTo(32);
+    assertThat(RingmasterKernels.moeMmaPassTokens(1535, 8, 256)).isEqualTo(32);
+    assertThat(RingmasterKernels.moeMmaPassTokens(1536, 8, 256)).isEqualTo(64);
+  }
+
   private static float[] runMma(
       DeviceScope s,
       long w13,
