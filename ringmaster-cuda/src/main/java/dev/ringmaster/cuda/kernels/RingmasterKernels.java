@@ -460,14 +460,16 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs:
-   * enough blocks (16 heads each on the tensor-core path) for four per SM, but no split shorter
-   * than 32 positions. The tensor-core kernel also never gives a split fewer than {@link
-   * #MLA_MMA_MIN_CHUNK} positions, so splits a graph captured for a long nominal context stay cheap
-   * when the real context is short (the surplus ones are empty).
+   * enough blocks (16 heads each on the tensor-core path) for two per SM, the tensor-core kernel's
+   * residency (one H200, batch 32 at context 640: 8 splits 69 us, 17 splits 117 us; more splits
+   * re-read each token's queries and write more partials), but no split shorter than 32 positions.
+   * The tensor-core kernel also never gives a split fewer than {@link #MLA_MMA_MIN_CHUNK}
+   * positions, so splits a graph captured for a long nominal context stay cheap when the real
+   * context is short (the surplus ones are empty).
    */
   public static int mlaSplits(int tokens, int heads, int maxLen, int sms, int maxSplits) {
     int headBlocks = (heads + 15) / 16;
-    int wanted = (4 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
+    int wanted = (2 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
     int byLength = (maxLen + 31) / 32;
     return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
   }
