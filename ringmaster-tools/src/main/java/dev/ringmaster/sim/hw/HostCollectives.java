@@ -4,18 +4,16 @@ import java.util.Map;
 
 /**
  * Allreduce on in-process CPU ranks (threads of one JVM exchanging data through shared memory), as
- * {@code bench collectives --device cpu} runs it. Every algorithm is a latency-bandwidth line in
- * the message size, {@code time = baseUs + bytes / busBandwidth}, fitted per algorithm and rank
- * count: the ranks share the host's cores and memory bus, and with more ranks than cores they
- * time-slice, so neither a ring's hop count nor a link bandwidth carries from one rank count to
- * another the way it does between GPUs.
+ * {@code bench collectives --device cpu} runs it. Every algorithm is a {@link HostLine} in the
+ * message size (a fixed cost, then bytes at a cached and, past a knee, at a memory bandwidth),
+ * fitted per algorithm and rank count: the ranks share the host's cores, caches and memory bus, and
+ * with more ranks than cores they time-slice, so neither a ring's hop count nor a link bandwidth
+ * carries from one rank count to another the way it does between GPUs.
  *
- * @param allreduce alpha-beta per {@code algorithm/ranks} (ring, oneshot, twoshot,
- *     recursive_doubling), with {@code hopUs} unused (0) and {@code busBandwidth} in message bytes
- *     per second
+ * @param allreduce line per {@code algorithm/ranks} (ring, oneshot, twoshot, recursive_doubling)
  * @param note how the constants were obtained
  */
-public record HostCollectives(Map<String, AlphaBeta> allreduce, String note) {
+public record HostCollectives(Map<String, HostLine> allreduce, String note) {
 
   /** Copies the map. */
   public HostCollectives {
@@ -32,8 +30,8 @@ public record HostCollectives(Map<String, AlphaBeta> allreduce, String note) {
    * algorithm}, or NaN where the profile has no constants for that pair.
    */
   public double timeUs(String algorithm, double bytes, int ranks) {
-    AlphaBeta ab = allreduce.get(key(algorithm, ranks));
-    return ab == null ? Double.NaN : ab.timeUs(0, bytes);
+    HostLine line = allreduce.get(key(algorithm, ranks));
+    return line == null ? Double.NaN : line.timeUs(bytes);
   }
 
   /** The fastest algorithm with constants at this rank count and size, or null if none. */

@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.within;
 
 import dev.ringmaster.sim.calibrate.CalibrationCheck.Row;
 import dev.ringmaster.sim.calibrate.Measurements.CollectiveSample;
-import dev.ringmaster.sim.hw.AlphaBeta;
 import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.HostCollectives;
+import dev.ringmaster.sim.hw.HostLine;
 import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.report.CheckText;
 import java.util.ArrayList;
@@ -58,25 +58,29 @@ class CalibrationCheckTest {
   @Test
   void hostFitRecoversLinesPerAlgorithmAndRankCount() {
     HardwareProfile base = Profiles.load("cpu-host");
-    Map<String, AlphaBeta> truth =
+    // a plain line, and one whose slope triples past 256 KiB (working set out of the caches)
+    Map<String, HostLine> truth =
         Map.of(
-            "ring/2", new AlphaBeta(20, 0, 1.5e9),
-            "oneshot/4", new AlphaBeta(40, 0, 0.6e9));
+            "ring/2", new HostLine(20, 1.5e9, 0, 1.5e9),
+            "oneshot/4", new HostLine(40, 1.2e9, 262144, 0.4e9));
     List<CollectiveSample> s = new ArrayList<>();
     truth.forEach(
         (k, ab) -> {
           String algo = k.substring(0, k.indexOf('/'));
           int n = Integer.parseInt(k.substring(k.indexOf('/') + 1));
           for (double b = 256; b <= 1 << 24; b *= 4) {
-            s.add(new CollectiveSample("allreduce", algo, null, n, b, ab.timeUs(0, b)));
+            s.add(new CollectiveSample("allreduce", algo, null, n, b, ab.timeUs(b)));
           }
         });
     Measurements m = new Measurements(null, null, 4, s, List.of(), List.of());
     HardwareProfile fitted = Calibrator.calibrate(base, m, "fitted").profile();
     HostCollectives host = fitted.collectives().host();
     assertThat(host.allreduce().get("ring/2").baseUs()).isCloseTo(20, within(1e-6));
-    assertThat(host.allreduce().get("ring/2").busBandwidth()).isCloseTo(1.5e9, within(1.0));
-    assertThat(host.allreduce().get("oneshot/4").busBandwidth()).isCloseTo(0.6e9, within(1.0));
+    assertThat(host.allreduce().get("ring/2").memoryBandwidth()).isCloseTo(1.5e9, within(1.0));
+    HostLine one = host.allreduce().get("oneshot/4");
+    assertThat(one.kneeBytes()).isEqualTo(262144);
+    assertThat(one.cachedBandwidth()).isCloseTo(1.2e9, within(1.0));
+    assertThat(one.memoryBandwidth()).isCloseTo(0.4e9, within(1.0));
     // pairs without samples keep the base profile's constants
     assertThat(host.allreduce().get("twoshot/2"))
         .isEqualTo(base.collectives().host().allreduce().get("twoshot/2"));
