@@ -1,6 +1,8 @@
 package dev.ringmaster.sim.hw;
 
+import java.util.Collections;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Allreduce on in-process CPU ranks (threads of one JVM exchanging data through shared memory), as
@@ -15,9 +17,9 @@ import java.util.Map;
  */
 public record HostCollectives(Map<String, HostLine> allreduce, String note) {
 
-  /** Copies the map. */
+  /** Copies the map, sorted by key so that saved profiles read the same every time. */
   public HostCollectives {
-    allreduce = Map.copyOf(allreduce);
+    allreduce = Collections.unmodifiableMap(new TreeMap<>(allreduce));
   }
 
   /** Key of an algorithm at a rank count. */
