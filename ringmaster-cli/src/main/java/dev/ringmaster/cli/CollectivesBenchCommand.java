@@ -130,7 +130,13 @@ final class CollectivesBenchCommand implements Callable<Integer> {
               + " --world-size "
               + worldSize
               + " --op "
-              + op,
+              + op
+              + " --min-bytes "
+              + minBytes
+              + " --max-bytes "
+              + maxBytes
+              + " --iters "
+              + iterations,
           new ObjectMapper().readTree(js),
           "naive reference sum (results checked); busbw uses nccl-tests' factors");
     }

@@ -1,6 +1,9 @@
 package dev.ringmaster.cli;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.ringmaster.sim.calibrate.BenchCalibration;
+import dev.ringmaster.sim.calibrate.CalibrationCheck;
 import dev.ringmaster.sim.calibrate.Calibrator;
 import dev.ringmaster.sim.calibrate.MeasurementFile;
 import dev.ringmaster.sim.calibrate.Measurements;
@@ -8,9 +11,12 @@ import dev.ringmaster.sim.calibrate.MeasurementsIo;
 import dev.ringmaster.sim.calibrate.OneBatchSteps;
 import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.Profiles;
+import dev.ringmaster.sim.report.CheckText;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -55,17 +61,20 @@ final class SimulateCalibrateCommand implements Callable<Integer> {
   @Option(names = "--name", description = "Name of the fitted profile (default: BASE-calibrated).")
   String name;
 
+  @Option(
+      names = "--report",
+      description =
+          "After fitting, print every measurement beside the fitted profile's prediction, its"
+              + " error and the largest absolute error (as simulate check does).")
+  boolean report;
+
+  @Option(names = "--json", description = "Print the fit (and the report) as JSON.")
+  boolean json;
+
   @Override
   public Integer call() throws Exception {
     HardwareProfile profile = Profiles.load(base);
-    List<MeasurementFile> files = new ArrayList<>();
-    for (Path p : measurements) {
-      try {
-        files.add(MeasurementsIo.readAny(p));
-      } catch (IllegalArgumentException e) {
-        throw new UserError(e.getMessage());
-      }
-    }
+    List<MeasurementFile> files = readAll(measurements);
     Calibrator.Result r;
     try {
       r =
@@ -77,14 +86,52 @@ final class SimulateCalibrateCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new UserError(e.getMessage());
     }
+    Profiles.save(r.profile(), output);
+    CalibrationCheck check = report ? check(r.profile(), files, modelConfig) : null;
+    if (json) {
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("profile", r.profile().name());
+      out.put("output", output.toString());
+      out.put("fitted", r.fitted());
+      if (check != null) {
+        out.put("check", CheckText.tree(check));
+      }
+      System.out.println(
+          new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
+      return 0;
+    }
     for (String line : r.fitted()) {
       System.out.println(line);
     }
     if (r.fitted().isEmpty()) {
       System.out.println("no constant had enough samples; the profile is unchanged");
     }
-    Profiles.save(r.profile(), output);
     System.out.println("profile written to " + output);
+    if (check != null) {
+      System.out.print(CheckText.text(check));
+    }
     return 0;
+  }
+
+  /** Reads every measurement file, any accepted format. */
+  static List<MeasurementFile> readAll(List<Path> paths) {
+    List<MeasurementFile> files = new ArrayList<>();
+    for (Path p : paths) {
+      try {
+        files.add(MeasurementsIo.readAny(p));
+      } catch (IllegalArgumentException e) {
+        throw new UserError(e.getMessage());
+      }
+    }
+    return files;
+  }
+
+  /** Predicted against measured for {@code files} on {@code profile}. */
+  static CalibrationCheck check(HardwareProfile profile, List<MeasurementFile> files, Path model) {
+    try {
+      return CalibrationCheck.of(profile, files, run -> OneBatchSteps.model(run, model));
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      throw new UserError(e.getMessage());
+    }
   }
 }

@@ -34,7 +34,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description =
         "Predict decode speed, memory and KV capacity of a configuration on a hardware profile.",
-    subcommands = {SimulateCalibrateCommand.class})
+    subcommands = {SimulateCalibrateCommand.class, SimulateCheckCommand.class})
 final class SimulateCommand implements Callable<Integer> {
   @Option(names = "--model-config", description = "config.json of the model (required).")
   Path modelConfig;

@@ -2,6 +2,8 @@ package dev.ringmaster.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.sim.hw.Profiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,5 +46,75 @@ class SimulateCalibrateBenchJsonTest {
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("peer allreduce");
     assertThat(Profiles.load(out.toString()).name()).isEqualTo("h200-x8-calibrated");
+  }
+
+  @Test
+  void cpuCollectivesCalibrateTheHostProfileAndReportEveryPoint(@TempDir Path dir)
+      throws Exception {
+    CliTest.Run bench =
+        CliTest.run(
+            "bench",
+            "collectives",
+            "--device",
+            "cpu",
+            "--world-size",
+            "2",
+            "--max-bytes",
+            "65536",
+            "--iters",
+            "3",
+            "--json");
+    assertThat(bench.status()).as(bench.err()).isZero();
+    Path json = dir.resolve("coll.json");
+    Files.writeString(json, bench.out());
+    CliTest.Run r =
+        CliTest.run(
+            "simulate",
+            "calibrate",
+            "--measurements",
+            json.toString(),
+            "--base-profile",
+            "cpu-host",
+            "--output",
+            dir.resolve("cpu.json").toString(),
+            "--report",
+            "--json");
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode out = new ObjectMapper().readTree(r.out());
+    assertThat(out.get("fitted").toString()).contains("host oneshot/2");
+    JsonNode rows = out.get("check").get("rows");
+    // ring, one-shot, two-shot and recursive doubling at 9 sizes (256 B..64 KiB); AUTO is left out
+    assertThat(rows).hasSize(36);
+    for (JsonNode row : rows) {
+      assertThat(row.get("kind").asText()).isEqualTo("allreduce");
+      assertThat(row.get("world_size").asInt()).isEqualTo(2);
+      assertThat(row.get("measured").asDouble()).isPositive();
+      assertThat(row.get("predicted").asDouble()).isPositive();
+      assertThat(row.has("error_pct")).isTrue();
+    }
+    assertThat(out.get("check").get("max_abs_error_pct").asDouble()).isNotNegative();
+  }
+
+  @Test
+  void checkPrintsPredictedAgainstMeasuredDecode() {
+    Path sample =
+        CliTest.repo()
+            .resolve("ringmaster-tools/src/test/resources/calibrate/h200-v2lite-onebatch.json");
+    CliTest.Run r =
+        CliTest.run(
+            "simulate",
+            "check",
+            "--measurements",
+            sample.toString(),
+            "--hardware",
+            "h200",
+            "--model-config",
+            CliTest.repo().resolve("configs/deepseek-v2-lite.json").toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains("batch 1, input 512, output 128")
+        .contains("batch 32, input 512, output 128")
+        .contains("158 tok/s")
+        .contains("max abs error:");
   }
 }

@@ -2,7 +2,6 @@ package dev.ringmaster.sim.calibrate;
 
 import dev.ringmaster.sim.calibrate.Measurements.CollectiveSample;
 import dev.ringmaster.sim.calibrate.Measurements.KernelSample;
-import dev.ringmaster.sim.calibrate.Measurements.StepSample;
 import dev.ringmaster.sim.hw.AlphaBeta;
 import dev.ringmaster.sim.hw.CollectiveModel;
 import dev.ringmaster.sim.hw.CollectiveSpec;
@@ -20,6 +19,7 @@ import java.util.function.Predicate;
  * identify it:
  *
  * <ul>
+ *   <li>In-process CPU ranks (a base profile with host collectives): {@link HostFit}.
  *   <li>NCCL allreduce per algorithm/protocol: {@code t = base + hop*steps + busBytes/bw}, linear
  *       in (1, steps, busBytes); with one rank count base and hop cannot be told apart and hop
  *       keeps the base profile's value.
@@ -29,9 +29,10 @@ import java.util.function.Predicate;
  *   <li>Kernels: each is memory- or compute-bound under the current constants; memory-bound ones of
  *       a kind fit that kind's bandwidth efficiency through the origin, compute-bound ones the
  *       compute efficiency; classification and fit repeat until stable.
- *   <li>Steps: {@code wall - gpuBusy = fixed + kernels*perKernel}, graphed steps give the
- *       graph-node cost and the step overhead (graph launch kept), others the per-kernel launch
- *       cost.
+ *   <li>Steps ({@link StepFit}): {@code wall - gpuBusy = fixed + kernels*perKernel +
+ *       tokens*layers*perTokenLayer}; graphed steps give the graph-node cost and the step overhead
+ *       (graph launch kept), others the per-kernel launch cost; batch sizes that differ give the
+ *       per-token decode latency.
  * </ul>
  */
 public final class Calibrator {
@@ -48,10 +49,19 @@ public final class Calibrator {
   /** Fits {@code base}'s constants to {@code m}; the result is named {@code newName}. */
   public static Result calibrate(HardwareProfile base, Measurements m, String newName) {
     List<String> lines = new ArrayList<>();
-    CollectiveSpec coll = fitCollectives(base, m.collectives(), lines);
-    Interconnect ic = fitPeer(base, m.collectives(), lines);
+    CollectiveSpec coll;
+    Interconnect ic = base.interconnect();
+    if (base.collectives().host() != null) {
+      // in-process CPU ranks: no NCCL, no peer links; every algorithm has its own line
+      coll =
+          base.collectives()
+              .withHost(HostFit.fit(base.collectives().host(), m.collectives(), lines));
+    } else {
+      coll = fitCollectives(base, m.collectives(), lines);
+      ic = fitPeer(base, m.collectives(), lines);
+    }
     GpuSpec gpu = fitKernels(base.gpu(), m.kernels(), lines);
-    gpu = fitSteps(gpu, m.steps(), lines);
+    gpu = StepFit.fit(gpu, m.steps(), lines);
     List<String> sources = new ArrayList<>(base.sources());
     sources.add(
         "calibrated by ringmaster simulate calibrate from measurements on "
@@ -317,83 +327,6 @@ public final class Calibrator {
         g.graphNodeUs(),
         g.graphLaunchUs(),
         g.stepOverheadUs());
-  }
-
-  private static GpuSpec fitSteps(GpuSpec g, List<StepSample> samples, List<String> lines) {
-    double node = g.graphNodeUs();
-    double launch = g.kernelLaunchUs();
-    double step = g.stepOverheadUs();
-    List<StepSample> graphed = samples.stream().filter(StepSample::cudaGraph).toList();
-    List<StepSample> eager = samples.stream().filter(s -> !s.cudaGraph()).toList();
-    boolean graphFit = false;
-    if (graphed.size() >= 2 && distinctKernels(graphed)) {
-      double[] b = fitLine(graphed);
-      step = b[0] - g.graphLaunchUs();
-      node = b[1];
-      graphFit = true;
-      lines.add(
-          String.format(
-              "graphed steps: node %.3f us, step overhead %.1f us (%d samples)",
-              node, step, graphed.size()));
-    } else if (!graphed.isEmpty()) {
-      // one kernel count (one model and layout, as bench one-batch gives): the node cost cannot
-      // be told from the fixed part, so it keeps the base value and only the overhead is fitted
-      step = meanFixed(graphed, node) - g.graphLaunchUs();
-      graphFit = true;
-      lines.add(
-          String.format(
-              "graphed steps: step overhead %.1f us, node %.3f us kept (%d samples, one kernel"
-                  + " count)",
-              step, node, graphed.size()));
-    }
-    if (eager.size() >= 2 && distinctKernels(eager)) {
-      double[] b = fitLine(eager);
-      launch = b[1];
-      if (!graphFit) {
-        step = b[0];
-      }
-      lines.add(
-          String.format(
-              "eager steps: launch %.3f us per kernel (%d samples)", launch, eager.size()));
-    } else if (!eager.isEmpty() && !graphFit) {
-      step = meanFixed(eager, launch);
-      lines.add(
-          String.format(
-              "eager steps: step overhead %.1f us, launch %.3f us kept (%d samples, one kernel"
-                  + " count)",
-              step, launch, eager.size()));
-    }
-    return g.withConstants(
-        g.gemmMemoryEfficiency(),
-        g.moeMemoryEfficiency(),
-        g.attentionMemoryEfficiency(),
-        g.computeEfficiency(),
-        launch,
-        node,
-        g.graphLaunchUs(),
-        step);
-  }
-
-  private static boolean distinctKernels(List<StepSample> s) {
-    return s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
-  }
-
-  /** Mean of wall - busy - kernels * perKernel: the fixed cost per step. */
-  private static double meanFixed(List<StepSample> s, double perKernel) {
-    return s.stream()
-        .mapToDouble(x -> x.stepTimeUs() - x.gpuBusyUs() - x.kernels() * perKernel)
-        .average()
-        .orElseThrow();
-  }
-
-  private static double[] fitLine(List<StepSample> s) {
-    double[][] x = new double[s.size()][];
-    double[] y = new double[s.size()];
-    for (int i = 0; i < s.size(); i++) {
-      x[i] = new double[] {1, s.get(i).kernels()};
-      y[i] = s.get(i).stepTimeUs() - s.get(i).gpuBusyUs();
-    }
-    return LeastSquares.solve(x, y);
   }
 
   private static double effOf(GpuSpec g, String kind) {

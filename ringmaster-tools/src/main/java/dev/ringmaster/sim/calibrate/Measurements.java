@@ -21,7 +21,7 @@ import java.util.List;
  *   ],
  *   "steps": [
  *     {"batch": 1, "context_len": 1024, "cuda_graph": true, "kernels": 1520,
- *      "gpu_busy_us": 9100, "step_time_us": 11300}
+ *      "gpu_busy_us": 9100, "step_time_us": 11300, "layers": 61}
  *   ]
  * }
  * }</pre>
@@ -82,8 +82,10 @@ public record Measurements(
    * @param contextLen KV length
    * @param cudaGraph whether the step replayed a graph
    * @param kernels kernels launched in the step
-   * @param gpuBusyUs sum of kernel GPU times
+   * @param gpuBusyUs sum of kernel GPU times at the roofline (without the per-token latency)
    * @param stepTimeUs wall time of the step
+   * @param layers decoder layers of the model; 0 when unknown, and then the sample does not take
+   *     part in fitting the per-token decode latency
    */
   public record StepSample(
       int batch,
@@ -91,5 +93,12 @@ public record Measurements(
       boolean cudaGraph,
       int kernels,
       double gpuBusyUs,
-      double stepTimeUs) {}
+      double stepTimeUs,
+      int layers) {
+
+    /** Decode tokens times layers: what the per-token decode latency multiplies. */
+    public double tokenLayers() {
+      return (double) batch * layers;
+    }
+  }
 }

@@ -24,9 +24,10 @@ import java.util.Map;
  * Turns {@code bench one-batch} runs into step samples. The benchmark reports only the median
  * decode step, so each step's GPU busy time and kernel count come from the simulator under a
  * profile (the calibrator passes the one already fitted to the other samples): what is left of the
- * measured step is launch and host overhead. Assumed where the JSON is silent: bf16 weights and KV
- * cache, NCCL allreduce, a KV length of {@code input_len + output_len / 2} (the middle of the
- * decode), and a CUDA graph for exactly the batch sizes the memory plan lists graphs for.
+ * measured step is launch and host overhead, and, where batch sizes differ, the per-token decode
+ * latency. Assumed where the JSON is silent: bf16 weights and KV cache, NCCL allreduce, a KV length
+ * of {@code input_len + output_len / 2} (the middle of the decode), and a CUDA graph for exactly
+ * the batch sizes the memory plan lists graphs for.
  */
 public final class OneBatchSteps {
   private OneBatchSteps() {}
@@ -51,7 +52,11 @@ public final class OneBatchSteps {
               cfg,
               StepShape.decode(cfg.batch(), 1, cfg.contextLen(), cfg.kvDtype()),
               cfg.cudaGraph());
-      double busy = ft.totalUs() - ft.breakdownUs().getOrDefault(Category.LAUNCH_OTHER, 0.0);
+      // the roofline part only: launch and per-token latency are what the step fit explains
+      double busy =
+          ft.totalUs()
+              - ft.breakdownUs().getOrDefault(Category.LAUNCH_OTHER, 0.0)
+              - ft.breakdownUs().getOrDefault(Category.TOKEN_LATENCY, 0.0);
       out.add(
           new StepSample(
               cfg.batch(),
@@ -59,7 +64,8 @@ public final class OneBatchSteps {
               cfg.cudaGraph(),
               ft.kernels(),
               busy,
-              r.decodeMedianMs() * 1000));
+              r.decodeMedianMs() * 1000,
+              shape.numLayers()));
     }
     return out;
   }

@@ -86,8 +86,8 @@ public final class SyntheticMeasurements {
       double busy = 2000 + 3.0 * k;
       double graphed = busy + g.graphLaunchUs() + k * g.graphNodeUs() + g.stepOverheadUs();
       double eager = busy + k * g.kernelLaunchUs() + g.stepOverheadUs();
-      steps.add(new StepSample(1, 1024, true, k, busy, jitter(graphed, noise, rnd)));
-      steps.add(new StepSample(1, 1024, false, k, busy, jitter(eager, noise, rnd)));
+      steps.add(new StepSample(1, 1024, true, k, busy, jitter(graphed, noise, rnd), 0));
+      steps.add(new StepSample(1, 1024, false, k, busy, jitter(eager, noise, rnd), 0));
     }
     return new Measurements(
         "synthetic:" + truth.name(), g.name(), truth.gpuCount(), coll, kernels, steps);

@@ -24,6 +24,10 @@ public final class CollectiveModel {
     if (n <= 1) {
       return new CollectiveTime(0, "none");
     }
+    HostCollectives host = profile.collectives().host();
+    if (host != null) {
+      return hostAllreduce(host, algo, bytes, n);
+    }
     return switch (algo) {
       case NCCL -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), null);
       case RING -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), "ring");
@@ -52,6 +56,33 @@ public final class CollectiveModel {
     }
     AlphaBeta ab = profile.collectives().allToAll();
     return new CollectiveTime(ab.timeUs(n - 1, bytesPerRank * (n - 1) / n), "nccl alltoall");
+  }
+
+  private CollectiveTime hostAllreduce(
+      HostCollectives host, AllreduceAlgorithm algo, double bytes, int n) {
+    String name =
+        switch (algo) {
+          case NCCL -> null; // no NCCL between threads: the fastest host algorithm stands in
+          case RING -> "ring";
+          case ONESHOT, FUSED -> "oneshot";
+          case TWOSHOT -> "twoshot";
+        };
+    CollectiveTime t =
+        name == null
+            ? host.fastest(bytes, n)
+            : new CollectiveTime(host.timeUs(name, bytes, n), "host " + name);
+    if (t == null || Double.isNaN(t.timeUs())) {
+      throw new IllegalStateException(
+          "profile "
+              + profile.name()
+              + " has no in-process allreduce constants for "
+              + (name == null ? "any algorithm" : name)
+              + " at "
+              + n
+              + " ranks: calibrate it from bench collectives --device cpu --world-size "
+              + n);
+    }
+    return t;
   }
 
   private CollectiveTime bestNccl(double busBytes, int ringSteps, int treeSteps, String only) {

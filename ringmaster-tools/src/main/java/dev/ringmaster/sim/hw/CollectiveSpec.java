@@ -13,6 +13,8 @@ import java.util.Map;
  * @param fusedAllreduce whether a fused allreduce + residual + RMSNorm kernel exists for this GPU
  * @param fusedAllreduceNote why (not) and what library
  * @param peerAllreduceNote caveats of one-shot/two-shot kernels on this box
+ * @param host allreduce of in-process CPU ranks, or null for a GPU box; when present, allreduces
+ *     are timed by it alone
  */
 public record CollectiveSpec(
     Map<String, AlphaBeta> nccl,
@@ -21,7 +23,8 @@ public record CollectiveSpec(
     double peerKernelLaunchUs,
     boolean fusedAllreduce,
     String fusedAllreduceNote,
-    String peerAllreduceNote) {
+    String peerAllreduceNote,
+    HostCollectives host) {
 
   /** Copy with other NCCL and all-to-all constants. */
   public CollectiveSpec withModels(Map<String, AlphaBeta> ncclModels, AlphaBeta a2a) {
@@ -32,6 +35,20 @@ public record CollectiveSpec(
         peerKernelLaunchUs,
         fusedAllreduce,
         fusedAllreduceNote,
-        peerAllreduceNote);
+        peerAllreduceNote,
+        host);
+  }
+
+  /** Copy with other in-process CPU constants. */
+  public CollectiveSpec withHost(HostCollectives newHost) {
+    return new CollectiveSpec(
+        nccl,
+        ncclUnavailable,
+        allToAll,
+        peerKernelLaunchUs,
+        fusedAllreduce,
+        fusedAllreduceNote,
+        peerAllreduceNote,
+        newHost);
   }
 }

@@ -22,6 +22,8 @@ import java.util.Map;
  * @param graphLaunchUs cost of launching one graph, microseconds
  * @param stepOverheadUs host work per step (scheduling, input preparation, sampling sync)
  * @param reservedBytes memory taken before the model loads (CUDA context, NCCL, allocator slack)
+ * @param decodeTokenLayerUs decode microseconds per token per decoder layer beyond the roofline
+ *     (see {@code Category.TOKEN_LATENCY}); 0 until fitted from one-batch steps
  */
 public record GpuSpec(
     String name,
@@ -38,7 +40,8 @@ public record GpuSpec(
     double graphNodeUs,
     double graphLaunchUs,
     double stepOverheadUs,
-    double reservedBytes) {
+    double reservedBytes,
+    double decodeTokenLayerUs) {
 
   /** Tensor rate for a dtype, falling back to bf16 when the dtype is not native. */
   public double flopsFor(String dtype) {
@@ -51,7 +54,28 @@ public record GpuSpec(
     return tensorFlops.containsKey(dtype);
   }
 
-  /** Copy with other calibrated constants. */
+  /** Copy with another per-token decode latency. */
+  public GpuSpec withDecodeTokenLayerUs(double us) {
+    return new GpuSpec(
+        name,
+        arch,
+        smCount,
+        memoryBytes,
+        memoryBandwidth,
+        tensorFlops,
+        gemmMemoryEfficiency,
+        moeMemoryEfficiency,
+        attentionMemoryEfficiency,
+        computeEfficiency,
+        kernelLaunchUs,
+        graphNodeUs,
+        graphLaunchUs,
+        stepOverheadUs,
+        reservedBytes,
+        us);
+  }
+
+  /** Copy with other calibrated constants (the per-token decode latency is kept). */
   public GpuSpec withConstants(
       double gemmEff,
       double moeEff,
@@ -76,6 +100,7 @@ public record GpuSpec(
         nodeUs,
         graphUs,
         stepUs,
-        reservedBytes);
+        reservedBytes,
+        decodeTokenLayerUs);
   }
 }

@@ -15,7 +15,7 @@ import java.util.List;
 public final class Profiles {
   /** Names of the profiles shipped as resources. */
   public static final List<String> BUILT_IN =
-      List.of("h200", "h200-x8", "h100-sxm-x8", "rtx-pro-6000-x8");
+      List.of("h200", "h200-x8", "h100-sxm-x8", "rtx-pro-6000-x8", "cpu-host");
 
   private static final ObjectMapper JSON =
       new ObjectMapper()

@@ -10,6 +10,13 @@ public enum Category {
   ATTENTION("attention"),
   /** Routed experts. */
   MOE("moe"),
+  /**
+   * Decode time per token per layer that the roofline does not explain: kernels that are latency-
+   * bound per sequence (attention) or process tokens in passes (expert kernels) grow with the batch
+   * faster than their bytes. Zero until a profile is calibrated from decode steps of several batch
+   * sizes.
+   */
+  TOKEN_LATENCY("token_latency"),
   /** Collectives between ranks. */
   COLLECTIVES("collectives"),
   /** Kernel launches, graph replay, host-side step overhead. */

@@ -106,13 +106,22 @@ public record ModelShape(
     return (int) moeLayers.stream().filter(b -> b).count();
   }
 
-  /** Whether layer {@code layer} has a mixture-of-experts MLP. */
+  /**
+   * Whether layer {@code layer} has a mixture-of-experts MLP. Indices from {@code numLayers} on are
+   * the MTP layers, shaped as the last decoder layer.
+   */
   public boolean isMoeLayer(int layer) {
-    return moeLayers.get(layer);
+    return moeLayers.get(Math.min(layer, numLayers - 1));
   }
 
-  /** Whether layer {@code layer} runs a DSA indexer. */
+  /**
+   * Whether layer {@code layer} runs a DSA indexer. An MTP layer (index {@code numLayers} on) runs
+   * its own whenever the model has one.
+   */
   public boolean hasIndexer(int layer) {
-    return indexer != null && indexer.fullLayers().get(layer);
+    if (indexer == null) {
+      return false;
+    }
+    return layer >= numLayers || indexer.fullLayers().get(layer);
   }
 }

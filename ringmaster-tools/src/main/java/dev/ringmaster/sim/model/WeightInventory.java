@@ -7,9 +7,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Every weight of a model's main body (no MTP layers), per layer, with the names and shapes of the
- * Hugging Face checkpoint. Parameter counts agree with the engine's {@code CheckpointLayout} for
- * the families it runs and with transformers for GLM-5.
+ * Every weight of a model's main body, per layer, with the names and shapes of the Hugging Face
+ * checkpoint; the multi-token-prediction (MTP) layers are listed apart ({@link #mtp()}), since
+ * neither the engine nor the published totals count them. Parameter counts agree with the engine's
+ * {@code CheckpointLayout} for the families it runs and with transformers for GLM-5.
  */
 public final class WeightInventory {
   private final ModelShape shape;
@@ -159,13 +160,50 @@ public final class WeightInventory {
   }
 
   /**
-   * Parameters one token touches: everything except the embedding table (a token reads one row) and
-   * the routed experts it is not sent to ({@code topK / numExperts} of them are used).
+   * Parameters one token of the main model touches, routed experts scaled by {@code topK /
+   * numExperts}; {@code count} says whether the LM head is included (the embedding never is: a
+   * token reads one row of it).
    */
-  public double activeParameters() {
+  public double activeParameters(ActiveCount count) {
+    return active(all(), count);
+  }
+
+  /**
+   * Weights of the MTP layers ({@code num_nextn_predict_layers}, stored as layers {@code
+   * numLayers..}): per layer the embedding and hidden-state norms, {@code eh_proj} (h x 2h), one
+   * decoder layer shaped as the last one and the norm before the head. The embedding and LM head
+   * the MTP layers use are the main model's and are not listed again.
+   */
+  public List<Weight> mtp() {
+    List<Weight> out = new ArrayList<>();
+    int h = shape.hiddenSize();
+    for (int l = shape.numLayers(); l < shape.numLayers() + shape.numMtpLayers(); l++) {
+      String p = "model.layers." + l + ".";
+      out.add(vector(p + "enorm", h));
+      out.add(vector(p + "hnorm", h));
+      out.add(new Weight(p + "eh_proj", h, 2L * h, 1, Role.DENSE_MLP, Split.REPLICATED));
+      out.addAll(attention(l));
+      out.addAll(mlp(l));
+      out.add(vector(p + "shared_head.norm", h));
+    }
+    return out;
+  }
+
+  /** Parameters of the MTP layers, not counting the embedding and LM head they share. */
+  public long mtpParameters() {
+    return mtp().stream().mapToLong(Weight::parameters).sum();
+  }
+
+  /** Parameters one token touches in the MTP layers (routed experts scaled by k/E). */
+  public double mtpActiveParameters() {
+    return active(mtp(), ActiveCount.DECODER_ONLY);
+  }
+
+  private double active(List<Weight> weights, ActiveCount count) {
     double sum = 0;
-    for (Weight w : all()) {
-      if (w.role() == Role.EMBEDDING) {
+    for (Weight w : weights) {
+      if (w.role() == Role.EMBEDDING
+          || (w.role() == Role.LM_HEAD && count == ActiveCount.DECODER_ONLY)) {
         continue;
       }
       sum +=

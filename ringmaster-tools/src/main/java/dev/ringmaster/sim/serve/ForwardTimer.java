@@ -21,7 +21,9 @@ import java.util.Map;
  * memory time (roofline, with the profile's efficiencies), collectives take the collective model's
  * time, kernels add launch cost (host launch each, or graph-node cost inside a CUDA graph), and
  * every step pays the host overhead. Operators and collectives run one after another, as a decode
- * step's dependency chain does.
+ * step's dependency chain does. Decode forwards add the profile's per-token, per-layer latency
+ * ({@link Category#TOKEN_LATENCY}), which calibration fits where kernels fall behind the roofline
+ * as the batch grows.
  */
 public final class ForwardTimer {
   private final HardwareProfile hw;
@@ -76,6 +78,11 @@ public final class ForwardTimer {
     }
     bd.put(Category.COLLECTIVES, comm);
     GpuSpec g = hw.gpu();
+    if (step.absorbedMla()) {
+      bd.put(
+          Category.TOKEN_LATENCY,
+          (double) step.tokens() * model.shape().numLayers() * g.decodeTokenLayerUs());
+    }
     double launch =
         graphed ? g.graphLaunchUs() + kernels * g.graphNodeUs() : kernels * g.kernelLaunchUs();
     bd.put(Category.LAUNCH_OTHER, launch);

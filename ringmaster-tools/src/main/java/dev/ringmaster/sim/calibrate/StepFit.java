@@ -1,0 +1,137 @@
+package dev.ringmaster.sim.calibrate;
+
+import dev.ringmaster.sim.calibrate.Measurements.StepSample;
+import dev.ringmaster.sim.hw.GpuSpec;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Fits the per-step constants to whole-step samples: {@code wall - gpuBusy = fixed + kernels *
+ * perKernel + tokens * layers * perTokenLayer}. Graphed steps give the graph-node cost and the step
+ * overhead (graph launch kept), eager ones the per-kernel launch cost. A term is fitted only where
+ * the samples tell it apart from the fixed part (kernel counts, or batch sizes, that differ);
+ * otherwise it keeps the base value. The fit minimises relative error, since accuracy is judged in
+ * percent at every batch size, and a per-token latency that comes out negative is dropped.
+ */
+final class StepFit {
+  private StepFit() {}
+
+  /** {@code g} with the step constants fitted to {@code samples}; one line per fit to lines. */
+  static GpuSpec fit(GpuSpec g, List<StepSample> samples, List<String> lines) {
+    GpuSpec out = g;
+    List<StepSample> graphed = samples.stream().filter(StepSample::cudaGraph).toList();
+    List<StepSample> eager = samples.stream().filter(s -> !s.cudaGraph()).toList();
+    Group gr =
+        graphed.isEmpty() ? null : fitGroup(graphed, g.graphNodeUs(), g.decodeTokenLayerUs());
+    if (gr != null) {
+      out =
+          out.withConstants(
+                  g.gemmMemoryEfficiency(),
+                  g.moeMemoryEfficiency(),
+                  g.attentionMemoryEfficiency(),
+                  g.computeEfficiency(),
+                  g.kernelLaunchUs(),
+                  gr.perKernel,
+                  g.graphLaunchUs(),
+                  gr.fixed - g.graphLaunchUs())
+              .withDecodeTokenLayerUs(gr.perToken);
+      lines.add("graphed steps: " + gr.describe("node", g.graphLaunchUs()));
+    }
+    Group ea =
+        eager.isEmpty() ? null : fitGroup(eager, g.kernelLaunchUs(), out.decodeTokenLayerUs());
+    if (ea != null) {
+      boolean keepGraphFit = gr != null;
+      out =
+          out.withConstants(
+                  out.gemmMemoryEfficiency(),
+                  out.moeMemoryEfficiency(),
+                  out.attentionMemoryEfficiency(),
+                  out.computeEfficiency(),
+                  ea.perKernel,
+                  out.graphNodeUs(),
+                  out.graphLaunchUs(),
+                  keepGraphFit ? out.stepOverheadUs() : ea.fixed)
+              .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken);
+      lines.add("eager steps: " + ea.describe("launch", 0));
+    }
+    return out;
+  }
+
+  /** Fitted constants of one group and what was fitted. */
+  private record Group(
+      double fixed,
+      double perKernel,
+      double perToken,
+      boolean kernelFitted,
+      boolean tokenFitted,
+      int samples,
+      double maxErrorPct) {
+
+    String describe(String perKernelName, double graphLaunch) {
+      return String.format(
+          "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s (%d"
+              + " samples, max error %.1f%%)",
+          fixed - graphLaunch,
+          perKernelName,
+          perKernel,
+          kernelFitted ? "" : " kept",
+          perToken,
+          tokenFitted ? "" : " kept",
+          samples,
+          maxErrorPct);
+    }
+  }
+
+  private static Group fitGroup(List<StepSample> s, double perKernel, double perToken) {
+    boolean kernels = s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
+    boolean tokens =
+        s.stream().allMatch(x -> x.layers() > 0)
+            && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
+    while (true) {
+      int cols = 1 + (kernels ? 1 : 0) + (tokens ? 1 : 0);
+      if (s.size() < cols) {
+        // fewer samples than unknowns: give up the token term first, then the per-kernel cost
+        if (tokens) {
+          tokens = false;
+        } else {
+          kernels = false;
+        }
+        continue;
+      }
+      double[][] x = new double[s.size()][];
+      double[] y = new double[s.size()];
+      for (int i = 0; i < s.size(); i++) {
+        StepSample v = s.get(i);
+        double w = 1 / v.stepTimeUs();
+        List<Double> row = new ArrayList<>();
+        row.add(w);
+        double rest = v.stepTimeUs() - v.gpuBusyUs();
+        if (kernels) {
+          row.add(v.kernels() * w);
+        } else {
+          rest -= v.kernels() * perKernel;
+        }
+        if (tokens) {
+          row.add(v.tokenLayers() * w);
+        } else {
+          rest -= v.tokenLayers() * perToken;
+        }
+        x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
+        y[i] = rest * w;
+      }
+      double[] b = LeastSquares.solve(x, y);
+      double k = kernels ? b[1] : perKernel;
+      double t = tokens ? b[b.length - 1] : perToken;
+      if (tokens && t < 0) {
+        tokens = false;
+        continue;
+      }
+      double max = 0;
+      for (StepSample v : s) {
+        double pred = v.gpuBusyUs() + b[0] + v.kernels() * k + v.tokenLayers() * t;
+        max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
+      }
+      return new Group(b[0], k, t, kernels, tokens, s.size(), max);
+    }
+  }
+}
