@@ -199,33 +199,21 @@ public final class KernelBench {
 
   /** The four launches of MLA decode timed one by one (V2-Lite shape, tensor cores). */
   private void mlaParts(int batch, int heads, int len) {
-    int nope = 128;
-    int rope = 64;
-    int v = 128;
-    int lora = 512;
-    int block = 64;
+    MlaInputs m = MlaInputs.decode(this, batch, heads, len);
+    int nope = MlaInputs.NOPE;
+    int rope = MlaInputs.ROPE;
+    int v = MlaInputs.V;
+    int lora = MlaInputs.LORA;
+    int block = MlaInputs.BLOCK;
     int d = lora + rope;
-    int blocksPerSeq = (len + block - 1) / block;
-    DeviceBuffer cache = randomBf16((long) batch * blocksPerSeq * block * d, 1f);
-    int[] table = new int[batch * blocksPerSeq];
-    for (int i = 0; i < table.length; i++) {
-      table[i] = i;
-    }
-    int[] seq = new int[batch];
-    int[] pos = new int[batch];
-    for (int b = 0; b < batch; b++) {
-      seq[b] = b;
-      pos[b] = len - 1;
-    }
-    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
-    dt.upload(stream, table);
-    DeviceBuffer ds = DeviceBuffer.allocate(4L * batch);
-    ds.upload(stream, seq);
-    DeviceBuffer dp = DeviceBuffer.allocate(4L * batch);
-    dp.upload(stream, pos);
-    DeviceBuffer q = randomF32(batch * heads * (nope + rope));
-    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
-    DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
+    int blocksPerSeq = m.blocksPerSeq;
+    DeviceBuffer cache = m.cache;
+    DeviceBuffer dt = m.table;
+    DeviceBuffer ds = m.seqs;
+    DeviceBuffer dp = m.positions;
+    DeviceBuffer q = m.q;
+    DeviceBuffer kvB = m.kvB;
+    DeviceBuffer out = m.out;
     // The splits a decode graph captures (nominal context 2048).
     int splits = RingmasterKernels.mlaSplits(batch, heads, 2048, 132, 128);
     String shape = String.format(Locale.ROOT, "batch %d, context %d", batch, len);
@@ -260,9 +248,7 @@ public final class KernelBench {
           time(i -> k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), batch, heads, nope, v, lora)),
           0);
     }
-    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
-      b.close();
-    }
+    m.close();
   }
 
   /**
@@ -362,33 +348,21 @@ public final class KernelBench {
 
   /** MLA decode with a given split count (to place {@link RingmasterKernels#mlaSplits}). */
   private void mla(int batch, int heads, int len, int splits) {
-    int lora = 512;
-    int rope = 64;
-    int nope = 128;
-    int v = 128;
-    int block = 64;
+    MlaInputs m = MlaInputs.decode(this, batch, heads, len);
+    int nope = MlaInputs.NOPE;
+    int rope = MlaInputs.ROPE;
+    int v = MlaInputs.V;
+    int lora = MlaInputs.LORA;
+    int block = MlaInputs.BLOCK;
     int d = lora + rope;
-    int blocksPerSeq = (len + block - 1) / block;
-    DeviceBuffer cache = randomBf16((long) batch * blocksPerSeq * block * d, 1f);
-    int[] table = new int[batch * blocksPerSeq];
-    for (int i = 0; i < table.length; i++) {
-      table[i] = i;
-    }
-    int[] seq = new int[batch];
-    int[] pos = new int[batch];
-    for (int b = 0; b < batch; b++) {
-      seq[b] = b;
-      pos[b] = len - 1;
-    }
-    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
-    dt.upload(stream, table);
-    DeviceBuffer ds = DeviceBuffer.allocate(4L * batch);
-    ds.upload(stream, seq);
-    DeviceBuffer dp = DeviceBuffer.allocate(4L * batch);
-    dp.upload(stream, pos);
-    DeviceBuffer q = randomF32(batch * heads * (nope + rope));
-    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
-    DeviceBuffer out = DeviceBuffer.allocate(4L * batch * heads * v);
+    int blocksPerSeq = m.blocksPerSeq;
+    DeviceBuffer cache = m.cache;
+    DeviceBuffer dt = m.table;
+    DeviceBuffer ds = m.seqs;
+    DeviceBuffer dp = m.positions;
+    DeviceBuffer q = m.q;
+    DeviceBuffer kvB = m.kvB;
+    DeviceBuffer out = m.out;
     try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
       double ms =
           time(
@@ -426,9 +400,7 @@ public final class KernelBench {
           ms,
           bytes / (ms * 1e6));
     }
-    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
-      b.close();
-    }
+    m.close();
   }
 
   /**
@@ -436,32 +408,21 @@ public final class KernelBench {
    * the split kernels (CUDA cores, as prefill ran before the GEMM path).
    */
   private void mlaPrefill(int heads, int len, boolean gemm) {
-    int nope = 128;
-    int rope = 64;
-    int v = 128;
-    int lora = 512;
-    int block = 64;
+    MlaInputs m = MlaInputs.prompt(this, heads, len);
+    int nope = MlaInputs.NOPE;
+    int rope = MlaInputs.ROPE;
+    int v = MlaInputs.V;
+    int lora = MlaInputs.LORA;
+    int block = MlaInputs.BLOCK;
     int d = lora + rope;
-    int blocksPerSeq = (len + block - 1) / block;
-    DeviceBuffer cache = randomBf16((long) blocksPerSeq * block * d, 1f);
-    int[] table = new int[blocksPerSeq];
-    int[] seq = new int[len];
-    int[] pos = new int[len];
-    for (int i = 0; i < table.length; i++) {
-      table[i] = i;
-    }
-    for (int t = 0; t < len; t++) {
-      pos[t] = t;
-    }
-    DeviceBuffer dt = DeviceBuffer.allocate(4L * table.length);
-    dt.upload(stream, table);
-    DeviceBuffer ds = DeviceBuffer.allocate(4L * len);
-    ds.upload(stream, seq);
-    DeviceBuffer dp = DeviceBuffer.allocate(4L * len);
-    dp.upload(stream, pos);
-    DeviceBuffer q = randomF32(len * heads * (nope + rope));
-    DeviceBuffer kvB = randomBf16((long) heads * (nope + v) * lora, 0.05f);
-    DeviceBuffer out = DeviceBuffer.allocate(4L * len * heads * v);
+    int blocksPerSeq = m.blocksPerSeq;
+    DeviceBuffer cache = m.cache;
+    DeviceBuffer dt = m.table;
+    DeviceBuffer ds = m.seqs;
+    DeviceBuffer dp = m.positions;
+    DeviceBuffer q = m.q;
+    DeviceBuffer kvB = m.kvB;
+    DeviceBuffer out = m.out;
     int splits = RingmasterKernels.mlaSplits(len, heads, len, 132, 2);
     k.useMlaTensorCores(false);
     try (MlaWorkspace ws = new MlaWorkspace(len, splits, heads, lora, rope);
@@ -528,8 +489,77 @@ public final class KernelBench {
     } finally {
       k.useMlaTensorCores(true);
     }
-    for (DeviceBuffer b : new DeviceBuffer[] {cache, dt, ds, dp, q, kvB, out}) {
-      b.close();
+    m.close();
+  }
+
+  /**
+   * Inputs of MLA attention in the V2-Lite shape: a paged bf16 cache whose blocks are handed out in
+   * order, the queries' sequences and positions, random queries and kv_b, and the output buffer.
+   */
+  private static final class MlaInputs implements AutoCloseable {
+    static final int NOPE = 128;
+    static final int ROPE = 64;
+    static final int V = 128;
+    static final int LORA = 512;
+    static final int BLOCK = 64;
+
+    final int blocksPerSeq;
+    final DeviceBuffer cache;
+    final DeviceBuffer table;
+    final DeviceBuffer seqs;
+    final DeviceBuffer positions;
+    final DeviceBuffer q;
+    final DeviceBuffer kvB;
+    final DeviceBuffer out;
+
+    /**
+     * {@code batch} sequences of {@code len} cached tokens, one query each at the last position.
+     */
+    static MlaInputs decode(KernelBench b, int batch, int heads, int len) {
+      int[] seq = new int[batch];
+      int[] pos = new int[batch];
+      for (int i = 0; i < batch; i++) {
+        seq[i] = i;
+        pos[i] = len - 1;
+      }
+      return new MlaInputs(b, batch, len, heads, seq, pos);
+    }
+
+    /** One prompt of {@code len} tokens, every position a query. */
+    static MlaInputs prompt(KernelBench b, int heads, int len) {
+      int[] pos = new int[len];
+      for (int t = 0; t < len; t++) {
+        pos[t] = t;
+      }
+      return new MlaInputs(b, 1, len, heads, new int[len], pos);
+    }
+
+    private MlaInputs(KernelBench b, int numSeqs, int len, int heads, int[] seq, int[] pos) {
+      blocksPerSeq = (len + BLOCK - 1) / BLOCK;
+      cache = b.randomBf16((long) numSeqs * blocksPerSeq * BLOCK * (LORA + ROPE), 1f);
+      int[] ids = new int[numSeqs * blocksPerSeq];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = i;
+      }
+      table = upload(b, ids);
+      seqs = upload(b, seq);
+      positions = upload(b, pos);
+      q = b.randomF32(seq.length * heads * (NOPE + ROPE));
+      kvB = b.randomBf16((long) heads * (NOPE + V) * LORA, 0.05f);
+      out = DeviceBuffer.allocate(4L * seq.length * heads * V);
+    }
+
+    private static DeviceBuffer upload(KernelBench b, int[] values) {
+      DeviceBuffer d = DeviceBuffer.allocate(4L * values.length);
+      d.upload(b.stream, values);
+      return d;
+    }
+
+    @Override
+    public void close() {
+      for (DeviceBuffer d : new DeviceBuffer[] {cache, table, seqs, positions, q, kvB, out}) {
+        d.close();
+      }
     }
   }
 
