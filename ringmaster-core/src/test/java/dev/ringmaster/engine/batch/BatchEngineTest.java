@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -48,6 +49,40 @@ class BatchEngineTest {
   private static int[] solo(int[] prompt, int maxNew) {
     SamplingParams p = new SamplingParams(0, 1, 0, 0, maxNew, true, List.of());
     return new Generator(lm).generate(prompt, p, EOS, t -> true).outputIds();
+  }
+
+  /** The forward step of a {@link LanguageModel}, to wrap the test model. */
+  @FunctionalInterface
+  private interface Forward {
+    float[] apply(int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows);
+  }
+
+  /** The test model with its forward replaced (fault injection, gating). */
+  private static LanguageModel withForward(Forward forward) {
+    return new LanguageModel() {
+      @Override
+      public ModelConfig config() {
+        return lm.config();
+      }
+
+      @Override
+      public KvCache newCache() {
+        return lm.newCache();
+      }
+
+      @Override
+      public long weightBytes() {
+        return lm.weightBytes();
+      }
+
+      @Override
+      public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows) {
+        return forward.apply(tokens, layout, caches, rows);
+      }
+
+      @Override
+      public void close() {}
+    };
   }
 
   private static int[] randomPrompt(SplittableRandom r, int len) {
@@ -101,7 +136,21 @@ class BatchEngineTest {
   void preemptionUnderKvPressureStillCompletesEveryRequest() throws Exception {
     SplittableRandom r = new SplittableRandom(11);
     // 24 blocks of 4 positions: each request may need 30 + 20 positions, so only a couple fit.
-    try (BatchEngine engine = BatchEngine.start(lm, config(512, 24))) {
+    // The first forward waits until every request is queued: otherwise a slow submitting thread
+    // can let requests run one after another and never contend for blocks.
+    CountDownLatch allSubmitted = new CountDownLatch(1);
+    LanguageModel gated =
+        withForward(
+            (tokens, layout, caches, rows) -> {
+              try {
+                allSubmitted.await();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+              }
+              return lm.forward(tokens, layout, caches, rows);
+            });
+    try (BatchEngine engine = BatchEngine.start(gated, config(512, 24))) {
       List<Collector> cs = new ArrayList<>();
       List<int[]> prompts = new ArrayList<>();
       for (int i = 0; i < 8; i++) {
@@ -111,6 +160,7 @@ class BatchEngineTest {
         cs.add(c);
         engine.submit(greedy(p, 20, c));
       }
+      allSubmitted.countDown();
       for (int i = 0; i < cs.size(); i++) {
         RequestOutcome o = cs.get(i).await();
         assertThat(o.reason()).isEqualTo(FinishReason.LENGTH);
@@ -126,33 +176,13 @@ class BatchEngineTest {
   void aFaultInTheForwardFailsOnlyTheAffectedRequest() throws Exception {
     int poison = 299;
     LanguageModel faulty =
-        new LanguageModel() {
-          @Override
-          public ModelConfig config() {
-            return lm.config();
-          }
-
-          @Override
-          public KvCache newCache() {
-            return lm.newCache();
-          }
-
-          @Override
-          public long weightBytes() {
-            return lm.weightBytes();
-          }
-
-          @Override
-          public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows) {
-            if (Arrays.stream(tokens).anyMatch(t -> t == poison)) {
-              throw new IllegalStateException("injected fault");
-            }
-            return lm.forward(tokens, layout, caches, rows);
-          }
-
-          @Override
-          public void close() {}
-        };
+        withForward(
+            (tokens, layout, caches, rows) -> {
+              if (Arrays.stream(tokens).anyMatch(t -> t == poison)) {
+                throw new IllegalStateException("injected fault");
+              }
+              return lm.forward(tokens, layout, caches, rows);
+            });
     try (BatchEngine engine = BatchEngine.start(faulty, config(512, 1024))) {
       Collector bad = new Collector();
       List<Collector> good = new ArrayList<>();
