@@ -221,24 +221,53 @@ RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const 
 }
 
 // ctx[t, h, :] = sum_s w_s * pCtx[s] / sum_s w_s * pSum[s], w_s = exp(pMax[s] - max_s pMax[s]),
-// for tokens t = tokenList[y] (or y when tokenList is null).
-// Mapping: grid (heads, tokens); threads over the latent dims, each reading the (few) split maxima.
+// summed over the non-empty splits in ascending order, for tokens t = tokenList[y] (or y when
+// tokenList is null).
+// Mapping: grid (heads, tokens); the threads first read the split maxima and sums in parallel and
+// list the non-empty splits with their weights in shared memory (2 x splits x 4 bytes, dynamic),
+// then each thread sums its latent dims over that list, its loads independent of each other (a
+// chain of per-split loads through every thread made this kernel latency-bound).
 RM_KERNEL void rm_mla_combine(float* ctx, const float* pCtx, const float* pMax, const float* pSum,
                               const int* tokenList, int heads, int kvLora, int splits) {
+  extern __shared__ float combineSmem[];
+  __shared__ float scratch[32];
+  __shared__ int listed;
+  float* weight = combineSmem;
+  int* list = reinterpret_cast<int*>(combineSmem + splits);
   const int h = blockIdx.x, t = tokenList != nullptr ? tokenList[blockIdx.y] : blockIdx.y;
   const size_t base = (static_cast<size_t>(t) * heads + h) * splits;
   float m = -INFINITY;
-  for (int s = 0; s < splits; s++) m = fmaxf(m, pMax[base + s]);
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) m = fmaxf(m, pMax[base + s]);
+  m = block_max(m, scratch);
   float denom = 0.f;
-  for (int s = 0; s < splits; s++) {
-    if (pSum[base + s] > 0.f) denom += expf(pMax[base + s] - m) * pSum[base + s];
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
+    const float sum = pSum[base + s];
+    const float w = sum > 0.f ? expf(pMax[base + s] - m) : 0.f;
+    weight[s] = w;
+    denom += w * sum;
   }
+  denom = block_sum(denom, scratch);  // its barriers also publish weight[]
+  if (threadIdx.x < 32) {  // warp 0 lists the non-empty splits, in order
+    int n = 0;
+    for (int s0 = 0; s0 < splits; s0 += 32) {
+      const int s = s0 + threadIdx.x;
+      const bool used = s < splits && weight[s] != 0.f;
+      const unsigned mask = __ballot_sync(0xffffffffu, used);
+      if (used) list[n + __popc(mask & ((1u << threadIdx.x) - 1u))] = s;
+      n += __popc(mask);
+    }
+    if (threadIdx.x == 0) listed = n;
+  }
+  __syncthreads();
+  const int n = listed;
   const float inv = 1.f / denom;
   float* o = ctx + (static_cast<size_t>(t) * heads + h) * kvLora;
   for (int c = threadIdx.x; c < kvLora; c += blockDim.x) {
     float v = 0.f;
-    for (int s = 0; s < splits; s++) {
-      if (pSum[base + s] > 0.f) v += expf(pMax[base + s] - m) * pCtx[(base + s) * kvLora + c];
+#pragma unroll 8
+    for (int i = 0; i < n; i++) {
+      const int s = list[i];
+      v += weight[s] * pCtx[(base + s) * kvLora + c];
     }
     o[c] = v * inv;
   }

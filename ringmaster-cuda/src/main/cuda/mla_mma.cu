@@ -22,16 +22,18 @@ constexpr int kMmaTile = 32;    // cache positions per tile
 constexpr int kMmaKGroups = 2;  // warps that split the score dot products over D
 constexpr int kMmaThreads = 256;
 
-// Shared-memory layout of the decode kernel, in bytes from the start (each part 128-byte aligned).
+// Shared-memory layout of the decode kernel, in bytes from the start (each part 128-byte aligned);
+// `stages` cache tiles (two: the next tile loads while the current one is computed).
 struct MlaMmaSmem {
-  int ldq, ldAcc, q, k, scores, probs, acc, rows, total;
-  __host__ __device__ MlaMmaSmem(int D, int kvLora) {
+  int ldq, ldAcc, q, k, kStride, scores, probs, acc, rows, total;
+  __host__ __device__ MlaMmaSmem(int D, int kvLora, int stages) {
     ldq = D + 8;           // bf16 row stride: a multiple of 8 that shifts rows by 4 banks
     ldAcc = kvLora + 4;    // f32 row stride
     auto up = [](int b) { return (b + 127) & ~127; };
     q = 0;
     k = q + up(kMmaHeads * ldq * 2);
-    scores = k + up(kMmaTile * ldq * 2);
+    kStride = up(kMmaTile * ldq * 2);
+    scores = k + stages * kStride;
     probs = scores + up(kMmaKGroups * kMmaHeads * (kMmaTile + 4) * 4);
     acc = probs + up(kMmaHeads * (kMmaTile + 8) * 2);
     rows = acc + up(kMmaHeads * ldAcc * 4);
@@ -39,27 +41,67 @@ struct MlaMmaSmem {
   }
 };
 
+// 16-byte asynchronous global -> shared copy (L2 only), zero-filled without a read when !ok.
+__device__ __forceinline__ void mla_cp_async16(void* dst, const void* src, bool ok) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(ok ? 16 : 0));
+}
+
+__device__ __forceinline__ void mla_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N>
+__device__ __forceinline__ void mla_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Starts copying the cache rows of positions p0 .. p0+31 (zeros from `end` on) into ks, as one
+// cp.async group. Warp w copies rows w, w+8, w+16, w+24: their four block-table lookups are issued
+// together, then every 16-byte piece of the tile is in flight at once (a synchronous loop of loads
+// waits one memory latency per piece, which starved this kernel).
+__device__ __forceinline__ void mla_issue_tile(__nv_bfloat16* ks, int ldq, const uint16_t* cache,
+                                               const int* table, int p0, int end, int D,
+                                               int blockSize, int warp, int lane) {
+  constexpr int kWarps = kMmaThreads / 32;
+  const int vecPerRow = D / 8;
+  int block[kMmaTile / kWarps];
+#pragma unroll
+  for (int j = 0; j < kMmaTile / kWarps; j++) {
+    const int p = p0 + warp + kWarps * j;
+    block[j] = p < end ? table[p / blockSize] : 0;
+  }
+#pragma unroll
+  for (int j = 0; j < kMmaTile / kWarps; j++) {
+    const int r = warp + kWarps * j, p = p0 + r;
+    const bool ok = p < end;
+    const uint16_t* row =
+        ok ? cache + (static_cast<size_t>(block[j]) * blockSize + p % blockSize) * D : cache;
+    for (int c = lane; c < vecPerRow; c += 32) mla_cp_async16(ks + r * ldq + 8 * c, row + 8 * c, ok);
+  }
+  mla_cp_async_commit();
+}
+
 // Same contract as rm_mla_decode_split (see mla_attention.cu), for query tokens tokenList[z] (or z
 // when tokenList is null), except that a split covers at least minChunk positions: a graph captured
 // with many splits for a long nominal context then leaves the surplus splits empty on a short one
 // instead of spreading a few positions over each. Needs kvLora % 16 == 0 and ropeDim % 16 == 0.
-// Mapping: grid (ceil(heads / 16), splits, tokens), 8 warps. Per tile of 32 positions: all threads
-// load the rows (16-byte loads, positions past the split zero-filled); warps 0-3 compute the score
-// tile (warp w: positions 16*(w&1).., half (w>>1) of the D dims), the two halves summed in a fixed
-// order; warp w then owns the softmax update of heads 2w, 2w+1 (lane = position) and the context
-// columns of n-tiles w, w+8, ...: it rescales them by the running-max correction and adds P . V.
-RM_KERNEL void __launch_bounds__(kMmaThreads)
-    rm_mla_decode_split_mma(float* pCtx, float* pMax, float* pSum, const float* q,
-                            const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
-                            const int* tokenSeq, const int* tokenPos, const int* tokenList,
-                            int heads, int kvLora, int ropeDim, int blockSize, int splits,
-                            int minChunk, float scale) {
+// Mapping: grid (ceil(heads / 16), splits, tokens), 8 warps. Per tile of 32 positions: the rows
+// arrive by cp.async (with STAGES = 2 the next tile's copy overlaps this tile's math); warps 0-3
+// compute the score tile (warp w: positions 16*(w&1).., half (w>>1) of the D dims), the two halves
+// summed in a fixed order; warp w then owns the softmax update of heads 2w, 2w+1 (lane = position)
+// and the context columns of n-tiles w, w+8, ...: it rescales them by the running-max correction
+// and adds P . V.
+template <int STAGES>
+__device__ __forceinline__ void mla_decode_split_mma(
+    float* pCtx, float* pMax, float* pSum, const float* q, const uint16_t* cache,
+    const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq, const int* tokenPos,
+    const int* tokenList, int heads, int kvLora, int ropeDim, int blockSize, int splits,
+    int minChunk, float scale) {
   using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char mlaSmem[];
   const int D = kvLora + ropeDim;
-  const MlaMmaSmem L(D, kvLora);
+  const MlaMmaSmem L(D, kvLora, STAGES);
   __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.q);
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.k);
   float* sp = reinterpret_cast<float*>(mlaSmem + L.scores);
   __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.probs);
   float* acc = reinterpret_cast<float*>(mlaSmem + L.acc);
@@ -86,11 +128,35 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
     return;
   }
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  auto kTile = [&](int buf) {
+    return reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.k + buf * L.kStride);
+  };
+  if (STAGES == 2) mla_issue_tile(kTile(0), L.ldq, cache, table, begin, end, D, blockSize, warp, lane);
 
-  for (int i = threadIdx.x; i < kMmaHeads * D; i += blockDim.x) {
-    const int r = i / D, d = i - r * D;
-    const float v = h0 + r < heads ? q[(static_cast<size_t>(t) * heads + h0 + r) * D + d] : 0.f;
-    qs[r * L.ldq + d] = __float2bfloat16_rn(v);
+  {  // the 16 heads' queries, f32 -> bf16: four float4 loads in flight per thread at a time
+    const int n4 = kMmaHeads * D / 4, valid4 = min(heads - h0, kMmaHeads) * D / 4;
+    const float4* q4 = reinterpret_cast<const float4*>(q + (static_cast<size_t>(t) * heads + h0) * D);
+    for (int base = threadIdx.x; base < n4; base += 4 * kMmaThreads) {
+      float4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int i = base + u * kMmaThreads;
+        v[u] = i < valid4 ? __ldg(q4 + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int i = base + u * kMmaThreads;
+        if (i < n4) {
+          const int r = 4 * i / D, d = 4 * i - r * D;
+          uint2 packed;
+          packed.x = static_cast<uint32_t>(f32_to_bf16_bits(v[u].x)) |
+                     (static_cast<uint32_t>(f32_to_bf16_bits(v[u].y)) << 16);
+          packed.y = static_cast<uint32_t>(f32_to_bf16_bits(v[u].z)) |
+                     (static_cast<uint32_t>(f32_to_bf16_bits(v[u].w)) << 16);
+          *reinterpret_cast<uint2*>(qs + r * L.ldq + d) = packed;
+        }
+      }
+    }
   }
   for (int i = threadIdx.x; i < kMmaHeads * L.ldAcc; i += blockDim.x) acc[i] = 0.f;
   if (threadIdx.x < kMmaHeads) {
@@ -98,21 +164,24 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
     lrow[threadIdx.x] = 0.f;
   }
 
-  const int vecPerRow = D / 8;
-  for (int p0 = begin; p0 < end; p0 += kMmaTile) {
+  int buf = 0;
+  for (int p0 = begin; p0 < end; p0 += kMmaTile, buf ^= (STAGES - 1)) {
     __syncthreads();  // the previous tile's rows and probabilities are no longer read
-    for (int i = threadIdx.x; i < kMmaTile * vecPerRow; i += blockDim.x) {
-      const int r = i / vecPerRow, c = i - r * vecPerRow;
-      const int p = p0 + r;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (p < end) {
-        const uint16_t* row =
-            cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
-        v = __ldg(reinterpret_cast<const uint4*>(row) + c);
+    const bool next = p0 + kMmaTile < end;
+    if (STAGES == 2) {
+      if (next) {
+        mla_issue_tile(kTile(buf ^ 1), L.ldq, cache, table, p0 + kMmaTile, end, D, blockSize, warp,
+                       lane);
+        mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
+      } else {
+        mla_cp_async_wait<0>();
       }
-      *reinterpret_cast<uint4*>(ks + r * L.ldq + 8 * c) = v;
+    } else {
+      mla_issue_tile(kTile(0), L.ldq, cache, table, p0, end, D, blockSize, warp, lane);
+      mla_cp_async_wait<0>();
     }
     __syncthreads();
+    const __nv_bfloat16* ks = kTile(buf);
     if (warp < 2 * kMmaKGroups) {
       const int n0 = 16 * (warp & 1), g = warp >> 1;
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
@@ -180,6 +249,30 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
     float* pc = pCtx + part * kvLora;
     for (int c = lane; c < kvLora; c += 32) pc[c] = acc[r * L.ldAcc + c];
   }
+}
+
+// One cache tile at a time: ~95 KB of shared memory, two blocks per SM.
+RM_KERNEL void __launch_bounds__(kMmaThreads)
+    rm_mla_decode_split_mma(float* pCtx, float* pMax, float* pSum, const float* q,
+                            const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
+                            const int* tokenSeq, const int* tokenPos, const int* tokenList,
+                            int heads, int kvLora, int ropeDim, int blockSize, int splits,
+                            int minChunk, float scale) {
+  mla_decode_split_mma<1>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
+                          tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
+                          scale);
+}
+
+// Double-buffered tiles: ~132 KB of shared memory, one block per SM.
+RM_KERNEL void __launch_bounds__(kMmaThreads)
+    rm_mla_decode_split_mma2(float* pCtx, float* pMax, float* pSum, const float* q,
+                             const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
+                             const int* tokenSeq, const int* tokenPos, const int* tokenList,
+                             int heads, int kvLora, int ropeDim, int blockSize, int splits,
+                             int minChunk, float scale) {
+  mla_decode_split_mma<2>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
+                          tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
+                          scale);
 }
 
 // out[p, :] = cache row of position p of one sequence, p < ctxLen (bf16, D values per row), so the

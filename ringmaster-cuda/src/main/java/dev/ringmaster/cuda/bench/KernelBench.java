@@ -63,25 +63,24 @@ public final class KernelBench {
               for (int batch : new int[] {384, 512, 2048, 4096}) {
                 b.moe(batch, 64, 6, 2048, 1408, RingmasterKernels.MOE_MMA_WIDE_PASS_TOKENS);
               }
-              for (boolean tensorCores : new boolean[] {false, true}) {
-                k.useMlaTensorCores(tensorCores);
-                b.mla(1, 16, 512);
-                b.mla(1, 16, 4096);
-                b.mla(1, 16, 32768);
-                b.mla(8, 16, 640);
-                b.mla(32, 16, 640);
-                b.mla(32, 16, 4096);
-                b.mla(128, 16, 640);
+              k.useMlaTensorCores(false);
+              b.mlaShapes();
+              k.useMlaTensorCores(true);
+              // One cache tile in flight per block (two blocks per SM) against two (one per SM).
+              for (int stages : new int[] {1, 2}) {
+                k.useMlaStages(stages);
+                b.mlaShapes();
+                for (int splits : new int[] {2, 4, 8, 16}) {
+                  b.mla(32, 16, 640, splits);
+                }
+                for (int splits : new int[] {1, 2, 3}) {
+                  b.mla(128, 16, 640, splits);
+                }
+                for (int splits : new int[] {4, 8, 16, 32}) {
+                  b.mla(1, 16, 512, splits);
+                }
               }
-              for (int splits : new int[] {2, 4, 8, 16}) {
-                b.mla(32, 16, 640, splits);
-              }
-              for (int splits : new int[] {1, 2, 3}) {
-                b.mla(128, 16, 640, splits);
-              }
-              for (int splits : new int[] {4, 8, 32}) {
-                b.mla(1, 16, 512, splits);
-              }
+              k.useMlaStages(1);
               b.mlaParts(1, 16, 512);
               b.mlaParts(32, 16, 640);
               b.gemm(384, 2816, 2048);
@@ -243,6 +242,11 @@ public final class KernelBench {
                       splits,
                       0.07f)),
           0);
+      // The partials the row above left behind are valid input for the combine alone.
+      row(
+          "mla part combine, " + splits + " splits, " + shape,
+          time(i -> k.mlaCombine(stream, ws, 0, batch, heads, lora, splits)),
+          0);
       row(
           "mla part out_v, " + shape,
           time(i -> k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), batch, heads, nope, v, lora)),
@@ -342,6 +346,17 @@ public final class KernelBench {
     }
   }
 
+  /** The MLA decode shapes of the model table (V2-Lite heads), default split counts. */
+  private void mlaShapes() {
+    mla(1, 16, 512);
+    mla(1, 16, 4096);
+    mla(1, 16, 32768);
+    mla(8, 16, 640);
+    mla(32, 16, 640);
+    mla(32, 16, 4096);
+    mla(128, 16, 640);
+  }
+
   private void mla(int batch, int heads, int len) {
     mla(batch, heads, len, RingmasterKernels.mlaSplits(batch, heads, len, 132, 256));
   }
@@ -392,7 +407,9 @@ public final class KernelBench {
           String.format(
               Locale.ROOT,
               "mla decode %s, %d heads, batch %d, context %d, %d splits",
-              k.mlaUsesTensorCores(lora, rope) ? "tensor cores" : "CUDA cores",
+              k.mlaUsesTensorCores(lora, rope)
+                  ? "tensor cores " + k.mlaStages() + " stage" + (k.mlaStages() == 1 ? "" : "s")
+                  : "CUDA cores",
               heads,
               batch,
               len,

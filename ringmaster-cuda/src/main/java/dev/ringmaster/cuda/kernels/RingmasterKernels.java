@@ -96,11 +96,14 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel mlaSplit;
   private final Kernel mlaCombine;
   private final Kernel mlaSplitMma;
+  private final Kernel mlaSplitMma2;
   private final Kernel mlaGatherCtx;
   private final Kernel mlaPrefillSoftmax;
   private boolean mlaTensorCores = true;
-  private int mmaSharedGranted;
-  private int mmaSharedRefused = Integer.MAX_VALUE;
+  private int mlaStages = Integer.getInteger("ringmaster.cuda.mlaStages", 1);
+  // Per cache-tile stage count (index 1 or 2): the shared memory granted / refused so far.
+  private final int[] mmaSharedGranted = new int[3];
+  private final int[] mmaSharedRefused = {0, Integer.MAX_VALUE, Integer.MAX_VALUE};
   private final Kernel argmax;
   private final Kernel sample;
 
@@ -138,6 +141,7 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaSplit = new Kernel(module, "rm_mla_decode_split", 15);
     mlaCombine = new Kernel(module, "rm_mla_combine", 8);
     mlaSplitMma = new Kernel(module, "rm_mla_decode_split_mma", 17);
+    mlaSplitMma2 = new Kernel(module, "rm_mla_decode_split_mma2", 17);
     mlaGatherCtx = new Kernel(module, "rm_mla_gather_ctx", 5);
     mlaPrefillSoftmax = new Kernel(module, "rm_mla_prefill_softmax", 7);
     argmax = new Kernel(module, "rm_argmax", 3);
@@ -459,17 +463,19 @@ public final class RingmasterKernels implements AutoCloseable {
   }
 
   /**
-   * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs:
-   * enough blocks (16 heads each on the tensor-core path) for two per SM, the tensor-core kernel's
-   * residency (one H200, batch 32 at context 640: 8 splits 69 us, 17 splits 117 us; more splits
-   * re-read each token's queries and write more partials), but no split shorter than 32 positions.
-   * The tensor-core kernel also never gives a split fewer than {@link #MLA_MMA_MIN_CHUNK}
-   * positions, so splits a graph captured for a long nominal context stay cheap when the real
-   * context is short (the surplus ones are empty).
+   * KV splits for {@code tokens} queries of at most {@code maxLen} positions on {@code sms} SMs: at
+   * most enough blocks (16 heads each on the tensor-core path) for two per SM, the tensor-core
+   * kernel's residency (one H200, batch 32 at context 640: 8 splits 69 us, 17 splits 117 us; more
+   * splits re-read each token's queries and write more partials), but no split shorter than 32
+   * positions. The tensor-core kernel also never gives a split fewer than {@link
+   * #MLA_MMA_MIN_CHUNK} positions, so splits a graph captured for a long nominal context stay cheap
+   * when the real context is short (the surplus ones are empty).
    */
   public static int mlaSplits(int tokens, int heads, int maxLen, int sms, int maxSplits) {
     int headBlocks = (heads + 15) / 16;
-    int wanted = (2 * sms + headBlocks * tokens - 1) / (headBlocks * tokens);
+    // Rounded down: one more split can push the grid past one wave (batch 32, context 640: 9
+    // splits = 288 blocks for 264 slots, 72.7 us; 8 splits 56.6 us).
+    int wanted = 2 * sms / (headBlocks * tokens);
     int byLength = (maxLen + 31) / 32;
     return Math.max(1, Math.min(Math.min(wanted, byLength), maxSplits));
   }
@@ -485,37 +491,59 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaTensorCores = on;
   }
 
+  /**
+   * Cache tiles in flight per block of the tensor-core decode kernel: 1 (one tile's copy at a time,
+   * two blocks per SM) or 2 (the next tile copies while this one is computed, one block per SM).
+   * Default 1, or {@code -Dringmaster.cuda.mlaStages}. For benchmarks and tests.
+   */
+  public void useMlaStages(int stages) {
+    if (stages != 1 && stages != 2) {
+      throw new IllegalArgumentException("MLA decode stages must be 1 or 2, not " + stages);
+    }
+    mlaStages = stages;
+  }
+
+  /** Cache tiles in flight per block of the tensor-core decode kernel (1 or 2). */
+  public int mlaStages() {
+    return mlaStages;
+  }
+
   /** Whether split attention for latent rank {@code kvLora} runs on tensor cores. */
   public boolean mlaUsesTensorCores(int kvLora, int ropeDim) {
     return mlaTensorCores
         && kvLora % 16 == 0
         && ropeDim % 16 == 0
-        && mmaSharedAllowed(mlaMmaSharedBytes(kvLora, ropeDim));
+        && mmaSharedAllowed(mlaStages, mlaMmaSharedBytes(kvLora, ropeDim, mlaStages));
   }
 
   /** Raises the tensor-core kernel's shared-memory limit once; false where the GPU has less. */
-  private boolean mmaSharedAllowed(int bytes) {
-    if (bytes <= mmaSharedGranted) {
+  private boolean mmaSharedAllowed(int stages, int bytes) {
+    if (bytes <= mmaSharedGranted[stages]) {
       return true;
     }
-    if (bytes >= mmaSharedRefused) {
+    if (bytes >= mmaSharedRefused[stages]) {
       return false;
     }
     try {
-      mlaSplitMma.maxDynamicSharedBytes(bytes);
-      mmaSharedGranted = bytes;
+      mlaSplitKernel(stages).maxDynamicSharedBytes(bytes);
+      mmaSharedGranted[stages] = bytes;
       return true;
     } catch (RuntimeException tooMuch) {
-      mmaSharedRefused = bytes;
+      mmaSharedRefused[stages] = bytes;
       return false;
     }
   }
 
-  private static int mlaMmaSharedBytes(int kvLora, int ropeDim) {
-    // Mirrors MlaMmaSmem in mla_mma.cu: q and k tiles (bf16, row stride D + 8), two partial score
-    // tiles and the probabilities, the f32 context, three per-head values; parts 128-byte aligned.
+  private Kernel mlaSplitKernel(int stages) {
+    return stages == 2 ? mlaSplitMma2 : mlaSplitMma;
+  }
+
+  private static int mlaMmaSharedBytes(int kvLora, int ropeDim, int stages) {
+    // Mirrors MlaMmaSmem in mla_mma.cu: q and `stages` k tiles (bf16, row stride D + 8), two
+    // partial score tiles and the probabilities, the f32 context, three per-head values; parts
+    // 128-byte aligned.
     int ldq = kvLora + ropeDim + 8;
-    int bytes = up128(16 * ldq * 2) + up128(32 * ldq * 2) + up128(2 * 16 * 36 * 4);
+    int bytes = up128(16 * ldq * 2) + stages * up128(32 * ldq * 2) + up128(2 * 16 * 36 * 4);
     bytes += up128(16 * 40 * 2) + up128(16 * (kvLora + 4) * 4);
     return bytes + 3 * 16 * 4;
   }
@@ -622,13 +650,14 @@ public final class RingmasterKernels implements AutoCloseable {
           count + " tokens / " + splits + " splits exceed the workspace");
     }
     if (mlaUsesTensorCores(kvLora, ropeDim)) {
-      int smem = mlaMmaSharedBytes(kvLora, ropeDim);
-      mlaSplitMma.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr());
-      mlaSplitMma.arg(2, ws.partialSum.ptr()).arg(3, ws.qLatent.ptr()).arg(4, cache);
-      mlaSplitMma.arg(5, blockTable).arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos);
-      mlaSplitMma.arg(9, tokenList).arg(10, heads).arg(11, kvLora).arg(12, ropeDim);
-      mlaSplitMma.arg(13, blockSize).arg(14, splits).arg(15, MLA_MMA_MIN_CHUNK).arg(16, scale);
-      mlaSplitMma.launch(s, (heads + 15) / 16, splits, count, 256, smem);
+      int smem = mlaMmaSharedBytes(kvLora, ropeDim, mlaStages);
+      Kernel split = mlaSplitKernel(mlaStages);
+      split.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr());
+      split.arg(2, ws.partialSum.ptr()).arg(3, ws.qLatent.ptr()).arg(4, cache);
+      split.arg(5, blockTable).arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos);
+      split.arg(9, tokenList).arg(10, heads).arg(11, kvLora).arg(12, ropeDim);
+      split.arg(13, blockSize).arg(14, splits).arg(15, MLA_MMA_MIN_CHUNK).arg(16, scale);
+      split.launch(s, (heads + 15) / 16, splits, count, 256, smem);
     } else {
       if (tokenList != 0) {
         throw new IllegalArgumentException("the CUDA-core split kernel takes no token list");
@@ -640,9 +669,20 @@ public final class RingmasterKernels implements AutoCloseable {
       mlaSplit.arg(12, blockSize).arg(13, splits).arg(14, scale);
       mlaSplit.launch(s, (heads + 7) / 8, splits, count, 256, 0);
     }
+    mlaCombine(s, ws, tokenList, count, heads, kvLora, splits);
+  }
+
+  /**
+   * The second launch of {@link #mlaSplitAttention}: merges the split partials in {@code ws} into
+   * the latent context rows of {@code count} tokens (listed in {@code tokenList}, or 0 .. count-1).
+   * Public so that benchmarks can time it alone.
+   */
+  public void mlaCombine(
+      CudaStream s, MlaWorkspace ws, long tokenList, int count, int heads, int kvLora, int splits) {
     mlaCombine.arg(0, ws.ctx.ptr()).arg(1, ws.partialCtx.ptr()).arg(2, ws.partialMax.ptr());
     mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, tokenList).arg(5, heads).arg(6, kvLora);
-    mlaCombine.arg(7, splits).launch(s, heads, count, 1, 256, 0);
+    // Dynamic shared memory: a weight and a list entry per split.
+    mlaCombine.arg(7, splits).launch(s, heads, count, 1, 256, 8 * splits);
   }
 
   /** Last step of {@link #mlaAttention}: {@code out [t, H, vDim]} from the latent context. */

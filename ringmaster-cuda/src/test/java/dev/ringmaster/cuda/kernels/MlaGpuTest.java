@@ -19,6 +19,8 @@ class MlaGpuTest {
     CUDA_CORES,
     /** The tensor-core split kernel: bf16 queries and probabilities (1e-2). */
     TENSOR_CORES,
+    /** The tensor-core split kernel with two cache tiles in flight per block (1e-2). */
+    TENSOR_CORES_2_STAGES,
     /**
      * Prefill runs of 8 or more tokens through the GEMM path (with a score budget small enough to
      * force several query tiles), the other tokens through the tensor-core kernel by list (1e-2).
@@ -140,6 +142,7 @@ class MlaGpuTest {
           k.mlaCacheAppend(
               s.stream(), cache.ptr(), s.f32(kv).ptr(), d, s.i32(slots).ptr(), cachedTokens, d);
           k.useMlaTensorCores(path != Path.CUDA_CORES);
+          k.useMlaStages(path == Path.TENSOR_CORES_2_STAGES ? 2 : 1);
           try (MlaWorkspace ws = new MlaWorkspace(t, splits, heads, lora, ropeDim)) {
             ws.partialCtx.poison(s.stream());
             ws.ctx.poison(s.stream());
@@ -192,6 +195,7 @@ class MlaGpuTest {
                 "mla " + path + " seed " + r.seed(), s.read(out, t * heads * vDim), want, tol);
           } finally {
             k.useMlaTensorCores(true);
+            k.useMlaStages(1);
           }
         });
   }
