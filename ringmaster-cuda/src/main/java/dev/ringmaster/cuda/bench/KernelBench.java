@@ -198,61 +198,24 @@ public final class KernelBench {
 
   /** The four launches of MLA decode timed one by one (V2-Lite shape, tensor cores). */
   private void mlaParts(int batch, int heads, int len) {
-    MlaInputs m = MlaInputs.decode(this, batch, heads, len);
-    int nope = MlaInputs.NOPE;
-    int rope = MlaInputs.ROPE;
-    int v = MlaInputs.V;
     int lora = MlaInputs.LORA;
-    int block = MlaInputs.BLOCK;
-    int d = lora + rope;
-    int blocksPerSeq = m.blocksPerSeq;
-    DeviceBuffer cache = m.cache;
-    DeviceBuffer dt = m.table;
-    DeviceBuffer ds = m.seqs;
-    DeviceBuffer dp = m.positions;
-    DeviceBuffer q = m.q;
-    DeviceBuffer kvB = m.kvB;
-    DeviceBuffer out = m.out;
     // The splits a decode graph captures (nominal context 2048).
     int splits = RingmasterKernels.mlaSplits(batch, heads, 2048, 132, 128);
     String shape = String.format(Locale.ROOT, "batch %d, context %d", batch, len);
-    try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
-      row(
-          "mla part absorb_q, " + shape,
-          time(i -> k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), batch, heads, nope, rope, v, lora)),
-          0);
+    try (MlaInputs m = MlaInputs.decode(this, batch, heads, len);
+        MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, MlaInputs.ROPE)) {
+      row("mla part absorb_q, " + shape, time(i -> m.absorb(k, stream, ws, batch, heads)), 0);
       row(
           "mla part split + combine, " + splits + " splits, " + shape,
-          time(
-              i ->
-                  k.mlaSplitAttention(
-                      stream,
-                      ws,
-                      cache.ptr(),
-                      dt.ptr(),
-                      blocksPerSeq,
-                      ds.ptr(),
-                      dp.ptr(),
-                      0,
-                      batch,
-                      heads,
-                      rope,
-                      lora,
-                      block,
-                      splits,
-                      0.07f)),
+          time(i -> m.splitAttention(k, stream, ws, batch, heads, splits)),
           0);
       // The partials the row above left behind are valid input for the combine alone.
       row(
           "mla part combine, " + splits + " splits, " + shape,
           time(i -> k.mlaCombine(stream, ws, 0, batch, heads, lora, splits)),
           0);
-      row(
-          "mla part out_v, " + shape,
-          time(i -> k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), batch, heads, nope, v, lora)),
-          0);
+      row("mla part out_v, " + shape, time(i -> m.outV(k, stream, ws, batch, heads)), 0);
     }
-    m.close();
   }
 
   /**
@@ -363,46 +326,18 @@ public final class KernelBench {
 
   /** MLA decode with a given split count (to place {@link RingmasterKernels#mlaSplits}). */
   private void mla(int batch, int heads, int len, int splits) {
-    MlaInputs m = MlaInputs.decode(this, batch, heads, len);
-    int nope = MlaInputs.NOPE;
-    int rope = MlaInputs.ROPE;
-    int v = MlaInputs.V;
     int lora = MlaInputs.LORA;
-    int block = MlaInputs.BLOCK;
-    int d = lora + rope;
-    int blocksPerSeq = m.blocksPerSeq;
-    DeviceBuffer cache = m.cache;
-    DeviceBuffer dt = m.table;
-    DeviceBuffer ds = m.seqs;
-    DeviceBuffer dp = m.positions;
-    DeviceBuffer q = m.q;
-    DeviceBuffer kvB = m.kvB;
-    DeviceBuffer out = m.out;
-    try (MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
+    int rope = MlaInputs.ROPE;
+    try (MlaInputs m = MlaInputs.decode(this, batch, heads, len);
+        MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, rope)) {
       double ms =
           time(
-              i ->
-                  k.mlaAttention(
-                      stream,
-                      ws,
-                      out.ptr(),
-                      q.ptr(),
-                      kvB.ptr(),
-                      cache.ptr(),
-                      dt.ptr(),
-                      blocksPerSeq,
-                      ds.ptr(),
-                      dp.ptr(),
-                      batch,
-                      heads,
-                      nope,
-                      rope,
-                      v,
-                      lora,
-                      block,
-                      splits,
-                      0.07f));
-      double bytes = 2.0 * batch * len * d;
+              i -> {
+                m.absorb(k, stream, ws, batch, heads);
+                m.splitAttention(k, stream, ws, batch, heads, splits);
+                m.outV(k, stream, ws, batch, heads);
+              });
+      double bytes = 2.0 * batch * len * (lora + rope);
       row(
           String.format(
               Locale.ROOT,
@@ -417,7 +352,6 @@ public final class KernelBench {
           ms,
           bytes / (ms * 1e6));
     }
-    m.close();
   }
 
   /**
@@ -519,6 +453,7 @@ public final class KernelBench {
     static final int V = 128;
     static final int LORA = 512;
     static final int BLOCK = 64;
+    static final float SCALE = 0.07f;
 
     final int blocksPerSeq;
     final DeviceBuffer cache;
@@ -528,6 +463,37 @@ public final class KernelBench {
     final DeviceBuffer q;
     final DeviceBuffer kvB;
     final DeviceBuffer out;
+
+    /** Absorbed queries of the first {@code count} query tokens into {@code ws}. */
+    void absorb(RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads) {
+      k.mlaAbsorb(s, ws, q.ptr(), kvB.ptr(), count, heads, NOPE, ROPE, V, LORA);
+    }
+
+    /** Split attention and combine of the first {@code count} query tokens in {@code ws}. */
+    void splitAttention(
+        RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads, int splits) {
+      k.mlaSplitAttention(
+          s,
+          ws,
+          cache.ptr(),
+          table.ptr(),
+          blocksPerSeq,
+          seqs.ptr(),
+          positions.ptr(),
+          0,
+          count,
+          heads,
+          ROPE,
+          LORA,
+          BLOCK,
+          splits,
+          SCALE);
+    }
+
+    /** Output projection of the first {@code count} query tokens' latent context into out. */
+    void outV(RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads) {
+      k.mlaOutV(s, ws, out.ptr(), kvB.ptr(), count, heads, NOPE, V, LORA);
+    }
 
     /**
      * {@code batch} sequences of {@code len} cached tokens, one query each at the last position.
