@@ -7,8 +7,9 @@
 #                                          JUnit's ConsoleLauncher, e.g. --select-class=...)
 #   scripts/gpu-tests.sh tp DIR [ARGS]     on the GPU machine: the tensor/expert-parallel model tests
 #                                          (one rank through the parallel path with NCCL, two ranks
-#                                          sharing GPU 0, two GPUs where there are two) and the
-#                                          single-GPU model tests they compare with
+#                                          sharing GPU 0, two GPUs where there are two), the
+#                                          single-GPU model tests they compare with, the all-to-all
+#                                          dispatch kernels and the one-GPU test communicator
 #   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
@@ -73,7 +74,7 @@ test | tp | bench | collectives | cli)
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"
   fi
   if [[ $mode == tp ]]; then
-    set -- --include-classname '.*(TensorParallel|CudaCausalLm).*' "$@"
+    set -- --include-classname '.*(TensorParallel|CudaCausalLm|ExpertDispatch|SameDeviceCommunicator).*' "$@"
   fi
   reports=${REPORTS_DIR:-$dir/reports}
   mkdir -p "$reports"

@@ -12,3 +12,4 @@
 #include "sampling.cu"
 #include "custom_allreduce.cu"
 #include "tensor_parallel.cu"
+#include "moe_dispatch.cu"

@@ -39,7 +39,8 @@ final class EngineOptions {
   @Option(
       names = "--moe-a2a-backend",
       defaultValue = "none",
-      description = "none or all-to-all (default: ${DEFAULT-VALUE}).")
+      description =
+          "none or all-to-all (needs --ep-size equal to --tp-size; default: ${DEFAULT-VALUE}).")
   String a2aBackend;
 
   @Option(
@@ -142,7 +143,7 @@ final class EngineOptions {
    * cpu, or cuda when asked for (failing at once, naming what does not divide when the layout
    * cannot split the model, else with the probe's reason when no usable GPU is there, or when fewer
    * GPUs than ranks are visible); auto takes cuda when the probe finds a GPU per rank and the model
-   * runs there (MLA, no all-to-all).
+   * runs there (MLA, one node).
    */
   private String resolveDevice(Path dir) {
     switch (device) {

@@ -172,6 +172,16 @@ class CliTest {
             "--ep-size",
             "2"
           },
+          {
+            "generate",
+            "--model",
+            fixture.toString(),
+            "x",
+            "--tp-size",
+            "2",
+            "--moe-a2a-backend",
+            "all-to-all"
+          },
           {"tokenize", "--model", fixture.toString(), "--decode", "[1, x]"},
           {"bench", "collectives", "--device", "cuda", "--nnodes", "2"},
           {

@@ -19,7 +19,7 @@ public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a, ExpertPl
     this(tpSize, epSize, a2a, null);
   }
 
-  /** Checks degrees. */
+  /** Checks degrees, and that all-to-all dispatch comes with expert parallelism. */
   public ParallelConfig {
     if (tpSize < 1) {
       throw new IllegalArgumentException("--tp-size must be at least 1, got " + tpSize);
@@ -31,6 +31,13 @@ public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a, ExpertPl
               + epSize
               + " with tp "
               + tpSize);
+    }
+    if (a2a == MoeA2aBackend.ALL_TO_ALL && tpSize > 1 && epSize == 1) {
+      // Tokens travel to the rank that owns their expert: without expert parallelism none does.
+      throw new IllegalArgumentException(
+          "--moe-a2a-backend all-to-all needs expert parallelism: set --ep-size to --tp-size ("
+              + tpSize
+              + "), or use --moe-a2a-backend none");
     }
   }
 

@@ -7,10 +7,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Typed launches of the tensor/expert-parallel model's kernels ({@code tensor_parallel.cu}):
- * vocab-parallel embedding, the LM-head logits gather, and the expert-parallel pair filter. Kept
- * apart from {@link RingmasterKernels} so that the single-GPU kernel set does not change. Load once
- * per context, use from the GPU's thread only.
+ * Typed launches of the tensor/expert-parallel model's kernels ({@code tensor_parallel.cu}, {@code
+ * moe_dispatch.cu}): vocab-parallel embedding, the LM-head logits gather, the expert-parallel pair
+ * filter, and the pack / unpack / combine steps around the all-to-all expert dispatch. Kept apart
+ * from {@link RingmasterKernels} so that the single-GPU kernel set does not change. Load once per
+ * context, use from the GPU's thread only.
  */
 public final class ParallelKernels implements AutoCloseable {
   private final CudaDriver driver;
@@ -18,6 +19,9 @@ public final class ParallelKernels implements AutoCloseable {
   private final Kernel embeddingShard;
   private final Kernel vocabGather;
   private final Kernel moeLocalize;
+  private final Kernel a2aPack;
+  private final Kernel a2aUnpack;
+  private final Kernel a2aCombine;
 
   /** Loads the fatbin into the current context. */
   public ParallelKernels() {
@@ -31,6 +35,9 @@ public final class ParallelKernels implements AutoCloseable {
     embeddingShard = new Kernel(module, "rm_embedding_bf16_shard", 6);
     vocabGather = new Kernel(module, "rm_vocab_gather", 5);
     moeLocalize = new Kernel(module, "rm_moe_localize", 4);
+    a2aPack = new Kernel(module, "rm_a2a_pack", 10);
+    a2aUnpack = new Kernel(module, "rm_a2a_unpack", 8);
+    a2aCombine = new Kernel(module, "rm_a2a_combine", 10);
   }
 
   /**
@@ -62,6 +69,58 @@ public final class ParallelKernels implements AutoCloseable {
   public void moeLocalize(CudaStream s, long ids, long y, long localOf, int pairs, int hidden) {
     moeLocalize.arg(0, ids).arg(1, y).arg(2, localOf).arg(3, hidden);
     moeLocalize.launch(s, pairs, 1, 1, 256, 0);
+  }
+
+  /**
+   * All-to-all dispatch, sender side: fills {@code send} ({@link A2aLayout#dispatchFloatsPerPeer()}
+   * floats per peer, peers in rank order) with one row per token of {@code layout}'s slice for
+   * every peer: the token's routed experts that the peer owns (ids -1 elsewhere), their weights,
+   * and the token's row of {@code x} when there is at least one. {@code ids}/{@code weights}: the
+   * routing {@code [tokens, topK]} of the whole step (global expert ids, i32 / f32); {@code owner}:
+   * i32 rank of each expert.
+   */
+  public void a2aPack(
+      CudaStream s, A2aLayout layout, long send, long x, long ids, long weights, long owner) {
+    a2aPack.arg(0, send).arg(1, x).arg(2, ids).arg(3, weights).arg(4, owner);
+    a2aPack.arg(5, layout.first()).arg(6, layout.mine()).arg(7, layout.perRank());
+    a2aPack.arg(8, layout.hidden()).arg(9, layout.topK());
+    a2aPack.launch(s, layout.perRank(), layout.ranks(), 1, 128, 0);
+  }
+
+  /**
+   * All-to-all dispatch, owner side: the {@link A2aLayout#receivedRows()} rows of {@code recv} to
+   * the expert kernels' inputs {@code x [rows, hidden]} (f32; rows without a routed slot left
+   * unwritten), {@code ids [rows, topK]} (i32 local expert index through {@code localOf}, which has
+   * one entry per model expert, -1 for empty slots) and {@code weights [rows, topK]} (f32, 0 for
+   * empty slots).
+   */
+  public void a2aUnpack(
+      CudaStream s,
+      A2aLayout layout,
+      long x,
+      long ids,
+      long weights,
+      long recv,
+      long localOf,
+      int numExperts) {
+    a2aUnpack.arg(0, x).arg(1, ids).arg(2, weights).arg(3, recv).arg(4, localOf);
+    a2aUnpack.arg(5, numExperts).arg(6, layout.hidden()).arg(7, layout.topK());
+    a2aUnpack.launch(s, layout.receivedRows(), 1, 1, 128, 0);
+  }
+
+  /**
+   * All-to-all combine, sender side: {@code out [perRank, hidden]} gets, for each token of the
+   * slice, {@code shared} (its shared-expert rows, may be {@code out} itself, or 0 for none) plus
+   * its routed experts' weighted outputs in slot order, read from {@code back}, the pair rows
+   * returned by the owners ({@link A2aLayout#combineFloatsPerPeer()} floats per owner, owners in
+   * rank order); rows past the slice are zeroed.
+   */
+  public void a2aCombine(
+      CudaStream s, A2aLayout layout, long out, long shared, long back, long ids, long owner) {
+    a2aCombine.arg(0, out).arg(1, shared).arg(2, back).arg(3, ids).arg(4, owner);
+    a2aCombine.arg(5, layout.first()).arg(6, layout.mine()).arg(7, layout.perRank());
+    a2aCombine.arg(8, layout.hidden()).arg(9, layout.topK());
+    a2aCombine.launch(s, layout.perRank(), 1, 1, 128, 4 * layout.topK());
   }
 
   @Override

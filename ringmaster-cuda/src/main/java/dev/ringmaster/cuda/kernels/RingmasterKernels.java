@@ -296,10 +296,44 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean accumulate) {
-    if (n >= moeMmaMinTokens && moeMmaSupports(hidden, inter)) {
+    if (moeUsesTensorCores(n, hidden, inter)) {
       moeExpertsMma(s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate);
     } else {
       moeExpertsFused(s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate);
+    }
+  }
+
+  /** Whether {@link #moeExperts} of {@code n} tokens runs the tensor-core kernels. */
+  public boolean moeUsesTensorCores(int n, int hidden, int inter) {
+    return n >= moeMmaMinTokens && moeMmaSupports(hidden, inter);
+  }
+
+  /**
+   * The routed experts without the final sum: {@code y[p] = weights[p] * expert_{experts[p]}(x[p /
+   * topK])} for the {@code n * topK} pairs, left in {@link MoeWorkspace#pairRowsPtr()}; pairs with
+   * a negative expert id are skipped and their rows left as they were. {@code tensorCores} picks
+   * the kernels (as {@link #moeUsesTensorCores} would for the caller's batch; needs {@link
+   * #moeMmaSupports}). A pair's row is the one {@link #moeExperts} computes with the same kernels,
+   * whatever the other pairs are (expert-parallel ranks rely on it).
+   */
+  public void moeExpertPairs(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean tensorCores) {
+    if (tensorCores) {
+      checkMma(hidden, inter);
+      int passTokens = moeMmaPassTokens(n, ws.topK, ws.numExperts);
+      mmaPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, passTokens);
+    } else {
+      fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter);
     }
   }
 
@@ -320,6 +354,21 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean accumulate) {
+    fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter);
+    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
+  }
+
+  private void fusedPairs(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter) {
     int active = moeAlignForExperts(s, ws, experts, n);
     moeGateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
     moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
@@ -329,7 +378,6 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDown.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
     moeDown.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
     moeDown.launch(s, blocks(hidden, 4), active, 1, 128, 0);
-    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
   }
 
   /**
@@ -386,12 +434,32 @@ public final class RingmasterKernels implements AutoCloseable {
       int inter,
       boolean accumulate,
       int passTokens) {
-    if (passTokens != MOE_MMA_PASS_TOKENS && passTokens != MOE_MMA_WIDE_PASS_TOKENS) {
-      throw new IllegalArgumentException("MoE mma passes of 32 or 64 tokens, got " + passTokens);
-    }
+    checkMma(hidden, inter);
+    mmaPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, passTokens);
+    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
+  }
+
+  private static void checkMma(int hidden, int inter) {
     if (!moeMmaSupports(hidden, inter)) {
       throw new IllegalArgumentException(
           "tensor-core experts need hidden and inter multiples of 8, got " + hidden + ", " + inter);
+    }
+  }
+
+  private void mmaPairs(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      int passTokens) {
+    if (passTokens != MOE_MMA_PASS_TOKENS && passTokens != MOE_MMA_WIDE_PASS_TOKENS) {
+      throw new IllegalArgumentException("MoE mma passes of 32 or 64 tokens, got " + passTokens);
     }
     int active = moeAlignForExperts(s, ws, experts, n);
     // ws.h holds the intermediate as bf16 rows in expert-sorted pair order (half its f32 size).
@@ -407,7 +475,6 @@ public final class RingmasterKernels implements AutoCloseable {
     down.arg(6, ws.activeExperts.ptr()).arg(7, ws.activeCount.ptr());
     down.arg(8, hidden).arg(9, inter);
     down.launch(s, blocks(hidden, MMA_ROWS_PER_BLOCK), active, 1, MMA_THREADS, 0);
-    moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.A2aLayout;
 import dev.ringmaster.cuda.kernels.MlaWorkspace;
 import dev.ringmaster.cuda.kernels.MoeWorkspace;
 import dev.ringmaster.model.config.ModelConfig;
@@ -46,7 +47,8 @@ final class Activations implements AutoCloseable {
   /**
    * Buffers of a tensor-parallel rank: the full-size activations (the replicated hidden state and
    * the gathered logits need them; per-head buffers are simply not filled past this rank's heads)
-   * and the routed-expert scratch of this rank's experts and intermediate share.
+   * and the routed-expert scratch of this rank's experts and intermediate share (under all-to-all,
+   * for the rows it can receive).
    */
   Activations(ModelConfig cfg, int maxTokens, int logitRows, RankShard shard) {
     this.maxTokens = maxTokens;
@@ -80,11 +82,14 @@ final class Activations implements AutoCloseable {
     mla =
         new MlaWorkspace(
             maxTokens, MAX_SPLITS, tokenSplits, heads, cfg.kvLoraRank(), cfg.qkRopeHeadDim());
+    // All-to-all: the experts run over the rows every rank sent, a block of ceil(n / ranks) each.
+    int expertTokens =
+        shard.allToAll() ? A2aLayout.maxReceivedRows(maxTokens, shard.size()) : maxTokens;
     moe =
         m == null
             ? null
             : new MoeWorkspace(
-                maxTokens,
+                expertTokens,
                 shard.ownedExperts(experts).length,
                 topK,
                 h,

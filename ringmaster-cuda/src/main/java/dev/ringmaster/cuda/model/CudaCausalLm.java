@@ -52,6 +52,7 @@ public final class CudaCausalLm implements LanguageModel {
   private final RankShard shard;
   private final boolean ownsThreadAndStore;
   private TensorParallelOps tp;
+  private ExpertAllToAll allToAll;
   private StepCollectives collectives;
   private CudaStream stream;
   private GpuOps ops;
@@ -159,8 +160,11 @@ public final class CudaCausalLm implements LanguageModel {
     act.invFreq.upload(stream, rope.inverseFrequencies());
     hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
     // Expert parallelism runs long prefills through the fused expert kernels too: the grouped
-    // GEMM path assumes every routed pair is computed here.
-    if (cfg.moe() != null && groupedMinTokens() <= maxTokens && !shard.expertParallel()) {
+    // GEMM path assumes every routed pair of the step is computed here.
+    if (cfg.moe() != null
+        && groupedMinTokens() <= maxTokens
+        && !shard.expertParallel()
+        && !shard.allToAll()) {
       grouped =
           new GroupedExperts(
               maxTokens,
@@ -246,7 +250,8 @@ public final class CudaCausalLm implements LanguageModel {
             + inputs.bytes()
             + (grouped == null ? 0 : grouped.bytes())
             + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes())
-            + (tp == null ? 0 : tp.bytes());
+            + (tp == null ? 0 : tp.bytes())
+            + (allToAll == null ? 0 : allToAll.bytes());
     plan =
         new MemoryPlan(
             dev.toString(),
@@ -291,14 +296,20 @@ public final class CudaCausalLm implements LanguageModel {
     tp = new TensorParallelOps(cfg, shard, stream, logitRows);
     collectives = new StepCollectives(shard.comm().stats());
     int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
+    if (cfg.moe() != null && shard.allToAll()) {
+      allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
+    }
     FeedForwardBlock mlp =
         new FeedForwardBlock(
             cfg,
             grouped,
             cfg.moe() == null ? 0 : shard.expertInter(cfg.moe().expertIntermediateSize()),
-            n ->
-                tp.localizeExperts(
-                    act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()));
+            allToAll != null
+                ? null
+                : n ->
+                    tp.localizeExperts(
+                        act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()),
+            allToAll);
     return new DecoderStack(
         cfg, weights, ops, act, inputs, pool, new MlaBlock(cfg, rope, localHeads()), mlp, tp);
   }
@@ -628,6 +639,7 @@ public final class CudaCausalLm implements LanguageModel {
                 mlaPrefill,
                 segments,
                 tp,
+                allToAll,
                 act,
                 ops,
                 weights,

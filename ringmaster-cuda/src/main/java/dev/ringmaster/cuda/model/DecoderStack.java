@@ -112,12 +112,14 @@ final class DecoderStack {
       ops.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
     }
     mark("embedding");
+    long mlpOut = act.mlpOut.ptr();
+    boolean mlpPartial = true;
     for (int l = 0; l < w.layers.length; l++) {
       LayerWeights lw = w.layers[l];
       if (l == 0) {
         ops.rmsNorm(act.normed.ptr(), act.hidden.ptr(), lw.inputNorm(), n, h, eps);
       } else {
-        addRmsNorm(act.mlpOut.ptr(), lw.inputNorm(), n);
+        addRmsNorm(mlpOut, mlpPartial, lw.inputNorm(), n);
       }
       mark("norms");
       attention.forward(
@@ -132,21 +134,23 @@ final class DecoderStack {
           segments,
           prefill,
           this::mark);
-      addRmsNorm(act.attnOut.ptr(), lw.postAttentionNorm(), n);
+      addRmsNorm(act.attnOut.ptr(), true, lw.postAttentionNorm(), n);
       mark("norms");
-      mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
+      mlpOut = mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
+      mlpPartial = !mlp.replicatedOutput(lw);
     }
-    addRmsNorm(act.mlpOut.ptr(), w.finalNorm, n);
+    addRmsNorm(mlpOut, mlpPartial, w.finalNorm, n);
     mark("norms");
   }
 
   /**
-   * {@code hidden += x; normed = weight * rmsnorm(hidden)}; on a tensor-parallel rank {@code x} is
-   * this rank's partial sum, allreduced first.
+   * {@code hidden += x; normed = weight * rmsnorm(hidden)}; on a tensor-parallel rank a {@code
+   * partial} {@code x} is this rank's partial sum, allreduced first (an all-to-all MoE output is
+   * complete on every rank already).
    */
-  private void addRmsNorm(long x, long weight, int n) {
+  private void addRmsNorm(long x, boolean partial, long weight, int n) {
     int h = cfg.hiddenSize();
-    if (tp != null) {
+    if (tp != null && partial) {
       tp.reduceAddRmsNorm(ops, act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);
     } else {
       ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);

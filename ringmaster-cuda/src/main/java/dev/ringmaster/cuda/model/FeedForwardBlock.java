@@ -6,7 +6,8 @@ import dev.ringmaster.model.config.MoeConfig;
 
 /**
  * The MLP of a layer on the GPU: a dense SwiGLU, or a mixture of experts (router, routed experts
- * over expert-sorted tokens, shared experts added), as the CPU's {@code DenseMlp} / {@code MoeMlp}.
+ * over expert-sorted tokens, shared experts added; on an all-to-all rank through {@link
+ * ExpertAllToAll}), as the CPU's {@code DenseMlp} / {@code MoeMlp}.
  */
 final class FeedForwardBlock {
   private final MoeConfig moe;
@@ -14,33 +15,46 @@ final class FeedForwardBlock {
   private final GroupedExperts grouped;
   private final int expertInter;
   private final java.util.function.IntConsumer afterRouting;
+  private final ExpertAllToAll allToAll;
 
   FeedForwardBlock(ModelConfig cfg, GroupedExperts grouped) {
-    this(cfg, grouped, cfg.moe() == null ? 0 : cfg.moe().expertIntermediateSize(), null);
+    this(cfg, grouped, cfg.moe() == null ? 0 : cfg.moe().expertIntermediateSize(), null, null);
   }
 
   /**
    * The block of a tensor/expert-parallel rank: its experts have {@code expertInter} intermediate
    * features; {@code afterRouting} (or null) runs on the {@code n} routed tokens before the experts
-   * (expert parallelism drops the pairs other ranks compute there).
+   * (expert parallelism without all-to-all drops the pairs other ranks compute there); {@code
+   * allToAll} (or null) runs the MoE layers with all-to-all dispatch instead.
    */
   FeedForwardBlock(
       ModelConfig cfg,
       GroupedExperts grouped,
       int expertInter,
-      java.util.function.IntConsumer afterRouting) {
+      java.util.function.IntConsumer afterRouting,
+      ExpertAllToAll allToAll) {
     this.moe = cfg.moe();
     this.hidden = cfg.hiddenSize();
     this.grouped = grouped;
     this.expertInter = expertInter;
     this.afterRouting = afterRouting;
+    this.allToAll = allToAll;
   }
 
   /**
-   * Reads {@code act.normed}, writes {@code act.mlpOut} for {@code n} tokens; {@code useGrouped}
-   * runs the routed experts as per-expert GEMMs (host sync: never while capturing a graph).
+   * Whether the output of layer {@code w} is complete on this rank (MoE with all-to-all dispatch),
+   * rather than a partial sum that the ranks allreduce.
    */
-  void forward(
+  boolean replicatedOutput(LayerWeights w) {
+    return allToAll != null && w.moe() != null;
+  }
+
+  /**
+   * Reads {@code act.normed} for {@code n} tokens and returns where the output rows are: {@code
+   * act.mlpOut}, or the all-to-all's gathered rows; {@code useGrouped} runs the routed experts as
+   * per-expert GEMMs (host sync: never while capturing a graph).
+   */
+  long forward(
       GpuOps ops,
       Activations act,
       LayerWeights w,
@@ -50,7 +64,7 @@ final class FeedForwardBlock {
     if (w.dense() != null) {
       ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
       mark.accept("mlp.dense");
-      return;
+      return act.mlpOut.ptr();
     }
     LayerWeights.MoeWeights m = w.moe();
     RingmasterKernels k = ops.kernels;
@@ -80,6 +94,11 @@ final class FeedForwardBlock {
       afterRouting.accept(n);
     }
     mark.accept("moe.router");
+    if (allToAll != null) {
+      // Every rank routes every token (the router is small), so routing is the one-GPU routing.
+      return allToAll.forward(
+          ops, act, m, n, expertInter, k.moeUsesTensorCores(n, hidden, expertInter), mark);
+    }
     boolean shared = m.shared() != null;
     if (shared) {
       ops.swiglu(
@@ -100,7 +119,7 @@ final class FeedForwardBlock {
           shared,
           mark);
       mark.accept("moe.grouped.scatter_combine");
-      return;
+      return act.mlpOut.ptr();
     }
     k.moeExperts(
         ops.stream,
@@ -116,5 +135,6 @@ final class FeedForwardBlock {
         expertInter,
         shared);
     mark.accept("moe.routed_experts");
+    return act.mlpOut.ptr();
   }
 }

@@ -14,8 +14,8 @@ import java.util.List;
  * ModelLoader} gives it: its vocabulary rows of the embedding and LM head, its heads (rows of
  * q_b/q_proj and kv_b, columns of o_proj), its share of every MLP's intermediate dimension, and
  * either its share of every expert or (expert parallelism) its whole experts; norms, the router and
- * the latent down-projections are replicated, and row-parallel biases live on rank 0 only so that
- * the allreduce adds them once.
+ * the latent down-projections are replicated (and the shared experts under all-to-all dispatch),
+ * and row-parallel biases live on rank 0 only so that the allreduce adds them once.
  */
 final class GpuWeights implements AutoCloseable {
   final DeviceMatrix embed;
@@ -140,8 +140,17 @@ final class GpuWeights implements AutoCloseable {
    */
   private static LayerWeights.DenseWeights dense(
       WeightUploader up, String p, int h, int total, RankShard shard) {
-    int i0 = shard.start(total);
-    int inter = shard.share(total);
+    return dense(up, p, h, total, shard, true);
+  }
+
+  /**
+   * As above; {@code split} false keeps the whole MLP with its bias on every rank (shared experts
+   * under all-to-all, where each rank computes its own tokens' complete output).
+   */
+  private static LayerWeights.DenseWeights dense(
+      WeightUploader up, String p, int h, int total, RankShard shard, boolean split) {
+    int i0 = split ? shard.start(total) : 0;
+    int inter = split ? shard.share(total) : total;
     long from = (long) i0 * h;
     DeviceBuffer gu = up.allocate(4L * inter * h);
     up.bf16Into(
@@ -156,7 +165,7 @@ final class GpuWeights implements AutoCloseable {
     long guBias =
         up.vectorSlicesOrZeros(total, i0, inter, p + "gate_proj.bias", p + "up_proj.bias");
     DeviceMatrix down = up.matrixCols(p + "down_proj.weight", h, total, i0, inter);
-    if (shard.rank() == 0) {
+    if (shard.rank() == 0 || !split) {
       down = down.withBias(up.vectorsOrZeros(h, p + "down_proj.bias"));
     }
     return new LayerWeights.DenseWeights(
@@ -219,7 +228,8 @@ final class GpuWeights implements AutoCloseable {
     }
     LayerWeights.DenseWeights shared =
         m.sharedIntermediateSize() > 0
-            ? dense(up, p + "shared_experts.", h, m.sharedIntermediateSize(), shard)
+            ? dense(
+                up, p + "shared_experts.", h, m.sharedIntermediateSize(), shard, !shard.allToAll())
             : null;
     return new LayerWeights.MoeWeights(gate, bias, w13.ptr(), w2.ptr(), shared);
   }

@@ -68,6 +68,25 @@ record RankShard(RankContext context, DeviceCommunicator comm) {
     return context.parallel().expertParallel();
   }
 
+  /**
+   * Whether MoE tokens travel to their experts' ranks by all-to-all ({@code --moe-a2a-backend
+   * all-to-all} on the parallel path, one rank included); the routed experts are then whole and the
+   * shared experts replicated.
+   */
+  boolean allToAll() {
+    return comm != null && context.parallel().a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL;
+  }
+
+  /** Per model expert, the rank that owns it under expert parallelism (all 0 with one rank). */
+  int[] expertOwners(int experts) {
+    ExpertPlacement p = context.parallel().placementFor(experts);
+    int[] out = new int[experts];
+    for (int e = 0; e < experts; e++) {
+      out[e] = p.owner(e);
+    }
+    return out;
+  }
+
   /** The routed experts this rank holds, in local order. */
   int[] ownedExperts(int experts) {
     if (!expertParallel()) {

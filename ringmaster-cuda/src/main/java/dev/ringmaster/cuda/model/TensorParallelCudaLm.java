@@ -28,13 +28,15 @@ import java.util.function.IntFunction;
 
 /**
  * An MLA model spread over GPUs with tensor parallelism (heads, MLP and expert intermediate
- * dimensions, vocabulary) and optionally expert parallelism without all-to-all (each rank computes
- * its own experts for every token): one rank per GPU, each a {@link CudaCausalLm} on its own GPU
- * thread and stream, with its shard of the weights, its own activations and its own paged latent
- * cache (the latent is replicated on every rank, as SGLang does for MLA). Two allreduces per layer
- * plus one for the embedding, and an allgather of the LM head's vocabulary slices, all queued on
- * the ranks' compute streams, so each rank captures its decode steps in its own CUDA graphs and the
- * ranks replay them in lockstep.
+ * dimensions, vocabulary) and optionally expert parallelism, either without all-to-all (each rank
+ * computes its own experts for every token, the MoE output allreduced) or with it (each rank sends
+ * its slice of the tokens to the experts' owners and gets the outputs back, {@link
+ * ExpertAllToAll}): one rank per GPU, each a {@link CudaCausalLm} on its own GPU thread and stream,
+ * with its shard of the weights, its own activations and its own paged latent cache (the latent is
+ * replicated on every rank, as SGLang does for MLA). Two allreduces per layer plus one for the
+ * embedding (under all-to-all, an MoE layer's allreduce becomes two all-to-alls and an allgather),
+ * and an allgather of the LM head's vocabulary slices, all queued on the ranks' compute streams, so
+ * each rank captures its decode steps in its own CUDA graphs and the ranks replay them in lockstep.
  *
  * <p>Every step runs on all ranks at once; rank 0's output is returned (all ranks hold the same
  * logits). The weights are split exactly as the CPU's {@code ParallelCausalLm} splits them.
@@ -158,9 +160,9 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
   /**
    * Checks, before any GPU work, that {@code cfg} runs on the GPU in the layout {@code parallel}
    * over {@code nnodes} nodes with {@code visibleGpus} GPUs here: an MLA model, every split
-   * dimension divisible (each one that is not is named, with its flag), no all-to-all dispatch, one
-   * node, and a GPU per rank. Throws {@link IllegalArgumentException} for the model or the flags
-   * and {@link IllegalStateException} for too few GPUs.
+   * dimension divisible (each one that is not is named, with its flag), one node, and a GPU per
+   * rank. Throws {@link IllegalArgumentException} for the model or the flags and {@link
+   * IllegalStateException} for too few GPUs.
    */
   public static void check(ModelConfig cfg, ParallelConfig parallel, int nnodes, int visibleGpus) {
     checkModel(cfg, parallel);
@@ -189,10 +191,7 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
               + " is not supported on the GPU yet (MLA models only: DeepSeek-V2/V3); use --device"
               + " cpu");
     }
-    if (parallel.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL && parallel.tpSize() > 1) {
-      throw new IllegalArgumentException(
-          "--moe-a2a-backend all-to-all is not supported on the GPU yet; use none");
-    }
+    // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);
   }
 

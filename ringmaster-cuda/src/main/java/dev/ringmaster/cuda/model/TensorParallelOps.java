@@ -38,7 +38,7 @@ final class TensorParallelOps implements AutoCloseable {
     this.vocabShare = shard.share(cfg.vocabSize());
     this.localLogits = DeviceBuffer.allocate(4L * logitRows * vocabShare);
     this.gathered = DeviceBuffer.allocate(4L * logitRows * vocabShare * shard.size());
-    if (cfg.moe() != null && shard.expertParallel()) {
+    if (cfg.moe() != null && shard.expertParallel() && !shard.allToAll()) {
       int[] table = shard.localIndexOf(cfg.moe().numExperts());
       localOf = DeviceBuffer.allocate(4L * table.length);
       try (HostBuffer h = HostBuffer.allocate(4L * table.length)) {
@@ -51,6 +51,11 @@ final class TensorParallelOps implements AutoCloseable {
     } else {
       localOf = null;
     }
+  }
+
+  /** This rank's parallel kernels (the module stays loaded until {@link #close}). */
+  ParallelKernels kernels() {
+    return kernels;
   }
 
   /** Bytes of device memory held. */
@@ -97,9 +102,9 @@ final class TensorParallelOps implements AutoCloseable {
   }
 
   /**
-   * Expert parallelism: rewrites the {@code n * topK} routed expert ids to this rank's local ids,
-   * -1 for other ranks' experts, and zeroes those pairs' output rows {@code y}; a no-op when every
-   * rank holds every expert.
+   * Expert parallelism without all-to-all: rewrites the {@code n * topK} routed expert ids to this
+   * rank's local ids, -1 for other ranks' experts, and zeroes those pairs' output rows {@code y}; a
+   * no-op when every rank holds every expert.
    */
   void localizeExperts(long ids, long y, int n, int topK, int hidden) {
     if (localOf != null) {

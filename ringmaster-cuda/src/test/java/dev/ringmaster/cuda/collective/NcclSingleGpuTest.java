@@ -15,7 +15,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/** NCCL with one rank, eagerly and captured into CUDA graphs; the peer kernels with one rank. */
+/**
+ * NCCL with one rank, eagerly and captured into CUDA graphs (allreduce, allgather, all-to-all); the
+ * peer kernels with one rank.
+ */
 @Tag("gpu")
 class NcclSingleGpuTest {
   private static DeviceWorld world;
@@ -85,6 +88,40 @@ class NcclSingleGpuTest {
                     "graph replay: allgather", out.downloadFloats(s, n), x);
               }
             }
+          }
+          return null;
+        });
+  }
+
+  /**
+   * A one-rank all-to-all (an NCCL group of a send to and a receive from itself, as the expert
+   * dispatch issues it) captured into a graph, replayed on fresh inputs.
+   */
+  @Test
+  void capturedAllToAllReplaysOnFreshInputs() {
+    Rand r = new Rand();
+    int n = 10_007;
+    long[] counts = {n};
+    world.run(
+        (l, c) -> {
+          try (CudaStream s = CudaStream.create();
+              DeviceBuffer in = DeviceBuffer.allocate(4L * n);
+              DeviceBuffer out = DeviceBuffer.allocate(4L * n)) {
+            in.upload(s, r.uniform(n, 1f));
+            c.allToAll(in.ptr(), counts, out.ptr(), counts, s); // eager warm-up before capture
+            s.synchronize();
+            try (CudaGraph g =
+                s.capture(() -> c.allToAll(in.ptr(), counts, out.ptr(), counts, s))) {
+              for (int replay = 0; replay < 3; replay++) {
+                float[] x = r.uniform(n, 1f);
+                in.upload(s, x);
+                out.poison(s);
+                g.launch(s);
+                CollectiveReference.assertExact(
+                    "graph replay: all-to-all", out.downloadFloats(s, n), x);
+              }
+            }
+            c.checkHealth();
           }
           return null;
         });

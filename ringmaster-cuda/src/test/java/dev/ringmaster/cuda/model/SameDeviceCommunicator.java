@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.model;
 import dev.ringmaster.cuda.collective.CustomAllReduce;
 import dev.ringmaster.cuda.collective.DeviceCommunicator;
 import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveOp;
 import dev.ringmaster.parallel.CollectiveStats;
@@ -17,8 +18,11 @@ import java.util.concurrent.TimeoutException;
  * memory kernels of {@link CustomAllReduce} over buffers of the same context (one-shot, two-shot,
  * or one-shot fused with add + RMSNorm), which needs the ranks' kernels to run concurrently on the
  * GPU; a rank left waiting traps after 30 s rather than hanging. The allgather is an allreduce of a
- * zeroed buffer holding this rank's block (exact: the other ranks add zeros). Only the operations
- * the model issues are provided.
+ * zeroed buffer holding this rank's block (exact: the other ranks add zeros). The all-to-all copies
+ * each block straight into the receiving rank's buffer (the ranks share one context, so a peer's
+ * pointer is an ordinary device pointer), between two one-float peer-kernel allreduces that serve
+ * as device barriers, so it captures into graphs like the rest. Only the operations the model
+ * issues are provided.
  */
 final class SameDeviceCommunicator implements DeviceCommunicator {
   private final int rank;
@@ -26,18 +30,36 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
   private final CustomAllReduce.Rank custom;
   private final AllReduceAlgorithm algorithm;
   private final CollectiveStats stats = new CollectiveStats();
-  private final CyclicBarrier barrier;
+  private final Group group;
+  private DeviceBuffer barrierScratch; // the device barrier's one float, on first use
+
+  /**
+   * What the ranks of one GPU share: a host barrier and the receive addresses each rank publishes
+   * for the all-to-all in progress.
+   */
+  static final class Group {
+    private final CyclicBarrier barrier;
+    private final long[] recv;
+    private final long[][] recvCounts;
+
+    /** For {@code ranks} ranks. */
+    Group(int ranks) {
+      this.barrier = new CyclicBarrier(ranks);
+      this.recv = new long[ranks];
+      this.recvCounts = new long[ranks][];
+    }
+  }
 
   /**
    * Rank {@code rank} of {@code worldSize}; {@code algorithm} is ONESHOT, TWOSHOT or FUSED; {@code
-   * barrier} is shared by the ranks' communicators.
+   * group} is shared by the ranks' communicators.
    */
   SameDeviceCommunicator(
       int rank,
       int worldSize,
       CustomAllReduce.Rank custom,
       AllReduceAlgorithm algorithm,
-      CyclicBarrier barrier) {
+      Group group) {
     if (algorithm != AllReduceAlgorithm.ONESHOT
         && algorithm != AllReduceAlgorithm.TWOSHOT
         && algorithm != AllReduceAlgorithm.FUSED) {
@@ -48,7 +70,7 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
     this.worldSize = worldSize;
     this.custom = custom;
     this.algorithm = algorithm;
-    this.barrier = barrier;
+    this.group = group;
   }
 
   @Override
@@ -122,10 +144,79 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
     throw new UnsupportedOperationException("not used by the model");
   }
 
+  /**
+   * Publishes where this rank receives, waits for every rank's addresses, and copies each block
+   * into its receiver's buffer between two device barriers: the first keeps a block from landing
+   * before the receiver's earlier work on that buffer is done, the second keeps the receiver from
+   * reading before every block has landed.
+   */
   @Override
   public void allToAll(
       long send, long[] sendCounts, long recv, long[] recvCounts, CudaStream stream) {
-    throw new UnsupportedOperationException("not used by the model");
+    if (sendCounts.length != worldSize || recvCounts.length != worldSize) {
+      throw new IllegalArgumentException("all-to-all needs one count per rank (" + worldSize + ")");
+    }
+    long total = 0;
+    for (long c : sendCounts) {
+      total += c;
+    }
+    stats.record(CollectiveOp.ALL_TO_ALL, null, 4 * total);
+    group.recv[rank] = recv;
+    group.recvCounts[rank] = recvCounts.clone();
+    hostBarrier();
+    long[] dst = new long[worldSize];
+    for (int p = 0; p < worldSize; p++) {
+      long[] theirs = group.recvCounts[p];
+      if (theirs[rank] != sendCounts[p]) {
+        throw new IllegalStateException(
+            "rank "
+                + rank
+                + " sends "
+                + sendCounts[p]
+                + " floats to rank "
+                + p
+                + ", which expects "
+                + theirs[rank]);
+      }
+      long offset = 0;
+      for (int s = 0; s < rank; s++) {
+        offset += theirs[s];
+      }
+      dst[p] = group.recv[p] + 4 * offset;
+    }
+    hostBarrier(); // every rank has read the addresses before any publishes its next ones
+    deviceBarrier(stream);
+    long from = send;
+    for (int p = 0; p < worldSize; p++) {
+      if (sendCounts[p] > 0) {
+        CudaDriverAccess.copyOnDevice(dst[p], from, 4 * sendCounts[p], stream);
+      }
+      from += 4 * sendCounts[p];
+    }
+    deviceBarrier(stream);
+  }
+
+  /**
+   * A one-float one-shot allreduce: its kernel finishes on no rank before every rank's stream has
+   * reached it.
+   */
+  private void deviceBarrier(CudaStream stream) {
+    if (barrierScratch == null) {
+      barrierScratch = DeviceBuffer.allocate(16);
+      barrierScratch.zero(stream);
+    }
+    custom.allReduce(barrierScratch.ptr(), 1, AllReduceAlgorithm.ONESHOT, stream);
+  }
+
+  private void hostBarrier() {
+    try {
+      group.barrier.await(5, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted at the barrier", e);
+    } catch (BrokenBarrierException | TimeoutException e) {
+      throw new IllegalStateException("a rank did not reach the barrier", e);
+    }
   }
 
   @Override
@@ -137,17 +228,18 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
   @Override
   public void barrier() {
     stats.record(CollectiveOp.BARRIER, null, 0);
-    try {
-      barrier.await(5, TimeUnit.MINUTES);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted at the barrier", e);
-    } catch (BrokenBarrierException | TimeoutException e) {
-      throw new IllegalStateException("a rank did not reach the barrier", e);
-    }
+    hostBarrier();
   }
 
-  /** The peer buffers are closed by their owner ({@link CustomAllReduce.Rank#close}). */
+  /**
+   * Frees this rank's barrier float (GPU thread); the peer buffers are closed by their owner
+   * ({@link CustomAllReduce.Rank#close}).
+   */
   @Override
-  public void close() {}
+  public void close() {
+    if (barrierScratch != null) {
+      barrierScratch.close();
+      barrierScratch = null;
+    }
+  }
 }

@@ -3,15 +3,13 @@ package dev.ringmaster.cuda.model;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.ringmaster.cuda.GpuThread;
-import dev.ringmaster.cuda.collective.CustomAllReduce;
-import dev.ringmaster.cuda.collective.DeviceCommunicator;
 import dev.ringmaster.cuda.collective.DeviceWorld;
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -24,10 +22,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The tensor/expert-parallel GPU model against the single-GPU model on the golden fixtures: one
- * rank through the parallel code path with NCCL (a one-rank NCCL allreduce and allgather inside
- * every captured decode graph) must compute exactly what the single-GPU model does; two ranks (on
- * two GPUs, or sharing one GPU through the peer-memory kernels) must give the same greedy tokens
- * and logits within the bf16 tolerance of {@link CudaCausalLmGpuTest}.
+ * rank through the parallel code path with NCCL (a one-rank NCCL allreduce and allgather, and with
+ * all-to-all expert dispatch NCCL send/recv groups, inside every captured decode graph) must
+ * compute exactly what the single-GPU model does; two ranks (on two GPUs, or sharing one GPU
+ * through the peer-memory kernels and copies) must give the same greedy tokens and logits within
+ * the bf16 tolerance of {@link CudaCausalLmGpuTest}.
  */
 @Tag("gpu")
 class TensorParallelCudaLmGpuTest {
@@ -200,21 +199,113 @@ class TensorParallelCudaLmGpuTest {
                 Map.entry("ALL_GATHER " + 4L * vocab + " B", 1L));
       }
       // The same path without graphs computes the same (eager NCCL).
-      CudaModelOptions eager =
-          new CudaModelOptions(
-              o.device(),
-              o.memFractionStatic(),
-              null,
-              null,
-              true,
-              o.chunkedPrefillSize(),
-              o.maxTotalTokens(),
-              o.blockSize(),
-              o.gemvMaxTokens(),
-              o.moeGroupedMinTokens());
       try (TensorParallelCudaLm lm =
-          TensorParallelCudaLm.load(dir, eager, ParallelConfig.single(), nccl)) {
+          TensorParallelCudaLm.load(dir, eager(o), ParallelConfig.single(), nccl)) {
         compare("tp=1 nccl eager", lm, dir, prompt, ref, true);
+      }
+    }
+  }
+
+  /** {@code o} without CUDA graphs: every decode step eager. */
+  private static CudaModelOptions eager(CudaModelOptions o) {
+    return new CudaModelOptions(
+        o.device(),
+        o.memFractionStatic(),
+        null,
+        null,
+        true,
+        o.chunkedPrefillSize(),
+        o.maxTotalTokens(),
+        o.blockSize(),
+        o.gemvMaxTokens(),
+        o.moeGroupedMinTokens());
+  }
+
+  /**
+   * The collectives of one decode step of {@code bs} rows with all-to-all expert dispatch over
+   * {@code ranks} ranks, as rank 0 reports them: the embedding allreduce, one after every attention
+   * and every dense MLP; per MoE layer the dispatch (a row of hidden + 2 topK floats per slice
+   * token and peer) and the combine (topK rows of hidden per slice token and peer) all-to-alls and
+   * the allgather of the slices; the LM head's allgather.
+   */
+  private static Map<String, Long> allToAllStep(ModelConfig cfg, int ranks, int bs) {
+    int h = cfg.hiddenSize();
+    int k = cfg.moe().topK();
+    long moe = cfg.moeLayers().stream().filter(b -> b).count();
+    long dense = cfg.numLayers() - moe;
+    long per = (bs + ranks - 1) / ranks;
+    Map<String, Long> want = new java.util.HashMap<>();
+    want.merge("ALL_REDUCE " + 4L * bs * h + " B", 1 + cfg.numLayers() + dense, Long::sum);
+    want.merge("ALL_TO_ALL " + 4L * ranks * per * (h + 2 * k) + " B", moe, Long::sum);
+    want.merge("ALL_TO_ALL " + 4L * ranks * per * k * h + " B", moe, Long::sum);
+    want.merge("ALL_GATHER " + 4L * ranks * per * h + " B", moe, Long::sum);
+    want.merge("ALL_GATHER " + 4L * bs * cfg.vocabSize() + " B", 1L, Long::sum);
+    return want;
+  }
+
+  /**
+   * All-to-all expert dispatch with one rank through NCCL (a one-rank NCCL send/recv group for the
+   * dispatch and the combine, and an allgather, inside every captured decode graph) computes
+   * exactly what the single-GPU model does, with graphs and eagerly.
+   */
+  @Test
+  void oneRankWithAllToAllThroughNcclEqualsTheSingleGpuModel() throws IOException {
+    DeviceWorld.Options nccl =
+        DeviceWorld.Options.of(1).with(AllReduceAlgorithm.NCCL, /* disableCustom */ true);
+    ParallelConfig a2a = new ParallelConfig(1, 1, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
+    for (String name : FIXTURES) {
+      Path dir = CudaCausalLmGpuTest.fixture(name);
+      int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
+      CudaModelOptions o = CudaCausalLmGpuTest.exact();
+      Reference ref = single(dir, prompt, o);
+      try (TensorParallelCudaLm lm = TensorParallelCudaLm.load(dir, o, a2a, nccl)) {
+        long replays = lm.rank(0).collectives().replays();
+        compare("tp=1 all-to-all nccl", lm, dir, prompt, ref, true);
+        assertThat(lm.rank(0).collectives().replays())
+            .as("decode steps replayed captured graphs")
+            .isGreaterThan(replays + STEPS);
+        assertThat(decodeStepCollectives(lm, prompt))
+            .as("collectives of one captured decode step")
+            .containsExactlyInAnyOrderEntriesOf(allToAllStep(lm.config(), 1, 1));
+      }
+      try (TensorParallelCudaLm lm = TensorParallelCudaLm.load(dir, eager(o), a2a, nccl)) {
+        compare("tp=1 all-to-all nccl eager", lm, dir, prompt, ref, true);
+      }
+    }
+  }
+
+  /**
+   * TP 2 / EP 2 with all-to-all dispatch, two ranks sharing GPU 0 (the test communicator copies the
+   * blocks between the ranks' buffers): the single-GPU model's tokens, with the decode steps in
+   * CUDA graphs and eagerly.
+   */
+  @Test
+  void twoRanksSharingOneGpuWithAllToAllMatchTheSingleGpuModel() throws IOException {
+    ParallelConfig a2a = new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
+    for (String name : FIXTURES) {
+      Path dir = CudaCausalLmGpuTest.fixture(name);
+      int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
+      CudaModelOptions o = CudaCausalLmGpuTest.exact();
+      Reference ref = single(dir, prompt, o);
+      for (boolean graphs : new boolean[] {true, false}) {
+        for (AllReduceAlgorithm a : List.of(AllReduceAlgorithm.FUSED, AllReduceAlgorithm.TWOSHOT)) {
+          try (SameGpuRanks ranks = new SameGpuRanks(2, a);
+              TensorParallelCudaLm lm =
+                  TensorParallelCudaLm.onRanks(
+                      dir, graphs ? o : eager(o), a2a, ranks.threads, ranks.comms, null)) {
+            long replays = lm.rank(0).collectives().replays();
+            String what = "tp=2 ep=2 all-to-all " + a + (graphs ? "" : " eager") + " on one GPU";
+            compare(what, lm, dir, prompt, ref, false);
+            if (graphs) {
+              assertThat(lm.rank(0).collectives().replays())
+                  .as(what + ": decode steps replayed captured graphs")
+                  .isGreaterThan(replays + STEPS);
+            }
+            assertThat(decodeStepCollectives(lm, prompt))
+                .as(what + ": collectives of one decode step")
+                .containsExactlyInAnyOrderEntriesOf(allToAllStep(lm.config(), 2, 1));
+          }
+        }
       }
     }
   }
@@ -255,7 +346,8 @@ class TensorParallelCudaLmGpuTest {
       for (ParallelConfig p :
           List.of(
               ParallelConfig.tensor(2),
-              new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.NONE))) {
+              new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.NONE),
+              new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL))) {
         for (DeviceWorld.Options w :
             List.of(
                 DeviceWorld.Options.of(2).with(AllReduceAlgorithm.NCCL, true),
@@ -263,7 +355,7 @@ class TensorParallelCudaLmGpuTest {
                 DeviceWorld.Options.of(2).with(AllReduceAlgorithm.FUSED, false))) {
           try (TensorParallelCudaLm lm = TensorParallelCudaLm.load(dir, o, p, w)) {
             compare(
-                "tp=2 ep=" + p.epSize() + " " + w.algorithm() + " on two GPUs",
+                "tp=2 ep=" + p.epSize() + " " + p.a2a() + " " + w.algorithm() + " on two GPUs",
                 lm,
                 dir,
                 prompt,
@@ -272,33 +364,6 @@ class TensorParallelCudaLmGpuTest {
           }
         }
       }
-    }
-  }
-
-  /** {@code n} GPU threads on GPU 0 with peer-kernel communicators over one context. */
-  private static final class SameGpuRanks implements AutoCloseable {
-    final List<GpuThread> threads = new ArrayList<>();
-    final List<DeviceCommunicator> comms = new ArrayList<>();
-    private final CustomAllReduce custom;
-
-    SameGpuRanks(int n, AllReduceAlgorithm a) {
-      for (int i = 0; i < n; i++) {
-        threads.add(GpuThread.start(0));
-      }
-      custom = CustomAllReduce.create(threads, 8 << 20);
-      java.util.concurrent.CyclicBarrier barrier = new java.util.concurrent.CyclicBarrier(n);
-      for (int i = 0; i < n; i++) {
-        comms.add(new SameDeviceCommunicator(i, n, custom.rank(i), a, barrier));
-      }
-    }
-
-    @Override
-    public void close() {
-      for (int i = 0; i < threads.size(); i++) {
-        CustomAllReduce.Rank r = custom.rank(i);
-        threads.get(i).run(r::close);
-      }
-      threads.forEach(GpuThread::close);
     }
   }
 }

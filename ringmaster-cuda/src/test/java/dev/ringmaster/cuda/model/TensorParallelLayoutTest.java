@@ -47,9 +47,6 @@ class TensorParallelLayoutTest {
   @Test
   void unsupportedLayoutsAndModelsAreRefusedWithAReason() {
     ModelConfig mla = fixture("deepseek_v3_bf16");
-    ParallelConfig a2a = new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
-    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, a2a, 1, 2))
-        .hasMessageContaining("all-to-all is not supported on the GPU yet");
     assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, ParallelConfig.tensor(2), 2, 2))
         .hasMessageContaining("--nnodes > 1 is not supported yet");
     assertThatThrownBy(
@@ -57,6 +54,44 @@ class TensorParallelLayoutTest {
                 TensorParallelCudaLm.check(
                     fixture("qwen3_moe_basic"), ParallelConfig.tensor(2), 1, 2))
         .hasMessageContaining("MLA models only");
+  }
+
+  @Test
+  void allToAllRunsWithExpertParallelismOverEveryRank() {
+    ModelConfig mla = fixture("deepseek_v3_bf16"); // 8 experts, shared intermediate 8
+    ParallelConfig a2a = new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
+    TensorParallelCudaLm.check(mla, a2a, 1, 2);
+    // The shared experts are replicated under all-to-all: their size need not divide.
+    TensorParallelCudaLm.check(
+        mla, new ParallelConfig(8, 8, ParallelConfig.MoeA2aBackend.ALL_TO_ALL), 1, 8);
+    assertThatThrownBy(
+            () ->
+                TensorParallelCudaLm.check(
+                    mla, new ParallelConfig(3, 3, ParallelConfig.MoeA2aBackend.ALL_TO_ALL), 1, 3))
+        .hasMessageContaining("n_routed_experts (8) is not divisible by --ep-size 3");
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, a2a, 1, 1))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("--tp-size 2 needs 2 GPUs, 1 visible");
+  }
+
+  @Test
+  void allToAllOwnersAreTheCpuPlacement() {
+    ParallelConfig a2a = new ParallelConfig(4, 4, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
+    ExpertPlacement cpu = a2a.placementFor(8);
+    for (int r = 0; r < 4; r++) {
+      RankShard s = shard(r, a2a);
+      int[] owners = s.expertOwners(8);
+      for (int e = 0; e < 8; e++) {
+        assertThat(owners[e]).isEqualTo(cpu.owner(e));
+      }
+      assertThat(s.ownedExperts(8)).containsExactly(cpu.expertsOf(r));
+      assertThat(s.expertInter(8)).isEqualTo(8);
+      assertThat(s.allToAll()).as("no communicator: the plain model").isFalse();
+    }
+    // One rank: every expert is its own.
+    RankShard one = shard(0, new ParallelConfig(1, 1, ParallelConfig.MoeA2aBackend.ALL_TO_ALL));
+    assertThat(one.expertOwners(8)).containsOnly(0);
+    assertThat(one.localIndexOf(8)).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
   }
 
   @Test
