@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.net.NoRouteToHostException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.util.function.BooleanSupplier;
 
 /** Connecting to a node that may not be listening yet. */
 public final class Sockets {
@@ -23,9 +24,22 @@ public final class Sockets {
    */
   public static Socket connect(InetSocketAddress address, long deadlineNanos, String what)
       throws IOException {
+    return connect(address, deadlineNanos, what, () -> false);
+  }
+
+  /**
+   * As {@link #connect(InetSocketAddress, long, String)}, giving up with an {@link IOException} as
+   * soon as {@code cancelled} says so.
+   */
+  public static Socket connect(
+      InetSocketAddress address, long deadlineNanos, String what, BooleanSupplier cancelled)
+      throws IOException {
     long start = System.nanoTime();
     IOException last = null;
     while (true) {
+      if (cancelled.getAsBoolean()) {
+        throw new IOException("cancelled while connecting to " + what + " at " + format(address));
+      }
       long left = (deadlineNanos - System.nanoTime()) / 1_000_000;
       if (left <= 0) {
         throw timeout(address, start, what, last);

@@ -10,6 +10,7 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /**
  * Opens one socket between every pair of ranks: the higher rank connects to the lower rank's node
@@ -33,7 +34,8 @@ final class TcpMesh {
       int node,
       List<InetSocketAddress> nodes,
       long session,
-      long deadlineNanos)
+      long deadlineNanos,
+      BooleanSupplier cancelled)
       throws IOException {
     int world = cfg.worldSize();
     int local = cfg.localSize();
@@ -51,7 +53,8 @@ final class TcpMesh {
         for (int i = 0; i < j; i++) {
           InetSocketAddress to = nodes.get(cfg.nodeOf(i));
           Socket s =
-              Sockets.connect(to, deadlineNanos, "rank " + i + " (node " + cfg.nodeOf(i) + ")");
+              Sockets.connect(
+                  to, deadlineNanos, "rank " + i + " (node " + cfg.nodeOf(i) + ")", cancelled);
           try {
             s.setSoTimeout(remainingMillis(deadlineNanos));
             DataOutputStream out = new DataOutputStream(s.getOutputStream());
@@ -85,6 +88,9 @@ final class TcpMesh {
       if (t.isAlive()) {
         listener.close(); // ends the acceptor
         t.join();
+      }
+      if (cancelled.getAsBoolean()) {
+        throw new IOException("cancelled while connecting the ranks");
       }
       if (acceptor.failure != null) {
         throw acceptor.failure;

@@ -43,9 +43,23 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
   /** A node's open listener, before the mesh is connected. */
   public static final class Endpoint implements AutoCloseable {
     private final ServerSocket socket;
+    private volatile boolean cancelled;
 
     private Endpoint(ServerSocket socket) {
       this.socket = socket;
+    }
+
+    /**
+     * Stops a {@link #connect} in progress on this endpoint (another node failed): it throws
+     * promptly instead of waiting for ranks that will not come.
+     */
+    public void cancel() {
+      cancelled = true;
+      try {
+        socket.close();
+      } catch (IOException ignored) {
+        // closed either way
+      }
     }
 
     /** The bound port. */
@@ -103,7 +117,13 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
     try (endpoint) {
       sockets =
           TcpMesh.open(
-              endpoint.socket, config, node, nodes, session, TcpMesh.deadline(config.timeout()));
+              endpoint.socket,
+              config,
+              node,
+              nodes,
+              session,
+              TcpMesh.deadline(config.timeout()),
+              () -> endpoint.cancelled);
     }
     return new TcpWorld(config, node, List.copyOf(nodes), sockets);
   }
