@@ -222,7 +222,7 @@ public final class Cluster implements AutoCloseable {
       }
     } catch (IOException e) {
       closeAll(channels);
-      throw new IOException("a node went away while the nodes met: " + e.getMessage(), e);
+      throw new IOException("a node went away while the nodes met: " + ControlChannel.reason(e), e);
     }
     return new Cluster(layout, session, resolve(addresses), channels);
   }

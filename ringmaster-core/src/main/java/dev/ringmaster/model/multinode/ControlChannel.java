@@ -88,6 +88,14 @@ final class ControlChannel implements AutoCloseable {
     }
   }
 
+  /** What went wrong with a connection, in words ("the connection closed" for an EOF). */
+  static String reason(IOException e) {
+    if (e instanceof java.io.EOFException) {
+      return "the connection closed";
+    }
+    return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+  }
+
   /** Builds a payload. */
   static byte[] payload(Writer w) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();

@@ -55,6 +55,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
   private volatile NodeFailureException broken;
   private volatile CompletableFuture<Throwable> trouble = new CompletableFuture<>();
   private volatile boolean closing;
+  private volatile boolean stuck;
 
   private DistributedLm(Cluster cluster, LocalNode local, long[] capacities, PrintStream log) {
     this.cluster = cluster;
@@ -142,7 +143,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       cluster.abortAll("node 0 stopped the run: " + e.getMessage());
       cluster.close();
       local.close();
-      throw new NodeFailureException("a node went away at start: " + e.getMessage(), e);
+      throw new NodeFailureException("a node went away at start: " + ControlChannel.reason(e), e);
     }
     log.printf("node 0: all %d nodes ready%n", layout.nnodes());
     return new DistributedLm(cluster, local, capacities, log);
@@ -153,7 +154,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       Cluster cluster, int k, ControlChannel.Message m, Throwable error) {
     if (error != null) {
       throw new NodeFailureException(
-          cluster.describe(k) + " went away while loading the model: " + unwrap(error).getMessage(),
+          cluster.describe(k) + " went away while loading the model: " + describe(unwrap(error)),
           unwrap(error));
     }
     try {
@@ -351,7 +352,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         try {
           f.channel.send(ControlChannel.STEP, message);
         } catch (IOException e) {
-          f.lost("could not send the step: " + e.getMessage(), e);
+          f.lost("could not send the step: " + ControlChannel.reason(e), e);
         }
       }
       KvCache[] inner = new KvCache[caches.length];
@@ -407,6 +408,8 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     } catch (ExecutionException | TimeoutException e) {
       // expected: some node failed; who is decided below
     }
+    // A backend that cannot interrupt a collective (NCCL) may leave this node's ranks waiting.
+    stuck = !here.isDone();
     // The most telling account first: a node that vanished, then a fault that is not just a
     // collective broken by another node's failure, then whatever was reported first.
     Throwable primary = null;
@@ -517,6 +520,13 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       }
       cluster.close();
       stepThread.shutdownNow();
+      if (stuck) {
+        // Closing would wait for ranks blocked in a collective that will never complete.
+        log.println(
+            "ringmaster: node 0's ranks are still blocked in the failed step; they end with"
+                + " the process");
+        return;
+      }
       local.close();
     }
   }
@@ -550,7 +560,10 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     while (root.getCause() != null && root.getCause() != root) {
       root = root.getCause();
     }
-    String top = t.getMessage() != null ? t.getMessage() : t.toString();
+    String top =
+        t instanceof IOException io
+            ? ControlChannel.reason(io)
+            : t.getMessage() != null ? t.getMessage() : t.toString();
     if (root == t || top.contains(String.valueOf(root.getMessage()))) {
       return top;
     }
@@ -597,7 +610,10 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         }
       } catch (IOException e) {
         if (!closing) {
-          lost("disconnected (its process exited or the network failed): " + e.getMessage(), e);
+          lost(
+              "disconnected (its process exited or the network failed): "
+                  + ControlChannel.reason(e),
+              e);
         }
       }
     }

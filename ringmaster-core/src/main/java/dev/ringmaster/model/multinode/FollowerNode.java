@@ -122,7 +122,7 @@ public final class FollowerNode {
           "node 0 at "
               + layout.address()
               + " went away before the run started: "
-              + DistributedLm.unwrap(e).getMessage(),
+              + DistributedLm.describe(DistributedLm.unwrap(e)),
           DistributedLm.unwrap(e));
     }
     if (m.type() == ControlChannel.ABORT) {
@@ -149,7 +149,7 @@ public final class FollowerNode {
                   "node 0 at "
                       + layout.address()
                       + " went away without shutting down ("
-                      + e.getMessage()
+                      + ControlChannel.reason(e)
                       + "); node "
                       + layout.nodeRank()
                       + " stops",
@@ -170,7 +170,7 @@ public final class FollowerNode {
         }
       }
     } catch (IOException e) {
-      throw new NodeFailureException("bad message from node 0: " + e.getMessage(), e);
+      throw new NodeFailureException("bad message from node 0: " + ControlChannel.reason(e), e);
     } finally {
       for (KvCache c : caches.values()) {
         c.close();

@@ -42,6 +42,12 @@ class TensorParallelLayoutTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("--tp-size 4 needs 4 GPUs, 1 visible");
     TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 1, 4);
+    // Over nodes, each node needs a GPU per rank it holds.
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 2, 1))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("--tp-size 4 over 2 nodes needs 2 GPUs per node, 1 visible");
+    TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 2, 2);
+    TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(2), 2, 1);
   }
 
   @Test
@@ -50,8 +56,8 @@ class TensorParallelLayoutTest {
     ParallelConfig a2a = new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL);
     assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, a2a, 1, 2))
         .hasMessageContaining("all-to-all is not supported on the GPU yet");
-    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, ParallelConfig.tensor(2), 2, 2))
-        .hasMessageContaining("--nnodes > 1 is not supported yet");
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, ParallelConfig.tensor(2), 4, 2))
+        .hasMessageContaining("--tp-size 2 is not divisible by --nnodes 4");
     assertThatThrownBy(
             () ->
                 TensorParallelCudaLm.check(
