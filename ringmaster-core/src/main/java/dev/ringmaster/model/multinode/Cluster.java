@@ -120,9 +120,12 @@ public final class Cluster implements AutoCloseable {
       return layout.leader()
           ? lead(layout, fingerprint, backend)
           : join(layout, fingerprint, backend);
-    } catch (IOException e) {
-      throw new NodeFailureException(
-          "--dist-init-addr " + layout.address() + ": " + e.getMessage(), e);
+    } catch (IOException | RuntimeException e) {
+      backend.cancel(); // releases what bind() opened
+      throw e instanceof NodeFailureException n
+          ? n
+          : new NodeFailureException(
+              "--dist-init-addr " + layout.address() + ": " + e.getMessage(), e);
     }
   }
 
