@@ -132,6 +132,9 @@ final class BenchCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       Path dir = DefaultModel.resolve(model);
+      if (engine.follower()) {
+        return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
+      }
       try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(

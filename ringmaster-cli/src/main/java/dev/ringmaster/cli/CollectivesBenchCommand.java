@@ -163,7 +163,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
             algorithm,
             dist.disableCustomAllReduce,
             8 << 20,
-            Duration.ofSeconds(dist.distTimeoutSeconds));
+            Duration.ofSeconds(dist.nodes.distTimeoutSeconds));
     try (DeviceWorld world = DeviceWorld.create(wo)) {
       System.err.print(world.topology().format());
       world.log().forEach(l -> System.err.println("world: " + l));

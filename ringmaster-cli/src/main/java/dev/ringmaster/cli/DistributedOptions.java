@@ -3,31 +3,15 @@ package dev.ringmaster.cli;
 import dev.ringmaster.cuda.nccl.DistInit;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.util.Locale;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * How GPU ranks meet and reduce, with SGLang's flag names: {@code --nnodes}, {@code --node-rank},
- * {@code --dist-init-addr} (node 0 listens there, the others connect), {@code
- * --disable-custom-all-reduce}, and {@code --allreduce} for the algorithm.
+ * How GPU ranks meet and reduce, with SGLang's flag names: the node flags ({@link NodeOptions}),
+ * {@code --disable-custom-all-reduce}, and {@code --allreduce} for the algorithm.
  */
 final class DistributedOptions {
-  @Option(names = "--nnodes", defaultValue = "1", description = "Nodes (one JVM each).")
-  int nnodes;
-
-  @Option(names = "--node-rank", defaultValue = "0", description = "This node, 0 to nnodes-1.")
-  int nodeRank;
-
-  @Option(
-      names = "--dist-init-addr",
-      description =
-          "HOST:PORT where node 0 listens and the other nodes connect (needed with --nnodes > 1).")
-  String distInitAddr;
-
-  @Option(
-      names = "--dist-timeout",
-      defaultValue = "300",
-      description = "Seconds to wait for the other nodes (default: ${DEFAULT-VALUE}).")
-  int distTimeoutSeconds;
+  @Mixin NodeOptions nodes = new NodeOptions();
 
   @Option(
       names = "--allreduce",
@@ -42,13 +26,9 @@ final class DistributedOptions {
       description = "Use NCCL for every allreduce (no peer-memory kernels).")
   boolean disableCustomAllReduce;
 
-  /** The node layout; a usage error explains a bad combination. */
+  /** The node layout for the GPU's NCCL bootstrap. */
   DistInit distInit() {
-    try {
-      return DistInit.parse(nnodes, nodeRank, distInitAddr);
-    } catch (IllegalArgumentException e) {
-      throw new UserError(e.getMessage());
-    }
+    return nodes.distInit();
   }
 
   /** The allreduce algorithm named by {@code --allreduce}. */

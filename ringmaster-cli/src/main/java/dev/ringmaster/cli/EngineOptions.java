@@ -6,17 +6,27 @@ import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.collective.DeviceWorld;
 import dev.ringmaster.cuda.model.CudaCausalLm;
 import dev.ringmaster.cuda.model.CudaModelOptions;
+import dev.ringmaster.cuda.model.CudaNodeBackend;
 import dev.ringmaster.cuda.model.TensorParallelCudaLm;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelCausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.arch.ShardPlan;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.multinode.CpuNodeBackend;
+import dev.ringmaster.model.multinode.DistributedLm;
+import dev.ringmaster.model.multinode.Fingerprint;
+import dev.ringmaster.model.multinode.FollowerNode;
+import dev.ringmaster.model.multinode.NodeBackend;
+import dev.ringmaster.model.multinode.NodeLayout;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import picocli.CommandLine.Option;
 
 /** Engine flags shared by the commands that run a model (names as in SGLang). */
@@ -27,8 +37,13 @@ final class EngineOptions {
       description = "auto, cpu or cuda (default: ${DEFAULT-VALUE}).")
   String device;
 
-  @Option(names = "--tp-size", defaultValue = "1", description = "Tensor-parallel ranks.")
+  @Option(
+      names = "--tp-size",
+      defaultValue = "1",
+      description = "Tensor-parallel ranks (over all nodes: each node runs tp-size / nnodes).")
   int tpSize;
+
+  @picocli.CommandLine.Mixin NodeOptions nodes = new NodeOptions();
 
   @Option(
       names = "--ep-size",
@@ -111,23 +126,103 @@ final class EngineOptions {
     return new ParallelConfig(tp, epSize, ParallelConfig.MoeA2aBackend.parse(a2aBackend));
   }
 
-  /** Opens the model on the selected device and layout. */
+  /**
+   * Whether this process is a node other than 0 of a multi-node run: it then serves node 0 ({@link
+   * #follow}) instead of running its command.
+   */
+  boolean follower() {
+    return nodes.layout().nodeRank() > 0;
+  }
+
+  /**
+   * Opens the model on the selected device and layout; on node 0 of a multi-node run, the model
+   * that drives every node.
+   */
   LanguageModel open(Path dir) {
     resolvedDevice = resolveDevice(dir);
+    if (nodes.multiNode()) {
+      NodeLayout layout = nodes.layout();
+      return DistributedLm.lead(layout, fingerprint(dir), backend(dir, layout), System.err);
+    }
     if (resolvedDevice.equals("cuda")) {
       return openCuda(dir);
     }
+    applyCpuSettings();
+    ParallelConfig p = parallel();
+    if (p.tpSize() == 1) {
+      return CausalLm.load(dir);
+    }
+    return ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+  }
+
+  /**
+   * A node other than 0: meets node 0, loads this node's ranks and runs node 0's steps until it
+   * finishes; returns the exit status.
+   */
+  int follow(Path dir) {
+    resolvedDevice = resolveDevice(dir);
+    NodeLayout layout = nodes.layout();
+    return FollowerNode.serve(layout, fingerprint(dir), backend(dir, layout), System.err);
+  }
+
+  private void applyCpuSettings() {
     if (cpuThreads != null) {
       CpuKernels.setThreads(cpuThreads);
     }
     if (cpuVectorBits != null) {
       CpuKernels.setVectorBits(cpuVectorBits);
     }
+  }
+
+  /** This node's share of the ranks, checked before any node is contacted. */
+  private NodeBackend backend(Path dir, NodeLayout layout) {
     ParallelConfig p = parallel();
-    if (p.tpSize() == 1) {
-      return CausalLm.load(dir);
+    try {
+      layout.localRanks(p.tpSize());
+      ShardPlan.check(ModelConfigParser.parse(dir), p);
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
     }
-    return ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+    if (resolvedDevice.equals("cuda")) {
+      return new CudaNodeBackend(
+          dir,
+          cudaOptions(),
+          p,
+          DeviceWorld.Options.of(p.tpSize() / layout.nnodes())
+              .with(allReduceAlgorithm(), disableCustomAllReduce));
+    }
+    applyCpuSettings();
+    return new CpuNodeBackend(dir, p, allReduceAlgorithm());
+  }
+
+  /**
+   * What every node must agree on: the model files (in {@link Fingerprint#of}) and the flags that
+   * shape the ranks and their steps.
+   */
+  private Map<String, String> fingerprint(Path dir) {
+    ParallelConfig p = parallel();
+    Map<String, String> s = new LinkedHashMap<>();
+    s.put("--device", resolvedDevice);
+    s.put("--nnodes", String.valueOf(nodes.nnodes));
+    s.put("--tp-size", String.valueOf(p.tpSize()));
+    s.put("--ep-size", String.valueOf(p.epSize()));
+    s.put("--moe-a2a-backend", p.a2a().toString());
+    s.put("--allreduce", allReduceAlgorithm().toString());
+    if (resolvedDevice.equals("cuda")) {
+      CudaModelOptions o = cudaOptions();
+      s.put("--disable-custom-all-reduce", String.valueOf(disableCustomAllReduce));
+      s.put("--mem-fraction-static", String.valueOf(o.memFractionStatic()));
+      s.put("--cuda-graph-max-bs", String.valueOf(o.cudaGraphMaxBs()));
+      s.put("--cuda-graph-bs", String.valueOf(o.cudaGraphBs()));
+      s.put("--disable-cuda-graph", String.valueOf(o.disableCudaGraph()));
+      s.put("--chunked-prefill-size", String.valueOf(o.chunkedPrefillSize()));
+      s.put("--max-total-tokens", String.valueOf(o.maxTotalTokens()));
+    }
+    try {
+      return Fingerprint.of(dir, s);
+    } catch (java.io.UncheckedIOException e) {
+      throw new UserError(e.getMessage());
+    }
   }
 
   private AllReduceAlgorithm allReduceAlgorithm() {
@@ -152,10 +247,12 @@ final class EngineOptions {
       }
       case "cuda" -> {
         ParallelConfig p = parallel();
+        int nnodes = nodes.layout().nnodes();
+        int local = p.tpSize() / nnodes;
         if (p.tpSize() > 1) {
           // The layout is a property of the model and the flags: say what does not divide first.
           try {
-            TensorParallelCudaLm.check(ModelConfigParser.parse(dir), p, 1, p.tpSize());
+            TensorParallelCudaLm.check(ModelConfigParser.parse(dir), p, nnodes, p.tpSize());
           } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage());
           }
@@ -164,13 +261,14 @@ final class EngineOptions {
         if (!probe.available()) {
           throw new UserError("--device cuda: " + probe.reason());
         }
-        if (p.tpSize() > probe.devices().size()) {
+        if (local > probe.devices().size()) {
           throw new UserError(
               "--device cuda --tp-size "
                   + p.tpSize()
+                  + (nnodes > 1 ? " over " + nnodes + " nodes" : "")
                   + " needs "
-                  + p.tpSize()
-                  + " GPUs, "
+                  + local
+                  + (nnodes > 1 ? " GPUs per node, " : " GPUs, ")
                   + probe.devices().size()
                   + " visible");
         }
@@ -178,13 +276,14 @@ final class EngineOptions {
       }
       case "auto" -> {
         ParallelConfig p = parallel();
+        int nnodes = nodes.layout().nnodes();
         CudaProbe probe = CudaRuntime.probe();
-        if (!probe.available() || probe.devices().size() < p.tpSize()) {
+        if (!probe.available() || probe.devices().size() < p.tpSize() / nnodes) {
           return "cpu";
         }
         ModelConfig cfg = ModelConfigParser.parse(dir);
         try {
-          TensorParallelCudaLm.check(cfg, p, 1, probe.devices().size());
+          TensorParallelCudaLm.check(cfg, p, nnodes, probe.devices().size());
           return "cuda";
         } catch (IllegalArgumentException | IllegalStateException e) {
           return "cpu"; // not MLA, or a layout the GPU path does not run
@@ -194,24 +293,31 @@ final class EngineOptions {
     }
   }
 
+  /** The GPU model settings the flags give. */
+  private CudaModelOptions cudaOptions() {
+    CudaModelOptions d = CudaModelOptions.defaults();
+    try {
+      return new CudaModelOptions(
+          d.device(),
+          memFractionStatic,
+          cudaGraphMaxBs,
+          cudaGraphBs,
+          disableCudaGraph,
+          chunkedPrefillSize(8192),
+          maxTotalTokens,
+          d.blockSize(),
+          d.gemvMaxTokens(),
+          d.moeGroupedMinTokens());
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
+    }
+  }
+
   private LanguageModel openCuda(Path dir) {
     ParallelConfig p = parallel();
     AllReduceAlgorithm algo = allReduceAlgorithm();
-    CudaModelOptions d = CudaModelOptions.defaults();
-    CudaModelOptions o;
+    CudaModelOptions o = cudaOptions();
     try {
-      o =
-          new CudaModelOptions(
-              d.device(),
-              memFractionStatic,
-              cudaGraphMaxBs,
-              cudaGraphBs,
-              disableCudaGraph,
-              chunkedPrefillSize(8192),
-              maxTotalTokens,
-              d.blockSize(),
-              d.gemvMaxTokens(),
-              d.moeGroupedMinTokens());
       if (p.tpSize() == 1) {
         return CudaCausalLm.load(dir, o);
       }

@@ -73,6 +73,9 @@ final class GenerateCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     Path dir = DefaultModel.resolve(model);
+    if (engine.follower()) {
+      return engine.follow(dir); // node 0 generates; this node runs its ranks
+    }
     if ((prompt == null) == (promptIds == null)) {
       throw new UserError("give either a prompt text or --prompt-ids (exactly one)");
     }

@@ -46,6 +46,14 @@ public final class Main implements Runnable {
    */
   private static int handleError(Exception e, CommandLine cl, CommandLine.ParseResult parseResult) {
     PrintWriter err = cl.getErr();
+    // Another node failed, or could not be reached: one line naming it, status 1.
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof dev.ringmaster.model.multinode.NodeFailureException) {
+        err.println("error: " + t.getMessage());
+        err.flush();
+        return 1;
+      }
+    }
     // A failure on a parallel rank arrives wrapped; report the rank's own user-facing cause.
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (isUserFacing(t)) {

@@ -94,6 +94,9 @@ final class ServeCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     cpuKvFraction(); // check the flag before loading the model
     Path dir = DefaultModel.resolve(model);
+    if (engine.follower()) {
+      return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks
+    }
     Tokenizer tok = Tokenizer.load(dir);
     LanguageModel lm = engine.open(dir);
     BatchEngine batch;

@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * CollectiveException}, and every later collective throws at once. A rank that simply never arrives
  * makes the others fail after the configured timeout.
  */
-public final class LocalWorld {
+public final class LocalWorld implements LocalRanks {
   private final LocalWorldConfig config;
   private final Peer[] peers;
   private final List<ProcessGroup> groups;
@@ -65,6 +65,7 @@ public final class LocalWorld {
   }
 
   /** All ranks' groups, by rank. */
+  @Override
   public List<ProcessGroup> groups() {
     return groups;
   }
@@ -98,6 +99,7 @@ public final class LocalWorld {
   }
 
   /** As {@link #run}, returning each rank's result, by rank. */
+  @Override
   public <T> List<T> call(RankFunction<T> fn) {
     int n = peers.length;
     Object[] results = new Object[n];
@@ -161,6 +163,7 @@ public final class LocalWorld {
    *
    * @param rank the rank that failed, or -1 for an outside cause
    */
+  @Override
   public void abort(int rank, Throwable cause) {
     if (failure.compareAndSet(null, new Failure(rank, cause))) {
       for (Peer p : peers) {

@@ -8,6 +8,9 @@
  * ranks exchange data only through per-rank staging buffers and progress flags, so the allreduce
  * algorithms ({@link dev.ringmaster.parallel.AllReduceAlgorithm}) execute step by step the way they
  * do between GPUs. Every reduction is deterministic: all ranks end with bit-identical results, so
- * tensor-parallel ranks never drift apart.
+ * tensor-parallel ranks never drift apart. {@link dev.ringmaster.parallel.LocalRanks} is what a
+ * model spread over ranks needs from either kind of world: this JVM's ranks and a way to run a step
+ * on all of them; {@code dev.ringmaster.parallel.tcp} holds worlds whose ranks live in several
+ * JVMs.
  */
 package dev.ringmaster.parallel;

@@ -2,15 +2,15 @@ package dev.ringmaster.parallel;
 
 import java.util.Random;
 
-/** Inputs and reference results shared by the collective tests. */
-final class CollectiveTestData {
+/** Inputs and reference results shared by the collective tests (in-process and TCP). */
+public final class CollectiveTestData {
   /** Sizes that exercise empty, tiny, prime, odd and multi-chunk messages. */
-  static final int[] SIZES = {0, 1, 2, 3, 5, 7, 8, 13, 31, 64, 97, 128, 1000, 1021, 4099};
+  public static final int[] SIZES = {0, 1, 2, 3, 5, 7, 8, 13, 31, 64, 97, 128, 1000, 1021, 4099};
 
   private CollectiveTestData() {}
 
   /** Rank r's input: reproducible random floats in [-1, 1), different per rank and call. */
-  static float[] input(long seed, int rank, int len) {
+  public static float[] input(long seed, int rank, int len) {
     Random random = new Random(seed * 1_000_003L + rank);
     float[] x = new float[len];
     for (int i = 0; i < len; i++) {
@@ -20,7 +20,7 @@ final class CollectiveTestData {
   }
 
   /** All ranks' inputs. */
-  static float[][] inputs(long seed, int worldSize, int len) {
+  public static float[][] inputs(long seed, int worldSize, int len) {
     float[][] x = new float[worldSize][];
     for (int r = 0; r < worldSize; r++) {
       x[r] = input(seed, r, len);
@@ -29,7 +29,7 @@ final class CollectiveTestData {
   }
 
   /** The exact sum in double, per element. */
-  static double[] doubleSum(float[][] x, int len) {
+  public static double[] doubleSum(float[][] x, int len) {
     double[] sum = new double[len];
     for (float[] xr : x) {
       for (int i = 0; i < len; i++) {
@@ -40,7 +40,7 @@ final class CollectiveTestData {
   }
 
   /** Float sum in rank order: what one-shot, two-shot and reduce-scatter compute. */
-  static float[] rankOrderSum(float[][] x, int from, int len) {
+  public static float[] rankOrderSum(float[][] x, int from, int len) {
     float[] sum = new float[len];
     System.arraycopy(x[0], from, sum, 0, len);
     for (int r = 1; r < x.length; r++) {
@@ -52,7 +52,7 @@ final class CollectiveTestData {
   }
 
   /** Float sum in the ring's order: segment s starts at rank s and goes around the ring. */
-  static float[] ringOrderSum(float[][] x, int len) {
+  public static float[] ringOrderSum(float[][] x, int len) {
     int n = x.length;
     float[] sum = new float[len];
     for (int s = 0; s < n; s++) {
@@ -69,7 +69,7 @@ final class CollectiveTestData {
   }
 
   /** Float sum along recursive doubling's tree (fold extras into r-P, then pairwise). */
-  static float[] recursiveDoublingSum(float[][] x, int len) {
+  public static float[] recursiveDoublingSum(float[][] x, int len) {
     int n = x.length;
     int pow2 = Integer.highestOneBit(n);
     float[][] v = new float[pow2][];
@@ -96,7 +96,7 @@ final class CollectiveTestData {
   }
 
   /** The exact float result an algorithm computes, given its documented summation order. */
-  static float[] expected(AllReduceAlgorithm algorithm, float[][] x, int len) {
+  public static float[] expected(AllReduceAlgorithm algorithm, float[][] x, int len) {
     if (x.length == 1) {
       return x[0].clone();
     }

@@ -4,44 +4,79 @@ import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.CollectiveStats;
+import dev.ringmaster.parallel.LocalRanks;
 import dev.ringmaster.parallel.LocalWorld;
+import dev.ringmaster.parallel.ProcessGroup;
 import java.nio.file.Path;
 import java.util.List;
 
 /**
- * A model spread over in-process ranks (one platform thread each, exchanging data through the
- * in-process collectives): every step runs on all ranks together and rank 0's logits are returned.
- * This is how the CPU backend runs {@code --tp-size} / {@code --ep-size}, and how tensor and expert
- * parallelism are checked against the single-rank model.
+ * A model spread over ranks that this JVM drives (one platform thread each): every step runs on all
+ * local ranks together and the first local rank's logits are returned (every rank computes the same
+ * logits). With a {@link LocalWorld} all ranks are here, exchanging data through the in-process
+ * collectives: this is how the CPU backend runs {@code --tp-size} / {@code --ep-size}, and how
+ * tensor and expert parallelism are checked against the single-rank model. With another {@link
+ * LocalRanks} (a TCP world) this JVM holds one node's share of the ranks, and the other nodes run
+ * the same steps on theirs.
  */
 public final class ParallelCausalLm implements LanguageModel, CollectiveReporting {
-  private final LocalWorld world;
+  private final LocalRanks world;
   private final List<CausalLm> ranks;
+  private final int firstRank;
 
-  private ParallelCausalLm(LocalWorld world, List<CausalLm> ranks) {
+  private ParallelCausalLm(LocalRanks world, List<CausalLm> ranks) {
     this.world = world;
     this.ranks = ranks;
+    this.firstRank = world.groups().getFirst().rank();
   }
 
-  /** Loads every rank's shard of {@code dir}, in parallel. */
+  /** Loads every rank's shard of {@code dir} onto in-process ranks, in parallel. */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, AllReduceAlgorithm algo) {
     // Fail on indivisible dimensions (or a bad model directory) before starting any rank.
     ShardPlan.check(ModelConfigParser.parse(dir), parallel);
-    LocalWorld world = LocalWorld.create(parallel.tpSize(), algo);
-    List<CausalLm> ranks =
-        world.call(g -> CausalLm.load(dir, new RankContext(g.rank(), parallel, g)));
-    return new ParallelCausalLm(world, ranks);
+    return load(dir, parallel, LocalWorld.create(parallel.tpSize(), algo));
   }
 
-  /** Per-rank counts and bytes of the collectives issued so far (rank 0's view). */
+  /**
+   * Loads the shards of {@code dir} that {@code local}'s ranks hold (their global ranks in a world
+   * of {@code parallel.tpSize()}), in parallel.
+   */
+  public static ParallelCausalLm load(Path dir, ParallelConfig parallel, LocalRanks local) {
+    ShardPlan.check(ModelConfigParser.parse(dir), parallel);
+    List<ProcessGroup> groups = local.groups();
+    for (int i = 0; i < groups.size(); i++) {
+      ProcessGroup g = groups.get(i);
+      if (g.worldSize() != parallel.tpSize() || g.rank() != groups.getFirst().rank() + i) {
+        throw new IllegalArgumentException(
+            "local rank "
+                + i
+                + " is rank "
+                + g.rank()
+                + " of "
+                + g.worldSize()
+                + "; the layout needs consecutive ranks of --tp-size "
+                + parallel.tpSize());
+      }
+    }
+    List<CausalLm> ranks =
+        local.call(g -> CausalLm.load(dir, new RankContext(g.rank(), parallel, g)));
+    return new ParallelCausalLm(local, ranks);
+  }
+
+  /** Number of ranks in this JVM. */
+  public int localRanks() {
+    return ranks.size();
+  }
+
+  /** Per-rank counts and bytes of the collectives issued so far (the first local rank's view). */
   public CollectiveStats collectiveStats() {
-    return world.group(0).stats();
+    return world.groups().getFirst().stats();
   }
 
   @Override
   public java.util.Map<String, Long> collectivesDuring(Runnable step) {
     java.util.Map<String, Long> seen = new java.util.LinkedHashMap<>();
-    CollectiveStats stats = world.group(0).stats();
+    CollectiveStats stats = world.groups().getFirst().stats();
     stats.setListener((op, algorithm, bytes) -> seen.merge(op + " " + bytes + " B", 1L, Long::sum));
     try {
       step.run();
@@ -81,7 +116,7 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
     List<float[]> out =
         world.call(
             g -> {
-              int r = g.rank();
+              int r = g.rank() - firstRank;
               KvCache[] mine = new KvCache[caches.length];
               for (int s = 0; s < mine.length; s++) {
                 mine[s] = caches[s].shard(r);

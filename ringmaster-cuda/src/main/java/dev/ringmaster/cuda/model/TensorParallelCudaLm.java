@@ -77,12 +77,13 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
       throw new IllegalStateException("--device cuda: " + probe.reason());
     }
     ModelConfig cfg = ModelConfigParser.parse(dir);
-    check(cfg, parallel, worldOptions.dist().nnodes(), probe.devices().size());
-    int tp = parallel.tpSize();
+    int nnodes = worldOptions.dist().nnodes();
+    check(cfg, parallel, nnodes, probe.devices().size());
+    int local = parallel.tpSize() / nnodes; // this node's ranks (global rank = node x local + i)
     DeviceWorld world =
         DeviceWorld.create(
             new DeviceWorld.Options(
-                tp,
+                local,
                 worldOptions.dist(),
                 worldOptions.algorithm(),
                 worldOptions.disableCustomAllReduce(),
@@ -91,7 +92,7 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
     world.log().forEach(l -> System.err.println("device world: " + l));
     List<GpuThread> threads = new ArrayList<>();
     List<DeviceCommunicator> comms = new ArrayList<>();
-    for (int i = 0; i < tp; i++) {
+    for (int i = 0; i < local; i++) {
       threads.add(world.gpu(i));
       comms.add(world.comm(i));
     }
@@ -104,8 +105,9 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
   }
 
   /**
-   * Loads {@code dir} with rank {@code i} on {@code threads.get(i)} reducing over {@code
-   * comms.get(i)}; {@code owner} (closed last by {@link #close}, may be null) owns the threads and
+   * Loads {@code dir} with local rank {@code i} on {@code threads.get(i)} reducing over {@code
+   * comms.get(i)} (which says the rank's global number: on several nodes this JVM holds only its
+   * node's ranks); {@code owner} (closed last by {@link #close}, may be null) owns the threads and
    * communicators. Ranks may share a GPU when their communicators allow it.
    */
   static TensorParallelCudaLm onRanks(
@@ -116,15 +118,15 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
       List<DeviceCommunicator> comms,
       AutoCloseable owner) {
     ModelConfig cfg = checked(dir, parallel);
-    int tp = parallel.tpSize();
-    if (threads.size() != tp || comms.size() != tp) {
+    int tp = threads.size();
+    if (tp == 0 || comms.size() != tp) {
       throw new IllegalArgumentException(
-          tp + " ranks need " + tp + " GPU threads and communicators");
+          tp + " GPU threads and " + comms.size() + " communicators for the local ranks");
     }
     WeightStore store = WeightStore.open(dir);
     List<CudaCausalLm> ranks = new ArrayList<>();
     for (int i = 0; i < tp; i++) {
-      RankShard shard = RankShard.of(i, parallel, comms.get(i));
+      RankShard shard = RankShard.of(comms.get(i).rank(), parallel, comms.get(i));
       ranks.add(CudaCausalLm.rank(cfg, store, threads.get(i), options, shard));
     }
     TensorParallelCudaLm lm = new TensorParallelCudaLm(cfg, store, ranks, owner);
@@ -160,21 +162,28 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
   /**
    * Checks, before any GPU work, that {@code cfg} runs on the GPU in the layout {@code parallel}
    * over {@code nnodes} nodes with {@code visibleGpus} GPUs here: an MLA model, every split
-   * dimension divisible (each one that is not is named, with its flag), one node, and a GPU per
-   * rank. Throws {@link IllegalArgumentException} for the model or the flags and {@link
-   * IllegalStateException} for too few GPUs.
+   * dimension divisible (each one that is not is named, with its flag), the ranks divisible by the
+   * nodes, and a GPU per rank of this node. Throws {@link IllegalArgumentException} for the model
+   * or the flags and {@link IllegalStateException} for too few GPUs.
    */
   public static void check(ModelConfig cfg, ParallelConfig parallel, int nnodes, int visibleGpus) {
     checkModel(cfg, parallel);
     int tp = parallel.tpSize();
-    if (nnodes > 1) {
+    if (nnodes < 1 || tp % nnodes != 0) {
       throw new IllegalArgumentException(
-          "--device cuda with --nnodes > 1 is not supported yet: the model's ranks are driven"
-              + " from one process (one node)");
+          "--tp-size " + tp + " is not divisible by --nnodes " + nnodes);
     }
-    if (tp > visibleGpus) {
+    int local = tp / nnodes;
+    if (local > visibleGpus) {
       throw new IllegalStateException(
-          "--tp-size " + tp + " needs " + tp + " GPUs, " + visibleGpus + " visible");
+          "--tp-size "
+              + tp
+              + (nnodes > 1 ? " over " + nnodes + " nodes" : "")
+              + " needs "
+              + local
+              + (nnodes > 1 ? " GPUs per node, " : " GPUs, ")
+              + visibleGpus
+              + " visible");
     }
   }
 

@@ -42,13 +42,19 @@ class TensorParallelLayoutTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("--tp-size 4 needs 4 GPUs, 1 visible");
     TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 1, 4);
+    // Over nodes, each node needs a GPU per rank it holds.
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 2, 1))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("--tp-size 4 over 2 nodes needs 2 GPUs per node, 1 visible");
+    TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(4), 2, 2);
+    TensorParallelCudaLm.check(cfg, ParallelConfig.tensor(2), 2, 1);
   }
 
   @Test
   void unsupportedLayoutsAndModelsAreRefusedWithAReason() {
     ModelConfig mla = fixture("deepseek_v3_bf16");
-    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, ParallelConfig.tensor(2), 2, 2))
-        .hasMessageContaining("--nnodes > 1 is not supported yet");
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(mla, ParallelConfig.tensor(2), 4, 2))
+        .hasMessageContaining("--tp-size 2 is not divisible by --nnodes 4");
     assertThatThrownBy(
             () ->
                 TensorParallelCudaLm.check(

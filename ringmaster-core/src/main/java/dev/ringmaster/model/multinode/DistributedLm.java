@@ -1,0 +1,657 @@
+package dev.ringmaster.model.multinode;
+
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.CollectiveReporting;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.config.ModelConfig;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.ref.Cleaner;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Node 0's view of a model spread over several nodes: a {@link LanguageModel} whose every step runs
+ * on this node's ranks and, in lock-step, on every other node's. Each step's inputs go to the other
+ * nodes over their control connections before this node's ranks start; the step returns when every
+ * node has answered. The caches it hands out are node 0's; each carries an id that names the
+ * matching cache on the other nodes, which create it on first use and drop it when node 0 closes it
+ * (the id travels with the next step).
+ *
+ * <p>A failure anywhere fails the step here: a node that reports an error or whose connection drops
+ * is named, this node's data plane is aborted so its ranks stop waiting, and every later step
+ * throws. {@link #close} stops the other nodes; so does this process exiting, since their control
+ * connections then end.
+ */
+public final class DistributedLm implements LanguageModel, CollectiveReporting {
+  /** How long a failed step waits for the other nodes to report before giving up on them. */
+  static final Duration FAILURE_GRACE = Duration.ofSeconds(10);
+
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  private final Cluster cluster;
+  private final LocalNode local;
+  private final long[] capacities;
+  private final Follower[] followers;
+  private final ExecutorService stepThread;
+  private final ConcurrentLinkedQueue<Integer> freed = new ConcurrentLinkedQueue<>();
+  private final Object stepLock = new Object();
+  private final PrintStream log;
+  private int nextCacheId;
+  private long steps;
+  private volatile NodeFailureException broken;
+  private volatile CompletableFuture<Throwable> trouble = new CompletableFuture<>();
+  private volatile boolean closing;
+  private volatile boolean stuck;
+
+  private DistributedLm(Cluster cluster, LocalNode local, long[] capacities, PrintStream log) {
+    this.cluster = cluster;
+    this.local = local;
+    this.capacities = capacities;
+    this.log = log;
+    int n = cluster.layout().nnodes();
+    this.followers = new Follower[n];
+    for (int k = 1; k < n; k++) {
+      followers[k] = new Follower(k, cluster.follower(k));
+    }
+    this.stepThread =
+        Executors.newSingleThreadExecutor(
+            r -> Thread.ofPlatform().daemon().name("ringmaster-node0-step").unstarted(r));
+    for (int k = 1; k < n; k++) {
+      Follower f = followers[k];
+      Thread.ofPlatform().daemon().name("ringmaster-node" + k + "-control").start(f::readLoop);
+    }
+  }
+
+  /**
+   * Node 0: meets the other nodes, loads this node's ranks, waits until every node has loaded its
+   * own, and returns the model that drives them all.
+   *
+   * @param log where progress and lost nodes are reported
+   * @throws NodeFailureException naming the node when one cannot be reached, disagrees, or fails to
+   *     load (the others are told to stop)
+   */
+  public static DistributedLm lead(
+      NodeLayout layout, Map<String, String> fingerprint, NodeBackend backend, PrintStream log) {
+    if (!layout.leader()) {
+      throw new IllegalArgumentException("node " + layout.nodeRank() + " is not node 0");
+    }
+    Cluster cluster = Cluster.form(layout, fingerprint, backend);
+    log.printf(
+        "node 0: %d nodes met at %s; loading %s%n",
+        layout.nnodes(), layout.address(), backend.describe());
+    Loading loading = new Loading(backend, cluster);
+    CompletableFuture<Throwable> firstFailure = new CompletableFuture<>();
+    loading
+        .future()
+        .whenComplete(
+            (n, e) -> {
+              if (e != null) {
+                firstFailure.complete(
+                    new NodeFailureException(
+                        "node 0 failed to load its ranks: " + describe(unwrap(e)), unwrap(e)));
+              }
+            });
+    List<CompletableFuture<Long>> ready = new ArrayList<>();
+    for (int k = 1; k < layout.nnodes(); k++) {
+      int node = k;
+      CompletableFuture<Long> r =
+          Loading.next(cluster.follower(k), "ringmaster-node" + k + "-ready")
+              .handle((m, e) -> readyCapacity(cluster, node, m, e));
+      r.whenComplete(
+          (c, e) -> {
+            if (e != null) {
+              firstFailure.complete(unwrap(e));
+            }
+          });
+      ready.add(r);
+    }
+    List<CompletableFuture<?>> everything = new ArrayList<>(ready);
+    everything.add(loading.future());
+    CompletableFuture<Void> all =
+        CompletableFuture.allOf(everything.toArray(CompletableFuture[]::new));
+    Loading.awaitEither(all, firstFailure);
+    if (!all.isDone() || all.isCompletedExceptionally()) {
+      Throwable f = firstFailure.join();
+      cluster.abortAll("node 0 stopped the run: " + f.getMessage());
+      loading.abandon();
+      cluster.close();
+      throw f instanceof NodeFailureException n ? n : new NodeFailureException(f.getMessage(), f);
+    }
+    LocalNode local = loading.future().join();
+    long[] capacities = new long[layout.nnodes()];
+    capacities[0] = local.model().kvCapacityTokens().orElse(-1);
+    try {
+      for (int k = 1; k < layout.nnodes(); k++) {
+        capacities[k] = ready.get(k - 1).join();
+        cluster.follower(k).send(ControlChannel.START);
+      }
+    } catch (IOException e) {
+      cluster.abortAll("node 0 stopped the run: " + e.getMessage());
+      cluster.close();
+      local.close();
+      throw new NodeFailureException("a node went away at start: " + ControlChannel.reason(e), e);
+    }
+    log.printf("node 0: all %d nodes ready%n", layout.nnodes());
+    return new DistributedLm(cluster, local, capacities, log);
+  }
+
+  /** Node {@code k}'s READY: its KV capacity, or why it could not load. */
+  private static long readyCapacity(
+      Cluster cluster, int k, ControlChannel.Message m, Throwable error) {
+    if (error != null) {
+      throw new NodeFailureException(
+          cluster.describe(k) + " went away while loading the model: " + describe(unwrap(error)),
+          unwrap(error));
+    }
+    try {
+      DataInputStream in = m.data();
+      if (m.type() != ControlChannel.READY) {
+        throw new NodeFailureException(
+            cluster.describe(k) + " sent message " + m.type() + " instead of READY");
+      }
+      if (!in.readBoolean()) {
+        throw new NodeFailureException(
+            cluster.describe(k) + " failed to load the model: " + ControlChannel.readString(in));
+      }
+      return in.readLong();
+    } catch (IOException e) {
+      throw new NodeFailureException(cluster.describe(k) + " sent a bad READY: " + e, e);
+    }
+  }
+
+  /** The nodes. */
+  public int nodes() {
+    return followers.length;
+  }
+
+  /** This node's ranks as one model. */
+  public LanguageModel localModel() {
+    return local.model();
+  }
+
+  @Override
+  public ModelConfig config() {
+    return local.model().config();
+  }
+
+  @Override
+  public long weightBytes() {
+    return local.model().weightBytes();
+  }
+
+  /** The smallest fixed pool of any node (every node caches every sequence's tokens). */
+  @Override
+  public OptionalLong kvCapacityTokens() {
+    long min = Long.MAX_VALUE;
+    for (long c : capacities) {
+      if (c >= 0) {
+        min = Math.min(min, c);
+      }
+    }
+    return min == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(min);
+  }
+
+  @Override
+  public KvCache newCache() {
+    int id;
+    synchronized (this) {
+      id = nextCacheId++;
+    }
+    NodeCache nc = new NodeCache(id, local.model().newCache());
+    KvCache outer = KvCache.ofExternal(nc);
+    nc.cleanable = CLEANER.register(outer, new FreeId(freed, id));
+    return outer;
+  }
+
+  /** Queues a cache id for the other nodes to drop; runs once, on close or when unreachable. */
+  private record FreeId(ConcurrentLinkedQueue<Integer> freed, int id) implements Runnable {
+    @Override
+    public void run() {
+      freed.add(id);
+    }
+  }
+
+  /** A node-0 cache: this node's ranks' cache under an id the other nodes know it by. */
+  private static final class NodeCache implements KvCache.External {
+    final int id;
+    final KvCache inner;
+    final AtomicBoolean closed = new AtomicBoolean();
+    Cleaner.Cleanable cleanable;
+
+    NodeCache(int id, KvCache inner) {
+      this.id = id;
+      this.inner = inner;
+    }
+
+    @Override
+    public void ensureCapacity(int tokens) {
+      inner.ensureCapacity(tokens);
+    }
+
+    @Override
+    public void close() {
+      if (closed.compareAndSet(false, true)) {
+        try {
+          inner.close();
+        } finally {
+          cleanable.clean();
+        }
+      }
+    }
+  }
+
+  @Override
+  public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return step(
+        false,
+        tokens,
+        layout,
+        caches,
+        logitRows,
+        in -> local.model().forward(tokens, layout, in, logitRows));
+  }
+
+  @Override
+  public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return step(
+        true,
+        tokens,
+        layout,
+        caches,
+        logitRows,
+        in -> local.model().forwardGreedy(tokens, layout, in, logitRows));
+  }
+
+  /** This node's part of a step, on its caches. */
+  @FunctionalInterface
+  private interface LocalStep<T> {
+    T run(KvCache[] caches);
+  }
+
+  private <T> T step(
+      boolean greedy,
+      int[] tokens,
+      BatchLayout layout,
+      KvCache[] caches,
+      int[] logitRows,
+      LocalStep<T> onThisNode) {
+    synchronized (stepLock) {
+      NodeFailureException b = broken;
+      if (b != null) {
+        throw new NodeFailureException(
+            "the model spread over "
+                + nodes()
+                + " nodes is unusable after an earlier failure: "
+                + b.getMessage(),
+            b);
+      }
+      for (int k = 1; k < followers.length; k++) {
+        if (followers[k].lost != null) {
+          throw fail(new NodeFailureException(followers[k].lost));
+        }
+      }
+      NodeCache[] mine = check(tokens, layout, caches, logitRows);
+      for (int s = 0; s < layout.numSeqs(); s++) {
+        int end = layout.seqStart()[s + 1];
+        if (end > layout.seqStart()[s]) {
+          // Reserve here first: a full pool then fails before any node has started the step.
+          caches[s].ensureCapacity(layout.positions()[end - 1] + 1);
+        }
+      }
+      int[] ids = new int[caches.length];
+      int[] lengths = new int[caches.length];
+      for (int s = 0; s < caches.length; s++) {
+        ids[s] = mine[s].id;
+        lengths[s] = caches[s].length();
+      }
+      List<Integer> drained = new ArrayList<>();
+      for (Integer id; (id = freed.poll()) != null; ) {
+        drained.add(id);
+      }
+      long stepNo = ++steps;
+      byte[] message =
+          new StepMessage(
+                  stepNo,
+                  greedy,
+                  tokens,
+                  layout.seqStart(),
+                  layout.positions(),
+                  logitRows,
+                  ids,
+                  lengths,
+                  drained.stream().mapToInt(Integer::intValue).toArray())
+              .encode();
+      CompletableFuture<Throwable> t = new CompletableFuture<>();
+      trouble = t;
+      List<CompletableFuture<?>> all = new ArrayList<>();
+      for (int k = 1; k < followers.length; k++) {
+        Follower f = followers[k];
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        f.expect(stepNo, done);
+        done.whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                t.complete(e);
+              }
+            });
+        all.add(done);
+        try {
+          f.channel.send(ControlChannel.STEP, message);
+        } catch (IOException e) {
+          f.lost("could not send the step: " + ControlChannel.reason(e), e);
+        }
+      }
+      KvCache[] inner = new KvCache[caches.length];
+      for (int s = 0; s < caches.length; s++) {
+        inner[s] = mine[s].inner;
+        inner[s].setLength(lengths[s]); // the engine may have rolled the cache back
+      }
+      CompletableFuture<T> here =
+          CompletableFuture.supplyAsync(() -> onThisNode.run(inner), stepThread);
+      here.whenComplete(
+          (v, e) -> {
+            if (e != null) {
+              t.complete(
+                  new NodeFailureException("node 0 failed: " + describe(unwrap(e)), unwrap(e)));
+            }
+          });
+      all.add(here);
+      CompletableFuture<Void> everyone =
+          CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+      try {
+        CompletableFuture.anyOf(everyone, t).get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        t.complete(new NodeFailureException("interrupted while node 0 waited for a step", e));
+      } catch (ExecutionException e) {
+        // reported below through the futures themselves
+      }
+      if (everyone.isDone() && !everyone.isCompletedExceptionally()) {
+        for (int s = 0; s < caches.length; s++) {
+          caches[s].setLength(inner[s].length());
+        }
+        return here.join();
+      }
+      throw fail(stepFailure(stepNo, t, everyone, here));
+    }
+  }
+
+  /**
+   * The step failed somewhere: stop this node's ranks, give the other nodes a moment to report, and
+   * name the node that failed first (a lost connection beats its consequences elsewhere).
+   */
+  private NodeFailureException stepFailure(
+      long stepNo,
+      CompletableFuture<Throwable> first,
+      CompletableFuture<Void> everyone,
+      CompletableFuture<?> here) {
+    Throwable cause = first.getNow(null);
+    local.abort().accept(cause != null ? cause : new IllegalStateException("step failed"));
+    try {
+      everyone.get(FAILURE_GRACE.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException e) {
+      // expected: some node failed; who is decided below
+    }
+    // A backend that cannot interrupt a collective (NCCL) may leave this node's ranks waiting.
+    stuck = !here.isDone();
+    // The most telling account first: a node that vanished, then a fault that is not just a
+    // collective broken by another node's failure, then whatever was reported first.
+    Throwable primary = null;
+    for (int k = 1; k < followers.length && primary == null; k++) {
+      if (followers[k].lost != null) {
+        primary = new NodeFailureException(followers[k].lost, followers[k].lostCause);
+      }
+    }
+    Throwable mine = here.isCompletedExceptionally() ? unwrap(here.exceptionNow()) : null;
+    if (primary == null && mine != null && !isConsequence(mine)) {
+      primary = new NodeFailureException("node 0 failed: " + describe(mine), mine);
+    }
+    for (int k = 1; k < followers.length && primary == null; k++) {
+      if (followers[k].stepError != null && !followers[k].stepErrorIsConsequence) {
+        primary = followers[k].stepError;
+      }
+    }
+    if (primary == null) {
+      primary = cause;
+    }
+    if (primary == null) {
+      primary = new NodeFailureException("a node failed without saying why");
+    }
+    NodeFailureException e =
+        new NodeFailureException("step " + stepNo + " failed: " + primary.getMessage(), primary);
+    for (int k = 1; k < followers.length; k++) {
+      if (followers[k].stepError != null && followers[k].stepError != primary) {
+        e.addSuppressed(followers[k].stepError);
+      }
+    }
+    return e;
+  }
+
+  private NodeFailureException fail(NodeFailureException e) {
+    broken = e;
+    return e;
+  }
+
+  /** Checks the step on node 0, before anything is sent, so bad input cannot break the nodes. */
+  private NodeCache[] check(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    int vocab = config().vocabSize();
+    if (tokens.length != layout.numTokens() || caches.length != layout.numSeqs()) {
+      throw new IllegalArgumentException(
+          tokens.length
+              + " tokens and "
+              + caches.length
+              + " caches for a layout of "
+              + layout.numTokens()
+              + " tokens in "
+              + layout.numSeqs()
+              + " sequences");
+    }
+    for (int id : tokens) {
+      if (id < 0 || id >= vocab) {
+        throw new IllegalArgumentException(
+            "token id " + id + " is outside the vocabulary (0.." + (vocab - 1) + ")");
+      }
+    }
+    for (int r : logitRows) {
+      if (r < 0 || r >= tokens.length) {
+        throw new IllegalArgumentException("logit row " + r + " outside 0.." + (tokens.length - 1));
+      }
+    }
+    NodeCache[] mine = new NodeCache[caches.length];
+    for (int s = 0; s < caches.length; s++) {
+      if (!(caches[s].external() instanceof NodeCache nc) || nc.closed.get()) {
+        throw new IllegalArgumentException(
+            "sequence " + s + ": the cache was not made by this model's newCache(), or is closed");
+      }
+      mine[s] = nc;
+      int start = layout.seqStart()[s];
+      if (layout.seqStart()[s + 1] > start && layout.positions()[start] != caches[s].length()) {
+        throw new IllegalArgumentException(
+            "sequence "
+                + s
+                + ": new tokens start at position "
+                + layout.positions()[start]
+                + " but its cache holds "
+                + caches[s].length());
+      }
+    }
+    return mine;
+  }
+
+  @Override
+  public Map<String, Long> collectivesDuring(Runnable step) {
+    if (local.model() instanceof CollectiveReporting r) {
+      return r.collectivesDuring(step);
+    }
+    step.run();
+    return Map.of();
+  }
+
+  /**
+   * Stops the other nodes (they close their ranks and exit) and closes this node's ranks. Call it
+   * when no step is running.
+   */
+  @Override
+  public void close() {
+    synchronized (stepLock) {
+      closing = true;
+      for (int k = 1; k < followers.length; k++) {
+        try {
+          followers[k].channel.send(ControlChannel.SHUTDOWN);
+        } catch (IOException ignored) {
+          // that node is gone already
+        }
+      }
+      cluster.close();
+      stepThread.shutdownNow();
+      if (stuck) {
+        // Closing would wait for ranks blocked in a collective that will never complete.
+        log.println(
+            "ringmaster: node 0's ranks are still blocked in the failed step; they end with"
+                + " the process");
+        return;
+      }
+      local.close();
+    }
+  }
+
+  static Throwable unwrap(Throwable e) {
+    while ((e instanceof java.util.concurrent.CompletionException
+            || e instanceof ExecutionException)
+        && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  /**
+   * Whether a failure only reports a collective that broke because some rank failed or vanished (so
+   * another node holds the real cause).
+   */
+  static boolean isConsequence(Throwable t) {
+    Throwable root = t;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    return root instanceof java.io.IOException
+        || root instanceof dev.ringmaster.parallel.CollectiveException
+        || root instanceof NodeFailureException;
+  }
+
+  /** A one-line account of a failure: its message, and the root cause's when that differs. */
+  static String describe(Throwable t) {
+    Throwable root = t;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String top =
+        t instanceof IOException io
+            ? ControlChannel.reason(io)
+            : t.getMessage() != null ? t.getMessage() : t.toString();
+    if (root == t || top.contains(String.valueOf(root.getMessage()))) {
+      return top;
+    }
+    return top + " (" + root + ")";
+  }
+
+  /** One other node as node 0 sees it: its connection, the step it owes, and whether it is gone. */
+  private final class Follower {
+    final int node;
+    final ControlChannel channel;
+    private long expectedStep;
+    private CompletableFuture<Void> pending;
+    volatile String lost;
+    volatile Throwable lostCause;
+    volatile NodeFailureException stepError;
+    volatile boolean stepErrorIsConsequence;
+
+    Follower(int node, ControlChannel channel) {
+      this.node = node;
+      this.channel = channel;
+    }
+
+    synchronized void expect(long step, CompletableFuture<Void> done) {
+      expectedStep = step;
+      pending = done;
+      stepError = null;
+      if (lost != null) {
+        done.completeExceptionally(new NodeFailureException(lost, lostCause));
+      }
+    }
+
+    void readLoop() {
+      try {
+        while (true) {
+          ControlChannel.Message m = channel.read();
+          if (m.type() != ControlChannel.DONE) {
+            throw new IOException("unexpected message " + m.type());
+          }
+          DataInputStream in = m.data();
+          long step = in.readLong();
+          boolean ok = in.readBoolean();
+          String error = ok ? null : ControlChannel.readString(in);
+          finish(step, error, !ok && in.readBoolean());
+        }
+      } catch (IOException e) {
+        if (!closing) {
+          lost(
+              "disconnected (its process exited or the network failed): "
+                  + ControlChannel.reason(e),
+              e);
+        }
+      }
+    }
+
+    private synchronized void finish(long step, String error, boolean consequence)
+        throws IOException {
+      if (step != expectedStep || pending == null) {
+        throw new IOException("answered step " + step + " while step " + expectedStep + " ran");
+      }
+      CompletableFuture<Void> p = pending;
+      pending = null;
+      if (error == null) {
+        p.complete(null);
+      } else {
+        stepError = new NodeFailureException(cluster.describe(node) + " failed: " + error);
+        stepErrorIsConsequence = consequence;
+        p.completeExceptionally(stepError);
+      }
+    }
+
+    void lost(String why, Throwable cause) {
+      CompletableFuture<Void> p;
+      synchronized (this) {
+        if (lost != null) {
+          return;
+        }
+        lost = cluster.describe(node) + " " + why;
+        lostCause = cause;
+        p = pending;
+        pending = null;
+      }
+      log.println("ringmaster: " + lost);
+      // Its ranks are gone: wake this node's ranks if a step is waiting on them.
+      local.abort().accept(new NodeFailureException(lost, cause));
+      if (p != null) {
+        p.completeExceptionally(new NodeFailureException(lost, cause));
+      }
+      trouble.complete(new NodeFailureException(lost, cause));
+    }
+  }
+}

@@ -1,0 +1,237 @@
+package dev.ringmaster.model.multinode;
+
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * A node other than 0: meets node 0, loads its ranks, then runs every step node 0 sends on them, in
+ * order, until node 0 shuts down. Its caches mirror node 0's by id.
+ */
+public final class FollowerNode {
+  private final Cluster cluster;
+  private final LocalNode local;
+  private final ControlChannel leader;
+  private final Map<Integer, KvCache> caches = new HashMap<>();
+  private boolean failed;
+
+  private FollowerNode(Cluster cluster, LocalNode local) {
+    this.cluster = cluster;
+    this.local = local;
+    this.leader = cluster.leader();
+  }
+
+  /**
+   * Serves node 0 until it shuts the run down; returns 0, or 1 when some step failed here.
+   *
+   * @param log where the node says what it does
+   * @throws NodeFailureException when node 0 cannot be reached, refuses this node, stops the run,
+   *     or goes away without shutting down
+   */
+  public static int serve(
+      NodeLayout layout, Map<String, String> fingerprint, NodeBackend backend, PrintStream log) {
+    if (layout.leader()) {
+      throw new IllegalArgumentException("node 0 leads; it does not follow");
+    }
+    Cluster cluster = Cluster.form(layout, fingerprint, backend);
+    String me = "node " + layout.nodeRank() + " of " + layout.nnodes();
+    log.printf("%s: serving node 0 at %s; loading %s%n", me, layout.address(), backend.describe());
+    Loading loading = new Loading(backend, cluster);
+    CompletableFuture<ControlChannel.Message> next =
+        Loading.next(cluster.leader(), "ringmaster-node0-control");
+    Loading.awaitEither(loading.future(), next);
+    if (!loading.future().isDone()) {
+      // Node 0 spoke (or vanished) before this node was ready: the run is off.
+      loading.abandon();
+      cluster.close();
+      throw stopped(layout, next);
+    }
+    LocalNode local;
+    try {
+      local = loading.future().join();
+    } catch (CompletionException e) {
+      Throwable cause = DistributedLm.unwrap(e);
+      try {
+        cluster
+            .leader()
+            .send(
+                ControlChannel.READY,
+                ControlChannel.payload(
+                    out -> {
+                      out.writeBoolean(false);
+                      ControlChannel.writeString(out, DistributedLm.describe(cause));
+                    }));
+      } catch (IOException ignored) {
+        // node 0 is gone too; the error below says what failed here
+      }
+      cluster.close();
+      throw new NodeFailureException(
+          me + " failed to load its ranks: " + DistributedLm.describe(cause), cause);
+    }
+    try (cluster;
+        local) {
+      long capacity = local.model().kvCapacityTokens().orElse(-1);
+      try {
+        cluster
+            .leader()
+            .send(
+                ControlChannel.READY,
+                ControlChannel.payload(
+                    out -> {
+                      out.writeBoolean(true);
+                      out.writeLong(capacity);
+                    }));
+      } catch (IOException e) {
+        throw new NodeFailureException(
+            "node 0 at " + layout.address() + " went away before the run started: " + e, e);
+      }
+      try {
+        next.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new NodeFailureException("interrupted while waiting for node 0", e);
+      } catch (ExecutionException e) {
+        // reported by stopped() below
+      }
+      ControlChannel.Message m = next.getNow(null);
+      if (m == null || m.type() != ControlChannel.START) {
+        throw stopped(layout, next);
+      }
+      log.printf("%s: ready%n", me);
+      int status = new FollowerNode(cluster, local).loop();
+      log.printf("%s: node 0 finished; exiting%n", me);
+      return status;
+    }
+  }
+
+  /** Why node 0's message (ABORT, or none: it vanished) means this node stops. */
+  private static NodeFailureException stopped(
+      NodeLayout layout, CompletableFuture<ControlChannel.Message> next) {
+    ControlChannel.Message m;
+    try {
+      m = next.join();
+    } catch (CompletionException e) {
+      return new NodeFailureException(
+          "node 0 at "
+              + layout.address()
+              + " went away before the run started: "
+              + DistributedLm.describe(DistributedLm.unwrap(e)),
+          DistributedLm.unwrap(e));
+    }
+    if (m.type() == ControlChannel.ABORT) {
+      try {
+        return new NodeFailureException(
+            "node 0 stopped the run: " + ControlChannel.readString(m.data()));
+      } catch (IOException e) {
+        return new NodeFailureException("node 0 stopped the run", e);
+      }
+    }
+    return new NodeFailureException("unexpected message " + m.type() + " from node 0");
+  }
+
+  private int loop() {
+    NodeLayout layout = cluster.layout();
+    try {
+      while (true) {
+        ControlChannel.Message m;
+        try {
+          m = leader.read();
+        } catch (IOException e) {
+          NodeFailureException gone =
+              new NodeFailureException(
+                  "node 0 at "
+                      + layout.address()
+                      + " went away without shutting down ("
+                      + ControlChannel.reason(e)
+                      + "); node "
+                      + layout.nodeRank()
+                      + " stops",
+                  e);
+          local.abort().accept(gone);
+          throw gone;
+        }
+        switch (m.type()) {
+          case ControlChannel.STEP -> answer(m.payload());
+          case ControlChannel.SHUTDOWN -> {
+            return failed ? 1 : 0;
+          }
+          case ControlChannel.ABORT ->
+              throw new NodeFailureException(
+                  "node 0 stopped the run: " + ControlChannel.readString(m.data()));
+          default ->
+              throw new NodeFailureException("unexpected message " + m.type() + " from node 0");
+        }
+      }
+    } catch (IOException e) {
+      throw new NodeFailureException("bad message from node 0: " + ControlChannel.reason(e), e);
+    } finally {
+      for (KvCache c : caches.values()) {
+        c.close();
+      }
+    }
+  }
+
+  /** Runs one step and tells node 0 how it went. */
+  private void answer(byte[] payload) throws IOException {
+    StepMessage s = StepMessage.decode(payload);
+    String error = null;
+    boolean consequence = false;
+    try {
+      run(s);
+    } catch (RuntimeException | Error e) {
+      failed = true;
+      error = DistributedLm.describe(e);
+      consequence = DistributedLm.isConsequence(e);
+    }
+    String result = error;
+    boolean secondary = consequence;
+    try {
+      leader.send(
+          ControlChannel.DONE,
+          ControlChannel.payload(
+              out -> {
+                out.writeLong(s.step());
+                out.writeBoolean(result == null);
+                if (result != null) {
+                  ControlChannel.writeString(out, result);
+                  out.writeBoolean(secondary);
+                }
+              }));
+    } catch (IOException e) {
+      local.abort().accept(e);
+      throw new NodeFailureException(
+          "node 0 at " + cluster.layout().address() + " went away during step " + s.step(), e);
+    }
+  }
+
+  private void run(StepMessage s) {
+    LanguageModel model = local.model();
+    for (int id : s.freed()) {
+      KvCache c = caches.remove(id);
+      if (c != null) {
+        c.close();
+      }
+    }
+    KvCache[] mine = new KvCache[s.cacheIds().length];
+    for (int i = 0; i < mine.length; i++) {
+      KvCache c = caches.computeIfAbsent(s.cacheIds()[i], id -> model.newCache());
+      if (c.length() != s.cacheLengths()[i]) {
+        c.setLength(s.cacheLengths()[i]); // node 0 rolled it back
+      }
+      mine[i] = c;
+    }
+    BatchLayout layout = new BatchLayout(s.seqStart(), s.positions());
+    if (s.greedy()) {
+      model.forwardGreedy(s.tokens(), layout, mine, s.logitRows());
+    } else {
+      model.forward(s.tokens(), layout, mine, s.logitRows());
+    }
+  }
+}
