@@ -22,6 +22,7 @@ Deterministic given --seed: fixed data order from a seeded generator, torch.use_
 from __future__ import annotations
 
 import argparse
+import base64
 import glob
 import hashlib
 import json
@@ -969,7 +970,8 @@ def cmd_finalize(args):
         "Reference values for models/sotu-moe, computed by scripts/train_default_model.py finalize with "
         "transformers on the CPU from the shipped bf16 weights upcast to float32 (eager attention, eager experts). "
         "input_ids: the first 64 tokens of the validation split (the 2012 address, starting with BOS). For each "
-        "model: logits (float32) at the positions listed in full_logits_positions (the other positions are left "
+        "model: logits (float32, each row's little-endian bytes in base64) at the positions listed in "
+        "full_logits_positions (the other positions are left "
         "out to keep the file small), and at every position the argmax, the log-sum-exp of the logits and the "
         "top-8 token ids with their logits. greedy: 32 tokens continuing the prompt by argmax (no stop at EOS).") + ",",
         ' "main_model": "models/sotu-moe", "draft_model": "models/sotu-moe/draft",',
@@ -979,10 +981,12 @@ def cmd_finalize(args):
         lg = logits[name]
         top = np.argsort(-lg, axis=1, kind="stable")[:, :8]
         lse = np.log(np.exp(lg.astype(np.float64) - lg.max(1, keepdims=True)).sum(1)) + lg.max(1)
-        rows = ",\n   ".join(float_list(lg[p]) for p in full_rows[name])
+        # Full rows as base64 of their f32 bytes: exact, and half the size of decimal text.
+        rows = ",\n   ".join(json.dumps(base64.b64encode(lg[p].astype("<f4").tobytes()).decode())
+                              for p in full_rows[name])
         parts.append(f' "{name}": {{\n  "vocab_size": {lg.shape[1]},\n'
                      f'  "full_logits_positions": {json.dumps(full_rows[name])},\n'
-                     f'  "logits": [\n   {rows}\n  ],\n'
+                     f'  "logits_f32_le_base64": [\n   {rows}\n  ],\n'
                      f'  "argmax": {json.dumps(lg.argmax(1).tolist())},\n'
                      f'  "logsumexp": {float_list(lse)},\n'
                      f'  "top8_ids": {json.dumps(top.tolist())},\n'

@@ -38,10 +38,10 @@ class DefaultModelTest {
       float maxDiff = 0;
       for (int k = 0; k < positions.size(); k++) {
         int p = positions.get(k).asInt();
-        JsonNode row = m.get("logits").get(k);
+        float[] row = f32Row(m.get("logits_f32_le_base64").get(k).asText());
+        assertThat(row).as("stored logits row %d", k).hasSize(vocab);
         for (int j = 0; j < vocab; j++) {
-          maxDiff =
-              Math.max(maxDiff, Math.abs(logits[p * vocab + j] - (float) row.get(j).asDouble()));
+          maxDiff = Math.max(maxDiff, Math.abs(logits[p * vocab + j] - row[j]));
         }
       }
       assertThat(maxDiff)
@@ -104,6 +104,17 @@ class DefaultModelTest {
     for (int i = 0; i < out.length; i++) {
       out[i] = n.get(i).asInt();
     }
+    return out;
+  }
+
+  /** A logits row stored as the base64 of its little-endian f32 bytes. */
+  private static float[] f32Row(String base64) {
+    java.nio.FloatBuffer b =
+        java.nio.ByteBuffer.wrap(java.util.Base64.getDecoder().decode(base64))
+            .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+            .asFloatBuffer();
+    float[] out = new float[b.remaining()];
+    b.get(out);
     return out;
   }
 }
