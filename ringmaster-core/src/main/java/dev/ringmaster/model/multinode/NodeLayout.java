@@ -47,23 +47,35 @@ public record NodeLayout(int nnodes, int nodeRank, String host, int port, Durati
       }
       return new NodeLayout(nnodes, nodeRank, "127.0.0.1", 0, timeout);
     }
-    int colon = hostPort.lastIndexOf(':');
-    if (colon <= 0 || colon == hostPort.length() - 1) {
-      throw new IllegalArgumentException(
-          "--dist-init-addr must be HOST:PORT, got '" + hostPort + "'");
+    Address a = Address.parse(hostPort);
+    return new NodeLayout(nnodes, nodeRank, a.host(), a.port(), timeout);
+  }
+
+  /**
+   * A {@code --dist-init-addr} value.
+   *
+   * @param host host name or address (IPv6 without its brackets)
+   * @param port TCP port
+   */
+  public record Address(String host, int port) {
+    /** Parses {@code HOST:PORT}, {@code [v6addr]:PORT} for IPv6. */
+    public static Address parse(String hostPort) {
+      int colon = hostPort.lastIndexOf(':');
+      if (colon <= 0 || colon == hostPort.length() - 1) {
+        throw new IllegalArgumentException(
+            "--dist-init-addr must be HOST:PORT, got '" + hostPort + "'");
+      }
+      String host = hostPort.substring(0, colon);
+      if (host.startsWith("[") && host.endsWith("]")) {
+        host = host.substring(1, host.length() - 1);
+      }
+      try {
+        return new Address(host, Integer.parseInt(hostPort.substring(colon + 1)));
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(
+            "--dist-init-addr port is not a number: '" + hostPort + "'", e);
+      }
     }
-    String host = hostPort.substring(0, colon);
-    if (host.startsWith("[") && host.endsWith("]")) {
-      host = host.substring(1, host.length() - 1);
-    }
-    int port;
-    try {
-      port = Integer.parseInt(hostPort.substring(colon + 1));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(
-          "--dist-init-addr port is not a number: '" + hostPort + "'", e);
-    }
-    return new NodeLayout(nnodes, nodeRank, host, port, timeout);
   }
 
   /** Whether this is node 0, the one that drives the others. */

@@ -1,5 +1,7 @@
 package dev.ringmaster.cuda.nccl;
 
+import dev.ringmaster.model.multinode.NodeLayout;
+
 /**
  * Where the nodes of a multi-node world meet, as SGLang's {@code --nnodes}, {@code --node-rank} and
  * {@code --dist-init-addr HOST:PORT}: node 0 listens on the address, the others connect to it.
@@ -39,22 +41,7 @@ public record DistInit(int nnodes, int nodeRank, String host, int port) {
       }
       return new DistInit(nnodes, nodeRank, "127.0.0.1", 0);
     }
-    int colon = hostPort.lastIndexOf(':');
-    if (colon <= 0 || colon == hostPort.length() - 1) {
-      throw new IllegalArgumentException(
-          "--dist-init-addr must be HOST:PORT, got '" + hostPort + "'");
-    }
-    String host = hostPort.substring(0, colon);
-    if (host.startsWith("[") && host.endsWith("]")) {
-      host = host.substring(1, host.length() - 1);
-    }
-    int port;
-    try {
-      port = Integer.parseInt(hostPort.substring(colon + 1));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(
-          "--dist-init-addr port is not a number: '" + hostPort + "'", e);
-    }
-    return new DistInit(nnodes, nodeRank, host, port);
+    NodeLayout.Address a = NodeLayout.Address.parse(hostPort);
+    return new DistInit(nnodes, nodeRank, a.host(), a.port());
   }
 }
