@@ -3,6 +3,8 @@ package dev.ringmaster.cuda.model;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.GpuThread;
+import dev.ringmaster.cuda.collective.AllReduceTableCache;
+import dev.ringmaster.cuda.collective.AllReduceTuner;
 import dev.ringmaster.cuda.collective.DeviceCommunicator;
 import dev.ringmaster.cuda.collective.DeviceWorld;
 import dev.ringmaster.model.arch.BatchLayout;
@@ -14,6 +16,7 @@ import dev.ringmaster.model.arch.ShardPlan;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
+import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -63,9 +66,10 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
 
   /**
    * Loads {@code dir} over the first {@code parallel.tpSize()} GPUs of this machine: forms the
-   * device world ({@code worldOptions}: allreduce algorithm, custom allreduce on or off), uploads
-   * every rank's shard and captures every rank's graphs. Fails before touching a GPU when a
-   * dimension does not divide (naming it), when fewer GPUs are visible, or for a non-MLA model.
+   * device world ({@code worldOptions}: allreduce algorithm, custom allreduce on or off), with
+   * {@code --allreduce auto} loads or measures this host's allreduce table, uploads every rank's
+   * shard and captures every rank's graphs. Fails before touching a GPU when a dimension does not
+   * divide (naming it), when fewer GPUs are visible, or for a non-MLA model.
    */
   public static TensorParallelCudaLm load(
       Path dir,
@@ -97,6 +101,12 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
       comms.add(world.comm(i));
     }
     try {
+      if (worldOptions.algorithm() == AllReduceAlgorithm.AUTO) {
+        // AUTO picks per message size from a table measured on this host (before the weights
+        // take the memory) and cached until the GPUs, driver or NCCL change; a single GPU or a
+        // world without peer kernels gets the rule's NCCL table without measuring.
+        AllReduceTuner.tuneOrLoad(world, AllReduceTableCache.standard(), System.err);
+      }
       return onRanks(dir, options, parallel, threads, comms, world);
     } catch (RuntimeException | Error e) {
       world.close();
