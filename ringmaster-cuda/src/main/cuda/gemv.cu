@@ -25,6 +25,7 @@ __device__ __forceinline__ void gemv_group(float* y, const uint16_t* w, const fl
 // up to 4 tokens; each group of 4 tokens streams the weight row once more. Larger batches belong to
 // cuBLAS.
 RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
+  rm_pdl_prologue();
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= M) return;
   const uint16_t* w = W + static_cast<size_t>(row) * K;

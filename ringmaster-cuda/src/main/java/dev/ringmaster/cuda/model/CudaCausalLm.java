@@ -155,6 +155,7 @@ public final class CudaCausalLm implements LanguageModel {
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
+    ops.kernels.setProgrammaticDependentLaunch(options.pdl());
     act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
@@ -294,6 +295,7 @@ public final class CudaCausalLm implements LanguageModel {
   /** This rank's heads and experts, with the collectives between the blocks. */
   private DecoderStack parallelStack(RopeTable rope, int logitRows) {
     tp = new TensorParallelOps(cfg, shard, stream, logitRows);
+    tp.kernels().setProgrammaticDependentLaunch(options.pdl());
     collectives = new StepCollectives(shard.comm().stats());
     int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
     if (cfg.moe() != null && shard.allToAll()) {
