@@ -38,8 +38,12 @@ public final class KernelBench {
     this.k = k;
   }
 
-  /** Runs the benchmark; no arguments. */
+  /**
+   * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
+   * programmatic dependent launch ({@link PdlChainBench}).
+   */
   public static void main(String[] args) {
+    boolean pdlOnly = Arrays.asList(args).contains("pdl");
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
       gpu.run(
@@ -47,6 +51,11 @@ public final class KernelBench {
             try (CudaStream s = CudaStream.create();
                 RingmasterKernels k = new RingmasterKernels()) {
               KernelBench b = new KernelBench(s, k);
+              PdlChainBench.run(b, k, s);
+              if (pdlOnly) {
+                b.print();
+                return;
+              }
               b.gemv(4096, 4096);
               b.gemv(2048, 16384);
               b.gemv(16384, 2048);
@@ -97,7 +106,7 @@ public final class KernelBench {
   }
 
   /** Median milliseconds of one launch of {@code body(i)} (i cycles over copies). */
-  private double time(IntConsumer body) {
+  double time(IntConsumer body) {
     try (CudaGraph g =
             stream.capture(
                 () -> {
@@ -122,7 +131,7 @@ public final class KernelBench {
     }
   }
 
-  private DeviceBuffer randomBf16(long n, float scale) {
+  DeviceBuffer randomBf16(long n, float scale) {
     short[] bits = new short[(int) Math.min(n, 1 << 24)];
     for (int i = 0; i < bits.length; i++) {
       bits[i] = Numerics.floatToBf16((float) ((random.nextDouble() * 2 - 1) * scale));
@@ -138,7 +147,7 @@ public final class KernelBench {
     return b;
   }
 
-  private DeviceBuffer randomF32(int n) {
+  DeviceBuffer randomF32(int n) {
     float[] v = new float[n];
     for (int i = 0; i < n; i++) {
       v[i] = (float) (random.nextDouble() * 2 - 1);
@@ -546,7 +555,7 @@ public final class KernelBench {
     }
   }
 
-  private void row(String what, double ms, double gbs) {
+  void row(String what, double ms, double gbs) {
     rows.add(String.format(Locale.ROOT, "| %-78s | %9.1f | %8.0f |", what, ms * 1000, gbs));
   }
 

@@ -135,6 +135,9 @@ public final class CudaCausalLm implements LanguageModel {
       throw e;
     }
     System.err.print(lm.plan.describe());
+    if (options.pdl()) {
+      System.err.println("programmatic dependent launch: on");
+    }
     return lm;
   }
 
@@ -333,6 +336,11 @@ public final class CudaCausalLm implements LanguageModel {
       return options.cudaGraphBs().stream().filter(b -> b <= maxBs).toList();
     }
     return MemoryPlan.graphLadder(maxBs);
+  }
+
+  /** Whether this model's kernels launch as programmatic dependent launches ({@code pdl}). */
+  boolean programmaticDependentLaunch() {
+    return ops.kernels.programmaticDependentLaunch();
   }
 
   /** Where the GPU's memory went (weights, activations, graphs, KV cache). */
