@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The multi-GPU runs (2-8 GPUs of one host), each step logged under $OUT, results appended to
+# $OUT/history.jsonl; a failing step is logged and the next one still runs.
+#
+#   scripts/multi-gpu-runs.sh DIR [STEP...]     DIR: packed by `scripts/gpu-tests.sh pack DIR`
+#
+# Steps (all by default): correctness, nodes, collectives, scaling, simulate.
+#   correctness  the tensor/expert-parallel GPU tests, then greedy tokens of the CLI at --tp-size
+#                2/4/8 (and --ep-size with both all-to-all backends) against --tp-size 1, on a golden
+#                fixture and on a random DeepSeek-V2-Lite-shaped model (32 tokens)
+#   nodes        two JVMs with one GPU each (--nnodes 2 over 127.0.0.1) against one JVM at TP 2
+#   collectives  bench collectives (every algorithm) at world sizes 2/4/8, 1 KiB to 256 MiB, over
+#                NVLink and again with NCCL_P2P_DISABLE=1, with plots
+#   scaling      bench one-batch of the V2-Lite shape and a 5-layer GLM-5 shape at TP 1/2/4/8,
+#                batch 1/8/32, per allreduce choice
+#   simulate     simulate calibrate + check on the collectives and one-batch JSON of this run
+#
+# Environment: OUT (default ./multi-gpu-out), JRE_ARCHIVE as for gpu-tests.sh, MODELS (where the
+# random models go, default /tmp/ringmaster-models; the V2-Lite shape needs ~32 GB of disk).
+set -uo pipefail
+dir=${1:?usage: multi-gpu-runs.sh DIR [correctness|nodes|collectives|scaling|simulate ...]}
+shift
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=(correctness nodes collectives scaling simulate)
+cd "$(dirname "$0")/.."
+out=${OUT:-multi-gpu-out}
+models=${MODELS:-/tmp/ringmaster-models}
+mkdir -p "$out" "$models"
+# NVLink multicast stays off in every process: a multicast object left behind can take a shared
+# host's GPUs out of service.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if [[ -n ${JRE_ARCHIVE:-} ]]; then  # unpack once, not in every gpu-tests.sh call
+  mkdir -p /tmp/ringmaster-jre && tar xJf "$JRE_ARCHIVE" -C /tmp/ringmaster-jre
+  JAVA_HOME=$(dirname "$(dirname "$(find /tmp/ringmaster-jre -path '*/bin/java' | head -1)")")
+  export JAVA_HOME
+  unset JRE_ARCHIVE
+fi
+gpus=$(nvidia-smi -L | wc -l)
+sizes=()
+for n in 2 4 8; do ((n <= gpus)) && sizes+=("$n"); done
+echo "GPUs: $gpus; world sizes: ${sizes[*]}; logs in $out" | tee "$out/summary.txt"
+nvidia-smi topo -m > "$out/topology.txt" 2>&1
+cli() { scripts/gpu-tests.sh cli "$dir" "$@"; }
+step() {  # step NAME COMMAND...: runs it, logs it, records its exit status in the summary
+  local name=$1
+  shift
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc, $((SECONDS - t0)) s" | tee -a "$out/summary.txt"
+  return $rc
+}
+ids() { grep -o '"output_ids" *: *\[[^]]*\]' "$1" | head -1; }
+same_ids() {  # same_ids WHAT REFERENCE_LOG LOG
+  if [[ -n $(ids "$2") && $(ids "$2") == $(ids "$3") ]]; then
+    echo "$1: same tokens as the reference" | tee -a "$out/summary.txt"
+  else
+    echo "$1: DIFFERENT tokens: $(ids "$3") vs $(ids "$2")" | tee -a "$out/summary.txt"
+  fi
+}
+v2lite=$models/v2lite
+random_models() {
+  [[ -f $v2lite/config.json ]] ||
+    step model-v2lite cli model random --config configs/deepseek-v2-lite.json --dtype bf16 --out "$v2lite"
+  if [[ ! -f $models/glm5-5l/config.json ]]; then
+    # Full width, 5 layers: the 3 dense layers and 2 MoE layers (~50 GB in bf16).
+    sed 's/"num_hidden_layers": *[0-9]*/"num_hidden_layers": 5/' configs/glm5.json > "$out/glm5-5l.json"
+    step model-glm5 cli model random --config "$out/glm5-5l.json" --dtype bf16 --out "$models/glm5-5l"
+  fi
+}
+gen=(generate --device cuda --prompt-ids 1,2,3,4,5 --max-new-tokens 32 --temperature 0 --ignore-eos --json)
+
+for s in "${steps[@]}"; do
+  case $s in
+  correctness)
+    step tp-tests scripts/gpu-tests.sh tp "$dir"
+    random_models
+    for m in fixtures/golden/deepseek_v3_bf16 "$v2lite"; do
+      tag=$(basename "$m")
+      step "gen-$tag-tp1" cli "${gen[@]}" --model "$m" --tp-size 1
+      for n in "${sizes[@]}"; do
+        step "gen-$tag-tp$n" cli "${gen[@]}" --model "$m" --tp-size "$n" &&
+          same_ids "$tag tp $n" "$out/gen-$tag-tp1.log" "$out/gen-$tag-tp$n.log"
+        for a2a in none all-to-all; do
+          step "gen-$tag-ep$n-$a2a" cli "${gen[@]}" --model "$m" --tp-size "$n" --ep-size "$n" \
+            --moe-a2a-backend "$a2a" &&
+            same_ids "$tag ep $n $a2a" "$out/gen-$tag-tp1.log" "$out/gen-$tag-ep$n-$a2a.log"
+        done
+      done
+    done
+    ;;
+  nodes)
+    m=fixtures/golden/deepseek_v3_bf16
+    step nodes-tp2 cli "${gen[@]}" --model "$m" --tp-size 2
+    port=$((29500 + RANDOM % 1000))
+    CUDA_VISIBLE_DEVICES=1 scripts/gpu-tests.sh cli "$dir" "${gen[@]}" --model "$m" --tp-size 2 \
+      --nnodes 2 --node-rank 1 --dist-init-addr "127.0.0.1:$port" > "$out/nodes-rank1.log" 2>&1 &
+    follower=$!
+    CUDA_VISIBLE_DEVICES=0 step nodes-rank0 cli "${gen[@]}" --model "$m" --tp-size 2 --nnodes 2 \
+      --node-rank 0 --dist-init-addr "127.0.0.1:$port"
+    wait "$follower"
+    echo "nodes-rank1: rc=$?" | tee -a "$out/summary.txt"
+    same_ids "two nodes" "$out/nodes-tp2.log" "$out/nodes-rank0.log"
+    ;;
+  collectives)
+    for n in "${sizes[@]}"; do
+      for p2p in nvlink host; do
+        env_p2p=()
+        [[ $p2p == host ]] && env_p2p=(env NCCL_P2P_DISABLE=1)
+        for op in allreduce allgather reducescatter alltoall; do
+          step "coll-$op-ws$n-$p2p" "${env_p2p[@]}" scripts/gpu-tests.sh cli "$dir" bench collectives \
+            --device cuda --world-size "$n" --op "$op" --min-bytes 1024 --max-bytes 268435456 \
+            --json --plot "$out/coll-$op-ws$n-$p2p.png" --history "$out/history.jsonl"
+          sed -n '/^\[/,$p' "$out/coll-$op-ws$n-$p2p.log" > "$out/coll-$op-ws$n-$p2p.json"
+        done
+      done
+    done
+    ;;
+  scaling)
+    random_models
+    for m in "$v2lite" "$models/glm5-5l"; do
+      tag=$(basename "$m")
+      for n in 1 "${sizes[@]}"; do
+        choices=(auto)
+        ((n > 1)) && choices=(auto nccl oneshot twoshot)
+        for ar in "${choices[@]}"; do
+          step "onebatch-$tag-tp$n-$ar" cli bench one-batch --device cuda --model "$m" --tp-size "$n" \
+            --allreduce "$ar" --batch-size 1,8,32 --input-len 512 --output-len 128 --json \
+            --history "$out/history.jsonl"
+          sed -n '/^{/,$p' "$out/onebatch-$tag-tp$n-$ar.log" > "$out/onebatch-$tag-tp$n-$ar.json"
+        done
+      done
+    done
+    ;;
+  simulate)
+    files=$(ls "$out"/coll-allreduce-*-nvlink.json "$out"/onebatch-v2lite-*.json 2>/dev/null | paste -sd, -)
+    step simulate-calibrate cli simulate calibrate --measurements "$files" --base-profile h200-x8 \
+      --model-config configs/deepseek-v2-lite.json --output "$out/h200-this-host.json" --report \
+      --history "$out/history.jsonl"
+    ;;
+  *)
+    echo "unknown step $s (correctness, nodes, collectives, scaling, simulate)" >&2
+    exit 2
+    ;;
+  esac
+done
+echo "done; summary in $out/summary.txt"
