@@ -19,7 +19,7 @@ import java.util.List;
  * @param busBandwidthGBps algorithm bandwidth times {@link CollectiveOp#busBandwidthFactor}
  * @param correct whether every rank's result matched the expected values exactly
  * @param statistic how {@code timeMicros} summarises the iterations, e.g. "median of 20 iterations"
- *     or "min over 5 trials of the median of 100 iterations"
+ *     or "smallest of 3-12 trial medians of 100 iterations confirmed within 10%"
  * @param trialMicros each trial's median, microseconds, in the order run (one entry, or empty where
  *     the benchmark does not run trials)
  */

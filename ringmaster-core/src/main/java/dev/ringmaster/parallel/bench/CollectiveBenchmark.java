@@ -28,8 +28,8 @@ import java.util.Map;
  *
  * <p>With several trials ({@link TrialPolicy}) the points are measured in rounds, each round one
  * trial of every point still in need, so that a point's trials spread over the whole run; the
- * smallest of a point's trial medians is reported once a second trial agrees with it, and all of
- * them are kept in the result.
+ * smallest trial median that a second trial confirms is reported, and all of them are kept in the
+ * result.
  *
  * <p>Ranks are threads: the figures measure memory bandwidth and thread synchronisation on this
  * host (and are thread-contention numbers when ranks outnumber cores), not interconnect bandwidth.
@@ -183,7 +183,9 @@ public final class CollectiveBenchmark {
         sb.append(
             String.format(
                 Locale.ROOT,
-                "# trials: * = the two smallest trial medians never agreed within %.0f%%%n",
+                "# trials: more while a point's two smallest trial medians differ by more than"
+                    + " %1$.0f%%; time: the smallest median another trial confirms (within"
+                    + " %1$.0f%%); * = none confirmed%n",
                 TrialPolicy.AGREEMENT * 100));
       }
     }
