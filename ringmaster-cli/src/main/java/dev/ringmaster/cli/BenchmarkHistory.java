@@ -32,6 +32,11 @@ final class BenchmarkHistory {
     machine.put("cpu", cpuModel());
     machine.put("cores", Runtime.getRuntime().availableProcessors());
     machine.put("java", System.getProperty("java.version"));
+    String load = loadAverage();
+    if (load != null) {
+      // other processes on the host disturb CPU figures: say how busy it was
+      machine.put("load_average", load);
+    }
     o.put("reference", reference);
     o.set("results", results);
     Files.createDirectories(file.toAbsolutePath().getParent());
@@ -54,6 +59,16 @@ final class BenchmarkHistory {
       // not Linux: fall through
     }
     return System.getProperty("os.arch");
+  }
+
+  /** The 1, 5 and 15 minute load averages as the kernel reports them, or null off Linux. */
+  private static String loadAverage() {
+    try {
+      String[] f = Files.readString(Path.of("/proc/loadavg")).strip().split("\\s+");
+      return f.length >= 3 ? f[0] + " " + f[1] + " " + f[2] : null;
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
   }
 
   private static String git(String... args) {

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.sim.hw.Profiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -99,7 +100,8 @@ class SimulateCalibrateBenchJsonTest {
   void checkPrintsPredictedAgainstMeasuredDecode() {
     Path sample =
         CliTest.repo()
-            .resolve("ringmaster-tools/src/test/resources/calibrate/h200-v2lite-onebatch.json");
+            .resolve(
+                "ringmaster-tools/src/test/resources/calibrate/h200-v2lite-onebatch-38ce56d.json");
     CliTest.Run r =
         CliTest.run(
             "simulate",
@@ -114,7 +116,62 @@ class SimulateCalibrateBenchJsonTest {
     assertThat(r.out())
         .contains("batch 1, input 512, output 128")
         .contains("batch 32, input 512, output 128")
-        .contains("158 tok/s")
+        .contains("244 tok/s")
         .contains("max abs error:");
+  }
+
+  @Test
+  void checkAndCalibrateAppendTheirRowsToTheHistory(@TempDir Path dir) throws Exception {
+    String sample =
+        CliTest.repo()
+            .resolve(
+                "ringmaster-tools/src/test/resources/calibrate/h200-v2lite-onebatch-38ce56d.json")
+            .toString();
+    String config = CliTest.repo().resolve("configs/deepseek-v2-lite.json").toString();
+    Path history = dir.resolve("history.jsonl");
+    CliTest.Run check =
+        CliTest.run(
+            "simulate",
+            "check",
+            "--measurements",
+            sample,
+            "--hardware",
+            "h200",
+            "--model-config",
+            config,
+            "--history",
+            history.toString());
+    assertThat(check.status()).as(check.err()).isZero();
+    CliTest.Run fit =
+        CliTest.run(
+            "simulate",
+            "calibrate",
+            "--measurements",
+            sample,
+            "--base-profile",
+            "h200",
+            "--output",
+            dir.resolve("fit.json").toString(),
+            "--model-config",
+            config,
+            "--history",
+            history.toString());
+    assertThat(fit.status()).as(fit.err()).isZero();
+    List<String> lines = Files.readAllLines(history);
+    assertThat(lines).hasSize(2);
+    ObjectMapper m = new ObjectMapper();
+    JsonNode first = m.readTree(lines.get(0));
+    assertThat(first.get("benchmark").asText()).isEqualTo("simulate-check");
+    assertThat(first.get("command").asText())
+        .startsWith("ringmaster simulate check --measurements");
+    assertThat(first.get("reference").asText()).contains(sample);
+    assertThat(first.get("results").get("rows")).hasSize(4);
+    JsonNode second = m.readTree(lines.get(1));
+    assertThat(second.get("benchmark").asText()).isEqualTo("simulate-calibrate");
+    assertThat(second.get("results").get("fitted").get(0).asText()).contains("token latency");
+    // the calibrated profile's own rows: every batch size within 15%
+    for (JsonNode row : second.get("results").get("check").get("rows")) {
+      assertThat(Math.abs(row.get("error_pct").asDouble())).isLessThan(15);
+    }
   }
 }

@@ -14,8 +14,11 @@ import java.util.Objects;
  * @param ringSlots chunks each rank's ring FIFO holds, at least 2 (how far a rank may run ahead of
  *     its right neighbour)
  * @param timeout how long a rank waits for a peer before failing the collective
- * @param spinIterations busy-wait iterations before a waiting rank parks; spinning only pays when
- *     every rank has a core of its own
+ * @param spinIterations busy-wait iterations before a waiting rank yields or parks; spinning only
+ *     pays when every rank has a core of its own
+ * @param yieldNanos after spinning, how long a waiting rank keeps yielding its core (so that a peer
+ *     sharing it runs) before it parks; pays when ranks outnumber cores, where a parked peer's
+ *     wake-up costs more than the wait itself
  */
 public record LocalWorldConfig(
     int worldSize,
@@ -24,7 +27,8 @@ public record LocalWorldConfig(
     int chunkElements,
     int ringSlots,
     Duration timeout,
-    int spinIterations) {
+    int spinIterations,
+    long yieldNanos) {
 
   /** Default ring chunk: 16 Ki floats (64 KiB). */
   public static final int DEFAULT_CHUNK_ELEMENTS = 16 << 10;
@@ -55,14 +59,25 @@ public record LocalWorldConfig(
     if (spinIterations < 0) {
       throw new IllegalArgumentException("spinIterations must be >= 0: " + spinIterations);
     }
+    if (yieldNanos < 0) {
+      throw new IllegalArgumentException("yieldNanos must be >= 0: " + yieldNanos);
+    }
   }
 
+  /** Spin iterations of a rank with a core of its own (~50-100 us on a current x86 core). */
+  public static final int DEFAULT_SPIN_ITERATIONS = 2000;
+
+  /** How long a rank that shares its core with peers yields before it parks. */
+  public static final long DEFAULT_YIELD_NANOS = 20_000;
+
   /**
-   * Defaults for a world size and algorithm: default table, chunk and timeout; spinning only when
-   * the machine has more cores than ranks.
+   * Defaults for a world size and algorithm: default table, chunk and timeout; a waiting rank
+   * spins, then parks, where every rank has a core, and yields, then parks, where ranks outnumber
+   * cores. Parking alone costs a wake-up (tens of microseconds, more in a VM) at every hand-off,
+   * and whether a hand-off catches the peer awake varies from call to call.
    */
   public static LocalWorldConfig of(int worldSize, AllReduceAlgorithm algorithm) {
-    int spins = Runtime.getRuntime().availableProcessors() > worldSize ? 2000 : 0;
+    boolean coreEach = Runtime.getRuntime().availableProcessors() >= worldSize;
     return new LocalWorldConfig(
         worldSize,
         algorithm,
@@ -70,34 +85,43 @@ public record LocalWorldConfig(
         DEFAULT_CHUNK_ELEMENTS,
         DEFAULT_RING_SLOTS,
         DEFAULT_TIMEOUT,
-        spins);
+        coreEach ? DEFAULT_SPIN_ITERATIONS : 0,
+        coreEach ? 0 : DEFAULT_YIELD_NANOS);
   }
 
   /** This config with another AUTO table. */
   public LocalWorldConfig withTable(AllReduceTable t) {
     return new LocalWorldConfig(
-        worldSize, algorithm, t, chunkElements, ringSlots, timeout, spinIterations);
+        worldSize, algorithm, t, chunkElements, ringSlots, timeout, spinIterations, yieldNanos);
   }
 
   /** This config with another ring chunk size. */
   public LocalWorldConfig withChunkElements(int c) {
-    return new LocalWorldConfig(worldSize, algorithm, table, c, ringSlots, timeout, spinIterations);
+    return new LocalWorldConfig(
+        worldSize, algorithm, table, c, ringSlots, timeout, spinIterations, yieldNanos);
   }
 
   /** This config with another ring FIFO depth. */
   public LocalWorldConfig withRingSlots(int s) {
     return new LocalWorldConfig(
-        worldSize, algorithm, table, chunkElements, s, timeout, spinIterations);
+        worldSize, algorithm, table, chunkElements, s, timeout, spinIterations, yieldNanos);
   }
 
   /** This config with another peer timeout. */
   public LocalWorldConfig withTimeout(Duration t) {
     return new LocalWorldConfig(
-        worldSize, algorithm, table, chunkElements, ringSlots, t, spinIterations);
+        worldSize, algorithm, table, chunkElements, ringSlots, t, spinIterations, yieldNanos);
   }
 
   /** This config with another spin count. */
   public LocalWorldConfig withSpinIterations(int s) {
-    return new LocalWorldConfig(worldSize, algorithm, table, chunkElements, ringSlots, timeout, s);
+    return new LocalWorldConfig(
+        worldSize, algorithm, table, chunkElements, ringSlots, timeout, s, yieldNanos);
+  }
+
+  /** This config with another yield time. */
+  public LocalWorldConfig withYieldNanos(long y) {
+    return new LocalWorldConfig(
+        worldSize, algorithm, table, chunkElements, ringSlots, timeout, spinIterations, y);
   }
 }

@@ -25,6 +25,7 @@ final class RankSync {
   private final LocalWorld world;
   private final long timeoutNanos;
   private final int spins;
+  private final long yieldNanos;
   private CollectiveOp op = CollectiveOp.BARRIER;
   private long stagedCalls;
   private long previousStagedBase;
@@ -37,6 +38,7 @@ final class RankSync {
     this.self = peers[rank];
     this.timeoutNanos = config.timeout().toNanos();
     this.spins = config.spinIterations();
+    this.yieldNanos = config.yieldNanos();
   }
 
   /** Marks the start of a collective: names it for error messages and fails fast if aborted. */
@@ -87,9 +89,10 @@ final class RankSync {
   }
 
   /**
-   * Waits until rank {@code peer}'s progress is at least {@code target}: spins briefly, then parks.
-   * Fails with {@link CollectiveException} when the world was aborted, the thread interrupted, or
-   * the timeout passed (then it aborts the world, so the other ranks fail too instead of waiting).
+   * Waits until rank {@code peer}'s progress is at least {@code target}: spins briefly (ranks with
+   * a core each) or yields briefly (ranks sharing cores), then parks. Fails with {@link
+   * CollectiveException} when the world was aborted, the thread interrupted, or the timeout passed
+   * (then it aborts the world, so the other ranks fail too instead of waiting).
    */
   void await(int peer, long target) {
     Peer p = peers[peer];
@@ -101,6 +104,15 @@ final class RankSync {
       if (p.progress >= target) {
         return;
       }
+    }
+    if (yieldNanos > 0) {
+      long until = System.nanoTime() + yieldNanos;
+      do {
+        Thread.yield();
+        if (p.progress >= target) {
+          return;
+        }
+      } while (System.nanoTime() < until);
     }
     Thread me = Thread.currentThread();
     p.waiters.set(rank, me);

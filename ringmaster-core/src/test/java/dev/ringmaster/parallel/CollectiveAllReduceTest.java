@@ -26,6 +26,11 @@ class CollectiveAllReduceTest {
       cases.add(Arguments.of(LocalWorldConfig.of(n, AllReduceAlgorithm.ONESHOT)));
       cases.add(Arguments.of(LocalWorldConfig.of(n, AllReduceAlgorithm.TWOSHOT)));
       cases.add(Arguments.of(LocalWorldConfig.of(n, AllReduceAlgorithm.RECURSIVE_DOUBLING)));
+      // each way of waiting for a peer on its own, whatever the machine's core count picks
+      LocalWorldConfig oneshot = LocalWorldConfig.of(n, AllReduceAlgorithm.ONESHOT);
+      cases.add(Arguments.of(oneshot.withSpinIterations(0).withYieldNanos(0)));
+      cases.add(Arguments.of(ring.withSpinIterations(0).withYieldNanos(20_000)));
+      cases.add(Arguments.of(oneshot.withSpinIterations(2000).withYieldNanos(0)));
       cases.add(
           Arguments.of(
               LocalWorldConfig.of(n, AllReduceAlgorithm.AUTO)

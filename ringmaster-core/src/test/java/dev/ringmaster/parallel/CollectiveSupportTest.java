@@ -53,5 +53,19 @@ class CollectiveSupportTest {
     assertThatThrownBy(() -> ok.withChunkElements(0)).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> LocalWorld.create(0, AllReduceAlgorithm.RING))
         .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> ok.withYieldNanos(-1)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> ok.withSpinIterations(-1))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void ranksSpinWithACoreEachAndYieldWhenTheyShareCores() {
+    int cores = Runtime.getRuntime().availableProcessors();
+    LocalWorldConfig fits = LocalWorldConfig.of(cores, AllReduceAlgorithm.RING);
+    assertThat(fits.spinIterations()).isEqualTo(LocalWorldConfig.DEFAULT_SPIN_ITERATIONS);
+    assertThat(fits.yieldNanos()).isZero();
+    LocalWorldConfig shares = LocalWorldConfig.of(cores + 1, AllReduceAlgorithm.RING);
+    assertThat(shares.spinIterations()).isZero();
+    assertThat(shares.yieldNanos()).isEqualTo(LocalWorldConfig.DEFAULT_YIELD_NANOS);
   }
 }

@@ -58,11 +58,13 @@ class CalibrationCheckTest {
   @Test
   void hostFitRecoversLinesPerAlgorithmAndRankCount() {
     HardwareProfile base = Profiles.load("cpu-host");
-    // a plain line, and one whose slope triples past 256 KiB (working set out of the caches)
+    // a plain line, one whose slope triples past 256 KiB (working set out of the caches), and
+    // one with two cache levels: faster past 64 KiB, slower past 4 MiB
     Map<String, HostLine> truth =
         Map.of(
             "ring/2", new HostLine(20, 1.5e9, 0, 1.5e9),
-            "oneshot/4", new HostLine(40, 1.2e9, 262144, 0.4e9));
+            "oneshot/4", new HostLine(40, 1.2e9, 262144, 0.4e9),
+            "recursive_doubling/2", new HostLine(1, 3e9, 65536, 2e9, 4194304, 6e9));
     List<CollectiveSample> s = new ArrayList<>();
     truth.forEach(
         (k, ab) -> {
@@ -81,6 +83,11 @@ class CalibrationCheckTest {
     assertThat(one.kneeBytes()).isEqualTo(262144);
     assertThat(one.cachedBandwidth()).isCloseTo(1.2e9, within(1.0));
     assertThat(one.memoryBandwidth()).isCloseTo(0.4e9, within(1.0));
+    HostLine two = host.allreduce().get("recursive_doubling/2");
+    assertThat(two.kneeBytes()).isEqualTo(65536);
+    assertThat(two.secondKneeBytes()).isEqualTo(4194304);
+    assertThat(two.middleBandwidth()).isCloseTo(6e9, within(1e3));
+    assertThat(two.memoryBandwidth()).isCloseTo(2e9, within(1e3));
     // pairs without samples keep the base profile's constants
     assertThat(host.allreduce().get("twoshot/2"))
         .isEqualTo(base.collectives().host().allreduce().get("twoshot/2"));

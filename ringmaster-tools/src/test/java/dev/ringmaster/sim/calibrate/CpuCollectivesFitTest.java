@@ -16,20 +16,19 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The in-process CPU allreduce model fitted to real {@code bench collectives --device cpu --json}
- * output of the shared 2-core CPU machine (world sizes 2 and 4, 256 B to 16 MiB, 100 iterations;
- * recorded in benchmarks/history.jsonl). This tests the fit on fixed data, not the machine's
- * timing.
+ * output of the shared 2-core CPU machine (world sizes 2 and 4, 256 B to 16 MiB, 100 iterations per
+ * trial, each point the smallest trial median a second trial confirms; the first of three
+ * back-to-back runs of each, all recorded in benchmarks/history.jsonl). This tests the fit on fixed
+ * data, not the machine's timing.
  *
- * <p>The issue asks for every point within ±20%. That is not met: the largest error is 32.6%, and
- * 80% of the points are within 20%. The residuals alternate in sign from one size to the next
- * rather than bending one way (the form fits; noiseless data is recovered exactly, see {@link
- * CalibrationCheckTest}), and three back-to-back runs of the same command on this machine put 56%
- * of the world-size-2 points more than 20% from their own median, up to 2.2x apart: one run's
- * points cannot be held closer than they repeat. The bounds below are what this fixture meets, so a
- * worse fit fails them.
+ * <p>The issue asks for every point within ±20% after calibration. This run's fit holds 130 of 136
+ * points to it, the worst at 22.6% (two-shot, 2 ranks); of nine runs in three campaigns, four were
+ * fitted within 20% at every point (docs/simulate.md). The bounds below are what this fixture
+ * meets, so a worse fit fails them. A profile fitted to one run predicts the next run of the same
+ * command within 20% at only 65-79% of its points: back-to-back runs on this VM still differ by up
+ * to 1.6x at some sizes.
  */
 class CpuCollectivesFitTest {
-
   private static List<MeasurementFile> fixtures() throws Exception {
     List<MeasurementFile> out = new ArrayList<>();
     for (String name : List.of("cpu-collectives-ws2.json", "cpu-collectives-ws4.json")) {
@@ -59,17 +58,17 @@ class CpuCollectivesFitTest {
     double sq = 0;
     int within20 = 0;
     for (Row r : check.rows()) {
-      assertThat(Math.abs(r.errorPct())).as(r.what()).isLessThanOrEqualTo(33);
+      assertThat(Math.abs(r.errorPct())).as(r.what()).isLessThanOrEqualTo(23);
       sq += r.errorPct() * r.errorPct();
       within20 += Math.abs(r.errorPct()) <= 20 ? 1 : 0;
     }
-    assertThat(Math.sqrt(sq / check.rows().size())).isLessThanOrEqualTo(15);
-    assertThat(within20).isGreaterThanOrEqualTo((int) (0.8 * check.rows().size()));
+    assertThat(Math.sqrt(sq / check.rows().size())).isLessThanOrEqualTo(10);
+    assertThat(within20).isGreaterThanOrEqualTo(130);
   }
 
   @Test
   void builtInCpuProfileIsThisFit() throws Exception {
-    // the shipped cpu-host constants are this fixture's fit (rounded): same errors within 0.1%
+    // the shipped cpu-host constants are this fixture's fit (rounded): same errors within 0.1 point
     CalibrationCheck shipped =
         CalibrationCheck.of(Profiles.load("cpu-host"), fixtures(), r -> null);
     assertThat(shipped.maxAbsErrorPct()).isCloseTo(fittedCheck().maxAbsErrorPct(), within(0.1));

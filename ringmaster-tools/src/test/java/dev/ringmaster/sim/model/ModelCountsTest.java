@@ -15,15 +15,17 @@ class ModelCountsTest {
   // (sum of numel over parameters); the router's e_score_correction_bias is a buffer there but a
   // checkpoint tensor here, so it is added: 58 x 256 for DeepSeek-V3, 75 x 256 for GLM-5.
   private static final long V2_LITE_TRANSFORMERS = 15_706_484_224L;
+  private static final long V2_TRANSFORMERS = 235_741_434_880L;
   private static final long V3_TRANSFORMERS = 671_026_404_352L + 58L * 256;
   private static final long GLM5_TRANSFORMERS = 743_911_199_232L + 75L * 256;
 
   @Test
   void totalParametersMatchTransformersAndTheEngineLayout() {
     assertThat(total("deepseek-v2-lite")).isEqualTo(V2_LITE_TRANSFORMERS);
+    assertThat(total("deepseek-v2")).isEqualTo(V2_TRANSFORMERS);
     assertThat(total("deepseek-v3")).isEqualTo(V3_TRANSFORMERS);
     assertThat(total("glm5")).isEqualTo(GLM5_TRANSFORMERS);
-    for (String name : List.of("deepseek-v2-lite", "deepseek-v3")) {
+    for (String name : List.of("deepseek-v2-lite", "deepseek-v2", "deepseek-v3")) {
       long engine = CheckpointLayout.parameterCount(ModelConfigParser.parse(Configs.path(name)));
       assertThat(total(name)).as(name).isEqualTo(engine);
     }
@@ -34,6 +36,7 @@ class ModelCountsTest {
     // Every published total counts the embedding and the LM head and leaves the MTP layers out:
     // DeepSeek-V3's README_WEIGHTS.md gives 671B for the main model and the MTP module apart.
     assertThat(total("deepseek-v2-lite") / 1e9).isCloseTo(15.7, within(0.157));
+    assertThat(total("deepseek-v2") / 1e9).isCloseTo(236, within(2.36));
     assertThat(total("deepseek-v3") / 1e9).isCloseTo(671, within(6.71));
     assertThat(total("glm5") / 1e9).isCloseTo(744, within(7.44));
   }
@@ -78,16 +81,30 @@ class ModelCountsTest {
   }
 
   @Test
+  void deepseekV2ActiveWithinOnePercentOfPublishedWithTheHeadCounted() {
+    // DeepSeek-V2 paper and model card: 236B total, "21B activated". DeepSeek's convention for
+    // V3 (LM head counted, embedding not) gives 20.85B, 0.7% under; decoder layers only 20.33B
+    // (3.2% under), head and embedding 21.38B (1.8% over): only DeepSeek's own convention is
+    // within 1%, as for V3.
+    assertThat(active("deepseek-v2", ActiveCount.WITH_LM_HEAD)).isCloseTo(21, within(0.21));
+    assertThat(active("deepseek-v2", ActiveCount.WITH_LM_HEAD)).isCloseTo(20.8515, within(1e-4));
+    assertThat(active("deepseek-v2", ActiveCount.DECODER_ONLY)).isCloseTo(20.3272, within(1e-4));
+  }
+
+  @Test
   void deepseekV2LiteActiveIsTwoPercentAboveItsPublishedFigure() {
-    // DeepSeek-V2 paper and model card: "2.4B activated". No documented convention reaches it
-    // within 1%: DeepSeek's (LM head counted, as for V3) gives 2.451B, 2.1% over;
-    // decoder layers only give 2.242B, 6.6% under; V2-Lite has no MTP layer. The published figure
-    // is 2.451B with the third digit dropped. Pinned so that a change in counting shows here.
+    // DeepSeek-V2 paper and model card: "2.4B activated". The convention that reproduces V3's
+    // documented breakdown and V2's 21B (LM head counted, embedding not) gives 2.451B, 2.1% over;
+    // decoder layers only give 2.242B, 6.6% under; head and embedding 2.661B; V2-Lite has no MTP
+    // layer. No consistent rounding explains both papers' figures either: rounded, 2.451B is
+    // "2.5B"; truncated, V2's 20.85B would be "20B". The published 2.4B is not reachable within 1%
+    // without a convention made up for this one model. Pinned so that a change in counting shows.
     double active = active("deepseek-v2-lite", ActiveCount.WITH_LM_HEAD);
-    assertThat(Math.floor(active * 10) / 10).isEqualTo(2.4);
     assertThat(active / 2.4 - 1).isCloseTo(0.0214, within(0.001));
     assertThat(active("deepseek-v2-lite", ActiveCount.DECODER_ONLY))
         .isCloseTo(2.2417, within(1e-4));
+    assertThat(Math.abs(active("deepseek-v2-lite", ActiveCount.DECODER_ONLY) / 2.4 - 1))
+        .isGreaterThan(0.01);
   }
 
   @Test
