@@ -6,7 +6,7 @@ package dev.ringmaster.parallel;
  * starting after the segment's owner; one-shot and two-shot: rank order; recursive doubling: a
  * fixed pairing tree) and then copied, so all ranks hold the same bits.
  */
-final class LocalAllReduce {
+final class LocalAllReduce implements AllReduceSteps {
   private final RankSync sync;
   private final int chunk;
   private final int slots;
@@ -18,7 +18,8 @@ final class LocalAllReduce {
   }
 
   /** Every rank copies its input to staging, then sums all ranks' staging in rank order. */
-  void oneShot(float[] buf, int off, int len) {
+  @Override
+  public void oneShot(float[] buf, int off, int len) {
     int parity = sync.beginStaged();
     long base = sync.progress();
     System.arraycopy(buf, off, sync.stage(parity, len), 0, len);
@@ -31,7 +32,8 @@ final class LocalAllReduce {
    * Rank r sums slice r of all ranks' staging (rank order) and publishes it in its own staging
    * (slice r of its staging is read by no one else); then every rank copies the others' slices.
    */
-  void twoShot(float[] buf, int off, int len) {
+  @Override
+  public void twoShot(float[] buf, int off, int len) {
     int n = sync.worldSize;
     int r = sync.rank;
     int parity = sync.beginStaged();
@@ -59,7 +61,8 @@ final class LocalAllReduce {
    * publishes at step k, so nothing is overwritten while a partner may read it. Partners add
    * lower-ranked operand first; IEEE addition is commutative, so both hold the same sum.
    */
-  void recursiveDoubling(float[] buf, int off, int len) {
+  @Override
+  public void recursiveDoubling(float[] buf, int off, int len) {
     int n = sync.worldSize;
     int r = sync.rank;
     int pow2 = Integer.highestOneBit(n);
@@ -111,7 +114,8 @@ final class LocalAllReduce {
    * reads only its left neighbour's FIFO, and before overwriting a slot waits until its right
    * neighbour has read it, so ranks pipeline up to slots-1 steps apart.
    */
-  void ring(float[] buf, int off, int len) {
+  @Override
+  public void ring(float[] buf, int off, int len) {
     int n = sync.worldSize;
     int r = sync.rank;
     int leftRank = (r + n - 1) % n;

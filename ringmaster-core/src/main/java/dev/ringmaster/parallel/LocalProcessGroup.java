@@ -56,13 +56,7 @@ final class LocalProcessGroup implements ProcessGroup {
     if (len == 0 || worldSize() == 1) {
       return;
     }
-    switch (algo) {
-      case RING, NCCL -> allReduce.ring(buf, off, len);
-      case ONESHOT, FUSED -> allReduce.oneShot(buf, off, len);
-      case TWOSHOT -> allReduce.twoShot(buf, off, len);
-      case RECURSIVE_DOUBLING -> allReduce.recursiveDoubling(buf, off, len);
-      case AUTO -> throw new AssertionError("AUTO resolved above");
-    }
+    allReduce.run(algo, buf, off, len);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.ringmaster.parallel.tcp;
 
+import dev.ringmaster.parallel.AllReduceSteps;
 import dev.ringmaster.parallel.Splits;
 
 /**
@@ -8,7 +9,7 @@ import dev.ringmaster.parallel.Splits;
  * bits): ring around the ring starting after the segment's owner, one-shot and two-shot in rank
  * order, recursive doubling along its fixed pairing tree.
  */
-final class TcpAllReduce {
+final class TcpAllReduce implements AllReduceSteps {
   private final TcpProcessGroup g;
 
   TcpAllReduce(TcpProcessGroup g) {
@@ -21,7 +22,8 @@ final class TcpAllReduce {
    * step n-1 completes segment r+1, and the remaining steps pass finished segments around. Each
    * link carries 2(n-1)/n of the buffer, the bandwidth-optimal amount.
    */
-  void ring(float[] buf, int off, int len) {
+  @Override
+  public void ring(float[] buf, int off, int len) {
     int n = g.worldSize();
     int r = g.rank();
     int left = (r + n - 1) % n;
@@ -57,7 +59,8 @@ final class TcpAllReduce {
   }
 
   /** One-shot: every rank sends its whole buffer to every other and sums all in rank order. */
-  void oneShot(float[] buf, int off, int len) {
+  @Override
+  public void oneShot(float[] buf, int off, int len) {
     int n = g.worldSize();
     for (int d = 0; d < n; d++) {
       if (d != g.rank()) {
@@ -73,7 +76,8 @@ final class TcpAllReduce {
    * Two-shot: rank r receives slice r of every buffer and sums it in rank order, then every rank
    * sends its reduced slice to every other (half of one-shot's traffic per rank, one more round).
    */
-  void twoShot(float[] buf, int off, int len) {
+  @Override
+  public void twoShot(float[] buf, int off, int len) {
     int n = g.worldSize();
     int r = g.rank();
     for (int d = 0; d < n; d++) {
@@ -103,7 +107,8 @@ final class TcpAllReduce {
    * data to rank r-P and at the end receive its result; partners add the lower rank's operand
    * first, so both hold the same sum.
    */
-  void recursiveDoubling(float[] buf, int off, int len) {
+  @Override
+  public void recursiveDoubling(float[] buf, int off, int len) {
     int n = g.worldSize();
     int r = g.rank();
     int pow2 = Integer.highestOneBit(n);
