@@ -101,26 +101,26 @@ class NodeFailureTest {
     }
   }
 
+  /** Two nodes at TP 2: node 0 a plain CPU backend, node 1 {@code node1}. */
+  private static TestNodes withNode1(Path dir, NodeBackend node1) throws java.io.IOException {
+    return TestNodes.start(
+        dir, TP2, RING, 2, k -> k == 0 ? new CpuNodeBackend(dir, TP2, RING) : node1);
+  }
+
   @Test
   void aNodeFailingAStepFailsItOnNodeZeroNamingTheNode() throws Exception {
     Path dir = dir();
     long start = System.nanoTime();
     try (TestNodes nodes =
-        TestNodes.start(
+        withNode1(
             dir,
-            TP2,
-            RING,
-            2,
-            k ->
-                k == 0
-                    ? new CpuNodeBackend(dir, TP2, RING)
-                    : sabotaged(
-                        dir,
-                        (step, cluster, node) -> {
-                          if (step == 4) {
-                            throw new IllegalStateException("injected fault on node 1");
-                          }
-                        }))) {
+            sabotaged(
+                dir,
+                (step, cluster, node) -> {
+                  if (step == 4) {
+                    throw new IllegalStateException("injected fault on node 1");
+                  }
+                }))) {
       assertThatThrownBy(() -> decode(nodes.lm, 10))
           .isInstanceOf(NodeFailureException.class)
           .hasMessageContaining("step 4 failed")
@@ -139,23 +139,17 @@ class NodeFailureTest {
     Path dir = dir();
     long start = System.nanoTime();
     try (TestNodes nodes =
-        TestNodes.start(
+        withNode1(
             dir,
-            TP2,
-            RING,
-            2,
-            k ->
-                k == 0
-                    ? new CpuNodeBackend(dir, TP2, RING)
-                    : sabotaged(
-                        dir,
-                        (step, cluster, node) -> {
-                          if (step == 3) {
-                            // As if the process died: every socket closes at once.
-                            cluster.close();
-                            node.abort().accept(new IllegalStateException("killed"));
-                          }
-                        }))) {
+            sabotaged(
+                dir,
+                (step, cluster, node) -> {
+                  if (step == 3) {
+                    // As if the process died: every socket closes at once.
+                    cluster.close();
+                    node.abort().accept(new IllegalStateException("killed"));
+                  }
+                }))) {
       assertThatThrownBy(() -> decode(nodes.lm, 10))
           .isInstanceOf(NodeFailureException.class)
           .hasMessageContaining("step 3 failed")
@@ -294,10 +288,7 @@ class NodeFailureTest {
             return "a backend that cannot load";
           }
         };
-    assertThatThrownBy(
-            () ->
-                TestNodes.start(
-                    dir, TP2, RING, 2, k -> k == 0 ? new CpuNodeBackend(dir, TP2, RING) : broken))
+    assertThatThrownBy(() -> withNode1(dir, broken))
         .isInstanceOf(NodeFailureException.class)
         .hasMessageContaining("node 1 at 127.0.0.1:")
         .hasMessageContaining("failed to load the model")
