@@ -5,9 +5,11 @@
 #   scripts/multi-gpu-runs.sh DIR [STEP...]     DIR: packed by `scripts/gpu-tests.sh pack DIR`
 #
 # Steps (all by default): correctness, nodes, collectives, scaling, simulate.
-#   correctness  the tensor/expert-parallel GPU tests, then greedy tokens of the CLI at --tp-size
-#                2/4/8 (and --ep-size with both all-to-all backends) against --tp-size 1, on a golden
-#                fixture and on a random DeepSeek-V2-Lite-shaped model (32 tokens)
+#   correctness  the tensor/expert-parallel GPU tests (unless SKIP_TP_TESTS=1), then greedy tokens
+#                of the CLI at --tp-size 2/4/8 (and --ep-size with both all-to-all backends) against
+#                --tp-size 1, on a golden fixture and on a random DeepSeek-V2-Lite-shaped model (32
+#                tokens), and the logits of every step with TP 1's tokens forced (compare-logits,
+#                bf16 tolerance 2e-2 of the largest logit)
 #   nodes        two JVMs with one GPU each (--nnodes 2 over 127.0.0.1) against one JVM at TP 2
 #   collectives  bench collectives (every algorithm) at world sizes 2/4/8, 1 KiB to 256 MiB, over
 #                NVLink and again with NCCL_P2P_DISABLE=1, with plots
@@ -16,8 +18,10 @@
 #   simulate     simulate calibrate + check on the collectives and one-batch JSON of this run
 #
 # Environment: OUT (default ./multi-gpu-out), STEP_TIMEOUT (seconds a step may run, default 600),
-# OPS (collectives to bench, default all four), SCALING_MODELS (default "v2lite glm5-5l"), JRE_ARCHIVE as for gpu-tests.sh, MODELS (where the
-# random models go, default /tmp/ringmaster-models; the V2-Lite shape needs ~32 GB of disk).
+# OPS (collectives to bench, default all four), P2P_MODES (default "nvlink host"), SCALING_MODELS
+# (default "v2lite glm5-5l"), CHOICES (allreduce choices above TP 1, default "auto nccl oneshot
+# twoshot"), JRE_ARCHIVE as for gpu-tests.sh, MODELS (where the random models go,
+# default /tmp/ringmaster-models; the V2-Lite shape needs ~32 GB of disk).
 set -uo pipefail
 dir=${1:?usage: multi-gpu-runs.sh DIR [correctness|nodes|collectives|scaling|simulate ...]}
 shift
@@ -39,7 +43,7 @@ fi
 gpus=$(nvidia-smi -L | wc -l)
 sizes=()
 for n in 2 4 8; do ((n <= gpus)) && sizes+=("$n"); done
-echo "GPUs: $gpus; world sizes: ${sizes[*]}; logs in $out" | tee "$out/summary.txt"
+echo "GPUs: $gpus; world sizes: ${sizes[*]}; logs in $out" | tee -a "$out/summary.txt"
 nvidia-smi topo -m > "$out/topology.txt" 2>&1
 cli=(scripts/gpu-tests.sh cli "$dir")
 # A step that hangs (a collective waiting for a peer that died) is killed after STEP_TIMEOUT seconds
@@ -64,16 +68,7 @@ step_json() {  # step_json NAME COMMAND...: as step, with stdout in NAME.json an
   return $rc
 }
 ids() { grep -o '"output_ids" *: *\[[^]]*\]' "$1" | head -1; }
-same_step_json() {  # step_json NAME COMMAND...: as step, with stdout in NAME.json and stderr in NAME.log
-  local name=$1
-  shift
-  local t0=$SECONDS
-  timeout -k 10 "$step_timeout" "$@" > "$out/$name.json" 2> "$out/$name.log"
-  local rc=$?
-  echo "$name: rc=$rc, $((SECONDS - t0)) s" | tee -a "$out/summary.txt"
-  return $rc
-}
-ids() {  # same_ids WHAT REFERENCE_LOG LOG
+same_ids() {  # same_ids WHAT REFERENCE_LOG LOG
   if [[ -n $(ids "$2") && "$(ids "$2")" == "$(ids "$3")" ]]; then
     echo "$1: same tokens as the reference" | tee -a "$out/summary.txt"
   else
@@ -102,18 +97,29 @@ gen=(generate --device cuda --prompt-ids 1,2,3,4,5 --max-new-tokens 32 --tempera
 for s in "${steps[@]}"; do
   case $s in
   correctness)
-    step tp-tests scripts/gpu-tests.sh tp "$dir"
+    [[ ${SKIP_TP_TESTS:-0} == 1 ]] || step tp-tests scripts/gpu-tests.sh tp "$dir"
     random_model v2lite
     for m in fixtures/golden/deepseek_v3_bf16 "$v2lite"; do
       tag=$(basename "$m")
-      step "gen-$tag-tp1" "${cli[@]}" "${gen[@]}" --model "$m" --tp-size 1
+      step "gen-$tag-tp1" "${cli[@]}" "${gen[@]}" --model "$m" --tp-size 1 \
+        --dump-logits "$out/gen-$tag-tp1.npy"
+      # Teacher forcing: every run is also fed TP 1's tokens, so its logits can be compared with
+      # TP 1's at all 32 steps even where a near-tie makes the free-running tokens part.
+      forced=$(ids "$out/gen-$tag-tp1.log" | grep -o '\[.*\]' | tr -d '[] ')
       for n in "${sizes[@]}"; do
-        step "gen-$tag-tp$n" "${cli[@]}" "${gen[@]}" --model "$m" --tp-size "$n" &&
-          same_ids "$tag tp $n" "$out/gen-$tag-tp1.log" "$out/gen-$tag-tp$n.log"
-        for a2a in none all-to-all; do
-          step "gen-$tag-ep$n-$a2a" "${cli[@]}" "${gen[@]}" --model "$m" --tp-size "$n" --ep-size "$n" \
-            --moe-a2a-backend "$a2a" &&
-            same_ids "$tag ep $n $a2a" "$out/gen-$tag-tp1.log" "$out/gen-$tag-ep$n-$a2a.log"
+        configs=("tp$n:--tp-size $n" "ep$n-none:--tp-size $n --ep-size $n --moe-a2a-backend none"
+          "ep$n-all-to-all:--tp-size $n --ep-size $n --moe-a2a-backend all-to-all")
+        for c in "${configs[@]}"; do
+          name=${c%%:*}
+          read -ra flags <<< "${c#*:}"
+          step "gen-$tag-$name" "${cli[@]}" "${gen[@]}" --model "$m" "${flags[@]}" &&
+            same_ids "$tag $name" "$out/gen-$tag-tp1.log" "$out/gen-$tag-$name.log"
+          step "gen-$tag-$name-forced" "${cli[@]}" "${gen[@]}" --model "$m" "${flags[@]}" \
+            --force-ids "$forced" --dump-logits "$out/gen-$tag-$name-forced.npy"
+          step_json "logits-$tag-$name" "${cli[@]}" compare-logits "$out/gen-$tag-tp1.npy" \
+            "$out/gen-$tag-$name-forced.npy" --rtol 0.02 --min-margin 0.05 --json
+          echo "$tag $name logits: $(head -c 300 "$out/logits-$tag-$name.json" | tr -d '\n')" |
+            tee -a "$out/summary.txt"
         done
       done
     done
@@ -135,7 +141,7 @@ for s in "${steps[@]}"; do
     # Plots are drawn afterwards on a machine with a display toolkit (the packed runtime has none):
     #   ringmaster bench collectives --from-json F.json --plot F.png
     for n in "${sizes[@]}"; do
-      for p2p in nvlink host; do
+      for p2p in ${P2P_MODES:-nvlink host}; do
         env_p2p=()
         [[ $p2p == host ]] && env_p2p=(env NCCL_P2P_DISABLE=1)
         for op in ${OPS:-allreduce allgather reducescatter alltoall}; do
@@ -158,7 +164,7 @@ for s in "${steps[@]}"; do
       m=$models/$tag
       for n in 1 "${sizes[@]}"; do
         choices=(auto)
-        ((n > 1)) && choices=(auto nccl oneshot twoshot)
+        ((n > 1)) && read -ra choices <<< "${CHOICES:-auto nccl oneshot twoshot}"
         for ar in "${choices[@]}"; do
           # RINGMASTER_CUDA_PROFILE=1: one eager step per batch size is timed by op group, which
           # gives the share of a step spent in collectives.
