@@ -7,6 +7,7 @@ import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -175,8 +176,10 @@ final class BenchCommand implements Runnable {
           BenchmarkHistory.append(
               history,
               "one-batch",
-              "ringmaster bench one-batch --batch-size "
-                  + batchSizes
+              "ringmaster bench one-batch "
+                  + engine.describe()
+                  + " --batch-size "
+                  + batchSizes.stream().map(String::valueOf).collect(Collectors.joining(","))
                   + " --input-len "
                   + inputLen
                   + " --output-len "
