@@ -10,7 +10,10 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR         on the GPU machine: print the kernel benchmark table
+#   scripts/gpu-tests.sh bench DIR [mla B L]
+#                                          on the GPU machine: print the kernel benchmark table
+#                                          (mla B L: only MLA decode of batch B at context L,
+#                                          e.g. under ncu)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels
@@ -68,7 +71,7 @@ test | tp | bench | collectives | cli)
       dev.ringmaster.cli.Main "$@"
   fi
   if [[ $mode == bench ]]; then
-    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench
+    exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.KernelBench "$@"
   fi
   if [[ $mode == collectives ]]; then
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"

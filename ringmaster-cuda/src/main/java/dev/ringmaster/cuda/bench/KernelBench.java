@@ -38,8 +38,15 @@ public final class KernelBench {
     this.k = k;
   }
 
-  /** Runs the benchmark; no arguments. */
+  /**
+   * Runs the benchmark: every row without arguments; {@code mla BATCH CONTEXT} runs only the MLA
+   * decode of that shape (16 heads), e.g. under a profiler.
+   */
   public static void main(String[] args) {
+    boolean mlaOnly = args.length > 0 && args[0].equals("mla");
+    if (mlaOnly && args.length != 3) {
+      throw new IllegalArgumentException("usage: KernelBench [mla BATCH CONTEXT]");
+    }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
       gpu.run(
@@ -47,6 +54,11 @@ public final class KernelBench {
             try (CudaStream s = CudaStream.create();
                 RingmasterKernels k = new RingmasterKernels()) {
               KernelBench b = new KernelBench(s, k);
+              if (mlaOnly) {
+                b.mla(Integer.parseInt(args[1]), 16, Integer.parseInt(args[2]));
+                b.print();
+                return;
+              }
               b.gemv(4096, 4096);
               b.gemv(2048, 16384);
               b.gemv(16384, 2048);
