@@ -40,24 +40,10 @@ public final class RankTimer {
   }
 
   /**
-   * Runs {@code prepare} (untimed) then {@code op} (timed) {@code warmup + iterations} times on
-   * every rank; returns the median of the per-iteration maximum over ranks, in microseconds. {@code
-   * streams.get(i)} is local rank i's stream.
-   */
-  public static double medianMicros(
-      DeviceWorld world,
-      List<CudaStream> streams,
-      Step prepare,
-      Step op,
-      int warmup,
-      int iterations) {
-    return medianMicros(world, streams, prepare, op, warmup, iterations, 1, false);
-  }
-
-  /**
-   * As {@link #medianMicros(DeviceWorld, List, Step, Step, int, int)}, with {@code batch}
-   * collectives queued back to back per iteration (captured in one CUDA graph per rank when {@code
-   * graph}); returns the median time per collective.
+   * Runs {@code prepare} (untimed) then {@code batch} back-to-back {@code op}s (timed; captured in
+   * one CUDA graph per rank and replayed when {@code graph}) {@code warmup + iterations} times on
+   * every rank; returns the median over iterations of the slowest rank's time per {@code op}, in
+   * microseconds. {@code streams.get(i)} is local rank i's stream.
    */
   public static double medianMicros(
       DeviceWorld world,
