@@ -7,11 +7,10 @@ import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.StepProfileReporting;
-import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.RepoPaths;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,36 +22,19 @@ import org.junit.jupiter.api.Test;
  */
 class OneBatchProfileTest {
   /** A real model that "profiles" every forward call, named after its token count. */
-  private static final class Profiled implements LanguageModel, StepProfileReporting {
-    private final CausalLm lm;
+  private static final class Profiled extends ForwardingLanguageModel
+      implements StepProfileReporting {
     private final Map<String, Map<String, Double>> taken = new LinkedHashMap<>();
-    final List<Integer> calls = new ArrayList<>();
 
-    Profiled(CausalLm lm) {
-      this.lm = lm;
+    Profiled(LanguageModel lm) {
+      super(lm);
       taken.put("load", Map.of("everything", 1.0)); // as a memory planner's profiled prefill
     }
 
     @Override
-    public ModelConfig config() {
-      return lm.config();
-    }
-
-    @Override
-    public KvCache newCache() {
-      return lm.newCache();
-    }
-
-    @Override
-    public long weightBytes() {
-      return lm.weightBytes();
-    }
-
-    @Override
     public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-      calls.add(tokens.length);
       taken.putIfAbsent("step of " + tokens.length + " tokens", Map.of("ops", 0.5));
-      return lm.forward(tokens, layout, caches, logitRows);
+      return super.forward(tokens, layout, caches, logitRows);
     }
 
     @Override
@@ -60,11 +42,6 @@ class OneBatchProfileTest {
       Map<String, Map<String, Double>> out = new LinkedHashMap<>(taken);
       taken.clear();
       return out;
-    }
-
-    @Override
-    public void close() {
-      lm.close();
     }
   }
 

@@ -7,8 +7,8 @@ import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
-import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;
 import java.net.InetAddress;
@@ -56,31 +56,11 @@ class NodeFailureTest {
         AtomicInteger steps = new AtomicInteger();
         LanguageModel m = real.model();
         LanguageModel wrapped =
-            new LanguageModel() {
-              @Override
-              public ModelConfig config() {
-                return m.config();
-              }
-
-              @Override
-              public KvCache newCache() {
-                return m.newCache();
-              }
-
-              @Override
-              public long weightBytes() {
-                return m.weightBytes();
-              }
-
+            new ForwardingLanguageModel(m) {
               @Override
               public float[] forward(int[] t, BatchLayout l, KvCache[] c, int[] rows) {
                 sabotage.at(steps.incrementAndGet(), cluster, real);
-                return m.forward(t, l, c, rows);
-              }
-
-              @Override
-              public void close() {
-                m.close();
+                return super.forward(t, l, c, rows);
               }
             };
         return new LocalNode(wrapped, real.abort(), real.resources());
