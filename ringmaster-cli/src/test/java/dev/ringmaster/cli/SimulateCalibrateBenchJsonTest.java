@@ -30,7 +30,7 @@ class SimulateCalibrateBenchJsonTest {
             out.toString());
     // parsing and fitting is the claim; a 2-core box's CPU timings say nothing about the GPU
     assertThat(r.status()).as(r.err()).isZero();
-    assertThat(r.out()).contains("peer allreduce");
+    assertThat(r.out()).contains("peer oneshot:").contains("peer twoshot:");
     assertThat(Profiles.load(out.toString()).name()).isEqualTo("h200-x8-calibrated");
   }
 
