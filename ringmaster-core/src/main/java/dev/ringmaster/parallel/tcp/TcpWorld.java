@@ -151,15 +151,17 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
                     e ->
                         abort(
                             rank,
+                            // Worded as a failed read is, so whichever end notices first
+                            // reports the same fact.
                             new CollectiveException(
                                 "rank "
                                     + rank
-                                    + ": sending to rank "
+                                    + ": lost the connection to rank "
                                     + peer
                                     + " ("
                                     + describeNode(peer)
-                                    + ") failed: "
-                                    + e,
+                                    + ") while sending: "
+                                    + e.getMessage(),
                                 e)));
           }
         }
