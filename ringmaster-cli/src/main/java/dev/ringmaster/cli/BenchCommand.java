@@ -186,6 +186,8 @@ final class BenchCommand implements Runnable {
         }
         node.put("tp_size", engine.parallel().tpSize());
         node.put("ep_size", engine.parallel().epSize());
+        node.put(
+            "allreduce", engine.allReduceAlgorithm().toString().toLowerCase(java.util.Locale.ROOT));
         node.set("results", m.valueToTree(results));
         if (json) {
           System.out.println(m.writeValueAsString(node));

@@ -250,7 +250,7 @@ final class EngineOptions {
     }
   }
 
-  private AllReduceAlgorithm allReduceAlgorithm() {
+  AllReduceAlgorithm allReduceAlgorithm() {
     try {
       return AllReduceAlgorithm.valueOf(allreduce.toUpperCase(Locale.ROOT).replace("-", "_"));
     } catch (IllegalArgumentException e) {
