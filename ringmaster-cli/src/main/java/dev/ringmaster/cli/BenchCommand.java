@@ -4,9 +4,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.backend.DType;
 import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
+import dev.ringmaster.cuda.model.StepProfiler;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -129,13 +131,43 @@ final class BenchCommand implements Runnable {
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
 
+    @Option(
+        names = "--profile",
+        description =
+            "GPU: time one eagerly launched step per batch size and prefill chunk by op group (the"
+                + " per-kernel breakdown: attention, experts, norms, collectives, ...); printed,"
+                + " and in --json as profile_ms.")
+    boolean profile;
+
     @Override
     public Integer call() throws Exception {
       Path dir = DefaultModel.resolve(model);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
       }
+      String before = System.getProperty(StepProfiler.PROPERTY);
+      if (profile) {
+        System.setProperty(StepProfiler.PROPERTY, "true");
+      }
+      try {
+        return run(dir);
+      } finally {
+        if (before == null) {
+          System.clearProperty(StepProfiler.PROPERTY);
+        } else {
+          System.setProperty(StepProfiler.PROPERTY, before);
+        }
+      }
+    }
+
+    private int run(Path dir) throws Exception {
       try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
+        if (profile && !(lm instanceof dev.ringmaster.model.arch.StepProfileReporting)) {
+          throw new UserError(
+              "--profile: the op-group breakdown exists for --device cuda only (this run is on "
+                  + engine.resolvedDevice
+                  + ")");
+        }
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
                 lm, batchSizes, inputLen, outputLen, seed, System.err);
@@ -154,6 +186,8 @@ final class BenchCommand implements Runnable {
         }
         node.put("tp_size", engine.parallel().tpSize());
         node.put("ep_size", engine.parallel().epSize());
+        node.put(
+            "allreduce", engine.allReduceAlgorithm().toString().toLowerCase(java.util.Locale.ROOT));
         node.set("results", m.valueToTree(results));
         if (json) {
           System.out.println(m.writeValueAsString(node));
@@ -175,8 +209,11 @@ final class BenchCommand implements Runnable {
           BenchmarkHistory.append(
               history,
               "one-batch",
-              "ringmaster bench one-batch --batch-size "
-                  + batchSizes
+              "ringmaster bench one-batch "
+                  + engine.describe()
+                  + (profile ? " --profile" : "")
+                  + " --batch-size "
+                  + batchSizes.stream().map(String::valueOf).collect(Collectors.joining(","))
                   + " --input-len "
                   + inputLen
                   + " --output-len "

@@ -90,6 +90,20 @@ final class CollectivesBenchCommand implements Callable<Integer> {
               + " iterations).")
   Integer trials;
 
+  @Option(
+      names = "--cuda-graph",
+      description =
+          "cuda: replay each timed batch of collectives from one CUDA graph per rank, as decode"
+              + " steps run them (default: launched one by one from the host, as nccl-tests does).")
+  boolean cudaGraph;
+
+  @Option(
+      names = "--from-json",
+      description =
+          "Read results printed by an earlier --json run instead of measuring (e.g. to draw"
+              + " --plot on a machine with a display toolkit).")
+  Path fromJson;
+
   @Option(names = "--json", description = "Print the results as JSON.")
   boolean json;
 
@@ -113,6 +127,9 @@ final class CollectivesBenchCommand implements Callable<Integer> {
           case "broadcast" -> CollectiveOp.BROADCAST;
           default -> throw new UserError("--op: unknown collective '" + op + "'");
         };
+    if (fromJson != null && history != null) {
+      throw new UserError("--from-json measures nothing: record the run that measured it instead");
+    }
     BenchmarkOptions d = BenchmarkOptions.defaults(worldSize, collective);
     boolean cuda = device.equals("cuda");
     List<AllReduceAlgorithm> algos =
@@ -136,7 +153,10 @@ final class CollectivesBenchCommand implements Callable<Integer> {
             iterations,
             d.chunkElements(),
             n);
-    List<BenchmarkResult> results = cuda ? runOnGpus(o) : CollectiveBenchmark.run(o);
+    List<BenchmarkResult> results =
+        fromJson != null
+            ? CollectiveBenchmark.fromJson(java.nio.file.Files.readString(fromJson))
+            : cuda ? runOnGpus(o) : CollectiveBenchmark.run(o);
     String js = CollectiveBenchmark.toJson(results);
     System.out.println(json ? js : CollectiveBenchmark.formatTable(results));
     if (plot != null) {
@@ -159,7 +179,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
               + maxBytes
               + " --iters "
               + iterations
-              + (cuda ? "" : " --trials " + n),
+              + (cuda ? (cudaGraph ? " --cuda-graph" : "") : " --trials " + n),
           new ObjectMapper().readTree(js),
           "naive reference sum (results checked); busbw uses nccl-tests' factors");
     }
@@ -193,7 +213,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
       if (!noTune) {
         AllReduceTuner.tuneOrLoad(world, AllReduceTableCache.standard(), System.err);
       }
-      return DeviceCollectiveBench.run(world, o);
+      return DeviceCollectiveBench.run(world, o, cudaGraph);
     }
   }
 }

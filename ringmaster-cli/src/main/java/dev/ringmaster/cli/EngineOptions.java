@@ -196,6 +196,31 @@ final class EngineOptions {
   }
 
   /**
+   * The flags that shape the ranks and their steps, as a command line would give them (for
+   * benchmark history records): device, nodes, parallelism, allreduce choice and, on the GPU, the
+   * graph and custom-allreduce switches.
+   */
+  String describe() {
+    ParallelConfig p = parallel();
+    StringBuilder sb = new StringBuilder();
+    sb.append("--device ").append(resolvedDevice != null ? resolvedDevice : device);
+    if (nodes.nnodes > 1) {
+      sb.append(" --nnodes ").append(nodes.nnodes);
+    }
+    sb.append(" --tp-size ").append(p.tpSize());
+    if (p.epSize() > 1) {
+      sb.append(" --ep-size ").append(p.epSize());
+      sb.append(" --moe-a2a-backend ")
+          .append(p.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL ? "all-to-all" : "none");
+    }
+    sb.append(" --allreduce ").append(allReduceAlgorithm().toString().toLowerCase(Locale.ROOT));
+    if (disableCustomAllReduce) {
+      sb.append(" --disable-custom-all-reduce");
+    }
+    return sb.toString();
+  }
+
+  /**
    * What every node must agree on: the model files (in {@link Fingerprint#of}) and the flags that
    * shape the ranks and their steps.
    */
@@ -225,7 +250,7 @@ final class EngineOptions {
     }
   }
 
-  private AllReduceAlgorithm allReduceAlgorithm() {
+  AllReduceAlgorithm allReduceAlgorithm() {
     try {
       return AllReduceAlgorithm.valueOf(allreduce.toUpperCase(Locale.ROOT).replace("-", "_"));
     } catch (IllegalArgumentException e) {

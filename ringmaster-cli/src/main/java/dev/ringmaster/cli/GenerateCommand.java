@@ -70,6 +70,23 @@ final class GenerateCommand implements Callable<Integer> {
   @Option(names = "--json", description = "Print one JSON object instead of streaming text.")
   boolean json;
 
+  @Option(
+      names = "--dump-logits",
+      paramLabel = "FILE.npy",
+      description =
+          "Write every step's logits (the prompt's last position, then each decode step) as a"
+              + " NumPy float32 array of shape (steps, vocab); see compare-logits.")
+  Path dumpLogits;
+
+  @Option(
+      names = "--force-ids",
+      split = ",",
+      paramLabel = "IDS",
+      description =
+          "Teacher forcing: after step i feed IDS[i] instead of the sampled token (one id per new"
+              + " token, as many as --max-new-tokens), e.g. a reference run's output_ids.")
+  int[] forceIds;
+
   @Override
   public Integer call() throws Exception {
     Path dir = DefaultModel.resolve(model);
@@ -78,6 +95,14 @@ final class GenerateCommand implements Callable<Integer> {
     }
     if ((prompt == null) == (promptIds == null)) {
       throw new UserError("give either a prompt text or --prompt-ids (exactly one)");
+    }
+    if (forceIds != null && forceIds.length != maxNewTokens) {
+      throw new UserError(
+          "--force-ids has "
+              + forceIds.length
+              + " ids but --max-new-tokens is "
+              + maxNewTokens
+              + ": give one id per new token");
     }
     Tokenizer tok = null;
     if (prompt != null || !json || Files.exists(dir.resolve("tokenizer.json"))) {
@@ -120,6 +145,7 @@ final class GenerateCommand implements Callable<Integer> {
           KvCache.bytesPerToken(lm.config()));
       int[] eos = tok != null ? tok.eosIds() : toArray(lm.config().eosTokenIds());
       StreamDecoder stream = tok != null ? tok.newStreamDecoder(true) : null;
+      StepRecorder steps = new StepRecorder(lm.config().vocabSize(), forceIds, dumpLogits != null);
       if (!json && prompt != null && !chat) {
         out.print(prompt);
       }
@@ -140,12 +166,17 @@ final class GenerateCommand implements Callable<Integer> {
                       out.flush();
                     }
                     return true;
-                  });
+                  },
+                  steps);
+      if (dumpLogits != null) {
+        steps.writeLogits(dumpLogits);
+      }
       if (json) {
         ObjectMapper m = new ObjectMapper();
         ObjectNode o = m.createObjectNode();
         o.putPOJO("prompt_ids", r.promptIds());
         o.putPOJO("output_ids", r.outputIds());
+        o.putPOJO("argmax_ids", steps.argmaxIds());
         o.put("text", tokenizer != null ? tokenizer.decode(r.outputIds(), true) : null);
         o.put("finish_reason", r.finishReason());
         o.put("prefill_ms", r.prefillMs());
@@ -165,6 +196,9 @@ final class GenerateCommand implements Callable<Integer> {
             r.outputIds().length,
             r.decodeTokensPerSecond(),
             r.finishReason());
+      }
+      if (dumpLogits != null) {
+        System.err.printf("[logits of %d steps written to %s]%n", r.outputIds().length, dumpLogits);
       }
     }
     return 0;

@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
     description = "Inference engine for Mixture-of-Experts language models.",
     subcommands = {
       GenerateCommand.class,
+      CompareLogitsCommand.class,
       ServeCommand.class,
       TokenizeCommand.class,
       ModelCommand.class,

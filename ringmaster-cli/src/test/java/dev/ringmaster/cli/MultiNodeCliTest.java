@@ -146,6 +146,53 @@ class MultiNodeCliTest {
         .contains("node 1 of 2: node 0 finished; exiting");
   }
 
+  /**
+   * The verification workflow over two nodes: a one-rank reference run, then TP 2 over two node
+   * processes fed the reference's tokens (the same flags on both nodes; node 1 only runs its
+   * ranks), and compare-logits between the two dumps.
+   */
+  @Test
+  void twoNodeForcedRunMatchesTheOneRankLogits() throws Exception {
+    String model = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic").toString();
+    List<String> base =
+        List.of(
+            "generate",
+            "--model",
+            model,
+            "--prompt-ids",
+            "5,17,42",
+            "--max-new-tokens",
+            "6",
+            "--temperature",
+            "0",
+            "--ignore-eos",
+            "--json");
+    Path ref = tmp.resolve("ref.npy");
+    List<String> one = new ArrayList<>(base);
+    one.addAll(List.of("--dump-logits", ref.toString()));
+    CliTest.Run r = CliTest.run(one.toArray(String[]::new));
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode refOut = new ObjectMapper().readTree(r.out());
+    String ids =
+        StreamSupport.stream(refOut.get("output_ids").spliterator(), false)
+            .map(JsonNode::asText)
+            .collect(Collectors.joining(","));
+    Path run = tmp.resolve("tp2.npy");
+    List<String> two = new ArrayList<>(base);
+    two.addAll(List.of("--dump-logits", run.toString(), "--force-ids", ids));
+    int port = freePort();
+    Node follower = launch("node1", nodeArgs(two, 1, port));
+    Node leader = launch("node0", nodeArgs(two, 0, port));
+    assertThat(exit(leader, Duration.ofSeconds(60))).as(leader.stderr()).isZero();
+    assertThat(exit(follower, Duration.ofSeconds(20))).as(follower.stderr()).isZero();
+    JsonNode o = new ObjectMapper().readTree(leader.stdout());
+    assertThat(o.get("output_ids")).isEqualTo(refOut.get("output_ids"));
+    CliTest.Run c = CliTest.run("compare-logits", ref.toString(), run.toString(), "--json");
+    assertThat(c.status()).as(c.out() + c.err()).isZero();
+    assertThat(new ObjectMapper().readTree(c.out()).get("max_rel_error").asDouble())
+        .isLessThan(1e-4);
+  }
+
   private static List<String> longRun() {
     // The default model, 1000 tokens: the test kills a node once the first token is out, long
     // before the run could end.

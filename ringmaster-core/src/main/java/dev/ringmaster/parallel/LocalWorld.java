@@ -1,7 +1,6 @@
 package dev.ringmaster.parallel;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -18,9 +17,7 @@ public final class LocalWorld implements LocalRanks {
   private final LocalWorldConfig config;
   private final Peer[] peers;
   private final List<ProcessGroup> groups;
-  private final AtomicReference<Failure> failure = new AtomicReference<>();
-
-  private record Failure(int rank, Throwable cause) {}
+  private final AtomicReference<WorldFailure> failure = new AtomicReference<>();
 
   private LocalWorld(LocalWorldConfig config) {
     this.config = config;
@@ -121,24 +118,7 @@ public final class LocalWorld implements LocalRanks {
                   });
     }
     joinAll(threads);
-    if (Arrays.stream(errors).anyMatch(e -> e != null)) {
-      Failure root = failure.get();
-      String who = root.rank() < 0 ? "the world was aborted" : "rank " + root.rank() + " failed";
-      CollectiveException e = new CollectiveException(who + ": " + root.cause(), root.cause());
-      for (Throwable t : errors) {
-        if (t != null && t != root.cause()) {
-          e.addSuppressed(t);
-        }
-      }
-      throw e;
-    }
-    List<T> out = new ArrayList<>(n);
-    for (Object o : results) {
-      @SuppressWarnings("unchecked")
-      T t = (T) o;
-      out.add(t);
-    }
-    return out;
+    return WorldFailure.resultsOrThrow(results, errors, failure.get());
   }
 
   private void joinAll(Thread[] threads) {
@@ -165,7 +145,7 @@ public final class LocalWorld implements LocalRanks {
    */
   @Override
   public void abort(int rank, Throwable cause) {
-    if (failure.compareAndSet(null, new Failure(rank, cause))) {
+    if (failure.compareAndSet(null, new WorldFailure(rank, cause))) {
       for (Peer p : peers) {
         p.wakeAll();
       }
@@ -178,7 +158,7 @@ public final class LocalWorld implements LocalRanks {
   }
 
   void throwIfAborted(int rank, CollectiveOp op) {
-    Failure f = failure.get();
+    WorldFailure f = failure.get();
     if (f != null) {
       String who =
           f.rank() < 0 ? "an outside caller" : f.rank() == rank ? "this rank" : "rank " + f.rank();

@@ -11,6 +11,9 @@
  * tensor-parallel ranks never drift apart. {@link dev.ringmaster.parallel.LocalRanks} is what a
  * model spread over ranks needs from either kind of world: this JVM's ranks and a way to run a step
  * on all of them; {@code dev.ringmaster.parallel.tcp} holds worlds whose ranks live in several
- * JVMs.
+ * JVMs. Both kinds of process group extend {@link dev.ringmaster.parallel.CheckedProcessGroup}
+ * (argument checks, statistics, the trivial cases) and move only the data themselves; both worlds
+ * turn their ranks' outcomes into results or one exception with {@link
+ * dev.ringmaster.parallel.WorldFailure}.
  */
 package dev.ringmaster.parallel;

@@ -1,2 +1,2 @@
-/** Small utilities shared by all layers: progress reporting. */
+/** Small utilities shared by all layers: progress reporting, NumPy {@code .npy} files. */
 package dev.ringmaster.util;

@@ -4,6 +4,7 @@ import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.CollectiveReporting;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.StepProfileReporting;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -30,6 +31,8 @@ public final class OneBatchBenchmark {
    * @param decodeTokensPerS generated tokens per second over all sequences (batch / median step)
    * @param collectivesPerDecodeStep collectives one decode step issues ("OP bytes" to count); empty
    *     on a single rank
+   * @param profileMs the model's op-group breakdown of the steps it profiled for this batch size
+   *     (step name to milliseconds per op group); empty unless profiling was asked for
    */
   public record Result(
       int batchSize,
@@ -39,7 +42,31 @@ public final class OneBatchBenchmark {
       double prefillTokensPerS,
       double decodeMedianMs,
       double decodeTokensPerS,
-      java.util.Map<String, Long> collectivesPerDecodeStep) {}
+      java.util.Map<String, Long> collectivesPerDecodeStep,
+      java.util.Map<String, java.util.Map<String, Double>> profileMs) {
+
+    /** A result without a profile. */
+    public Result(
+        int batchSize,
+        int inputLen,
+        int outputLen,
+        double prefillMs,
+        double prefillTokensPerS,
+        double decodeMedianMs,
+        double decodeTokensPerS,
+        java.util.Map<String, Long> collectivesPerDecodeStep) {
+      this(
+          batchSize,
+          inputLen,
+          outputLen,
+          prefillMs,
+          prefillTokensPerS,
+          decodeMedianMs,
+          decodeTokensPerS,
+          collectivesPerDecodeStep,
+          java.util.Map.of());
+    }
+  }
 
   /** Runs every batch size; progress lines go to {@code log}. */
   public static List<Result> run(
@@ -50,6 +77,9 @@ public final class OneBatchBenchmark {
       long seed,
       PrintStream log) {
     int vocab = model.config().vocabSize();
+    if (model instanceof StepProfileReporting p) {
+      p.takeStepProfiles(); // drop what loading profiled (the memory planner's prefill)
+    }
     if (inputLen < 1 || outputLen < 1) {
       throw new IllegalArgumentException("--input-len and --output-len must be at least 1");
     }
@@ -99,7 +129,8 @@ public final class OneBatchBenchmark {
         BatchLayout layout = new BatchLayout(seqStarts, pos);
         long s0 = System.nanoTime();
         int[] chosen;
-        if (step == 0 && model instanceof CollectiveReporting par) {
+        // The last step is counted: the first may also run one-off work (a profiled eager step).
+        if (step == outputLen - 1 && model instanceof CollectiveReporting par) {
           int[][] holder = new int[1][];
           int[] in = next;
           collectives =
@@ -127,7 +158,8 @@ public final class OneBatchBenchmark {
               b * inputLen * 1000.0 / prefillMs,
               median,
               b * 1000.0 / median,
-              collectives);
+              collectives,
+              model instanceof StepProfileReporting p ? p.takeStepProfiles() : java.util.Map.of());
       if (!collectives.isEmpty()) {
         log.printf("batch %d: collectives per decode step %s%n", b, collectives);
       }

@@ -38,7 +38,7 @@ public final class BusBandwidthPlot {
         new XYChartBuilder()
             .width(900)
             .height(600)
-            .title(first.op() + " bus bandwidth, " + first.worldSize() + " ranks (in-process)")
+            .title(first.op() + " bus bandwidth, " + first.worldSize() + " ranks")
             .xAxisTitle("message size (bytes)")
             .yAxisTitle("busbw (GB/s)")
             .build();

@@ -175,7 +175,7 @@ public final class CollectiveBenchmark {
       sb.append(
           String.format(
               Locale.ROOT,
-              "# %s, %d ranks (in-process threads), time: %s (slowest rank each)%n",
+              "# %s, %d ranks, time: %s (slowest rank each)%n",
               first.op(),
               first.worldSize(),
               first.statistic()));

@@ -1,14 +1,13 @@
 package dev.ringmaster.parallel.tcp;
 
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.parallel.AllReduceTable;
+import dev.ringmaster.parallel.CheckedProcessGroup;
 import dev.ringmaster.parallel.CollectiveException;
 import dev.ringmaster.parallel.CollectiveOp;
-import dev.ringmaster.parallel.CollectiveStats;
-import dev.ringmaster.parallel.ProcessGroup;
 import dev.ringmaster.parallel.Splits;
 import java.io.IOException;
 import java.net.SocketTimeoutException;
-import java.util.Objects;
 
 /**
  * One rank of a {@link TcpWorld}. Every collective first queues everything this rank sends (the
@@ -17,13 +16,12 @@ import java.util.Objects;
  * message instead of reading each other's data. Sums run in the in-process world's orders (rank
  * order, or around the ring), so every rank ends with the same bits.
  */
-final class TcpProcessGroup implements ProcessGroup {
+final class TcpProcessGroup extends CheckedProcessGroup {
   private final TcpWorld world;
   private final int rank;
   private final int size;
   private final Link[] links;
   private final TcpWorldConfig config;
-  private final CollectiveStats stats = new CollectiveStats();
   private final TcpAllReduce allReduce;
   private final int[] header = new int[3];
   private CollectiveOp op = CollectiveOp.BARRIER;
@@ -55,14 +53,10 @@ final class TcpProcessGroup implements ProcessGroup {
     return config.algorithm();
   }
 
-  @Override
-  public CollectiveStats stats() {
-    return stats;
-  }
-
   // ---- transport, used by the algorithms ----
 
-  private void begin(CollectiveOp op) {
+  @Override
+  protected void begin(CollectiveOp op) {
     CollectiveException aborted = world.abortedException(rank, op);
     if (aborted != null) {
       throw aborted;
@@ -178,36 +172,20 @@ final class TcpProcessGroup implements ProcessGroup {
     }
   }
 
-  // ---- collectives ----
+  // ---- collectives (checks, stats and the trivial cases are CheckedProcessGroup's) ----
 
   @Override
-  public void allReduce(float[] buf, int off, int len) {
-    allReduce(buf, off, len, config.algorithm());
+  protected AllReduceTable autoTable() {
+    return config.table();
   }
 
   @Override
-  public void allReduce(float[] buf, int off, int len, AllReduceAlgorithm algorithm) {
-    Objects.checkFromIndexSize(off, len, buf.length);
-    long bytes = 4L * len;
-    AllReduceAlgorithm algo =
-        algorithm == AllReduceAlgorithm.AUTO ? config.table().select(bytes) : algorithm;
-    stats.record(CollectiveOp.ALL_REDUCE, algo, bytes);
-    begin(CollectiveOp.ALL_REDUCE);
-    if (len == 0 || size == 1) {
-      return;
-    }
-    allReduce.run(algo, buf, off, len);
+  protected void reduce(AllReduceAlgorithm algorithm, float[] buf, int off, int len) {
+    allReduce.run(algorithm, buf, off, len);
   }
 
   @Override
-  public void allGather(float[] send, int sendOff, int len, float[] recv) {
-    Objects.checkFromIndexSize(sendOff, len, send.length);
-    Objects.checkFromIndexSize(0, size * len, recv.length);
-    stats.record(CollectiveOp.ALL_GATHER, null, 4L * size * len);
-    begin(CollectiveOp.ALL_GATHER);
-    if (len == 0) {
-      return;
-    }
+  protected void gather(float[] send, int sendOff, int len, float[] recv) {
     for (int d = 0; d < size; d++) {
       if (d != rank) {
         send(d, send, sendOff, len); // serialized now: send may lie inside recv
@@ -222,20 +200,7 @@ final class TcpProcessGroup implements ProcessGroup {
   }
 
   @Override
-  public void reduceScatter(float[] send, float[] recv, int[] counts) {
-    checkCounts(counts);
-    int total = Splits.sum(counts);
-    Objects.checkFromIndexSize(0, total, send.length);
-    Objects.checkFromIndexSize(0, counts[rank], recv.length);
-    stats.record(CollectiveOp.REDUCE_SCATTER, null, 4L * total);
-    begin(CollectiveOp.REDUCE_SCATTER);
-    if (total == 0) {
-      return;
-    }
-    if (size == 1) {
-      System.arraycopy(send, 0, recv, 0, total);
-      return;
-    }
+  protected void scatterSums(float[] send, float[] recv, int[] counts, int total) {
     for (int d = 0; d < size; d++) {
       if (d != rank) {
         send(d, send, Splits.prefix(counts, d), counts[d]);
@@ -248,14 +213,7 @@ final class TcpProcessGroup implements ProcessGroup {
   }
 
   @Override
-  public void allToAll(float[] send, int[] sendCounts, float[] recv, int[] recvCounts) {
-    checkCounts(sendCounts);
-    checkCounts(recvCounts);
-    int sendTotal = Splits.sum(sendCounts);
-    Objects.checkFromIndexSize(0, sendTotal, send.length);
-    Objects.checkFromIndexSize(0, Splits.sum(recvCounts), recv.length);
-    stats.record(CollectiveOp.ALL_TO_ALL, null, 4L * sendTotal);
-    begin(CollectiveOp.ALL_TO_ALL);
+  protected void exchange(float[] send, int[] sendCounts, float[] recv, int[] recvCounts) {
     for (int d = 0; d < size; d++) {
       if (d != rank) {
         send(d, send, Splits.prefix(sendCounts, d), sendCounts[d]);
@@ -287,19 +245,8 @@ final class TcpProcessGroup implements ProcessGroup {
     }
   }
 
-  private IllegalArgumentException countMismatch(int source, int sent, int expected) {
-    return new IllegalArgumentException(
-        String.format(
-            "rank %d: all-to-all recvCounts[%d] = %d but rank %d sends %d",
-            rank, source, expected, source, sent));
-  }
-
   @Override
-  public void exchangeCounts(int[] sendCounts, int[] recvCounts) {
-    checkCounts(sendCounts);
-    Objects.checkFromIndexSize(0, size, recvCounts.length);
-    stats.record(CollectiveOp.ALL_TO_ALL, null, 4L * size);
-    begin(CollectiveOp.ALL_TO_ALL);
+  protected void exchangeCountsWithPeers(int[] sendCounts, int[] recvCounts) {
     for (int d = 0; d < size; d++) {
       if (d != rank) {
         links[d].sendInts(op.ordinal(), seq, sendCounts, d, 1);
@@ -324,14 +271,7 @@ final class TcpProcessGroup implements ProcessGroup {
   }
 
   @Override
-  public void broadcast(float[] buf, int off, int len, int root) {
-    Objects.checkFromIndexSize(off, len, buf.length);
-    Objects.checkIndex(root, size);
-    stats.record(CollectiveOp.BROADCAST, null, 4L * len);
-    begin(CollectiveOp.BROADCAST);
-    if (len == 0 || size == 1) {
-      return;
-    }
+  protected void broadcastFrom(float[] buf, int off, int len, int root) {
     if (rank == root) {
       for (int d = 0; d < size; d++) {
         if (d != rank) {
@@ -344,12 +284,7 @@ final class TcpProcessGroup implements ProcessGroup {
   }
 
   @Override
-  public void barrier() {
-    stats.record(CollectiveOp.BARRIER, null, 0);
-    begin(CollectiveOp.BARRIER);
-    if (size == 1) {
-      return;
-    }
+  protected void meet() {
     for (int d = 0; d < size; d++) {
       if (d != rank) {
         send(d, scratchA, 0, 0);
@@ -359,13 +294,6 @@ final class TcpProcessGroup implements ProcessGroup {
       if (s != rank) {
         recv(s, scratchA, 0, 0);
       }
-    }
-  }
-
-  private void checkCounts(int[] counts) {
-    if (counts.length != size) {
-      throw new IllegalArgumentException(
-          "counts has " + counts.length + " entries for world size " + size);
     }
   }
 }

@@ -5,6 +5,7 @@ import dev.ringmaster.parallel.CollectiveOp;
 import dev.ringmaster.parallel.LocalRanks;
 import dev.ringmaster.parallel.LocalWorld;
 import dev.ringmaster.parallel.ProcessGroup;
+import dev.ringmaster.parallel.WorldFailure;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -12,7 +13,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -36,9 +36,7 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
   private final List<InetSocketAddress> nodes;
   private final Link[][] links;
   private final List<ProcessGroup> groups;
-  private final AtomicReference<Failure> failure = new AtomicReference<>();
-
-  private record Failure(int rank, Throwable cause) {}
+  private final AtomicReference<WorldFailure> failure = new AtomicReference<>();
 
   /** A node's open listener, before the mesh is connected. */
   public static final class Endpoint implements AutoCloseable {
@@ -151,15 +149,17 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
                     e ->
                         abort(
                             rank,
+                            // Worded as a failed read is, so whichever end notices first
+                            // reports the same fact.
                             new CollectiveException(
                                 "rank "
                                     + rank
-                                    + ": sending to rank "
+                                    + ": lost the connection to rank "
                                     + peer
                                     + " ("
                                     + describeNode(peer)
-                                    + ") failed: "
-                                    + e,
+                                    + ") while sending: "
+                                    + e.getMessage(),
                                 e)));
           }
         }
@@ -251,24 +251,7 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
         throw new CollectiveException("interrupted while waiting for ranks", e);
       }
     }
-    if (Arrays.stream(errors).anyMatch(e -> e != null)) {
-      Failure root = failure.get();
-      String who = root.rank() < 0 ? "the world was aborted" : "rank " + root.rank() + " failed";
-      CollectiveException e = new CollectiveException(who + ": " + root.cause(), root.cause());
-      for (Throwable t : errors) {
-        if (t != null && t != root.cause()) {
-          e.addSuppressed(t);
-        }
-      }
-      throw e;
-    }
-    List<T> out = new ArrayList<>(n);
-    for (Object o : results) {
-      @SuppressWarnings("unchecked")
-      T t = (T) o;
-      out.add(t);
-    }
-    return out;
+    return WorldFailure.resultsOrThrow(results, errors, failure.get());
   }
 
   /**
@@ -277,7 +260,7 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
    */
   @Override
   public void abort(int rank, Throwable cause) {
-    if (failure.compareAndSet(null, new Failure(rank, cause))) {
+    if (failure.compareAndSet(null, new WorldFailure(rank, cause))) {
       abortLinks();
     }
   }
@@ -299,7 +282,7 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
 
   /** The exception a collective throws once the world is aborted; null while it is not. */
   CollectiveException abortedException(int rank, CollectiveOp op) {
-    Failure f = failure.get();
+    WorldFailure f = failure.get();
     if (f == null) {
       return null;
     }
@@ -316,7 +299,8 @@ public final class TcpWorld implements LocalRanks, AutoCloseable {
    */
   @Override
   public void close() {
-    failure.compareAndSet(null, new Failure(-1, new IllegalStateException("the world was closed")));
+    failure.compareAndSet(
+        null, new WorldFailure(-1, new IllegalStateException("the world was closed")));
     for (Link[] row : links) {
       for (Link l : row) {
         if (l != null) {

@@ -9,7 +9,7 @@ import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
-import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;
 import java.util.ArrayList;
@@ -59,29 +59,14 @@ class BatchEngineTest {
 
   /** The test model with its forward replaced (fault injection, gating). */
   private static LanguageModel withForward(Forward forward) {
-    return new LanguageModel() {
-      @Override
-      public ModelConfig config() {
-        return lm.config();
-      }
-
-      @Override
-      public KvCache newCache() {
-        return lm.newCache();
-      }
-
-      @Override
-      public long weightBytes() {
-        return lm.weightBytes();
-      }
-
+    return new ForwardingLanguageModel(lm) {
       @Override
       public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows) {
         return forward.apply(tokens, layout, caches, rows);
       }
 
       @Override
-      public void close() {}
+      public void close() {} // the shared model stays open for the other tests
     };
   }
 

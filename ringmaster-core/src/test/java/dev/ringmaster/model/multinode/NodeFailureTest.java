@@ -7,8 +7,8 @@ import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
-import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;
 import java.net.InetAddress;
@@ -56,31 +56,11 @@ class NodeFailureTest {
         AtomicInteger steps = new AtomicInteger();
         LanguageModel m = real.model();
         LanguageModel wrapped =
-            new LanguageModel() {
-              @Override
-              public ModelConfig config() {
-                return m.config();
-              }
-
-              @Override
-              public KvCache newCache() {
-                return m.newCache();
-              }
-
-              @Override
-              public long weightBytes() {
-                return m.weightBytes();
-              }
-
+            new ForwardingLanguageModel(m) {
               @Override
               public float[] forward(int[] t, BatchLayout l, KvCache[] c, int[] rows) {
                 sabotage.at(steps.incrementAndGet(), cluster, real);
-                return m.forward(t, l, c, rows);
-              }
-
-              @Override
-              public void close() {
-                m.close();
+                return super.forward(t, l, c, rows);
               }
             };
         return new LocalNode(wrapped, real.abort(), real.resources());
@@ -101,26 +81,26 @@ class NodeFailureTest {
     }
   }
 
+  /** Two nodes at TP 2: node 0 a plain CPU backend, node 1 {@code node1}. */
+  private static TestNodes withNode1(Path dir, NodeBackend node1) throws java.io.IOException {
+    return TestNodes.start(
+        dir, TP2, RING, 2, k -> k == 0 ? new CpuNodeBackend(dir, TP2, RING) : node1);
+  }
+
   @Test
   void aNodeFailingAStepFailsItOnNodeZeroNamingTheNode() throws Exception {
     Path dir = dir();
     long start = System.nanoTime();
     try (TestNodes nodes =
-        TestNodes.start(
+        withNode1(
             dir,
-            TP2,
-            RING,
-            2,
-            k ->
-                k == 0
-                    ? new CpuNodeBackend(dir, TP2, RING)
-                    : sabotaged(
-                        dir,
-                        (step, cluster, node) -> {
-                          if (step == 4) {
-                            throw new IllegalStateException("injected fault on node 1");
-                          }
-                        }))) {
+            sabotaged(
+                dir,
+                (step, cluster, node) -> {
+                  if (step == 4) {
+                    throw new IllegalStateException("injected fault on node 1");
+                  }
+                }))) {
       assertThatThrownBy(() -> decode(nodes.lm, 10))
           .isInstanceOf(NodeFailureException.class)
           .hasMessageContaining("step 4 failed")
@@ -139,23 +119,17 @@ class NodeFailureTest {
     Path dir = dir();
     long start = System.nanoTime();
     try (TestNodes nodes =
-        TestNodes.start(
+        withNode1(
             dir,
-            TP2,
-            RING,
-            2,
-            k ->
-                k == 0
-                    ? new CpuNodeBackend(dir, TP2, RING)
-                    : sabotaged(
-                        dir,
-                        (step, cluster, node) -> {
-                          if (step == 3) {
-                            // As if the process died: every socket closes at once.
-                            cluster.close();
-                            node.abort().accept(new IllegalStateException("killed"));
-                          }
-                        }))) {
+            sabotaged(
+                dir,
+                (step, cluster, node) -> {
+                  if (step == 3) {
+                    // As if the process died: every socket closes at once.
+                    cluster.close();
+                    node.abort().accept(new IllegalStateException("killed"));
+                  }
+                }))) {
       assertThatThrownBy(() -> decode(nodes.lm, 10))
           .isInstanceOf(NodeFailureException.class)
           .hasMessageContaining("step 3 failed")
@@ -294,10 +268,7 @@ class NodeFailureTest {
             return "a backend that cannot load";
           }
         };
-    assertThatThrownBy(
-            () ->
-                TestNodes.start(
-                    dir, TP2, RING, 2, k -> k == 0 ? new CpuNodeBackend(dir, TP2, RING) : broken))
+    assertThatThrownBy(() -> withNode1(dir, broken))
         .isInstanceOf(NodeFailureException.class)
         .hasMessageContaining("node 1 at 127.0.0.1:")
         .hasMessageContaining("failed to load the model")

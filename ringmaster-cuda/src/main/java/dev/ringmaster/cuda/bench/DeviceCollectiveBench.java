@@ -46,8 +46,12 @@ public final class DeviceCollectiveBench {
         AllReduceAlgorithm.AUTO);
   }
 
-  /** Runs the sizes and algorithms of {@code o} on {@code world}. */
-  public static List<BenchmarkResult> run(DeviceWorld world, BenchmarkOptions o) {
+  /**
+   * Runs the sizes and algorithms of {@code o} on {@code world}, each point timed over batches of
+   * back-to-back collectives ({@link RankTimer#batchFor}), replayed from a CUDA graph per rank when
+   * {@code graph}.
+   */
+  public static List<BenchmarkResult> run(DeviceWorld world, BenchmarkOptions o, boolean graph) {
     List<BenchmarkResult> out = new ArrayList<>();
     List<AllReduceAlgorithm> algos =
         o.op() == CollectiveOp.ALL_REDUCE
@@ -61,7 +65,7 @@ public final class DeviceCollectiveBench {
             && !world.comm(0).hasCustom()) {
           continue; // peer kernels unavailable here: NCCL would run under their name
         }
-        out.add(point(world, o, a, bytes));
+        out.add(point(world, o, a, bytes, graph));
       }
     }
     return out;
@@ -111,7 +115,11 @@ public final class DeviceCollectiveBench {
   }
 
   private static BenchmarkResult point(
-      DeviceWorld world, BenchmarkOptions o, AllReduceAlgorithm algo, long requestedBytes) {
+      DeviceWorld world,
+      BenchmarkOptions o,
+      AllReduceAlgorithm algo,
+      long requestedBytes,
+      boolean graph) {
     CollectiveOp op = o.op();
     int n = world.worldSize();
     int local = world.localSize();
@@ -201,7 +209,14 @@ public final class DeviceCollectiveBench {
     try {
       us =
           RankTimer.medianMicros(
-              world, streams, prepare, step, o.warmupIterations(), o.iterations());
+              world,
+              streams,
+              prepare,
+              step,
+              o.warmupIterations(),
+              o.iterations(),
+              RankTimer.batchFor(requestedBytes),
+              graph);
       List<Boolean> ok =
           world.run(
               (l, comm) -> {
@@ -304,7 +319,8 @@ public final class DeviceCollectiveBench {
    * Command line: {@code key=value} arguments {@code world} (GPUs, default all), {@code op}
    * (ALL_REDUCE), {@code algorithms} (comma-separated), {@code min}/{@code max} bytes (K, M
    * suffixes), {@code warmup}, {@code iters}, {@code out} (a folder for the JSON), {@code tune}
-   * (true: measure or load the AUTO table first), {@code disableCustom}.
+   * (true: measure or load the AUTO table first), {@code disableCustom}, {@code graph} (true:
+   * replay each timed batch from a CUDA graph).
    */
   public static void main(String[] args) throws IOException {
     Map<String, String> kv = new HashMap<>();
@@ -346,7 +362,8 @@ public final class DeviceCollectiveBench {
       if (Boolean.parseBoolean(kv.getOrDefault("tune", "true"))) {
         AllReduceTuner.tuneOrLoad(world, AllReduceTableCache.standard(), log);
       }
-      List<BenchmarkResult> results = run(world, o);
+      List<BenchmarkResult> results =
+          run(world, o, Boolean.parseBoolean(kv.getOrDefault("graph", "false")));
       log.print(CollectiveBenchmark.formatTable(results));
       if (kv.containsKey("out")) {
         Path dir = Path.of(kv.get("out"));

@@ -40,10 +40,15 @@ public final class KernelBench {
 
   /**
    * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
-   * programmatic dependent launch ({@link PdlChainBench}).
+   * programmatic dependent launch ({@link PdlChainBench}); {@code mla BATCH CONTEXT} runs only the
+   * MLA decode of that shape (16 heads), e.g. under a profiler.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
+    boolean mlaOnly = args.length > 0 && args[0].equals("mla");
+    if (mlaOnly && args.length != 3) {
+      throw new IllegalArgumentException("usage: KernelBench [pdl | mla BATCH CONTEXT]");
+    }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
       gpu.run(
@@ -51,6 +56,11 @@ public final class KernelBench {
             try (CudaStream s = CudaStream.create();
                 RingmasterKernels k = new RingmasterKernels()) {
               KernelBench b = new KernelBench(s, k);
+              if (mlaOnly) {
+                b.mla(Integer.parseInt(args[1]), 16, Integer.parseInt(args[2]));
+                b.print();
+                return;
+              }
               PdlChainBench.run(b, k, s);
               if (pdlOnly) {
                 b.print();

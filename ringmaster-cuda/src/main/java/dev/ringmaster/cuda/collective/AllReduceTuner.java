@@ -17,12 +17,20 @@ public final class AllReduceTuner {
   private static final int WARMUP = 5;
   private static final int ITERATIONS = 20;
 
+  /**
+   * How the table was measured, part of the cache key so a table timed another way is measured
+   * again: 2 = batches replayed from CUDA graphs ({@link RankTimer}).
+   */
+  private static final int METHOD = 2;
+
   private AllReduceTuner() {}
 
   /** Everything the measured table depends on, for the cache key. */
   public static String key(DeviceWorld world) {
     AllReduceRule.Facts f = world.facts();
     return world.topology().signature()
+        + "|method="
+        + METHOD
         + "|nccl="
         + world.ncclVersion()
         + "|world="
@@ -69,7 +77,10 @@ public final class AllReduceTuner {
     return d.table();
   }
 
-  /** Times NCCL, one-shot and two-shot at sizes from {@code minBytes} to {@code maxBytes} (x4). */
+  /**
+   * Times NCCL, one-shot and two-shot at sizes from {@code minBytes} to {@code maxBytes} (x4), in
+   * batches replayed from CUDA graphs as the decode steps that use the table run them.
+   */
   public static List<AllReduceRule.Measurement> measure(
       DeviceWorld world, long minBytes, long maxBytes) {
     int n = world.localSize();
@@ -105,7 +116,9 @@ public final class AllReduceTuner {
                   (l, c, s) -> {},
                   (l, c, s) -> c.allReduce(bufs.get(l).ptr(), count, a, s),
                   WARMUP,
-                  ITERATIONS);
+                  ITERATIONS,
+                  RankTimer.batchFor(bytes),
+                  true);
           out.add(new AllReduceRule.Measurement(bytes, a, us));
         }
       }

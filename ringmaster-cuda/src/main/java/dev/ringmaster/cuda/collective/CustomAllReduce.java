@@ -76,7 +76,9 @@ public final class CustomAllReduce {
                   sig.zero(s);
                   s.synchronize();
                 }
-                int sms = g.device().multiprocessors();
+                // Every block of every rank must be resident at once (a spinning block holds its
+                // SM), so ranks that share a GPU split its multiprocessors between them.
+                int sms = g.device().multiprocessors() / ranksOn(gpus, g.device().ordinal());
                 return new Rank(
                     rank, staging, signals, buf, sig, new AllReduceKernels(sms), maxBytes);
               });
@@ -84,6 +86,10 @@ public final class CustomAllReduce {
       signals[r] = ranks[r].signal.ptr();
     }
     return new CustomAllReduce(maxBytes, ranks);
+  }
+
+  private static int ranksOn(List<GpuThread> gpus, int ordinal) {
+    return (int) gpus.stream().filter(t -> t.device().ordinal() == ordinal).count();
   }
 
   /** Largest message the staging buffers hold. */

@@ -12,6 +12,7 @@ import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.arch.StepProfileReporting;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
@@ -30,7 +31,7 @@ import java.util.Map;
  * <p>Caches from {@link #newCache} hold blocks of this model's pool; close them (or the model) to
  * give the blocks back.
  */
-public final class CudaCausalLm implements LanguageModel {
+public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** Context length the decode split count is chosen for (graphs cannot see the real one). */
   private static final int DECODE_NOMINAL_CONTEXT = 2048;
 
@@ -69,6 +70,10 @@ public final class CudaCausalLm implements LanguageModel {
   private MemoryPlan plan;
   private int sms;
   private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
+
+  /** Profiles taken on the GPU thread, handed out by {@link #takeStepProfiles}. */
+  private final java.util.Map<String, java.util.Map<String, Double>> stepProfiles =
+      java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
 
   private CudaCausalLm(
       ModelConfig cfg,
@@ -496,7 +501,9 @@ public final class CudaCausalLm implements LanguageModel {
   private void profileDecode(int bs) {
     stack.beginProfile();
     stack.decodeStep(bs, decodeSplits(bs));
-    String line = StepProfiler.format("decode bs=" + bs, stack.endProfile());
+    java.util.Map<String, Double> groups = stack.endProfile();
+    stepProfiles.put("decode bs=" + bs, groups);
+    String line = StepProfiler.format("decode bs=" + bs, groups);
     try (var start = dev.ringmaster.cuda.driver.CudaEvent.create();
         var end = dev.ringmaster.cuda.driver.CudaEvent.create()) {
       int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
@@ -508,11 +515,15 @@ public final class CudaCausalLm implements LanguageModel {
       }
       end.record(stream);
       end.synchronize();
+      String same = bucket == bs ? "as a graph replay" : "eager, unprofiled";
+      stepProfiles.put(
+          "decode bs=" + bs + " (same step " + same + ")",
+          java.util.Map.of("total", (double) end.millisSince(start)));
       System.err.printf(
           java.util.Locale.ROOT,
           "%s%n  same step %s: %.3f ms%n",
           line,
-          bucket == bs ? "as a graph replay" : "eager, unprofiled",
+          same,
           end.millisSince(start));
     }
   }
@@ -590,8 +601,10 @@ public final class CudaCausalLm implements LanguageModel {
         if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
           stack.beginProfile();
           stack.forward(len, splits, groupedExperts);
-          System.err.println(
-              StepProfiler.format("prefill chunk of " + len + " tokens", stack.endProfile()));
+          java.util.Map<String, Double> groups = stack.endProfile();
+          String what = "prefill chunk of " + len + " tokens";
+          stepProfiles.put(what, groups);
+          System.err.println(StepProfiler.format(what, groups));
         } else {
           stack.forward(len, splits, groupedExperts);
         }
@@ -682,6 +695,16 @@ public final class CudaCausalLm implements LanguageModel {
     }
     if (first != null) {
       throw first;
+    }
+  }
+
+  @Override
+  public java.util.Map<String, java.util.Map<String, Double>> takeStepProfiles() {
+    synchronized (stepProfiles) {
+      java.util.Map<String, java.util.Map<String, Double>> out =
+          new java.util.LinkedHashMap<>(stepProfiles);
+      stepProfiles.clear();
+      return out;
     }
   }
 }

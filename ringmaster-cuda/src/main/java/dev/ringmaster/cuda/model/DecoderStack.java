@@ -151,7 +151,8 @@ final class DecoderStack {
   private void addRmsNorm(long x, boolean partial, long weight, int n) {
     int h = cfg.hiddenSize();
     if (tp != null && partial) {
-      tp.reduceAddRmsNorm(ops, act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);
+      tp.reduceAddRmsNorm(
+          ops, act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps, this::mark);
     } else {
       ops.addRmsNorm(act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps);
     }
@@ -163,7 +164,7 @@ final class DecoderStack {
    */
   void lmHead(long x, int rows) {
     if (tp != null) {
-      tp.lmHead(ops, act.logits.ptr(), x, w.lmHead, rows);
+      tp.lmHead(ops, act.logits.ptr(), x, w.lmHead, rows, this::mark);
     } else {
       ops.linear(act.logits.ptr(), x, w.lmHead, rows);
     }

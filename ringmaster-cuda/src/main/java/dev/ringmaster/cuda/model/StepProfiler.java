@@ -15,7 +15,7 @@ import java.util.Map;
  * printed beside the step's graph time for that reason. Turned on by {@code
  * RINGMASTER_CUDA_PROFILE=1}.
  */
-final class StepProfiler {
+public final class StepProfiler {
   private final CudaStream stream;
   private final List<CudaEvent> events = new ArrayList<>();
   private final List<String> labels = new ArrayList<>();
@@ -25,9 +25,12 @@ final class StepProfiler {
     mark("start");
   }
 
-  /** Whether profiling was asked for. */
+  /** System property that turns profiling on ({@code bench one-batch --profile} sets it). */
+  public static final String PROPERTY = "ringmaster.cuda.profile";
+
+  /** Whether profiling was asked for ({@code RINGMASTER_CUDA_PROFILE=1} or the property). */
   static boolean enabled() {
-    return "1".equals(System.getenv("RINGMASTER_CUDA_PROFILE"));
+    return "1".equals(System.getenv("RINGMASTER_CUDA_PROFILE")) || Boolean.getBoolean(PROPERTY);
   }
 
   /** Ends the segment that began at the previous mark and charges it to {@code label}. */

@@ -13,6 +13,7 @@ import dev.ringmaster.model.arch.KvCache;
 import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.ShardPlan;
+import dev.ringmaster.model.arch.StepProfileReporting;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
@@ -44,7 +45,8 @@ import java.util.function.IntFunction;
  * <p>Every step runs on all ranks at once; rank 0's output is returned (all ranks hold the same
  * logits). The weights are split exactly as the CPU's {@code ParallelCausalLm} splits them.
  */
-public final class TensorParallelCudaLm implements LanguageModel, CollectiveReporting {
+public final class TensorParallelCudaLm
+    implements LanguageModel, CollectiveReporting, StepProfileReporting {
   private final ModelConfig cfg;
   private final WeightStore store;
   private final List<CudaCausalLm> ranks;
@@ -394,5 +396,14 @@ public final class TensorParallelCudaLm implements LanguageModel, CollectiveRepo
         }
       }
     }
+  }
+
+  /** Rank 0's profiles (every rank profiles the same steps; the others' are dropped). */
+  @Override
+  public java.util.Map<String, java.util.Map<String, Double>> takeStepProfiles() {
+    for (int r = 1; r < ranks.size(); r++) {
+      ranks.get(r).takeStepProfiles();
+    }
+    return ranks.get(0).takeStepProfiles();
   }
 }

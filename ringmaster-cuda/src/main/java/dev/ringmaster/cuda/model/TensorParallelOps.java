@@ -8,6 +8,7 @@ import dev.ringmaster.cuda.kernels.ParallelKernels;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.lang.foreign.ValueLayout;
+import java.util.function.Consumer;
 
 /**
  * The steps a tensor-parallel rank adds to the model, all queued on the rank's compute stream so a
@@ -79,14 +80,25 @@ final class TensorParallelOps implements AutoCloseable {
    * so that one rank through this path computes exactly what the single-GPU model does.
    */
   void reduceAddRmsNorm(
-      GpuOps ops, long out, long residual, long x, long weight, int rows, int hidden, float eps) {
+      GpuOps ops,
+      long out,
+      long residual,
+      long x,
+      long weight,
+      int rows,
+      int hidden,
+      float eps,
+      Consumer<String> mark) {
     long count = (long) rows * hidden;
     AllReduceAlgorithm a = comm.resolve(4 * count, comm.allReduceAlgorithm());
     if (a == AllReduceAlgorithm.ONESHOT || a == AllReduceAlgorithm.FUSED) {
       comm.allReduceAddRmsNorm(x, residual, out, weight, rows, hidden, eps, a, stream);
+      mark.accept("collectives"); // the norm rides inside the fused kernel
     } else {
       comm.allReduce(x, count, a, stream);
+      mark.accept("collectives");
       ops.addRmsNorm(out, residual, x, weight, rows, hidden, eps);
+      mark.accept("norms");
     }
   }
 
@@ -94,10 +106,12 @@ final class TensorParallelOps implements AutoCloseable {
    * Logits {@code [rows, vocab]} into {@code logits}: this rank's vocabulary slice of the LM head,
    * allgathered from every rank and laid out by vocabulary index.
    */
-  void lmHead(GpuOps ops, long logits, long x, DeviceMatrix head, int rows) {
+  void lmHead(GpuOps ops, long logits, long x, DeviceMatrix head, int rows, Consumer<String> mark) {
     ops.linear(localLogits.ptr(), x, head, rows);
+    mark.accept("lm_head");
     long per = (long) rows * vocabShare;
     comm.allGather(localLogits.ptr(), gathered.ptr(), per, stream);
+    mark.accept("collectives");
     kernels.vocabGather(stream, logits, gathered.ptr(), rows, vocabShare, shard.size());
   }
 

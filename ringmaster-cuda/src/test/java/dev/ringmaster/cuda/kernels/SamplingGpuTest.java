@@ -34,7 +34,10 @@ class SamplingGpuTest {
         });
   }
 
-  /** The set of tokens the CPU sampler may draw: top-k, then the top-p prefix of the kept mass. */
+  /**
+   * The set of tokens the device sampler may draw: top-k (with every tie at the k-th value), then
+   * the top-p prefix of the kept mass.
+   */
   static Set<Integer> allowed(float[] l, int off, int vocab, double temp, int topK, double topP) {
     Integer[] order = new Integer[vocab];
     for (int i = 0; i < vocab; i++) {
@@ -42,6 +45,11 @@ class SamplingGpuTest {
     }
     Arrays.sort(order, (a, b) -> Float.compare(l[off + b], l[off + a]));
     int keep = topK > 0 ? Math.min(topK, vocab) : vocab;
+    // The device keeps every logit equal to the k-th largest (its threshold is a value, not a
+    // count); float ties do occur among 129,280 uniform draws.
+    while (keep < vocab && l[off + order[keep]] == l[off + order[keep - 1]]) {
+      keep++;
+    }
     double[] p = new double[keep];
     double sum = 0;
     for (int i = 0; i < keep; i++) {

@@ -9,9 +9,10 @@ import java.util.List;
  * Turns {@code bench collectives} results into collective samples. NCCL results carry no protocol
  * (the benchmark lets NCCL choose), so they become {@link #AUTO} samples that the calibrator
  * assigns to whichever algorithm/protocol the profile predicts fastest, as NCCL's tuner would.
- * FUSED without anything to fuse runs one-shot. Recursive doubling (CPU ranks only) is kept for the
- * in-process fit, which the GPU fits ignore. AUTO (a mixture by size) and operations the simulator
- * does not model are left out, as are results that failed their check.
+ * FUSED (one-shot with the residual add and RMSNorm on the way) is a kernel of its own. Recursive
+ * doubling (CPU ranks only) is kept for the in-process fit, which the GPU fits ignore. AUTO (a
+ * mixture by size) and operations the simulator does not model are left out, as are results that
+ * failed their check.
  */
 public final class BenchCollectives {
   /** Protocol of an NCCL sample whose algorithm and protocol NCCL chose itself. */
@@ -50,7 +51,8 @@ public final class BenchCollectives {
     }
     return switch (r.algorithm()) {
       case NCCL -> "nccl";
-      case ONESHOT, FUSED -> "oneshot";
+      case ONESHOT -> "oneshot";
+      case FUSED -> "fused";
       case TWOSHOT -> "twoshot";
       case RING -> "ring";
       case RECURSIVE_DOUBLING -> "recursive_doubling";

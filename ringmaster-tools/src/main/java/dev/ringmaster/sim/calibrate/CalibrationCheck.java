@@ -129,8 +129,10 @@ public record CalibrationCheck(String profile, List<Row> rows) {
 
   private static double predictCollective(HardwareProfile hw, CollectiveSample c) {
     if (hw.collectives().host() != null) {
+      // in-process ranks have nothing to fuse: fused runs one-shot
+      String algo = c.algorithm().equals("fused") ? "oneshot" : c.algorithm();
       return c.op().equals("allreduce")
-          ? hw.collectives().host().timeUs(c.algorithm(), c.bytes(), c.ranks())
+          ? hw.collectives().host().timeUs(algo, c.bytes(), c.ranks())
           : Double.NaN;
     }
     CollectiveModel cm = new CollectiveModel(hw);
@@ -153,6 +155,7 @@ public record CalibrationCheck(String profile, List<Row> rows) {
               : ncclPair(hw, c.algorithm() + "/" + proto, c);
       case "oneshot" -> cm.allreduce(AllreduceAlgorithm.ONESHOT, c.bytes(), c.ranks()).timeUs();
       case "twoshot" -> cm.allreduce(AllreduceAlgorithm.TWOSHOT, c.bytes(), c.ranks()).timeUs();
+      case "fused" -> cm.allreduce(AllreduceAlgorithm.FUSED, c.bytes(), c.ranks()).timeUs();
       default -> Double.NaN;
     };
   }

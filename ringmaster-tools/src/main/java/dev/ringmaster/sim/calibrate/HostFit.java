@@ -37,9 +37,9 @@ final class HostFit {
     Map<String, List<CollectiveSample>> groups = new LinkedHashMap<>();
     for (CollectiveSample c : samples) {
       if (c.op().equals("allreduce")) {
-        groups
-            .computeIfAbsent(HostCollectives.key(c.algorithm(), c.ranks()), k -> new ArrayList<>())
-            .add(c);
+        // CPU groups run FUSED as one-shot: there is nothing to fuse between threads
+        String algo = c.algorithm().equals("fused") ? "oneshot" : c.algorithm();
+        groups.computeIfAbsent(HostCollectives.key(algo, c.ranks()), k -> new ArrayList<>()).add(c);
       }
     }
     Map<String, HostLine> out = new LinkedHashMap<>(base.allreduce());

@@ -41,6 +41,7 @@ public sealed interface MeasurementFile {
    * @param memoryPlan the GPU memory plan (cuda only; its {@code cuda_graph_mb_per_bs} names the
    *     batch sizes that replayed a CUDA graph), or null
    * @param results one entry per batch size
+   * @param allreduce the {@code --allreduce} choice of the run, or null where the file predates it
    */
   record OneBatch(
       String model,
@@ -48,13 +49,25 @@ public sealed interface MeasurementFile {
       int tpSize,
       int epSize,
       Map<String, Object> memoryPlan,
-      List<OneBatchBenchmark.Result> results)
+      List<OneBatchBenchmark.Result> results,
+      String allreduce)
       implements MeasurementFile {
     /** Lists default to empty; sizes to 1. */
     public OneBatch {
       results = results == null ? List.of() : List.copyOf(results);
       tpSize = Math.max(1, tpSize);
       epSize = Math.max(1, epSize);
+    }
+
+    /** A run whose allreduce choice is not recorded. */
+    public OneBatch(
+        String model,
+        String device,
+        int tpSize,
+        int epSize,
+        Map<String, Object> memoryPlan,
+        List<OneBatchBenchmark.Result> results) {
+      this(model, device, tpSize, epSize, memoryPlan, results, null);
     }
   }
 }

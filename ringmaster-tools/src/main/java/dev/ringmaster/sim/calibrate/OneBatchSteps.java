@@ -70,6 +70,20 @@ public final class OneBatchSteps {
     return out;
   }
 
+  /**
+   * The allreduce a run used: its recorded peer kernel, else NCCL (also for {@code auto}, whose
+   * measured table the simulator does not model, and for files that predate the field).
+   */
+  static AllreduceAlgorithm allreduceOf(MeasurementFile.OneBatch run) {
+    String a = run.allreduce();
+    return switch (a == null ? "" : a) {
+      case "oneshot" -> AllreduceAlgorithm.ONESHOT;
+      case "twoshot" -> AllreduceAlgorithm.TWOSHOT;
+      case "fused" -> AllreduceAlgorithm.FUSED;
+      default -> AllreduceAlgorithm.NCCL;
+    };
+  }
+
   /** The configuration a one-batch result ran, as the simulator describes it. */
   public static ServingConfig servingConfig(
       MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
@@ -78,7 +92,7 @@ public final class OneBatchSteps {
         run.tpSize(),
         run.epSize(),
         A2aBackend.NONE,
-        AllreduceAlgorithm.NCCL,
+        allreduceOf(run),
         QuantScheme.preset("bf16"),
         "bf16",
         r.batchSize(),

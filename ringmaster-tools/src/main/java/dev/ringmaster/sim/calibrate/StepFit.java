@@ -11,7 +11,11 @@ import java.util.List;
  * overhead (graph launch kept), eager ones the per-kernel launch cost. A term is fitted only where
  * the samples tell it apart from the fixed part (kernel counts, or batch sizes, that differ);
  * otherwise it keeps the base value. The fit minimises relative error, since accuracy is judged in
- * percent at every batch size, and a per-token latency that comes out negative is dropped.
+ * percent at every batch size, with every constant non-negative (the step overhead beyond the graph
+ * launch, the per-kernel cost and the per-token latency are times): an unconstrained fit over runs
+ * that differ in more than the model sees (several tensor-parallel sizes, say, where the kernel
+ * count changes with everything else) can trade a negative overhead against a large per-kernel
+ * cost, which explains the samples and predicts nothing.
  */
 final class StepFit {
   private StepFit() {}
@@ -22,7 +26,9 @@ final class StepFit {
     List<StepSample> graphed = samples.stream().filter(StepSample::cudaGraph).toList();
     List<StepSample> eager = samples.stream().filter(s -> !s.cudaGraph()).toList();
     Group gr =
-        graphed.isEmpty() ? null : fitGroup(graphed, g.graphNodeUs(), g.decodeTokenLayerUs());
+        graphed.isEmpty()
+            ? null
+            : fitGroup(graphed, g.graphLaunchUs(), g.graphNodeUs(), g.decodeTokenLayerUs());
     if (gr != null) {
       out =
           out.withConstants(
@@ -33,12 +39,12 @@ final class StepFit {
                   g.kernelLaunchUs(),
                   gr.perKernel,
                   g.graphLaunchUs(),
-                  gr.fixed - g.graphLaunchUs())
+                  gr.overhead)
               .withDecodeTokenLayerUs(gr.perToken);
-      lines.add("graphed steps: " + gr.describe("node", g.graphLaunchUs()));
+      lines.add("graphed steps: " + gr.describe("node"));
     }
     Group ea =
-        eager.isEmpty() ? null : fitGroup(eager, g.kernelLaunchUs(), out.decodeTokenLayerUs());
+        eager.isEmpty() ? null : fitGroup(eager, 0, g.kernelLaunchUs(), out.decodeTokenLayerUs());
     if (ea != null) {
       boolean keepGraphFit = gr != null;
       out =
@@ -50,16 +56,16 @@ final class StepFit {
                   ea.perKernel,
                   out.graphNodeUs(),
                   out.graphLaunchUs(),
-                  keepGraphFit ? out.stepOverheadUs() : ea.fixed)
+                  keepGraphFit ? out.stepOverheadUs() : ea.overhead)
               .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken);
-      lines.add("eager steps: " + ea.describe("launch", 0));
+      lines.add("eager steps: " + ea.describe("launch"));
     }
     return out;
   }
 
   /** Fitted constants of one group and what was fitted. */
   private record Group(
-      double fixed,
+      double overhead,
       double perKernel,
       double perToken,
       boolean kernelFitted,
@@ -67,11 +73,12 @@ final class StepFit {
       int samples,
       double maxErrorPct) {
 
-    String describe(String perKernelName, double graphLaunch) {
+    String describe(String perKernelName) {
       return String.format(
+          java.util.Locale.ROOT,
           "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s (%d"
               + " samples, max error %.1f%%)",
-          fixed - graphLaunch,
+          overhead,
           perKernelName,
           perKernel,
           kernelFitted ? "" : " kept",
@@ -82,56 +89,53 @@ final class StepFit {
     }
   }
 
-  private static Group fitGroup(List<StepSample> s, double perKernel, double perToken) {
+  /**
+   * Fits {@code wall - busy - launch = overhead + kernels * perKernel + tokenLayers * perToken} on
+   * relative error, every constant non-negative ({@code launch}: the graph launch, kept).
+   */
+  private static Group fitGroup(
+      List<StepSample> s, double launch, double perKernel, double perToken) {
     boolean kernels = s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
     boolean tokens =
         s.stream().allMatch(x -> x.layers() > 0)
             && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
-    while (true) {
-      int cols = 1 + (kernels ? 1 : 0) + (tokens ? 1 : 0);
-      if (s.size() < cols) {
-        // fewer samples than unknowns: give up the token term first, then the per-kernel cost
-        if (tokens) {
-          tokens = false;
-        } else {
-          kernels = false;
-        }
-        continue;
-      }
-      double[][] x = new double[s.size()][];
-      double[] y = new double[s.size()];
-      for (int i = 0; i < s.size(); i++) {
-        StepSample v = s.get(i);
-        double w = 1 / v.stepTimeUs();
-        List<Double> row = new ArrayList<>();
-        row.add(w);
-        double rest = v.stepTimeUs() - v.gpuBusyUs();
-        if (kernels) {
-          row.add(v.kernels() * w);
-        } else {
-          rest -= v.kernels() * perKernel;
-        }
-        if (tokens) {
-          row.add(v.tokenLayers() * w);
-        } else {
-          rest -= v.tokenLayers() * perToken;
-        }
-        x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
-        y[i] = rest * w;
-      }
-      double[] b = LeastSquares.solve(x, y);
-      double k = kernels ? b[1] : perKernel;
-      double t = tokens ? b[b.length - 1] : perToken;
-      if (tokens && t < 0) {
+    while (1 + (kernels ? 1 : 0) + (tokens ? 1 : 0) > s.size()) {
+      // fewer samples than unknowns: give up the token term first, then the per-kernel cost
+      if (tokens) {
         tokens = false;
-        continue;
+      } else {
+        kernels = false;
       }
-      double max = 0;
-      for (StepSample v : s) {
-        double pred = v.gpuBusyUs() + b[0] + v.kernels() * k + v.tokenLayers() * t;
-        max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
-      }
-      return new Group(b[0], k, t, kernels, tokens, s.size(), max);
     }
+    double[][] x = new double[s.size()][];
+    double[] y = new double[s.size()];
+    for (int i = 0; i < s.size(); i++) {
+      StepSample v = s.get(i);
+      double w = 1 / v.stepTimeUs();
+      List<Double> row = new ArrayList<>();
+      row.add(w);
+      double rest = v.stepTimeUs() - v.gpuBusyUs() - launch;
+      if (kernels) {
+        row.add(v.kernels() * w);
+      } else {
+        rest -= v.kernels() * perKernel;
+      }
+      if (tokens) {
+        row.add(v.tokenLayers() * w);
+      } else {
+        rest -= v.tokenLayers() * perToken;
+      }
+      x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
+      y[i] = rest * w;
+    }
+    double[] b = LeastSquares.nonNegative(x, y);
+    double k = kernels ? b[1] : perKernel;
+    double t = tokens ? b[b.length - 1] : perToken;
+    double max = 0;
+    for (StepSample v : s) {
+      double pred = v.gpuBusyUs() + launch + b[0] + v.kernels() * k + v.tokenLayers() * t;
+      max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
+    }
+    return new Group(b[0], k, t, kernels, tokens, s.size(), max);
   }
 }

@@ -10,6 +10,9 @@ import java.util.Map;
  * peers at once; the time is set by the busiest shared resource, either a GPU's own link ({@code
  * (n-1)} peers' data arriving) or, on PCIe boxes with two sockets, the socket interconnect that all
  * cross-socket flows share. That contention is what makes one-shot slow on PCIe at larger sizes.
+ * Each peer kernel has its own fixed latency and read efficiency ({@link #peerKernel}); messages
+ * larger than the peer kernels' staging buffer ({@link CollectiveSpec#peerMaxBytes}) go to NCCL, as
+ * the engine sends them.
  */
 public final class CollectiveModel {
   private final HardwareProfile profile;
@@ -31,9 +34,50 @@ public final class CollectiveModel {
     return switch (algo) {
       case NCCL -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), null);
       case RING -> bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), "ring");
-      case ONESHOT, FUSED -> oneShot(bytes, n);
-      case TWOSHOT -> twoShot(bytes, n);
+      case ONESHOT, TWOSHOT, FUSED -> peer(algo, bytes, n);
     };
+  }
+
+  /**
+   * The constants of a peer-memory kernel (ONESHOT, TWOSHOT or FUSED): the profile's calibrated
+   * ones where present, else the uncalibrated model (kernel launch plus one barrier, two for
+   * two-shot, at the interconnect's peer read efficiency); FUSED without its own constants runs as
+   * one-shot.
+   */
+  public PeerKernel peerKernel(AllreduceAlgorithm algo) {
+    Map<String, PeerKernel> calibrated = profile.collectives().peer();
+    String key = peerKey(algo);
+    if (calibrated != null && calibrated.containsKey(key)) {
+      return calibrated.get(key);
+    }
+    if (algo == AllreduceAlgorithm.FUSED) {
+      return peerKernel(AllreduceAlgorithm.ONESHOT);
+    }
+    Interconnect ic = profile.interconnect();
+    int barriers = algo == AllreduceAlgorithm.TWOSHOT ? 2 : 1;
+    return new PeerKernel(
+        profile.collectives().peerKernelLaunchUs() + barriers * ic.peerSyncUs(),
+        ic.peerReadEfficiency());
+  }
+
+  /** Key of a peer-memory kernel in {@link CollectiveSpec#peer}. */
+  public static String peerKey(AllreduceAlgorithm algo) {
+    return switch (algo) {
+      case ONESHOT -> "oneshot";
+      case TWOSHOT -> "twoshot";
+      case FUSED -> "fused";
+      default -> throw new IllegalArgumentException("not a peer-memory kernel: " + algo);
+    };
+  }
+
+  /**
+   * Microseconds of the add + RMSNorm kernel that follows an unfused allreduce of {@code bytes}: it
+   * reads the sum and the residual and writes the residual and the output, four times the message
+   * through device memory at the weight-streaming efficiency.
+   */
+  public double addRmsNormUs(double bytes) {
+    GpuSpec g = profile.gpu();
+    return 4 * bytes / (g.memoryBandwidth() * g.gemmMemoryEfficiency()) * 1e6;
   }
 
   /** All-gather producing {@code totalBytes} on every rank (NCCL ring/tree). */
@@ -108,24 +152,36 @@ public final class CollectiveModel {
     return best;
   }
 
-  private CollectiveTime oneShot(double bytes, int n) {
+  private CollectiveTime peer(AllreduceAlgorithm algo, double bytes, int n) {
+    CollectiveSpec spec = profile.collectives();
+    if (!spec.peerFits(bytes)) {
+      // the engine sends what its staging buffer cannot hold to NCCL (and a fused one then runs
+      // the add + RMSNorm kernel after it)
+      CollectiveTime nccl = bestNccl(bytes * 2.0 * (n - 1) / n, 2 * (n - 1), treeSteps(n), null);
+      String why = " (above the " + bytesText(spec.peerMaxBytes()) + " peer buffer)";
+      return algo == AllreduceAlgorithm.FUSED
+          ? new CollectiveTime(
+              nccl.timeUs() + addRmsNormUs(bytes), nccl.how() + " + add/RMSNorm" + why)
+          : new CollectiveTime(nccl.timeUs(), nccl.how() + why);
+    }
+    boolean two = algo == AllreduceAlgorithm.TWOSHOT;
     Interconnect ic = profile.interconnect();
-    double us =
-        profile.collectives().peerKernelLaunchUs()
-            + ic.peerSyncUs()
-            + peerTransferSeconds(ic, bytes, n, false) / ic.peerReadEfficiency() * 1e6;
+    double us = peerKernel(algo).timeUs(peerTransferSeconds(ic, bytes, n, two));
+    String name =
+        switch (algo) {
+          case TWOSHOT -> "two-shot";
+          case FUSED -> "fused";
+          default -> "one-shot";
+        };
     return new CollectiveTime(
-        us, crossBound(ic, bytes, n, false) ? "one-shot (socket link bound)" : "one-shot");
+        us, crossBound(ic, bytes, n, two) ? name + " (socket link bound)" : name);
   }
 
-  private CollectiveTime twoShot(double bytes, int n) {
-    Interconnect ic = profile.interconnect();
-    double us =
-        profile.collectives().peerKernelLaunchUs()
-            + 2 * ic.peerSyncUs()
-            + peerTransferSeconds(ic, bytes, n, true) / ic.peerReadEfficiency() * 1e6;
-    return new CollectiveTime(
-        us, crossBound(ic, bytes, n, true) ? "two-shot (socket link bound)" : "two-shot");
+  private static String bytesText(long bytes) {
+    if (bytes % (1 << 20) == 0) {
+      return bytes / (1 << 20) + " MiB";
+    }
+    return bytes % 1024 == 0 ? bytes / 1024 + " KiB" : bytes + " B";
   }
 
   /**

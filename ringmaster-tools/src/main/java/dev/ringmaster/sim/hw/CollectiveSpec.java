@@ -1,6 +1,8 @@
 package dev.ringmaster.sim.hw;
 
+import java.util.Collections;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Collective constants of a profile.
@@ -9,12 +11,20 @@ import java.util.Map;
  *     tree/LL, tree/LL128, tree/Simple); a key absent means NCCL does not use it on this box
  * @param ncclUnavailable why the absent algorithm/protocol pairs are absent
  * @param allToAll NCCL all-to-all (bus factor {@code (n-1)/n}, {@code n-1} steps)
- * @param peerKernelLaunchUs fixed cost of a one-shot/two-shot peer-memory kernel, microseconds
+ * @param peerKernelLaunchUs fixed cost of a one-shot/two-shot peer-memory kernel, microseconds (the
+ *     uncalibrated model, see {@code peer})
  * @param fusedAllreduce whether a fused allreduce + residual + RMSNorm kernel exists for this GPU
  * @param fusedAllreduceNote why (not) and what library
  * @param peerAllreduceNote caveats of one-shot/two-shot kernels on this box
  * @param host allreduce of in-process CPU ranks, or null for a GPU box; when present, allreduces
  *     are timed by it alone
+ * @param peer calibrated peer-memory kernels keyed {@code oneshot}, {@code twoshot}, {@code fused};
+ *     may be null or partial. A kernel absent here follows the uncalibrated model: {@code
+ *     peerKernelLaunchUs} plus one ({@code oneshot}, {@code fused}) or two ({@code twoshot})
+ *     barriers of the interconnect's {@code peerSyncUs}, data at its {@code peerReadEfficiency};
+ *     {@code fused} absent runs as {@code oneshot}
+ * @param peerMaxBytes largest message the peer kernels take (their staging buffer); larger ones go
+ *     to NCCL, and a fused one is then NCCL plus a separate add + RMSNorm kernel. 0: no limit
  */
 public record CollectiveSpec(
     Map<String, AlphaBeta> nccl,
@@ -24,7 +34,14 @@ public record CollectiveSpec(
     boolean fusedAllreduce,
     String fusedAllreduceNote,
     String peerAllreduceNote,
-    HostCollectives host) {
+    HostCollectives host,
+    Map<String, PeerKernel> peer,
+    long peerMaxBytes) {
+
+  /** Copies the peer map, sorted by key so that saved profiles read the same every time. */
+  public CollectiveSpec {
+    peer = peer == null ? null : Collections.unmodifiableMap(new TreeMap<>(peer));
+  }
 
   /** Copy with other NCCL and all-to-all constants. */
   public CollectiveSpec withModels(Map<String, AlphaBeta> ncclModels, AlphaBeta a2a) {
@@ -36,7 +53,9 @@ public record CollectiveSpec(
         fusedAllreduce,
         fusedAllreduceNote,
         peerAllreduceNote,
-        host);
+        host,
+        peer,
+        peerMaxBytes);
   }
 
   /** Copy with other in-process CPU constants. */
@@ -49,6 +68,28 @@ public record CollectiveSpec(
         fusedAllreduce,
         fusedAllreduceNote,
         peerAllreduceNote,
-        newHost);
+        newHost,
+        peer,
+        peerMaxBytes);
+  }
+
+  /** Copy with other calibrated peer-memory kernels. */
+  public CollectiveSpec withPeer(Map<String, PeerKernel> newPeer) {
+    return new CollectiveSpec(
+        nccl,
+        ncclUnavailable,
+        allToAll,
+        peerKernelLaunchUs,
+        fusedAllreduce,
+        fusedAllreduceNote,
+        peerAllreduceNote,
+        host,
+        newPeer,
+        peerMaxBytes);
+  }
+
+  /** Whether a message of {@code bytes} fits the peer kernels' staging buffer. */
+  public boolean peerFits(double bytes) {
+    return peerMaxBytes <= 0 || bytes <= peerMaxBytes;
   }
 }

@@ -16,8 +16,10 @@ import java.util.List;
  * @param crossSocketBandwidth achievable GPU-to-GPU bandwidth across the socket interconnect,
  *     bytes/s per direction, all flows together
  * @param peerReadEfficiency fraction of link bandwidth a kernel that loads from peer memory reaches
- *     (remote reads are non-posted and have few requests in flight)
- * @param peerSyncUs one barrier among all ranks through peer-memory flags, microseconds
+ *     (remote reads are non-posted and have few requests in flight); the uncalibrated model, which
+ *     calibrated per-kernel constants ({@link CollectiveSpec#peer}) replace
+ * @param peerSyncUs one barrier among all ranks through peer-memory flags, microseconds; the
+ *     uncalibrated model, as {@code peerReadEfficiency}
  */
 public record Interconnect(
     String type,

@@ -36,7 +36,19 @@ public final class CheckText {
               r.predictedAtAll() ? f("%+.1f%%", r.errorPct()) : "-"));
     }
     List<String> parts = new ArrayList<>();
-    c.maxAbsErrorPctByKind().forEach((k, v) -> parts.add(f("%s %.1f%%", k, v)));
+    Map<String, Map<String, Double>> byAlgorithm = maxAbsErrorPctByAlgorithm(c);
+    c.maxAbsErrorPctByKind()
+        .forEach(
+            (k, v) -> {
+              Map<String, Double> algos = byAlgorithm.getOrDefault(k, Map.of());
+              List<String> inner = new ArrayList<>();
+              if (algos.size() > 1) {
+                algos.forEach((a, e) -> inner.add(f("%s %.1f%%", a, e)));
+              }
+              parts.add(
+                  f("%s %.1f%%", k, v)
+                      + (inner.isEmpty() ? "" : " [" + String.join(", ", inner) + "]"));
+            });
     long missing = c.rows().stream().filter(r -> !r.predictedAtAll()).count();
     b.append(
         f(
@@ -45,6 +57,19 @@ public final class CheckText {
             String.join(", ", parts),
             missing == 0 ? "" : f("; %d measurements without a model", missing)));
     return b.toString();
+  }
+
+  /** Largest absolute error per kind and, for collectives, per algorithm (first-seen order). */
+  private static Map<String, Map<String, Double>> maxAbsErrorPctByAlgorithm(CalibrationCheck c) {
+    Map<String, Map<String, Double>> out = new LinkedHashMap<>();
+    for (Row r : c.rows()) {
+      Object algo = r.fields().get("algorithm");
+      if (r.predictedAtAll() && algo != null) {
+        out.computeIfAbsent(r.kind(), k -> new LinkedHashMap<>())
+            .merge(String.valueOf(algo), Math.abs(r.errorPct()), Math::max);
+      }
+    }
+    return out;
   }
 
   /** JSON: profile, rows (fields, measured, predicted, error_pct) and the largest errors. */

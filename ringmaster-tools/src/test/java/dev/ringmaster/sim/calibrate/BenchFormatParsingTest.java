@@ -79,7 +79,7 @@ class BenchFormatParsingTest {
     assertThat(BenchCollectives.samples(f.results()))
         .containsExactly(
             new Measurements.CollectiveSample("allreduce", "nccl", "auto", 8, 1024, 20.0),
-            new Measurements.CollectiveSample("allreduce", "oneshot", null, 8, 1024, 9.0),
+            new Measurements.CollectiveSample("allreduce", "fused", null, 8, 1024, 9.0),
             new Measurements.CollectiveSample("alltoall", "nccl", null, 8, 1024, 30.0));
   }
 

@@ -58,10 +58,7 @@ class BenchFormatRoundTripTest {
     assertThat(f.gemmMemoryEfficiency()).isCloseTo(t.gemmMemoryEfficiency(), within(1e-6));
     assertThat(f.graphNodeUs()).isCloseTo(t.graphNodeUs(), within(1e-6));
     assertThat(f.stepOverheadUs()).isCloseTo(t.stepOverheadUs(), within(1e-3));
-    assertThat(fit.interconnect().peerSyncUs())
-        .isCloseTo(truth.interconnect().peerSyncUs(), within(1e-3));
-    assertThat(fit.interconnect().peerReadEfficiency())
-        .isCloseTo(truth.interconnect().peerReadEfficiency(), within(1e-6));
+    CalibrationRoundTripTest.assertPeerClose(fit, truth, 1e-6);
     assertThat(fit.collectives().allToAll().baseUs())
         .isCloseTo(truth.collectives().allToAll().baseUs(), within(1e-3));
     // NCCL as its tuner runs it is reproduced wherever the fitted profile picks a fitted pair;

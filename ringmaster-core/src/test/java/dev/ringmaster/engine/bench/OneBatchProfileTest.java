@@ -1,0 +1,62 @@
+package dev.ringmaster.engine.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.arch.StepProfileReporting;
+import dev.ringmaster.testing.ForwardingLanguageModel;
+import dev.ringmaster.testing.RepoPaths;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Each batch size's result carries the profiles the model took while that batch ran, and nothing
+ * the model profiled while loading.
+ */
+class OneBatchProfileTest {
+  /** A real model that "profiles" every forward call, named after its token count. */
+  private static final class Profiled extends ForwardingLanguageModel
+      implements StepProfileReporting {
+    private final Map<String, Map<String, Double>> taken = new LinkedHashMap<>();
+
+    Profiled(LanguageModel lm) {
+      super(lm);
+      taken.put("load", Map.of("everything", 1.0)); // as a memory planner's profiled prefill
+    }
+
+    @Override
+    public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+      taken.putIfAbsent("step of " + tokens.length + " tokens", Map.of("ops", 0.5));
+      return super.forward(tokens, layout, caches, logitRows);
+    }
+
+    @Override
+    public Map<String, Map<String, Double>> takeStepProfiles() {
+      Map<String, Map<String, Double>> out = new LinkedHashMap<>(taken);
+      taken.clear();
+      return out;
+    }
+  }
+
+  @Test
+  void eachBatchSizeGetsTheProfilesTakenWhileItRan() throws Exception {
+    try (Profiled m =
+        new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
+      List<OneBatchBenchmark.Result> rs =
+          OneBatchBenchmark.run(
+              m, List.of(1, 2), 3, 2, 7, new PrintStream(new ByteArrayOutputStream()));
+      assertThat(rs).hasSize(2);
+      // batch 1: a 3-token prefill and a 1-token decode step; batch 2: 6 and 2 tokens
+      assertThat(rs.get(0).profileMs()).containsOnlyKeys("step of 3 tokens", "step of 1 tokens");
+      assertThat(rs.get(1).profileMs()).containsOnlyKeys("step of 6 tokens", "step of 2 tokens");
+      assertThat(rs.get(1).profileMs().get("step of 2 tokens")).containsEntry("ops", 0.5);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+package dev.ringmaster.testing;
+
+import dev.ringmaster.model.arch.BatchLayout;
+import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.model.config.ModelConfig;
+
+/**
+ * A model that passes every call to another one; tests override {@link #forward} to watch or
+ * disturb the steps (fault injection, gating, profiling stand-ins).
+ */
+public class ForwardingLanguageModel implements LanguageModel {
+  /** The model the calls go to. */
+  protected final LanguageModel inner;
+
+  /** Forwards to {@code inner}. */
+  public ForwardingLanguageModel(LanguageModel inner) {
+    this.inner = inner;
+  }
+
+  @Override
+  public ModelConfig config() {
+    return inner.config();
+  }
+
+  @Override
+  public KvCache newCache() {
+    return inner.newCache();
+  }
+
+  @Override
+  public long weightBytes() {
+    return inner.weightBytes();
+  }
+
+  @Override
+  public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return inner.forward(tokens, layout, caches, logitRows);
+  }
+
+  @Override
+  public void close() {
+    inner.close();
+  }
+}
