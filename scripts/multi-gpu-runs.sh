@@ -12,9 +12,10 @@
 #                bf16 tolerance 2e-2 of the largest logit)
 #   nodes        two JVMs with one GPU each (--nnodes 2 over 127.0.0.1) against one JVM at TP 2
 #   collectives  bench collectives (every algorithm) at world sizes 2/4/8, 1 KiB to 256 MiB, over
-#                NVLink and again with NCCL_P2P_DISABLE=1, with plots
-#   scaling      bench one-batch of the V2-Lite shape and a 5-layer GLM-5 shape at TP 1/2/4/8,
-#                batch 1/8/32, per allreduce choice
+#                NVLink (launched one by one, and replayed from CUDA graphs) and again with
+#                NCCL_P2P_DISABLE=1; JSON (plot it with bench collectives --from-json F --plot P)
+#   scaling      bench one-batch --profile of the V2-Lite shape and a 5-layer GLM-5 shape at TP
+#                1/2/4/8 (per allreduce choice) and EP 2/4/8 (both MoE backends), batch 1/8/32
 #   simulate     simulate calibrate + check on the collectives and one-batch JSON of this run
 #
 # Environment: OUT (default ./multi-gpu-out), STEP_TIMEOUT (seconds a step may run, default 600),
@@ -165,18 +166,24 @@ for s in "${steps[@]}"; do
       for n in 1 "${sizes[@]}"; do
         choices=(auto)
         ((n > 1)) && read -ra choices <<< "${CHOICES:-auto nccl oneshot twoshot}"
-        for ar in "${choices[@]}"; do
-          # RINGMASTER_CUDA_PROFILE=1: one eager step per batch size is timed by op group, which
-          # gives the share of a step spent in collectives.
-          RINGMASTER_CUDA_PROFILE=1 step_json "onebatch-$tag-tp$n-$ar" "${cli[@]}" bench one-batch --device cuda --model "$m" \
-            --tp-size "$n" --allreduce "$ar" --batch-size 1,8,32 --input-len 512 --output-len 128 \
-            --json --history "$out/history.jsonl"
+        runs=()
+        for ar in "${choices[@]}"; do runs+=("tp$n-$ar:--tp-size $n --allreduce $ar"); done
+        # Expert parallelism at the same degree, both MoE backends (attention stays TP).
+        ((n > 1)) && runs+=("ep$n-none:--tp-size $n --ep-size $n --moe-a2a-backend none"
+          "ep$n-all-to-all:--tp-size $n --ep-size $n --moe-a2a-backend all-to-all")
+        for r in "${runs[@]}"; do
+          read -ra flags <<< "${r#*:}"
+          # --profile: one eager step per batch size is timed by op group, which gives the share
+          # of a step spent in collectives (profile_ms in the JSON).
+          step_json "onebatch-$tag-${r%%:*}" "${cli[@]}" bench one-batch --device cuda --model "$m" \
+            "${flags[@]}" --batch-size 1,8,32 --input-len 512 --output-len 128 --profile --json \
+            --history "$out/history.jsonl"
         done
       done
     done
     ;;
   simulate)
-    files=$(ls "$out"/coll-allreduce-*-nvlink-graph.json "$out"/onebatch-v2lite-*.json 2>/dev/null |
+    files=$(ls "$out"/coll-allreduce-*-nvlink-graph.json "$out"/onebatch-v2lite-tp*.json 2>/dev/null |
       paste -sd, -)
     step simulate-calibrate "${cli[@]}" simulate calibrate --measurements "$files" --base-profile h200-x8 \
       --model-config configs/deepseek-v2-lite.json --output "$out/h200-this-host.json" --report \
@@ -188,4 +195,7 @@ for s in "${steps[@]}"; do
     ;;
   esac
 done
+# One archive of everything (a device tool may return only a few loose files).
+tar czf "$out.tgz" --exclude='*.npy' -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null &&
+  echo "archive: $out.tgz"
 echo "done; summary in $out/summary.txt"

@@ -202,7 +202,8 @@ public record CalibrationCheck(String profile, List<Row> rows) {
         s.cudaGraph()
             ? g.graphLaunchUs() + g.stepOverheadUs() + s.kernels() * g.graphNodeUs()
             : g.stepOverheadUs() + s.kernels() * g.kernelLaunchUs();
-    double predicted = s.gpuBusyUs() + fixed + s.tokenLayers() * g.decodeTokenLayerUs();
+    double predicted =
+        s.gpuBusyUs() + fixed + g.decodeLatencyUs(s.batch(), s.contextLen(), s.layers());
     Map<String, Object> fields = new LinkedHashMap<>();
     fields.put("batch_size", s.batch());
     fields.put("context_len", s.contextLen());

@@ -130,10 +130,36 @@ public final class LeastSquares {
    * @return coefficients, one per column of x
    */
   public static double[] minimax(double[][] x, double[] y, int iterations) {
+    return lawson(x, y, iterations, LeastSquares::solve);
+  }
+
+  /**
+   * {@link #minimax} with every coefficient non-negative: Lawson's reweighting around {@link
+   * #nonNegative} instead of the unconstrained solve. The best coefficients seen are returned, so
+   * the result is never worse than the non-negative least-squares start.
+   *
+   * @param x rows of regressors, all of the same length (at most 10 columns)
+   * @param y observations
+   * @param iterations reweighting steps
+   * @return coefficients, one per column of x, none negative
+   */
+  public static double[] nonNegativeMinimax(double[][] x, double[] y, int iterations) {
+    return lawson(x, y, iterations, LeastSquares::nonNegative);
+  }
+
+  /**
+   * Lawson's reweighting around a weighted least-squares {@code fit}, starting from the unweighted
+   * fit; returns the coefficients with the smallest largest residual seen.
+   */
+  private static double[] lawson(
+      double[][] x,
+      double[] y,
+      int iterations,
+      java.util.function.BiFunction<double[][], double[], double[]> fit) {
     int m = x.length;
     double[] u = new double[m];
     java.util.Arrays.fill(u, 1.0 / m);
-    double[] best = solve(x, y);
+    double[] best = fit.apply(x, y);
     double bestMax = maxAbsResidual(x, y, best);
     double[][] xw = new double[m][];
     double[] yw = new double[m];
@@ -148,7 +174,7 @@ public final class LeastSquares {
       }
       double[] b;
       try {
-        b = solve(xw, yw);
+        b = fit.apply(xw, yw);
       } catch (IllegalArgumentException fewerRowsLeftThanUnknowns) {
         break; // weights of rows fitted exactly fell to zero: nothing left to level out
       }
@@ -166,56 +192,6 @@ public final class LeastSquares {
       }
       if (total <= 0) {
         break; // every residual zero: exact
-      }
-      for (int i = 0; i < m; i++) {
-        u[i] /= total;
-      }
-    }
-    return best;
-  }
-
-  /**
-   * {@link #minimax} with every coefficient non-negative: Lawson's reweighting around {@link
-   * #nonNegative} instead of the unconstrained solve. The best coefficients seen are returned, so
-   * the result is never worse than the non-negative least-squares start.
-   *
-   * @param x rows of regressors, all of the same length (at most 10 columns)
-   * @param y observations
-   * @param iterations reweighting steps
-   * @return coefficients, one per column of x, none negative
-   */
-  public static double[] nonNegativeMinimax(double[][] x, double[] y, int iterations) {
-    int m = x.length;
-    double[] u = new double[m];
-    java.util.Arrays.fill(u, 1.0 / m);
-    double[] best = nonNegative(x, y);
-    double bestMax = maxAbsResidual(x, y, best);
-    double[][] xw = new double[m][];
-    double[] yw = new double[m];
-    for (int it = 0; it < iterations && bestMax > 0; it++) {
-      for (int i = 0; i < m; i++) {
-        double s = Math.sqrt(u[i]);
-        xw[i] = new double[x[i].length];
-        for (int j = 0; j < x[i].length; j++) {
-          xw[i][j] = x[i][j] * s;
-        }
-        yw[i] = y[i] * s;
-      }
-      double[] b = nonNegative(xw, yw);
-      double total = 0;
-      double max = 0;
-      for (int i = 0; i < m; i++) {
-        double r = Math.abs(dot(x[i], b) - y[i]);
-        u[i] *= r;
-        total += u[i];
-        max = Math.max(max, r);
-      }
-      if (max < bestMax) {
-        best = b;
-        bestMax = max;
-      }
-      if (total <= 0) {
-        break;
       }
       for (int i = 0; i < m; i++) {
         u[i] /= total;

@@ -100,5 +100,13 @@ public record Measurements(
     public double tokenLayers() {
       return (double) batch * layers;
     }
+
+    /**
+     * Thousands of (sequence, cached token, layer) triples: what the per-context-token decode
+     * latency, in nanoseconds, multiplies to give microseconds.
+     */
+    public double contextTokenLayersK() {
+      return (double) batch * contextLen * layers * 1e-3;
+    }
   }
 }

@@ -7,15 +7,16 @@ import java.util.List;
 
 /**
  * Fits the per-step constants to whole-step samples: {@code wall - gpuBusy = fixed + kernels *
- * perKernel + tokens * layers * perTokenLayer}. Graphed steps give the graph-node cost and the step
- * overhead (graph launch kept), eager ones the per-kernel launch cost. A term is fitted only where
- * the samples tell it apart from the fixed part (kernel counts, or batch sizes, that differ);
- * otherwise it keeps the base value. The fit minimises relative error, since accuracy is judged in
- * percent at every batch size, with every constant non-negative (the step overhead beyond the graph
- * launch, the per-kernel cost and the per-token latency are times): an unconstrained fit over runs
- * that differ in more than the model sees (several tensor-parallel sizes, say, where the kernel
- * count changes with everything else) can trade a negative overhead against a large per-kernel
- * cost, which explains the samples and predicts nothing.
+ * perKernel + tokens * layers * (perTokenLayer + contextLen * perContextTokenLayer)}. Graphed steps
+ * give the graph-node cost and the step overhead (graph launch kept), eager ones the per-kernel
+ * launch cost. A term is fitted only where the samples tell it apart from the fixed part (kernel
+ * counts, batch sizes, or context lengths that differ); otherwise it keeps the base value. The fit
+ * minimises relative error, since accuracy is judged in percent at every batch size, with every
+ * constant non-negative (the step overhead beyond the graph launch, the per-kernel cost and the
+ * per-token latency are times): an unconstrained fit over runs that differ in more than the model
+ * sees (several tensor-parallel sizes, say, where the kernel count changes with everything else)
+ * can trade a negative overhead against a large per-kernel cost, which explains the samples and
+ * predicts nothing.
  */
 final class StepFit {
   private StepFit() {}
@@ -28,7 +29,12 @@ final class StepFit {
     Group gr =
         graphed.isEmpty()
             ? null
-            : fitGroup(graphed, g.graphLaunchUs(), g.graphNodeUs(), g.decodeTokenLayerUs());
+            : fitGroup(
+                graphed,
+                g.graphLaunchUs(),
+                g.graphNodeUs(),
+                g.decodeTokenLayerUs(),
+                g.decodeContextTokenLayerNs());
     if (gr != null) {
       out =
           out.withConstants(
@@ -40,11 +46,19 @@ final class StepFit {
                   gr.perKernel,
                   g.graphLaunchUs(),
                   gr.overhead)
-              .withDecodeTokenLayerUs(gr.perToken);
+              .withDecodeTokenLayerUs(gr.perToken)
+              .withDecodeContextTokenLayerNs(gr.perContext);
       lines.add("graphed steps: " + gr.describe("node"));
     }
     Group ea =
-        eager.isEmpty() ? null : fitGroup(eager, 0, g.kernelLaunchUs(), out.decodeTokenLayerUs());
+        eager.isEmpty()
+            ? null
+            : fitGroup(
+                eager,
+                0,
+                g.kernelLaunchUs(),
+                out.decodeTokenLayerUs(),
+                out.decodeContextTokenLayerNs());
     if (ea != null) {
       boolean keepGraphFit = gr != null;
       out =
@@ -57,7 +71,9 @@ final class StepFit {
                   out.graphNodeUs(),
                   out.graphLaunchUs(),
                   keepGraphFit ? out.stepOverheadUs() : ea.overhead)
-              .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken);
+              .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken)
+              .withDecodeContextTokenLayerNs(
+                  keepGraphFit ? out.decodeContextTokenLayerNs() : ea.perContext);
       lines.add("eager steps: " + ea.describe("launch"));
     }
     return out;
@@ -68,40 +84,50 @@ final class StepFit {
       double overhead,
       double perKernel,
       double perToken,
+      double perContext,
       boolean kernelFitted,
       boolean tokenFitted,
+      boolean contextFitted,
       int samples,
       double maxErrorPct) {
 
     String describe(String perKernelName) {
       return String.format(
           java.util.Locale.ROOT,
-          "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s (%d"
-              + " samples, max error %.1f%%)",
+          "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s,"
+              + " context latency %.3f ns per cached token per layer%s (%d samples, max error"
+              + " %.1f%%)",
           overhead,
           perKernelName,
           perKernel,
           kernelFitted ? "" : " kept",
           perToken,
           tokenFitted ? "" : " kept",
+          perContext,
+          contextFitted ? "" : " kept",
           samples,
           maxErrorPct);
     }
   }
 
   /**
-   * Fits {@code wall - busy - launch = overhead + kernels * perKernel + tokenLayers * perToken} on
-   * relative error, every constant non-negative ({@code launch}: the graph launch, kept).
+   * Fits {@code wall - busy - launch = overhead + kernels * perKernel + tokenLayers * perToken +
+   * contextTokenLayers * perContext} on relative error, every constant non-negative ({@code
+   * launch}: the graph launch, kept).
    */
   private static Group fitGroup(
-      List<StepSample> s, double launch, double perKernel, double perToken) {
+      List<StepSample> s, double launch, double perKernel, double perToken, double perContext) {
     boolean kernels = s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
+    boolean layered = s.stream().allMatch(x -> x.layers() > 0);
     boolean tokens =
-        s.stream().allMatch(x -> x.layers() > 0)
-            && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
-    while (1 + (kernels ? 1 : 0) + (tokens ? 1 : 0) > s.size()) {
-      // fewer samples than unknowns: give up the token term first, then the per-kernel cost
-      if (tokens) {
+        layered && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
+    boolean context = layered && s.stream().mapToInt(StepSample::contextLen).distinct().count() > 1;
+    while (1 + (kernels ? 1 : 0) + (tokens ? 1 : 0) + (context ? 1 : 0) > s.size()) {
+      // fewer samples than unknowns: give up the context term first, then the token term, then
+      // the per-kernel cost
+      if (context) {
+        context = false;
+      } else if (tokens) {
         tokens = false;
       } else {
         kernels = false;
@@ -125,17 +151,30 @@ final class StepFit {
       } else {
         rest -= v.tokenLayers() * perToken;
       }
+      if (context) {
+        row.add(v.contextTokenLayersK() * w);
+      } else {
+        rest -= v.contextTokenLayersK() * perContext;
+      }
       x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
       y[i] = rest * w;
     }
     double[] b = LeastSquares.nonNegative(x, y);
-    double k = kernels ? b[1] : perKernel;
-    double t = tokens ? b[b.length - 1] : perToken;
+    int at = 1;
+    double k = kernels ? b[at++] : perKernel;
+    double t = tokens ? b[at++] : perToken;
+    double c = context ? b[at] : perContext;
     double max = 0;
     for (StepSample v : s) {
-      double pred = v.gpuBusyUs() + launch + b[0] + v.kernels() * k + v.tokenLayers() * t;
+      double pred =
+          v.gpuBusyUs()
+              + launch
+              + b[0]
+              + v.kernels() * k
+              + v.tokenLayers() * t
+              + v.contextTokenLayersK() * c;
       max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
     }
-    return new Group(b[0], k, t, kernels, tokens, s.size(), max);
+    return new Group(b[0], k, t, c, kernels, tokens, context, s.size(), max);
   }
 }

@@ -24,6 +24,9 @@ import java.util.Map;
  * @param reservedBytes memory taken before the model loads (CUDA context, NCCL, allocator slack)
  * @param decodeTokenLayerUs decode microseconds per token per decoder layer beyond the roofline
  *     (see {@code Category.TOKEN_LATENCY}); 0 until fitted from one-batch steps
+ * @param decodeContextTokenLayerNs decode nanoseconds per sequence, cached token and decoder layer
+ *     beyond the roofline: attention over a long cache running below its bytes (also in {@code
+ *     TOKEN_LATENCY}); 0 until fitted from one-batch steps at several context lengths
  */
 public record GpuSpec(
     String name,
@@ -41,7 +44,8 @@ public record GpuSpec(
     double graphLaunchUs,
     double stepOverheadUs,
     double reservedBytes,
-    double decodeTokenLayerUs) {
+    double decodeTokenLayerUs,
+    double decodeContextTokenLayerNs) {
 
   /** Tensor rate for a dtype, falling back to bf16 when the dtype is not native. */
   public double flopsFor(String dtype) {
@@ -72,10 +76,43 @@ public record GpuSpec(
         graphLaunchUs,
         stepOverheadUs,
         reservedBytes,
-        us);
+        us,
+        decodeContextTokenLayerNs);
   }
 
-  /** Copy with other calibrated constants (the per-token decode latency is kept). */
+  /** Copy with another per-context-token decode latency. */
+  public GpuSpec withDecodeContextTokenLayerNs(double ns) {
+    return new GpuSpec(
+        name,
+        arch,
+        smCount,
+        memoryBytes,
+        memoryBandwidth,
+        tensorFlops,
+        gemmMemoryEfficiency,
+        moeMemoryEfficiency,
+        attentionMemoryEfficiency,
+        computeEfficiency,
+        kernelLaunchUs,
+        graphNodeUs,
+        graphLaunchUs,
+        stepOverheadUs,
+        reservedBytes,
+        decodeTokenLayerUs,
+        ns);
+  }
+
+  /**
+   * Decode microseconds beyond the roofline for {@code sequences} sequences of {@code contextLen}
+   * cached tokens over {@code layers} layers: the per-token and the per-context-token latency.
+   */
+  public double decodeLatencyUs(int sequences, int contextLen, int layers) {
+    return (double) sequences
+        * layers
+        * (decodeTokenLayerUs + contextLen * decodeContextTokenLayerNs * 1e-3);
+  }
+
+  /** Copy with other calibrated constants (the decode latency terms are kept). */
   public GpuSpec withConstants(
       double gemmEff,
       double moeEff,
@@ -101,6 +138,7 @@ public record GpuSpec(
         graphUs,
         stepUs,
         reservedBytes,
-        decodeTokenLayerUs);
+        decodeTokenLayerUs,
+        decodeContextTokenLayerNs);
   }
 }

@@ -81,7 +81,7 @@ public final class ForwardTimer {
     if (step.absorbedMla()) {
       bd.put(
           Category.TOKEN_LATENCY,
-          (double) step.tokens() * model.shape().numLayers() * g.decodeTokenLayerUs());
+          g.decodeLatencyUs(step.tokens(), step.contextLen(), model.shape().numLayers()));
     }
     double launch =
         graphed ? g.graphLaunchUs() + kernels * g.graphNodeUs() : kernels * g.kernelLaunchUs();
