@@ -131,6 +131,10 @@ final class BenchCommand implements Runnable {
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
 
+    private static final String PROFILE_WHERE =
+        "--profile: the op-group breakdown is measured by the GPU model on one node"
+            + " (--device cuda, without --nnodes)";
+
     @Option(
         names = "--profile",
         description =
@@ -144,6 +148,9 @@ final class BenchCommand implements Runnable {
       Path dir = DefaultModel.resolve(model);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
+      }
+      if (profile && "cpu".equals(engine.device)) {
+        throw new UserError(PROFILE_WHERE + " (this run: --device cpu)");
       }
       String before = System.getProperty(StepProfiler.PROPERTY);
       if (profile) {
@@ -164,8 +171,11 @@ final class BenchCommand implements Runnable {
       try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
         if (profile && !(lm instanceof dev.ringmaster.model.arch.StepProfileReporting)) {
           throw new UserError(
-              "--profile: the op-group breakdown exists for --device cuda only (this run is on "
+              PROFILE_WHERE
+                  + " (this run: "
                   + engine.resolvedDevice
+                  + ", "
+                  + engine.describe()
                   + ")");
         }
         var results =
