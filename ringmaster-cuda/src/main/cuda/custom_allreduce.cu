@@ -6,8 +6,8 @@
 // is the block's epoch + 1 and the epoch lives in device memory, so a captured CUDA graph replays
 // with fresh flags and no host argument changes. Each block touches the same elements on every
 // rank (same grid-stride mapping), so a per-block barrier orders exactly the data it guards.
-// The grid never exceeds RM_AR_MAX_BLOCKS (<= the SM count) so every block is resident and a
-// spinning block never starves the block its peer waits for.
+// The grid never exceeds RM_AR_MAX_BLOCKS or the SM count (divided among ranks that share a GPU),
+// so every block is resident and a spinning block never starves the block its peer waits for.
 //
 // Sums run in rank order 0..n-1 on every rank, so all ranks get bit-identical results.
 #include <stdio.h>
