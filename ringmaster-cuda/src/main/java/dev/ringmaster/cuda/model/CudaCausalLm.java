@@ -51,6 +51,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private final GpuThread gpu;
   private final CudaModelOptions options;
   private final RankShard shard;
+  private final boolean reportsProgress;
   private final boolean ownsThreadAndStore;
   private TensorParallelOps tp;
   private ExpertAllToAll allToAll;
@@ -81,23 +82,31 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       GpuThread gpu,
       CudaModelOptions o,
       RankShard shard,
-      boolean ownsThreadAndStore) {
+      boolean ownsThreadAndStore,
+      boolean reportsProgress) {
     this.cfg = cfg;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
     this.shard = shard;
     this.ownsThreadAndStore = ownsThreadAndStore;
+    this.reportsProgress = reportsProgress;
   }
 
   /**
    * One rank of a tensor-parallel model on {@code gpu} (owned by the caller, as is {@code store}).
    * Nothing is on the device until {@link #setUpRank} runs, on every rank at once (the warm-up
-   * steps before graph capture issue collectives).
+   * steps before graph capture issue collectives). {@code reportsProgress}: this rank shows the
+   * upload and capture progress for this node's ranks, which keep the same pace.
    */
   static CudaCausalLm rank(
-      ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o, RankShard shard) {
-    return new CudaCausalLm(cfg, store, gpu, o, shard, false);
+      ModelConfig cfg,
+      WeightStore store,
+      GpuThread gpu,
+      CudaModelOptions o,
+      RankShard shard,
+      boolean reportsProgress) {
+    return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
   }
 
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
@@ -132,7 +141,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true);
+    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
@@ -147,7 +156,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     DeviceInfo dev = gpu.device();
     sms = dev.multiprocessors();
     stream = CudaStream.create();
-    weights = GpuWeights.upload(cfg, store, stream, shard);
+    weights = GpuWeights.upload(cfg, store, stream, shard, reportsProgress);
     long total = CudaDriverAccess.memoryInfo()[1];
     List<Integer> sizes = graphSizes(total);
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
@@ -245,7 +254,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 } else {
                   stack.decodeStep(bs, decodeSplits(bs));
                 }
-              });
+              },
+              reportsProgress);
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
