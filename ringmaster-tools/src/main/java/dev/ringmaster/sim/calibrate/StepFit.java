@@ -46,8 +46,7 @@ final class StepFit {
                   gr.perKernel,
                   g.graphLaunchUs(),
                   gr.overhead)
-              .withDecodeTokenLayerUs(gr.perToken)
-              .withDecodeContextTokenLayerNs(gr.perContext);
+              .withDecodeLatency(gr.perToken, gr.perContext);
       lines.add("graphed steps: " + gr.describe("node"));
     }
     Group ea =
@@ -71,8 +70,8 @@ final class StepFit {
                   out.graphNodeUs(),
                   out.graphLaunchUs(),
                   keepGraphFit ? out.stepOverheadUs() : ea.overhead)
-              .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken)
-              .withDecodeContextTokenLayerNs(
+              .withDecodeLatency(
+                  keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken,
                   keepGraphFit ? out.decodeContextTokenLayerNs() : ea.perContext);
       lines.add("eager steps: " + ea.describe("launch"));
     }
