@@ -18,7 +18,8 @@
 #                1/2/4/8 (per allreduce choice) and EP 2/4/8 (both MoE backends), batch 1/8/32
 #   simulate     simulate calibrate + check on the collectives and one-batch JSON of this run
 #
-# Environment: OUT (default ./multi-gpu-out), STEP_TIMEOUT (seconds a step may run, default 600),
+# Environment: OUT (default ./multi-gpu-out), SIZES (world sizes above 1, default "2 4 8", those
+# the visible GPUs allow), STEP_TIMEOUT (seconds a step may run, default 600),
 # OPS (collectives to bench, default all four), P2P_MODES (default "nvlink host"), SCALING_MODELS
 # (default "v2lite glm5-5l"), CHOICES (allreduce choices above TP 1, default "auto nccl oneshot
 # twoshot"), JRE_ARCHIVE as for gpu-tests.sh, MODELS (where the random models go,
@@ -43,7 +44,7 @@ if [[ -n ${JRE_ARCHIVE:-} ]]; then  # unpack once, not in every gpu-tests.sh cal
 fi
 gpus=$(nvidia-smi -L | wc -l)
 sizes=()
-for n in 2 4 8; do ((n <= gpus)) && sizes+=("$n"); done
+for n in ${SIZES:-2 4 8}; do ((n <= gpus)) && sizes+=("$n"); done
 echo "GPUs: $gpus; world sizes: ${sizes[*]}; logs in $out" | tee -a "$out/summary.txt"
 nvidia-smi topo -m > "$out/topology.txt" 2>&1
 cli=(scripts/gpu-tests.sh cli "$dir")

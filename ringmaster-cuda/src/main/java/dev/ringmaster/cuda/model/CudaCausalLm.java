@@ -205,6 +205,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       ops.kernels.useMlaTensorCores(false);
     }
 
+    if (shard.parallel()) {
+      // The collectives' buffers (the all-to-all's grow with step tokens x top-k x hidden: ~2.5 GB
+      // for a GLM-5 shape) come before the KV cache is sized from what is free, not after it.
+      allocateParallelBuffers(logitRows);
+    }
     // KV cache: the static share minus the weights, bounded by what is free now less graphs.
     double fraction =
         options.memFractionStatic() != null
@@ -236,7 +241,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = shard.parallel() ? parallelStack(rope, logitRows) : singleStack(rope);
+    stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
     stream.synchronize();
     if (shard.parallel() && !sizes.isEmpty()) {
       // The warm-up before each capture is the first collective: ranks that finished uploading
@@ -306,14 +311,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
   }
 
-  /** This rank's heads and experts, with the collectives between the blocks. */
-  private DecoderStack parallelStack(RopeTable rope, int logitRows) {
+  /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
+  private void allocateParallelBuffers(int logitRows) {
     tp = new TensorParallelOps(cfg, shard, stream, logitRows);
     collectives = new StepCollectives(shard.comm().stats());
-    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
     if (cfg.moe() != null && shard.allToAll()) {
       allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
     }
+  }
+
+  /** This rank's heads and experts, with the collectives between the blocks. */
+  private DecoderStack parallelStack(RopeTable rope) {
+    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
     FeedForwardBlock mlp =
         new FeedForwardBlock(
             cfg,
