@@ -20,8 +20,9 @@ import java.util.Map;
  * decode step per batch size, GPU milliseconds per group) into kernel samples: for each kind the
  * calibration fits an efficiency for (routed experts, attention over the cache, dense weights), the
  * measured time of the engine's groups beside the bytes and flops the simulator counts for the same
- * step. Eagerly launched steps charge launch gaps to the group that follows them, so the
- * efficiencies come out somewhat low for small groups; the step fit then sees less left over.
+ * step, and the kernels the simulator launches for them. Eagerly launched steps charge launch gaps
+ * and each kernel's fixed latency to the group; where the runs differ in bytes per kernel (several
+ * tensor-parallel sizes) the calibration fits that per-kernel time apart from the bandwidth.
  */
 public final class OneBatchKernels {
   /** The engine's op groups of one kind (keys of {@code profile_ms}, see {@code DecoderStack}). */
@@ -68,11 +69,13 @@ public final class OneBatchKernels {
         }
         double flops = 0;
         double bytes = 0;
+        int launches = 0;
         String dtype = "bf16";
         for (OpCost op : ft.ops()) {
           if (op.category() == CATEGORY.get(kind.getKey()) && op.kind() != OpCost.Kind.MISC) {
             flops += op.flops();
             bytes += op.bytes();
+            launches += op.kernels();
             dtype = op.computeDtype();
           }
         }
@@ -84,7 +87,8 @@ public final class OneBatchKernels {
                   dtype,
                   flops,
                   bytes,
-                  ms * 1000));
+                  ms * 1000,
+                  launches));
         }
       }
     }

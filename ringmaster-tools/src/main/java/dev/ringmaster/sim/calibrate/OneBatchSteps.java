@@ -65,9 +65,25 @@ public final class OneBatchSteps {
               ft.kernels(),
               busy,
               r.decodeMedianMs() * 1000,
-              shape.numLayers()));
+              shape.numLayers(),
+              hostUs(run, r)));
     }
     return out;
+  }
+
+  /**
+   * Wall time less the profiled graph replay of the same step ({@code profile_ms}: "decode bs=N
+   * (same step as a graph replay)"), microseconds; NaN unless one rank ran it (with several, the
+   * replay timed on one rank includes its wait for the others) and the replay was profiled.
+   */
+  static double hostUs(MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
+    if (run.tpSize() != 1 || r.profileMs() == null) {
+      return Double.NaN;
+    }
+    Map<String, Double> replay =
+        r.profileMs().get("decode bs=" + r.batchSize() + " (same step as a graph replay)");
+    Double total = replay == null ? null : replay.get("total");
+    return total == null ? Double.NaN : r.decodeMedianMs() * 1000 - total * 1000;
   }
 
   /**

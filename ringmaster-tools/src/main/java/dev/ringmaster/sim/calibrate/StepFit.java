@@ -34,7 +34,8 @@ final class StepFit {
                 g.graphLaunchUs(),
                 g.graphNodeUs(),
                 g.decodeTokenLayerUs(),
-                g.decodeContextTokenLayerNs());
+                g.decodeContextTokenLayerNs(),
+                measuredHostUs(graphed, g.graphLaunchUs()));
     if (gr != null) {
       out =
           out.withConstants(
@@ -57,7 +58,8 @@ final class StepFit {
                 0,
                 g.kernelLaunchUs(),
                 out.decodeTokenLayerUs(),
-                out.decodeContextTokenLayerNs());
+                out.decodeContextTokenLayerNs(),
+                Double.NaN);
     if (ea != null) {
       boolean keepGraphFit = gr != null;
       out =
@@ -81,6 +83,7 @@ final class StepFit {
   /** Fitted constants of one group and what was fitted. */
   private record Group(
       double overhead,
+      boolean overheadMeasured,
       double perKernel,
       double perToken,
       double perContext,
@@ -93,10 +96,11 @@ final class StepFit {
     String describe(String perKernelName) {
       return String.format(
           java.util.Locale.ROOT,
-          "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s,"
+          "step overhead %.1f us%s, %s %.3f us%s, token latency %.3f us per token per layer%s,"
               + " context latency %.3f ns per cached token per layer%s (%d samples, max error"
               + " %.1f%%)",
           overhead,
+          overheadMeasured ? " measured (wall less the profiled graph replay)" : "",
           perKernelName,
           perKernel,
           kernelFitted ? "" : " kept",
@@ -110,18 +114,40 @@ final class StepFit {
   }
 
   /**
+   * The step overhead beyond the graph launch that the samples measured directly (median over those
+   * with a host share, never negative), or NaN where none did.
+   */
+  private static double measuredHostUs(List<StepSample> s, double launch) {
+    double[] h =
+        s.stream()
+            .mapToDouble(StepSample::hostUs)
+            .filter(Double::isFinite)
+            .map(v -> Math.max(0, v - launch))
+            .sorted()
+            .toArray();
+    return h.length == 0 ? Double.NaN : h[h.length / 2];
+  }
+
+  /**
    * Fits {@code wall - busy - launch = overhead + kernels * perKernel + tokenLayers * perToken +
    * contextTokenLayers * perContext} on relative error, every constant non-negative ({@code
-   * launch}: the graph launch, kept).
+   * launch}: the graph launch, kept; {@code hostUs}: the overhead where measured, then kept too).
    */
   private static Group fitGroup(
-      List<StepSample> s, double launch, double perKernel, double perToken, double perContext) {
+      List<StepSample> s,
+      double launch,
+      double perKernel,
+      double perToken,
+      double perContext,
+      double hostUs) {
+    boolean fixedOverhead = Double.isFinite(hostUs);
     boolean kernels = s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
     boolean layered = s.stream().allMatch(x -> x.layers() > 0);
     boolean tokens =
         layered && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
     boolean context = layered && s.stream().mapToInt(StepSample::contextLen).distinct().count() > 1;
-    while (1 + (kernels ? 1 : 0) + (tokens ? 1 : 0) + (context ? 1 : 0) > s.size()) {
+    int intercept = fixedOverhead ? 0 : 1;
+    while (intercept + (kernels ? 1 : 0) + (tokens ? 1 : 0) + (context ? 1 : 0) > s.size()) {
       // fewer samples than unknowns: give up the context term first, then the token term, then
       // the per-kernel cost
       if (context) {
@@ -138,8 +164,12 @@ final class StepFit {
       StepSample v = s.get(i);
       double w = 1 / v.stepTimeUs();
       List<Double> row = new ArrayList<>();
-      row.add(w);
       double rest = v.stepTimeUs() - v.gpuBusyUs() - launch;
+      if (fixedOverhead) {
+        rest -= hostUs;
+      } else {
+        row.add(w);
+      }
       if (kernels) {
         row.add(v.kernels() * w);
       } else {
@@ -158,7 +188,12 @@ final class StepFit {
       x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
       y[i] = rest * w;
     }
-    double[] b = LeastSquares.nonNegative(x, y);
+    double[] fitted = x[0].length == 0 ? new double[0] : LeastSquares.nonNegative(x, y);
+    double[] b = new double[fitted.length + 1 - intercept];
+    if (fixedOverhead) {
+      b[0] = hostUs;
+    }
+    System.arraycopy(fitted, 0, b, 1 - intercept, fitted.length);
     int at = 1;
     double k = kernels ? b[at++] : perKernel;
     double t = tokens ? b[at++] : perToken;
@@ -174,6 +209,6 @@ final class StepFit {
               + v.contextTokenLayersK() * c;
       max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
     }
-    return new Group(b[0], k, t, c, kernels, tokens, context, s.size(), max);
+    return new Group(b[0], fixedOverhead, k, t, c, kernels, tokens, context, s.size(), max);
   }
 }
