@@ -317,6 +317,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     collectives = new StepCollectives(shard.comm().stats());
     if (cfg.moe() != null && shard.allToAll()) {
       allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
+      allToAll.connect(act.maxTokens, act.moe.pairRowsPtr());
     }
   }
 
