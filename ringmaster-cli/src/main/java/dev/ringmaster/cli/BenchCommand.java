@@ -229,7 +229,8 @@ final class BenchCommand implements Runnable {
                   + " --output-len "
                   + outputLen,
               node,
-              "none (absolute figures)");
+              "none (absolute figures)",
+              engine.historyMachine());
         }
       }
       return 0;

@@ -26,6 +26,21 @@ final class BenchmarkHistory {
   static void append(
       Path file, String benchmark, String command, JsonNode results, String reference)
       throws IOException {
+    append(file, benchmark, command, results, reference, java.util.Map.of());
+  }
+
+  /**
+   * As above, with {@code machineExtras} added to the machine object (for GPU runs: the GPUs and
+   * their links, the NCCL version; see {@link GpuMachine}).
+   */
+  static void append(
+      Path file,
+      String benchmark,
+      String command,
+      JsonNode results,
+      String reference,
+      java.util.Map<String, String> machineExtras)
+      throws IOException {
     ObjectMapper m = new ObjectMapper();
     ObjectNode o = m.createObjectNode();
     o.put("time", Instant.now().toString());
@@ -42,6 +57,7 @@ final class BenchmarkHistory {
       // other processes on the host disturb CPU figures: say how busy it was
       machine.put("load_average", load);
     }
+    machineExtras.forEach(machine::put);
     o.put("reference", reference);
     o.set("results", rounded(results));
     Files.createDirectories(file.toAbsolutePath().getParent());
