@@ -20,13 +20,15 @@ import picocli.CommandLine.Option;
     subcommands = {
       BenchCommand.CpuMatmul.class,
       BenchCommand.OneBatch.class,
-      CollectivesBenchCommand.class
+      CollectivesBenchCommand.class,
+      ScalingReportCommand.class
     })
 final class BenchCommand implements Runnable {
   @Override
   public void run() {
     throw new UserError(
-        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives");
+        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives | bench"
+            + " scaling");
   }
 
   /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
@@ -198,6 +200,16 @@ final class BenchCommand implements Runnable {
         node.put("ep_size", engine.parallel().epSize());
         node.put(
             "allreduce", engine.allReduceAlgorithm().toString().toLowerCase(java.util.Locale.ROOT));
+        if (engine.parallel().epSize() > 1) {
+          node.put(
+              "moe_a2a_backend",
+              engine
+                  .parallel()
+                  .a2a()
+                  .toString()
+                  .toLowerCase(java.util.Locale.ROOT)
+                  .replace('_', '-'));
+        }
         node.set("results", m.valueToTree(results));
         if (json) {
           System.out.println(m.writeValueAsString(node));
