@@ -1,5 +1,7 @@
 package dev.ringmaster.sim.calibrate;
 
+import static dev.ringmaster.sim.calibrate.CalibrationFixtures.file;
+import static dev.ringmaster.sim.calibrate.CalibrationFixtures.files;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.sim.Configs;
@@ -7,11 +9,8 @@ import dev.ringmaster.sim.calibrate.CalibrationCheck.Row;
 import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.model.ModelShape;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
@@ -49,24 +48,6 @@ class H200x4CalibrationTest {
           "h200-x4-glm5-5l-onebatch-tp4-nccl-17b812e.json",
           "h200-x4-glm5-5l-onebatch-tp4-twoshot-17b812e.json",
           "h200-x4-glm5-5l-onebatch-tp4-oneshot-da9a8b2.json");
-
-  private static MeasurementFile file(String name) throws Exception {
-    try (var in = H200x4CalibrationTest.class.getResourceAsStream("/calibrate/" + name)) {
-      return MeasurementsIo.parseAny(
-          new String(Objects.requireNonNull(in).readAllBytes(), StandardCharsets.UTF_8));
-    }
-  }
-
-  private static List<MeasurementFile> files(String first, List<String> more) throws Exception {
-    List<MeasurementFile> out = new ArrayList<>();
-    if (first != null) {
-      out.add(file(first));
-    }
-    for (String name : more) {
-      out.add(file(name));
-    }
-    return out;
-  }
 
   private static Calibrator.Result calibrated() throws Exception {
     return BenchCalibration.calibrate(
