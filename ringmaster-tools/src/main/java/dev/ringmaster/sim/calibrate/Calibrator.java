@@ -33,11 +33,18 @@ import java.util.function.Predicate;
  *       efficiency; classification and fit repeat until stable.
  *   <li>Steps ({@link StepFit}): {@code wall - gpuBusy = fixed + kernels*perKernel +
  *       tokens*layers*perTokenLayer}; graphed steps give the graph-node cost and the step overhead
- *       (graph launch kept), others the per-kernel launch cost; batch sizes that differ give the
- *       per-token decode latency.
+ *       (graph launch kept; the overhead measured instead where a one-rank run profiled its graph
+ *       replay), others the per-kernel launch cost; batch sizes that differ give the per-token
+ *       decode latency.
  * </ul>
  */
 public final class Calibrator {
+  /**
+   * How far apart (max over min) the samples' bytes per kernel must lie before a fixed time per
+   * kernel is fitted beside the bandwidth: TP 1 and TP 2 of one model differ by 2.
+   */
+  private static final double SPREAD_FOR_FIXED_TIME = 1.8;
+
   private Calibrator() {}
 
   /**
@@ -218,12 +225,6 @@ public final class Calibrator {
     }
     return 1.0 / LeastSquares.slopeThroughOrigin(x, y);
   }
-
-  /**
-   * How far apart (max over min) the samples' bytes per kernel must lie before a fixed time per
-   * kernel is fitted beside the bandwidth: TP 1 and TP 2 of one model differ by 2.
-   */
-  private static final double SPREAD_FOR_FIXED_TIME = 1.8;
 
   private static double effOf(GpuSpec g, String kind) {
     return switch (kind) {

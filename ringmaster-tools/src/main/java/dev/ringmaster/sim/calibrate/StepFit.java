@@ -9,14 +9,16 @@ import java.util.List;
  * Fits the per-step constants to whole-step samples: {@code wall - gpuBusy = fixed + kernels *
  * perKernel + tokens * layers * (perTokenLayer + contextLen * perContextTokenLayer)}. Graphed steps
  * give the graph-node cost and the step overhead (graph launch kept), eager ones the per-kernel
- * launch cost. A term is fitted only where the samples tell it apart from the fixed part (kernel
- * counts, batch sizes, or context lengths that differ); otherwise it keeps the base value. The fit
- * minimises relative error, since accuracy is judged in percent at every batch size, with every
- * constant non-negative (the step overhead beyond the graph launch, the per-kernel cost and the
- * per-token latency are times): an unconstrained fit over runs that differ in more than the model
- * sees (several tensor-parallel sizes, say, where the kernel count changes with everything else)
- * can trade a negative overhead against a large per-kernel cost, which explains the samples and
- * predicts nothing.
+ * launch cost. Where one-rank samples carry their host share (wall less the profiled graph replay
+ * of the same step), that is the step overhead and only the other terms are fitted: kernel counts
+ * alone barely tell the two apart. A term is fitted only where the samples tell it apart from the
+ * fixed part (kernel counts, batch sizes, or context lengths that differ); otherwise it keeps the
+ * base value. The fit minimises relative error, since accuracy is judged in percent at every batch
+ * size, with every constant non-negative (the step overhead beyond the graph launch, the per-kernel
+ * cost and the per-token latency are times): an unconstrained fit over runs that differ in more
+ * than the model sees (several tensor-parallel sizes, say, where the kernel count changes with
+ * everything else) can trade a negative overhead against a large per-kernel cost, which explains
+ * the samples and predicts nothing.
  */
 final class StepFit {
   private StepFit() {}
