@@ -78,7 +78,7 @@ test | tp | bench | collectives | cli)
     exec "$java" "${jvm_flags[@]}" -cp "$cp" dev.ringmaster.cuda.bench.DeviceCollectiveBench "$@"
   fi
   if [[ $mode == tp ]]; then
-    set -- --include-classname '.*(TensorParallel|CudaCausalLm|ExpertDispatch|SameDeviceCommunicator).*' "$@"
+    set -- --include-classname '.*(TensorParallel|CudaCausalLm|ExpertDispatch|SameDeviceCommunicator|MultiGpuCollectives).*' "$@"
   fi
   reports=${REPORTS_DIR:-$dir/reports}
   mkdir -p "$reports"

@@ -15,10 +15,13 @@
 #                NVLink (launched one by one, and replayed from CUDA graphs) and again with
 #                NCCL_P2P_DISABLE=1; JSON (plot it with bench collectives --from-json F --plot P)
 #   scaling      bench one-batch --profile of the V2-Lite shape and a 5-layer GLM-5 shape at TP
-#                1/2/4/8 (per allreduce choice) and EP 2/4/8 (both MoE backends), batch 1/8/32
+#                1/2/4/8 (per allreduce choice) and EP 2/4/8 (both MoE backends), batch 1/8/32;
+#                the scaling table is printed here, the plot drawn elsewhere:
+#                  ringmaster bench scaling --from-json $(ls OUT/onebatch-*.json | paste -sd,) --plot P
 #   simulate     simulate calibrate + check on the collectives and one-batch JSON of this run
 #
-# Environment: OUT (default ./multi-gpu-out), STEP_TIMEOUT (seconds a step may run, default 600),
+# Environment: OUT (default ./multi-gpu-out), SIZES (world sizes above 1, default "2 4 8", those
+# the visible GPUs allow), STEP_TIMEOUT (seconds a step may run, default 600),
 # OPS (collectives to bench, default all four), P2P_MODES (default "nvlink host"), SCALING_MODELS
 # (default "v2lite glm5-5l"), CHOICES (allreduce choices above TP 1, default "auto nccl oneshot
 # twoshot"), JRE_ARCHIVE as for gpu-tests.sh, MODELS (where the random models go,
@@ -43,7 +46,7 @@ if [[ -n ${JRE_ARCHIVE:-} ]]; then  # unpack once, not in every gpu-tests.sh cal
 fi
 gpus=$(nvidia-smi -L | wc -l)
 sizes=()
-for n in 2 4 8; do ((n <= gpus)) && sizes+=("$n"); done
+for n in ${SIZES:-2 4 8}; do ((n <= gpus)) && sizes+=("$n"); done
 echo "GPUs: $gpus; world sizes: ${sizes[*]}; logs in $out" | tee -a "$out/summary.txt"
 nvidia-smi topo -m > "$out/topology.txt" 2>&1
 cli=(scripts/gpu-tests.sh cli "$dir")
@@ -181,6 +184,9 @@ for s in "${steps[@]}"; do
         done
       done
     done
+    # the runs that wrote their JSON (a failed run leaves an empty file)
+    step scaling-table "${cli[@]}" bench scaling --from-json \
+      "$(find "$out" -name 'onebatch-*.json' -size +0 | sort | paste -sd, -)"
     ;;
   simulate)
     files=$(ls "$out"/coll-allreduce-*-nvlink-graph.json "$out"/onebatch-v2lite-tp*.json 2>/dev/null |

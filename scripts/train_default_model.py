@@ -143,7 +143,7 @@ def cmd_prepare(args):
 
     tok = build_tokenizer(train_texts, args.vocab_size)
     os.makedirs(args.out, exist_ok=True)
-    tok.save(os.path.join(args.out, "tokenizer.json"))
+    tok.save(os.path.join(args.out, "tokenizer.json"), pretty=False)  # a third of the pretty size
     bos_id, eos_id = tok.token_to_id(BOS), tok.token_to_id(EOS)
     assert (bos_id, eos_id) == (0, 1), (bos_id, eos_id)
     special = {"content": None, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,

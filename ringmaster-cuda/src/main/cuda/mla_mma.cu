@@ -216,12 +216,27 @@ __device__ __forceinline__ void mla_decode_split_mma(
       }
     }
     __syncthreads();
-    for (int n0 = 16 * warp; n0 < kvLora; n0 += 16 * (kMmaThreads / 32)) {
-      {
-        const int r = lane >> 1, c0 = n0 + 8 * (lane & 1);
-        const float corr = crow[r];
+    // Rescale the context rows whose running max moved. Not on the first tile (the accumulator is
+    // still zero) nor where no row's max moved, which after the first tiles is most of them: this
+    // pass read and wrote the whole 16 x kvLora accumulator in shared memory once per tile.
+    bool rescale = p0 != begin;
+    if (rescale) {
+      bool moved = false;
 #pragma unroll
-        for (int j = 0; j < 8; j++) acc[r * L.ldAcc + c0 + j] *= corr;
+      for (int r = 0; r < kMmaHeads; r++) moved |= crow[r] != 1.f;
+      rescale = moved;  // the same on every thread: crow is shared and stable until the next tile
+    }
+    for (int n0 = 16 * warp; n0 < kvLora; n0 += 16 * (kMmaThreads / 32)) {
+      if (rescale) {
+        // lane -> row (lane & 7) (+ 8), column n0 + 4i + (lane >> 3): the row stride is 4 banks
+        // (ldAcc = kvLora + 4), so the 32 lanes hit 32 different banks on every access (the
+        // mapping before, two lanes per row, hit 8 banks four times each: about half of the
+        // kernel's shared-memory wavefronts were those conflicts)
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+          const int r = (lane & 7) + 8 * (i & 1), c = n0 + 4 * (i >> 1) + (lane >> 3);
+          acc[r * L.ldAcc + c] *= crow[r];
+        }
       }
       __syncwarp();
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;

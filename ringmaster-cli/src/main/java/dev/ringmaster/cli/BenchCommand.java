@@ -20,13 +20,15 @@ import picocli.CommandLine.Option;
     subcommands = {
       BenchCommand.CpuMatmul.class,
       BenchCommand.OneBatch.class,
-      CollectivesBenchCommand.class
+      CollectivesBenchCommand.class,
+      ScalingReportCommand.class
     })
 final class BenchCommand implements Runnable {
   @Override
   public void run() {
     throw new UserError(
-        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives");
+        "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives | bench"
+            + " scaling");
   }
 
   /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
@@ -131,6 +133,10 @@ final class BenchCommand implements Runnable {
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
 
+    private static final String PROFILE_WHERE =
+        "--profile: the op-group breakdown is measured by the GPU model on one node"
+            + " (--device cuda, without --nnodes)";
+
     @Option(
         names = "--profile",
         description =
@@ -144,6 +150,9 @@ final class BenchCommand implements Runnable {
       Path dir = DefaultModel.resolve(model);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
+      }
+      if (profile && "cpu".equals(engine.device)) {
+        throw new UserError(PROFILE_WHERE + " (this run: --device cpu)");
       }
       String before = System.getProperty(StepProfiler.PROPERTY);
       if (profile) {
@@ -164,8 +173,11 @@ final class BenchCommand implements Runnable {
       try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
         if (profile && !(lm instanceof dev.ringmaster.model.arch.StepProfileReporting)) {
           throw new UserError(
-              "--profile: the op-group breakdown exists for --device cuda only (this run is on "
+              PROFILE_WHERE
+                  + " (this run: "
                   + engine.resolvedDevice
+                  + ", "
+                  + engine.describe()
                   + ")");
         }
         var results =
@@ -188,6 +200,16 @@ final class BenchCommand implements Runnable {
         node.put("ep_size", engine.parallel().epSize());
         node.put(
             "allreduce", engine.allReduceAlgorithm().toString().toLowerCase(java.util.Locale.ROOT));
+        if (engine.parallel().epSize() > 1) {
+          node.put(
+              "moe_a2a_backend",
+              engine
+                  .parallel()
+                  .a2a()
+                  .toString()
+                  .toLowerCase(java.util.Locale.ROOT)
+                  .replace('_', '-'));
+        }
         node.set("results", m.valueToTree(results));
         if (json) {
           System.out.println(m.writeValueAsString(node));
@@ -219,7 +241,8 @@ final class BenchCommand implements Runnable {
                   + " --output-len "
                   + outputLen,
               node,
-              "none (absolute figures)");
+              "none (absolute figures)",
+              engine.historyMachine());
         }
       }
       return 0;

@@ -2,8 +2,13 @@ package dev.ringmaster.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.DoubleNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.MathContext;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,6 +26,21 @@ final class BenchmarkHistory {
   static void append(
       Path file, String benchmark, String command, JsonNode results, String reference)
       throws IOException {
+    append(file, benchmark, command, results, reference, java.util.Map.of());
+  }
+
+  /**
+   * As above, with {@code machineExtras} added to the machine object (for GPU runs: the GPUs and
+   * their links, the NCCL version; see {@link GpuMachine}).
+   */
+  static void append(
+      Path file,
+      String benchmark,
+      String command,
+      JsonNode results,
+      String reference,
+      java.util.Map<String, String> machineExtras)
+      throws IOException {
     ObjectMapper m = new ObjectMapper();
     ObjectNode o = m.createObjectNode();
     o.put("time", Instant.now().toString());
@@ -37,8 +57,9 @@ final class BenchmarkHistory {
       // other processes on the host disturb CPU figures: say how busy it was
       machine.put("load_average", load);
     }
+    machineExtras.forEach(machine::put);
     o.put("reference", reference);
-    o.set("results", results);
+    o.set("results", rounded(results));
     Files.createDirectories(file.toAbsolutePath().getParent());
     Files.writeString(
         file,
@@ -46,6 +67,35 @@ final class BenchmarkHistory {
         StandardCharsets.UTF_8,
         StandardOpenOption.CREATE,
         StandardOpenOption.APPEND);
+  }
+
+  /** Significant digits kept of a measured figure (timers and clocks give no more). */
+  static final int SIGNIFICANT_DIGITS = 5;
+
+  /**
+   * A copy of {@code node} with every floating-point number rounded to {@link #SIGNIFICANT_DIGITS}:
+   * the history is kept in the repository, and 15-digit timings made most of its size.
+   */
+  static JsonNode rounded(JsonNode node) {
+    if (node.isFloatingPointNumber()) {
+      double v = node.doubleValue();
+      if (v == 0 || !Double.isFinite(v)) {
+        return node;
+      }
+      return DoubleNode.valueOf(
+          new BigDecimal(v).round(new MathContext(SIGNIFICANT_DIGITS)).doubleValue());
+    }
+    if (node.isObject()) {
+      ObjectNode copy = JsonNodeFactory.instance.objectNode();
+      node.properties().forEach(e -> copy.set(e.getKey(), rounded(e.getValue())));
+      return copy;
+    }
+    if (node.isArray()) {
+      ArrayNode copy = JsonNodeFactory.instance.arrayNode();
+      node.forEach(e -> copy.add(rounded(e)));
+      return copy;
+    }
+    return node;
   }
 
   private static String cpuModel() {

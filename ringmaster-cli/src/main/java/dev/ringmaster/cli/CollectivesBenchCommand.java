@@ -181,7 +181,8 @@ final class CollectivesBenchCommand implements Callable<Integer> {
               + iterations
               + (cuda ? (cudaGraph ? " --cuda-graph" : "") : " --trials " + n),
           new ObjectMapper().readTree(js),
-          "naive reference sum (results checked); busbw uses nccl-tests' factors");
+          "naive reference sum (results checked); busbw uses nccl-tests' factors",
+          cuda && fromJson == null ? GpuMachine.describe(worldSize) : java.util.Map.of());
     }
     return results.stream().allMatch(BenchmarkResult::correct) ? 0 : 1;
   }

@@ -120,6 +120,17 @@ final class EngineOptions {
   /** The device the model runs on: cpu or cuda ("auto" resolved, after {@link #open}). */
   String resolvedDevice;
 
+  /**
+   * The machine fields of a history record of a run with these options: the local GPUs and NCCL on
+   * the GPU (see {@link GpuMachine}), none on the CPU.
+   */
+  java.util.Map<String, String> historyMachine() {
+    if (!"cuda".equals(resolvedDevice)) {
+      return java.util.Map.of();
+    }
+    return GpuMachine.describe(Math.max(1, parallel().tpSize() / Math.max(1, nodes.nnodes)));
+  }
+
   /** The parallel layout the flags describe. */
   ParallelConfig parallel() {
     int tp = tpSize == 1 && epSize > 1 ? epSize : tpSize;

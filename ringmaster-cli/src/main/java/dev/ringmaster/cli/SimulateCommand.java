@@ -60,7 +60,9 @@ final class SimulateCommand implements Callable<Integer> {
   @Option(
       names = "--moe-a2a-backend",
       defaultValue = "none",
-      description = "none | all-to-all (default ${DEFAULT-VALUE}).")
+      description =
+          "none | all-to-all (the engine's) | deepep (what-if: a DeepEP-style all-to-all the"
+              + " engine does not have) (default ${DEFAULT-VALUE}).")
   String a2a;
 
   @Option(

@@ -198,6 +198,7 @@ class CliTest {
           },
           {"bench", "collectives", "--device", "cuda", "--allreduce", "bogus"},
           {"bench", "collectives", "--device", "tpu"},
+          {"bench", "one-batch", "--device", "cpu", "--profile"},
         }) {
       Run r = run(args);
       assertThat(r.status()).as(Arrays.toString(args) + " -> " + r.err()).isEqualTo(2);

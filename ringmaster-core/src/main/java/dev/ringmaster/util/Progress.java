@@ -14,17 +14,17 @@ public final class Progress implements AutoCloseable {
   private final long total;
   private final String unit;
   private final ProgressBar bar;
-  private final PrintStream log;
+  private final PrintStream log; // null: silent
   private long done;
   private int lastDecile = -1;
   private final long start = System.nanoTime();
 
-  private Progress(String task, long total, String unit, boolean interactive) {
+  private Progress(String task, long total, String unit, boolean interactive, boolean silent) {
     this.task = task;
     this.total = Math.max(total, 1);
     this.unit = unit;
-    this.log = System.err;
-    if (interactive) {
+    this.log = silent ? null : System.err;
+    if (interactive && !silent) {
       ProgressBarBuilder b =
           new ProgressBarBuilder()
               .setTaskName(task)
@@ -46,7 +46,15 @@ public final class Progress implements AutoCloseable {
   /** Starts tracking {@code total} units ("B" for bytes, else a count noun). */
   public static Progress start(String task, long total, String unit) {
     boolean interactive = System.console() != null && System.getenv("CI") == null;
-    return new Progress(task, total, unit, interactive);
+    return new Progress(task, total, unit, interactive, false);
+  }
+
+  /**
+   * As {@link #start} where {@code report}, else a tracker that prints nothing (the ranks of a
+   * tensor-parallel model besides the first do the same work at the same pace).
+   */
+  public static Progress startIf(boolean report, String task, long total, String unit) {
+    return report ? start(task, total, unit) : new Progress(task, total, unit, false, true);
   }
 
   /** Records {@code n} more units done. */
@@ -57,7 +65,7 @@ public final class Progress implements AutoCloseable {
       return;
     }
     int decile = (int) (10 * Math.min(done, total) / total);
-    if (decile != lastDecile && (decile % 2 == 0 || decile == 10)) {
+    if (log != null && decile != lastDecile && (decile % 2 == 0 || decile == 10)) {
       lastDecile = decile;
       log.printf(
           "%s: %d%% (%s of %s)%n", task, decile * 10, format(Math.min(done, total)), format(total));
@@ -77,7 +85,7 @@ public final class Progress implements AutoCloseable {
       step(0);
     }
     double secs = (System.nanoTime() - start) / 1e9;
-    if (bar == null && secs > 1) {
+    if (log != null && bar == null && secs > 1) {
       log.printf("%s: done in %.1f s%n", task, secs);
     }
   }

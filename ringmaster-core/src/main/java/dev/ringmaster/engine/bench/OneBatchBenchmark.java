@@ -45,6 +45,13 @@ public final class OneBatchBenchmark {
       java.util.Map<String, Long> collectivesPerDecodeStep,
       java.util.Map<String, java.util.Map<String, Double>> profileMs) {
 
+    /** Absent maps (results read from JSON that predates them) are empty. */
+    public Result {
+      collectivesPerDecodeStep =
+          collectivesPerDecodeStep == null ? java.util.Map.of() : collectivesPerDecodeStep;
+      profileMs = profileMs == null ? java.util.Map.of() : profileMs;
+    }
+
     /** A result without a profile. */
     public Result(
         int batchSize,

@@ -51,6 +51,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private final GpuThread gpu;
   private final CudaModelOptions options;
   private final RankShard shard;
+  private final boolean reportsProgress;
   private final boolean ownsThreadAndStore;
   private TensorParallelOps tp;
   private ExpertAllToAll allToAll;
@@ -81,23 +82,31 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       GpuThread gpu,
       CudaModelOptions o,
       RankShard shard,
-      boolean ownsThreadAndStore) {
+      boolean ownsThreadAndStore,
+      boolean reportsProgress) {
     this.cfg = cfg;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
     this.shard = shard;
     this.ownsThreadAndStore = ownsThreadAndStore;
+    this.reportsProgress = reportsProgress;
   }
 
   /**
    * One rank of a tensor-parallel model on {@code gpu} (owned by the caller, as is {@code store}).
    * Nothing is on the device until {@link #setUpRank} runs, on every rank at once (the warm-up
-   * steps before graph capture issue collectives).
+   * steps before graph capture issue collectives). {@code reportsProgress}: this rank shows the
+   * upload and capture progress for this node's ranks, which keep the same pace.
    */
   static CudaCausalLm rank(
-      ModelConfig cfg, WeightStore store, GpuThread gpu, CudaModelOptions o, RankShard shard) {
-    return new CudaCausalLm(cfg, store, gpu, o, shard, false);
+      ModelConfig cfg,
+      WeightStore store,
+      GpuThread gpu,
+      CudaModelOptions o,
+      RankShard shard,
+      boolean reportsProgress) {
+    return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
   }
 
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
@@ -132,7 +141,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true);
+    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
@@ -150,7 +159,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     DeviceInfo dev = gpu.device();
     sms = dev.multiprocessors();
     stream = CudaStream.create();
-    weights = GpuWeights.upload(cfg, store, stream, shard);
+    weights = GpuWeights.upload(cfg, store, stream, shard, reportsProgress);
     long total = CudaDriverAccess.memoryInfo()[1];
     List<Integer> sizes = graphSizes(total);
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
@@ -200,6 +209,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       ops.kernels.useMlaTensorCores(false);
     }
 
+    if (shard.parallel()) {
+      // The collectives' buffers (the all-to-all's grow with step tokens x top-k x hidden: ~2.5 GB
+      // for a GLM-5 shape) come before the KV cache is sized from what is free, not after it.
+      allocateParallelBuffers(logitRows);
+    }
     // KV cache: the static share minus the weights, bounded by what is free now less graphs.
     double fraction =
         options.memFractionStatic() != null
@@ -231,7 +245,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = shard.parallel() ? parallelStack(rope, logitRows) : singleStack(rope);
+    stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
     stream.synchronize();
     if (shard.parallel() && !sizes.isEmpty()) {
       // The warm-up before each capture is the first collective: ranks that finished uploading
@@ -249,7 +263,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 } else {
                   stack.decodeStep(bs, decodeSplits(bs));
                 }
-              });
+              },
+              reportsProgress);
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
@@ -300,15 +315,20 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
   }
 
-  /** This rank's heads and experts, with the collectives between the blocks. */
-  private DecoderStack parallelStack(RopeTable rope, int logitRows) {
+  /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
+  private void allocateParallelBuffers(int logitRows) {
     tp = new TensorParallelOps(cfg, shard, stream, logitRows);
     tp.kernels().setProgrammaticDependentLaunch(options.pdl());
     collectives = new StepCollectives(shard.comm().stats());
-    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
     if (cfg.moe() != null && shard.allToAll()) {
       allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
+      allToAll.connect(act.maxTokens, act.moe.pairRowsPtr());
     }
+  }
+
+  /** This rank's heads and experts, with the collectives between the blocks. */
+  private DecoderStack parallelStack(RopeTable rope) {
+    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
     FeedForwardBlock mlp =
         new FeedForwardBlock(
             cfg,

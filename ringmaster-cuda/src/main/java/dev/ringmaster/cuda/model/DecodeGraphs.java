@@ -18,9 +18,12 @@ final class DecodeGraphs implements AutoCloseable {
   private final TreeMap<Integer, CudaGraph> graphs = new TreeMap<>();
   private final Map<Integer, Long> bytes = new LinkedHashMap<>();
 
-  /** Captures {@code step} (which launches one decode step of the given size) for every size. */
-  DecodeGraphs(List<Integer> sizes, CudaStream stream, IntConsumer step) {
-    try (Progress p = Progress.start("capturing cuda graphs", sizes.size(), "graphs")) {
+  /**
+   * Captures {@code step} (which launches one decode step of the given size) for every size,
+   * showing progress where {@code report}.
+   */
+  DecodeGraphs(List<Integer> sizes, CudaStream stream, IntConsumer step, boolean report) {
+    try (Progress p = Progress.startIf(report, "capturing cuda graphs", sizes.size(), "graphs")) {
       // Largest first: its allocations (cuBLAS, graph pools) are likely reused by the smaller ones.
       for (int i = sizes.size() - 1; i >= 0; i--) {
         int bs = sizes.get(i);

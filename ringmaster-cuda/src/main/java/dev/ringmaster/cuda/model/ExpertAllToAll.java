@@ -153,6 +153,24 @@ final class ExpertAllToAll implements AutoCloseable {
     return gathered.ptr();
   }
 
+  /**
+   * Runs the step's collectives once at their largest size ({@code maxTokens}; {@code pairRows}:
+   * the expert pair outputs the combine sends, as in {@link #forward}), with whatever the buffers
+   * hold, and waits. NCCL connects to its peers on first use and allocates its channel buffers
+   * then: doing it here, before the KV cache is sized from the free memory, keeps those allocations
+   * out of the cache's share (the GLM-5 shape at EP 4 ran out of memory inside NCCL when the first
+   * all-to-all came during graph capture, after the cache had taken the rest).
+   */
+  void connect(int maxTokens, long pairRows) {
+    A2aLayout l = new A2aLayout(comm.worldSize(), comm.rank(), maxTokens, hidden, topK);
+    long[] dispatch = l.dispatchCounts();
+    comm.allToAll(send.ptr(), dispatch, recv.ptr(), dispatch, stream);
+    long[] combine = l.combineCounts();
+    comm.allToAll(pairRows, combine, back.ptr(), combine, stream);
+    comm.allGather(slice.ptr(), gathered.ptr(), (long) l.perRank() * hidden, stream);
+    stream.synchronize();
+  }
+
   @Override
   public void close() {
     all.forEach(DeviceBuffer::close);

@@ -40,15 +40,14 @@ final class GpuWeights implements AutoCloseable {
     this.buffers = buffers;
   }
 
-  /** Uploads every weight of {@code store} (GPU thread only). */
-  static GpuWeights upload(ModelConfig cfg, WeightStore store, CudaStream stream) {
-    return upload(cfg, store, stream, RankShard.single());
-  }
-
-  /** Uploads {@code shard}'s slice of every weight of {@code store} (GPU thread only). */
-  static GpuWeights upload(ModelConfig cfg, WeightStore store, CudaStream stream, RankShard shard) {
+  /**
+   * Uploads {@code shard}'s slice of every weight of {@code store} (GPU thread only), showing
+   * progress where {@code report}.
+   */
+  static GpuWeights upload(
+      ModelConfig cfg, WeightStore store, CudaStream stream, RankShard shard, boolean report) {
     // Progress counts checkpoint bytes read (multi-token-prediction layers, if any, are skipped).
-    try (WeightUploader up = new WeightUploader(store, stream, store.totalBytes())) {
+    try (WeightUploader up = new WeightUploader(store, stream, store.totalBytes(), report)) {
       try {
         int v = cfg.vocabSize();
         int h = cfg.hiddenSize();

@@ -139,7 +139,7 @@ public final class TensorParallelCudaLm
     List<CudaCausalLm> ranks = new ArrayList<>();
     for (int i = 0; i < tp; i++) {
       RankShard shard = RankShard.of(comms.get(i).rank(), parallel, comms.get(i));
-      ranks.add(CudaCausalLm.rank(cfg, store, threads.get(i), options, shard));
+      ranks.add(CudaCausalLm.rank(cfg, store, threads.get(i), options, shard, i == 0));
     }
     TensorParallelCudaLm lm = new TensorParallelCudaLm(cfg, store, ranks, owner);
     try {

@@ -36,10 +36,10 @@ final class WeightUploader implements AutoCloseable {
   private int next;
   private long deviceBytes;
 
-  WeightUploader(WeightStore store, CudaStream stream, long expectedBytes) {
+  WeightUploader(WeightStore store, CudaStream stream, long expectedBytes, boolean report) {
     this.store = store;
     this.stream = stream;
-    this.progress = Progress.start("uploading weights", expectedBytes, "B");
+    this.progress = Progress.startIf(report, "uploading weights", expectedBytes, "B");
   }
 
   /** The checkpoint being read. */

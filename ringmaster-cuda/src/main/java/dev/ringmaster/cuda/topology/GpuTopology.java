@@ -104,6 +104,36 @@ public record GpuTopology(
     return sb.toString();
   }
 
+  /**
+   * One line for a benchmark record: the GPUs by name and count, then the links, as one label when
+   * every pair shares it ({@code NV18 between every pair}) or pair by pair ({@code 0-1 NV18, 0-2
+   * PIX, ...}), then the driver.
+   */
+  public String summary() {
+    int n = gpuCount();
+    java.util.Map<String, Integer> counts = new java.util.LinkedHashMap<>();
+    names.forEach(name -> counts.merge(name, 1, Integer::sum));
+    StringBuilder sb = new StringBuilder();
+    counts.forEach(
+        (name, c) -> sb.append(sb.isEmpty() ? "" : " + ").append(c).append("x ").append(name));
+    java.util.Set<String> labels = new java.util.LinkedHashSet<>();
+    List<String> pairs = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      for (int j = i + 1; j < n; j++) {
+        labels.add(label(i, j));
+        pairs.add(i + "-" + j + " " + label(i, j));
+      }
+    }
+    if (labels.size() == 1) {
+      sb.append(", ")
+          .append(labels.iterator().next())
+          .append(n == 2 ? " between them" : " between every pair");
+    } else if (!pairs.isEmpty()) {
+      sb.append(", links ").append(String.join(", ", pairs));
+    }
+    return sb.append(", driver ").append(driverVersion).toString();
+  }
+
   /** The link matrix and the peer-access matrix, like {@code nvidia-smi topo -m}. */
   public String format() {
     int n = gpuCount();

@@ -333,8 +333,12 @@ class TensorParallelCudaLmGpuTest {
     }
   }
 
+  /**
+   * Every world size of 2, 4 and 8 that the visible GPUs allow (the fixtures' heads, experts and
+   * widths divide by 8), each parallel layout under each allreduce choice.
+   */
   @Test
-  void twoGpusMatchTheSingleGpuModel() throws IOException {
+  void twoOrMoreGpusMatchTheSingleGpuModel() throws IOException {
     CudaDriver d = CudaDriver.get();
     d.init();
     int visible = d.deviceCount();
@@ -344,24 +348,36 @@ class TensorParallelCudaLmGpuTest {
       int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
       CudaModelOptions o = CudaCausalLmGpuTest.exact();
       Reference ref = single(dir, prompt, o);
-      for (ParallelConfig p :
-          List.of(
-              ParallelConfig.tensor(2),
-              new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.NONE),
-              new ParallelConfig(2, 2, ParallelConfig.MoeA2aBackend.ALL_TO_ALL))) {
-        for (DeviceWorld.Options w :
+      for (int n = 2; n <= Math.min(8, visible); n *= 2) {
+        for (ParallelConfig p :
             List.of(
-                DeviceWorld.Options.of(2).with(AllReduceAlgorithm.NCCL, true),
-                DeviceWorld.Options.of(2).with(AllReduceAlgorithm.AUTO, false),
-                DeviceWorld.Options.of(2).with(AllReduceAlgorithm.FUSED, false))) {
-          try (TensorParallelCudaLm lm = TensorParallelCudaLm.load(dir, o, p, w)) {
-            compare(
-                "tp=2 ep=" + p.epSize() + " " + p.a2a() + " " + w.algorithm() + " on two GPUs",
-                lm,
-                dir,
-                prompt,
-                ref,
-                false);
+                ParallelConfig.tensor(n),
+                new ParallelConfig(n, n, ParallelConfig.MoeA2aBackend.NONE),
+                new ParallelConfig(n, n, ParallelConfig.MoeA2aBackend.ALL_TO_ALL))) {
+          for (DeviceWorld.Options w :
+              List.of(
+                  DeviceWorld.Options.of(n).with(AllReduceAlgorithm.NCCL, true),
+                  DeviceWorld.Options.of(n).with(AllReduceAlgorithm.AUTO, false),
+                  DeviceWorld.Options.of(n).with(AllReduceAlgorithm.FUSED, false))) {
+            try (TensorParallelCudaLm lm = TensorParallelCudaLm.load(dir, o, p, w)) {
+              compare(
+                  "tp="
+                      + n
+                      + " ep="
+                      + p.epSize()
+                      + " "
+                      + p.a2a()
+                      + " "
+                      + w.algorithm()
+                      + " on "
+                      + n
+                      + " GPUs",
+                  lm,
+                  dir,
+                  prompt,
+                  ref,
+                  false);
+            }
           }
         }
       }

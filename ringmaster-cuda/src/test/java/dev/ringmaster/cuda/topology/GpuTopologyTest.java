@@ -41,6 +41,20 @@ class GpuTopologyTest {
   }
 
   @Test
+  void summaryNamesGpusLinksAndDriverOnOneLine() {
+    assertThat(fake(4, Link.NVLINK, 18, "580.159.04").summary())
+        .isEqualTo("4x NVIDIA H200, NV18 between every pair, driver 580.159.04");
+    assertThat(fake(2, Link.NVLINK, 18, "580").summary())
+        .isEqualTo("2x NVIDIA H200, NV18 between them, driver 580");
+    assertThat(fake(1, Link.SELF, 0, "580").summary()).isEqualTo("1x NVIDIA H200, driver 580");
+    GpuTopology mixed = fake(3, Link.PIX, 0, "580");
+    mixed.links()[1][2] = Link.SYS;
+    mixed.links()[2][1] = Link.SYS;
+    assertThat(mixed.summary())
+        .isEqualTo("3x NVIDIA H200, links 0-1 PIX, 0-2 PIX, 1-2 SYS, driver 580");
+  }
+
+  @Test
   void busIdsAreNormalisedBetweenCudaAndNvml() {
     assertThat(GpuTopology.normalizeBusId("00000000:19:00.0")).isEqualTo("0000:19:00.0");
     assertThat(GpuTopology.normalizeBusId("0000:1A:00.0")).isEqualTo("0000:1a:00.0");

@@ -46,6 +46,7 @@ public final class BenchCalibration {
         case MeasurementFile.Collectives c -> coll.addAll(BenchCollectives.samples(c.results()));
         case MeasurementFile.OneBatch o -> {
           runs.add(o);
+          kernels.addAll(OneBatchKernels.samples(o, models.apply(o), base));
           if (gpu == null && o.memoryPlan() != null && o.memoryPlan().get("gpu") != null) {
             gpu = String.valueOf(o.memoryPlan().get("gpu"));
           }

@@ -238,8 +238,26 @@ public record CalibrationCheck(String profile, List<Row> rows) {
       fields.put("output_len", r.outputLen());
       fields.put("decode_median_ms", r.decodeMedianMs());
       fields.put("predicted_decode_ms", p.stepTimeMs());
+      String parallel =
+          run.tpSize() > 1
+              ? "TP "
+                  + run.tpSize()
+                  + (run.epSize() > 1 ? " EP " + run.epSize() : "")
+                  + (run.allreduce() == null ? "" : " " + run.allreduce())
+                  + ", "
+              : "";
+      if (run.tpSize() > 1) {
+        fields.put("tp_size", run.tpSize());
+        fields.put("allreduce", run.allreduce());
+      }
       String what =
-          "batch " + r.batchSize() + ", input " + r.inputLen() + ", output " + r.outputLen();
+          parallel
+              + "batch "
+              + r.batchSize()
+              + ", input "
+              + r.inputLen()
+              + ", output "
+              + r.outputLen();
       out.add(new Row("decode", what, fields, "tok/s", r.decodeTokensPerS(), p.decodeTokensPerS()));
     }
     return out;

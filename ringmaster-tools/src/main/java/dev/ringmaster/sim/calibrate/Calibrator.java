@@ -28,15 +28,23 @@ import java.util.function.Predicate;
  *   <li>One-shot, two-shot and fused peer kernels, each on its own ({@link PeerFit}): {@code t =
  *       latency + transfer/eff}, within the peer buffer.
  *   <li>Kernels: each is memory- or compute-bound under the current constants; memory-bound ones of
- *       a kind fit that kind's bandwidth efficiency through the origin, compute-bound ones the
- *       compute efficiency; classification and fit repeat until stable.
+ *       a kind fit that kind's bandwidth efficiency (beside a fixed time per kernel where the
+ *       samples' bytes per kernel differ enough to tell them apart), compute-bound ones the compute
+ *       efficiency; classification and fit repeat until stable.
  *   <li>Steps ({@link StepFit}): {@code wall - gpuBusy = fixed + kernels*perKernel +
  *       tokens*layers*perTokenLayer}; graphed steps give the graph-node cost and the step overhead
- *       (graph launch kept), others the per-kernel launch cost; batch sizes that differ give the
- *       per-token decode latency.
+ *       (graph launch kept; the overhead measured instead where a one-rank run profiled its graph
+ *       replay), others the per-kernel launch cost; batch sizes that differ give the per-token
+ *       decode latency.
  * </ul>
  */
 public final class Calibrator {
+  /**
+   * How far apart (max over min) the samples' bytes per kernel must lie before a fixed time per
+   * kernel is fitted beside the bandwidth: TP 1 and TP 2 of one model differ by 2.
+   */
+  private static final double SPREAD_FOR_FIXED_TIME = 1.8;
+
   private Calibrator() {}
 
   /**
@@ -117,6 +125,7 @@ public final class Calibrator {
     double moe = g.moeMemoryEfficiency();
     double attn = g.attentionMemoryEfficiency();
     double comp = g.computeEfficiency();
+    Map<String, Double> latencies = new LinkedHashMap<>();
     for (int iter = 0; iter < 5; iter++) {
       GpuSpec cur = g.withConstants(gemm, moe, attn, comp, 0, 0, 0, 0);
       List<KernelSample> computeBound = new ArrayList<>();
@@ -130,15 +139,9 @@ public final class Calibrator {
           memoryBound.computeIfAbsent(k.kind(), x -> new ArrayList<>()).add(k);
         }
       }
+      latencies.clear();
       for (Map.Entry<String, List<KernelSample>> e : memoryBound.entrySet()) {
-        List<KernelSample> ks = e.getValue();
-        double[] x = new double[ks.size()];
-        double[] y = new double[ks.size()];
-        for (int i = 0; i < ks.size(); i++) {
-          x[i] = ks.get(i).bytes() / g.memoryBandwidth() * 1e6;
-          y[i] = ks.get(i).timeUs();
-        }
-        double eff = 1.0 / LeastSquares.slopeThroughOrigin(x, y);
+        double eff = memoryEfficiency(e.getValue(), g.memoryBandwidth(), e.getKey(), latencies);
         switch (e.getKey()) {
           case "moe" -> moe = eff;
           case "attention" -> attn = eff;
@@ -161,6 +164,12 @@ public final class Calibrator {
             "kernels: gemm memory eff %.3f, moe memory eff %.3f, attention memory eff %.3f, compute"
                 + " eff %.3f (%d samples)",
             gemm, moe, attn, comp, samples.size()));
+    if (!latencies.isEmpty()) {
+      StringBuilder sb =
+          new StringBuilder("kernels: fixed time per eager kernel apart from bytes:");
+      latencies.forEach((k, v) -> sb.append(String.format(" %s %.2f us", k, v)));
+      lines.add(sb.append(" (not kept: the step fit charges graph nodes)").toString());
+    }
     return g.withConstants(
         gemm,
         moe,
@@ -170,6 +179,51 @@ public final class Calibrator {
         g.graphNodeUs(),
         g.graphLaunchUs(),
         g.stepOverheadUs());
+  }
+
+  /**
+   * One kind's bandwidth efficiency from its memory-bound samples. Where every sample knows how
+   * many kernels it covers and their bytes per unit of time differ enough (runs at several
+   * tensor-parallel sizes: a quarter of the bytes per kernel at TP 4, but not a quarter of the
+   * time), the time is {@code launches * fixed + bytes / (eff * bandwidth)}, fitted on relative
+   * error with both terms non-negative; the fixed part is reported in {@code latencies}. Otherwise
+   * (one configuration, bytes nearly constant) a line through the origin, as before: the fixed part
+   * cannot be told apart there.
+   */
+  private static double memoryEfficiency(
+      List<KernelSample> ks, double bandwidth, String kind, Map<String, Double> latencies) {
+    int n = ks.size();
+    double[] x = new double[n];
+    double[] y = new double[n];
+    double lo = Double.MAX_VALUE;
+    double hi = 0;
+    boolean counted = true;
+    for (int i = 0; i < n; i++) {
+      KernelSample k = ks.get(i);
+      x[i] = k.bytes() / bandwidth * 1e6;
+      y[i] = k.timeUs();
+      counted &= k.launches() > 0;
+      if (k.launches() > 0) {
+        double perKernel = x[i] / k.launches();
+        lo = Math.min(lo, perKernel);
+        hi = Math.max(hi, perKernel);
+      }
+    }
+    if (counted && n >= 3 && hi >= SPREAD_FOR_FIXED_TIME * lo) {
+      double[][] rows = new double[n][];
+      double[] rel = new double[n];
+      for (int i = 0; i < n; i++) {
+        double w = 1 / y[i];
+        rows[i] = new double[] {ks.get(i).launches() * w, x[i] * w};
+        rel[i] = 1;
+      }
+      double[] b = LeastSquares.nonNegative(rows, rel);
+      if (b[1] > 0) {
+        latencies.put(kind, b[0]);
+        return 1 / b[1];
+      }
+    }
+    return 1.0 / LeastSquares.slopeThroughOrigin(x, y);
   }
 
   private static double effOf(GpuSpec g, String kind) {

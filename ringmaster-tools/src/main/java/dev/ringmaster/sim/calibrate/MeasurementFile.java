@@ -42,6 +42,8 @@ public sealed interface MeasurementFile {
    *     batch sizes that replayed a CUDA graph), or null
    * @param results one entry per batch size
    * @param allreduce the {@code --allreduce} choice of the run, or null where the file predates it
+   * @param moeA2aBackend the {@code --moe-a2a-backend} of a run with expert parallelism ({@code
+   *     none} or {@code all-to-all}), or null (no EP, or a file that predates the field)
    */
   record OneBatch(
       String model,
@@ -50,7 +52,8 @@ public sealed interface MeasurementFile {
       int epSize,
       Map<String, Object> memoryPlan,
       List<OneBatchBenchmark.Result> results,
-      String allreduce)
+      String allreduce,
+      String moeA2aBackend)
       implements MeasurementFile {
     /** Lists default to empty; sizes to 1. */
     public OneBatch {
@@ -67,7 +70,7 @@ public sealed interface MeasurementFile {
         int epSize,
         Map<String, Object> memoryPlan,
         List<OneBatchBenchmark.Result> results) {
-      this(model, device, tpSize, epSize, memoryPlan, results, null);
+      this(model, device, tpSize, epSize, memoryPlan, results, null, null);
     }
   }
 }

@@ -71,9 +71,16 @@ public record Measurements(
    * @param flops floating-point operations of the kernel
    * @param bytes bytes it reads and writes
    * @param timeUs GPU microseconds
+   * @param launches kernels the sample's time covers (a group of the engine's ops), 0 where unknown
    */
   public record KernelSample(
-      String name, String kind, String dtype, double flops, double bytes, double timeUs) {}
+      String name,
+      String kind,
+      String dtype,
+      double flops,
+      double bytes,
+      double timeUs,
+      int launches) {}
 
   /**
    * One decode step's wall time beside its GPU busy time.
@@ -86,6 +93,10 @@ public record Measurements(
    * @param stepTimeUs wall time of the step
    * @param layers decoder layers of the model; 0 when unknown, and then the sample does not take
    *     part in fitting the per-token decode latency
+   * @param hostUs the step's wall time less the GPU time of the same step replayed from its graph,
+   *     where a one-rank run measured both (NaN otherwise): the host's share of a step, which the
+   *     fit cannot tell apart from the graph-node cost when every sample launches about as many
+   *     kernels
    */
   public record StepSample(
       int batch,
@@ -94,7 +105,20 @@ public record Measurements(
       int kernels,
       double gpuBusyUs,
       double stepTimeUs,
-      int layers) {
+      int layers,
+      double hostUs) {
+
+    /** A sample without a measured host share. */
+    public StepSample(
+        int batch,
+        int contextLen,
+        boolean cudaGraph,
+        int kernels,
+        double gpuBusyUs,
+        double stepTimeUs,
+        int layers) {
+      this(batch, contextLen, cudaGraph, kernels, gpuBusyUs, stepTimeUs, layers, Double.NaN);
+    }
 
     /** Decode tokens times layers: what the per-token decode latency multiplies. */
     public double tokenLayers() {

@@ -25,9 +25,10 @@ import java.util.Map;
  * decode step, so each step's GPU busy time and kernel count come from the simulator under a
  * profile (the calibrator passes the one already fitted to the other samples): what is left of the
  * measured step is launch and host overhead, and, where batch sizes differ, the per-token decode
- * latency. Assumed where the JSON is silent: bf16 weights and KV cache, NCCL allreduce, a KV length
- * of {@code input_len + output_len / 2} (the middle of the decode), and a CUDA graph for exactly
- * the batch sizes the memory plan lists graphs for.
+ * latency. Assumed where the JSON is silent: bf16 weights and KV cache, NCCL allreduce, no
+ * all-to-all ({@code moe_a2a_backend} says where a run used it), a KV length of {@code input_len +
+ * output_len / 2} (the middle of the decode), and a CUDA graph for exactly the batch sizes the
+ * memory plan lists graphs for.
  */
 public final class OneBatchSteps {
   private OneBatchSteps() {}
@@ -65,9 +66,25 @@ public final class OneBatchSteps {
               ft.kernels(),
               busy,
               r.decodeMedianMs() * 1000,
-              shape.numLayers()));
+              shape.numLayers(),
+              hostUs(run, r)));
     }
     return out;
+  }
+
+  /**
+   * Wall time less the profiled graph replay of the same step ({@code profile_ms}: "decode bs=N
+   * (same step as a graph replay)"), microseconds; NaN unless one rank ran it (with several, the
+   * replay timed on one rank includes its wait for the others) and the replay was profiled.
+   */
+  static double hostUs(MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
+    if (run.tpSize() != 1 || r.profileMs() == null) {
+      return Double.NaN;
+    }
+    Map<String, Double> replay =
+        r.profileMs().get("decode bs=" + r.batchSize() + " (same step as a graph replay)");
+    Double total = replay == null ? null : replay.get("total");
+    return total == null ? Double.NaN : r.decodeMedianMs() * 1000 - total * 1000;
   }
 
   /**
@@ -91,7 +108,7 @@ public final class OneBatchSteps {
     return new ServingConfig(
         run.tpSize(),
         run.epSize(),
-        A2aBackend.NONE,
+        "all-to-all".equals(run.moeA2aBackend()) ? A2aBackend.ALL_TO_ALL : A2aBackend.NONE,
         allreduceOf(run),
         QuantScheme.preset("bf16"),
         "bf16",

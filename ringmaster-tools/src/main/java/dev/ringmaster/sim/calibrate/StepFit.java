@@ -9,14 +9,16 @@ import java.util.List;
  * Fits the per-step constants to whole-step samples: {@code wall - gpuBusy = fixed + kernels *
  * perKernel + tokens * layers * (perTokenLayer + contextLen * perContextTokenLayer)}. Graphed steps
  * give the graph-node cost and the step overhead (graph launch kept), eager ones the per-kernel
- * launch cost. A term is fitted only where the samples tell it apart from the fixed part (kernel
- * counts, batch sizes, or context lengths that differ); otherwise it keeps the base value. The fit
- * minimises relative error, since accuracy is judged in percent at every batch size, with every
- * constant non-negative (the step overhead beyond the graph launch, the per-kernel cost and the
- * per-token latency are times): an unconstrained fit over runs that differ in more than the model
- * sees (several tensor-parallel sizes, say, where the kernel count changes with everything else)
- * can trade a negative overhead against a large per-kernel cost, which explains the samples and
- * predicts nothing.
+ * launch cost. Where one-rank samples carry their host share (wall less the profiled graph replay
+ * of the same step), that is the step overhead and only the other terms are fitted: kernel counts
+ * alone barely tell the two apart. A term is fitted only where the samples tell it apart from the
+ * fixed part (kernel counts, batch sizes, or context lengths that differ); otherwise it keeps the
+ * base value. The fit minimises relative error, since accuracy is judged in percent at every batch
+ * size, with every constant non-negative (the step overhead beyond the graph launch, the per-kernel
+ * cost and the per-token latency are times): an unconstrained fit over runs that differ in more
+ * than the model sees (several tensor-parallel sizes, say, where the kernel count changes with
+ * everything else) can trade a negative overhead against a large per-kernel cost, which explains
+ * the samples and predicts nothing.
  */
 final class StepFit {
   private StepFit() {}
@@ -34,7 +36,8 @@ final class StepFit {
                 g.graphLaunchUs(),
                 g.graphNodeUs(),
                 g.decodeTokenLayerUs(),
-                g.decodeContextTokenLayerNs());
+                g.decodeContextTokenLayerNs(),
+                measuredHostUs(graphed, g.graphLaunchUs()));
     if (gr != null) {
       out =
           out.withConstants(
@@ -46,8 +49,7 @@ final class StepFit {
                   gr.perKernel,
                   g.graphLaunchUs(),
                   gr.overhead)
-              .withDecodeTokenLayerUs(gr.perToken)
-              .withDecodeContextTokenLayerNs(gr.perContext);
+              .withDecodeLatency(gr.perToken, gr.perContext);
       lines.add("graphed steps: " + gr.describe("node"));
     }
     Group ea =
@@ -58,7 +60,8 @@ final class StepFit {
                 0,
                 g.kernelLaunchUs(),
                 out.decodeTokenLayerUs(),
-                out.decodeContextTokenLayerNs());
+                out.decodeContextTokenLayerNs(),
+                Double.NaN);
     if (ea != null) {
       boolean keepGraphFit = gr != null;
       out =
@@ -71,8 +74,8 @@ final class StepFit {
                   out.graphNodeUs(),
                   out.graphLaunchUs(),
                   keepGraphFit ? out.stepOverheadUs() : ea.overhead)
-              .withDecodeTokenLayerUs(keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken)
-              .withDecodeContextTokenLayerNs(
+              .withDecodeLatency(
+                  keepGraphFit ? out.decodeTokenLayerUs() : ea.perToken,
                   keepGraphFit ? out.decodeContextTokenLayerNs() : ea.perContext);
       lines.add("eager steps: " + ea.describe("launch"));
     }
@@ -82,6 +85,7 @@ final class StepFit {
   /** Fitted constants of one group and what was fitted. */
   private record Group(
       double overhead,
+      boolean overheadMeasured,
       double perKernel,
       double perToken,
       double perContext,
@@ -94,10 +98,11 @@ final class StepFit {
     String describe(String perKernelName) {
       return String.format(
           java.util.Locale.ROOT,
-          "step overhead %.1f us, %s %.3f us%s, token latency %.3f us per token per layer%s,"
+          "step overhead %.1f us%s, %s %.3f us%s, token latency %.3f us per token per layer%s,"
               + " context latency %.3f ns per cached token per layer%s (%d samples, max error"
               + " %.1f%%)",
           overhead,
+          overheadMeasured ? " measured (wall less the profiled graph replay)" : "",
           perKernelName,
           perKernel,
           kernelFitted ? "" : " kept",
@@ -111,18 +116,40 @@ final class StepFit {
   }
 
   /**
+   * The step overhead beyond the graph launch that the samples measured directly (median over those
+   * with a host share, never negative), or NaN where none did.
+   */
+  private static double measuredHostUs(List<StepSample> s, double launch) {
+    double[] h =
+        s.stream()
+            .mapToDouble(StepSample::hostUs)
+            .filter(Double::isFinite)
+            .map(v -> Math.max(0, v - launch))
+            .sorted()
+            .toArray();
+    return h.length == 0 ? Double.NaN : h[h.length / 2];
+  }
+
+  /**
    * Fits {@code wall - busy - launch = overhead + kernels * perKernel + tokenLayers * perToken +
    * contextTokenLayers * perContext} on relative error, every constant non-negative ({@code
-   * launch}: the graph launch, kept).
+   * launch}: the graph launch, kept; {@code hostUs}: the overhead where measured, then kept too).
    */
   private static Group fitGroup(
-      List<StepSample> s, double launch, double perKernel, double perToken, double perContext) {
+      List<StepSample> s,
+      double launch,
+      double perKernel,
+      double perToken,
+      double perContext,
+      double hostUs) {
+    boolean fixedOverhead = Double.isFinite(hostUs);
     boolean kernels = s.stream().mapToInt(StepSample::kernels).distinct().count() > 1;
     boolean layered = s.stream().allMatch(x -> x.layers() > 0);
     boolean tokens =
         layered && s.stream().mapToDouble(StepSample::tokenLayers).distinct().count() > 1;
     boolean context = layered && s.stream().mapToInt(StepSample::contextLen).distinct().count() > 1;
-    while (1 + (kernels ? 1 : 0) + (tokens ? 1 : 0) + (context ? 1 : 0) > s.size()) {
+    int intercept = fixedOverhead ? 0 : 1;
+    while (intercept + (kernels ? 1 : 0) + (tokens ? 1 : 0) + (context ? 1 : 0) > s.size()) {
       // fewer samples than unknowns: give up the context term first, then the token term, then
       // the per-kernel cost
       if (context) {
@@ -139,8 +166,12 @@ final class StepFit {
       StepSample v = s.get(i);
       double w = 1 / v.stepTimeUs();
       List<Double> row = new ArrayList<>();
-      row.add(w);
       double rest = v.stepTimeUs() - v.gpuBusyUs() - launch;
+      if (fixedOverhead) {
+        rest -= hostUs;
+      } else {
+        row.add(w);
+      }
       if (kernels) {
         row.add(v.kernels() * w);
       } else {
@@ -159,7 +190,12 @@ final class StepFit {
       x[i] = row.stream().mapToDouble(Double::doubleValue).toArray();
       y[i] = rest * w;
     }
-    double[] b = LeastSquares.nonNegative(x, y);
+    double[] fitted = x[0].length == 0 ? new double[0] : LeastSquares.nonNegative(x, y);
+    double[] b = new double[fitted.length + 1 - intercept];
+    if (fixedOverhead) {
+      b[0] = hostUs;
+    }
+    System.arraycopy(fitted, 0, b, 1 - intercept, fitted.length);
     int at = 1;
     double k = kernels ? b[at++] : perKernel;
     double t = tokens ? b[at++] : perToken;
@@ -175,6 +211,6 @@ final class StepFit {
               + v.contextTokenLayersK() * c;
       max = Math.max(max, Math.abs(pred / v.stepTimeUs() - 1) * 100);
     }
-    return new Group(b[0], k, t, c, kernels, tokens, context, s.size(), max);
+    return new Group(b[0], fixedOverhead, k, t, c, kernels, tokens, context, s.size(), max);
   }
 }

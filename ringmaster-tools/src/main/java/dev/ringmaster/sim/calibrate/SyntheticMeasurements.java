@@ -105,7 +105,7 @@ public final class SyntheticMeasurements {
   private static KernelSample sample(GpuSpec g, String kind, OpCost op, double noise, Random rnd) {
     double t = ForwardTimer.opTimeUs(g, op);
     return new KernelSample(
-        op.name(), kind, op.computeDtype(), op.flops(), op.bytes(), jitter(t, noise, rnd));
+        op.name(), kind, op.computeDtype(), op.flops(), op.bytes(), jitter(t, noise, rnd), 0);
   }
 
   private static double jitter(double t, double noise, Random rnd) {

@@ -58,30 +58,13 @@ public record GpuSpec(
     return tensorFlops.containsKey(dtype);
   }
 
-  /** Copy with another per-token decode latency. */
+  /** Copy with another per-token decode latency (the per-context-token latency is kept). */
   public GpuSpec withDecodeTokenLayerUs(double us) {
-    return new GpuSpec(
-        name,
-        arch,
-        smCount,
-        memoryBytes,
-        memoryBandwidth,
-        tensorFlops,
-        gemmMemoryEfficiency,
-        moeMemoryEfficiency,
-        attentionMemoryEfficiency,
-        computeEfficiency,
-        kernelLaunchUs,
-        graphNodeUs,
-        graphLaunchUs,
-        stepOverheadUs,
-        reservedBytes,
-        us,
-        decodeContextTokenLayerNs);
+    return withDecodeLatency(us, decodeContextTokenLayerNs);
   }
 
-  /** Copy with another per-context-token decode latency. */
-  public GpuSpec withDecodeContextTokenLayerNs(double ns) {
+  /** Copy with other decode latency terms, per token and per cached token (see the fields). */
+  public GpuSpec withDecodeLatency(double tokenLayerUs, double contextTokenLayerNs) {
     return new GpuSpec(
         name,
         arch,
@@ -98,8 +81,8 @@ public record GpuSpec(
         graphLaunchUs,
         stepOverheadUs,
         reservedBytes,
-        decodeTokenLayerUs,
-        ns);
+        tokenLayerUs,
+        contextTokenLayerNs);
   }
 
   /**

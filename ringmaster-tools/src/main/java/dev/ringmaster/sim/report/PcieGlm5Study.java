@@ -53,6 +53,11 @@ public final class PcieGlm5Study {
             base(AllreduceAlgorithm.NCCL, 8, A2aBackend.ALL_TO_ALL, 512, null)));
     rows.add(
         new Row(
+            "expert parallel",
+            "ep 8, deepep (what-if)",
+            base(AllreduceAlgorithm.NCCL, 8, A2aBackend.DEEPEP, 512, null)));
+    rows.add(
+        new Row(
             "cuda graphs",
             "max bs 512",
             base(AllreduceAlgorithm.NCCL, 1, A2aBackend.NONE, 512, null)));

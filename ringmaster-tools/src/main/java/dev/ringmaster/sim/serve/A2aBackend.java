@@ -4,13 +4,27 @@ package dev.ringmaster.sim.serve;
 public enum A2aBackend {
   /** Every rank sees every token; expert outputs are summed by the layer's allreduce. */
   NONE("none"),
-  /** Tokens are dispatched to and combined from the experts' ranks by all-to-all. */
-  ALL_TO_ALL("all-to-all");
+  /**
+   * Ringmaster's all-to-all (the engine's {@code ExpertAllToAll}): fixed f32 blocks sized for a
+   * graph, every rank's slice of ceil(tokens / ep) tokens sent to every peer with its routing, topK
+   * rows of expert outputs back per slice token, then an allgather of the slices.
+   */
+  ALL_TO_ALL("all-to-all"),
+  /**
+   * What-if, not in the engine: a DeepEP-style all-to-all (fp8 dispatch with per-128 scales, bf16
+   * combine, each token sent only to the ranks of its experts), as SGLang's {@code deepep}.
+   */
+  DEEPEP("deepep");
 
   private final String cliName;
 
   A2aBackend(String cliName) {
     this.cliName = cliName;
+  }
+
+  /** Whether tokens travel to the experts' ranks (any backend but {@link #NONE}). */
+  public boolean dispatches() {
+    return this != NONE;
   }
 
   /** Name used on the command line. */
@@ -25,6 +39,7 @@ public enum A2aBackend {
         return b;
       }
     }
-    throw new IllegalArgumentException("unknown a2a backend '" + name + "' (none, all-to-all)");
+    throw new IllegalArgumentException(
+        "unknown a2a backend '" + name + "' (none, all-to-all, deepep)");
   }
 }

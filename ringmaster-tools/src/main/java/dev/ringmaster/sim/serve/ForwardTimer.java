@@ -26,6 +26,9 @@ import java.util.Map;
  * as the batch grows.
  */
 public final class ForwardTimer {
+  /** Kernels the engine's all-to-all adds per MoE layer beside its collectives. */
+  static final int ENGINE_A2A_KERNELS = 3;
+
   private final HardwareProfile hw;
   private final CollectiveModel collectives;
 
@@ -76,6 +79,10 @@ public final class ForwardTimer {
       comm += c.count() * c.timeUsEach();
       kernels += c.count();
     }
+    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && cfg.ep() > 1 && model.shape().moe() != null) {
+      // the engine packs, unpacks and combines the blocks in three small kernels per MoE layer
+      kernels += ENGINE_A2A_KERNELS * model.shape().moeLayerCount();
+    }
     bd.put(Category.COLLECTIVES, comm);
     GpuSpec g = hw.gpu();
     if (step.absorbedMla()) {
@@ -102,7 +109,7 @@ public final class ForwardTimer {
     CollectiveTime ar = collectives.allreduce(algo, hiddenBytes, tp);
     int layers = s.numLayers();
     int moeLayers = s.moeLayerCount();
-    boolean a2a = cfg.a2a() == A2aBackend.ALL_TO_ALL && cfg.ep() > 1 && s.moe() != null;
+    boolean a2a = cfg.a2a().dispatches() && cfg.ep() > 1 && s.moe() != null;
     out.add(
         new CollectiveCall(
             "embedding (vocab-parallel)", "allreduce", 1, hiddenBytes, ar.how(), ar.timeUs()));
@@ -117,14 +124,28 @@ public final class ForwardTimer {
     }
     if (a2a) {
       int ep = cfg.ep();
-      double tokensPerRank = (double) step.tokens() / ep;
       int k = s.moe().topK();
-      // fp8 dispatch (values + one f32 scale per 128), bf16 combine.
-      double dispatch = tokensPerRank * k * (s.hiddenSize() + 4.0 * s.hiddenSize() / 128);
-      double combine = tokensPerRank * k * 2.0 * s.hiddenSize();
+      double hidden = s.hiddenSize();
+      double dispatch;
+      double combine;
+      double regather;
+      if (cfg.a2a() == A2aBackend.ALL_TO_ALL) {
+        // the engine's blocks (bytes each rank sends, its own block included): one f32 row of
+        // hidden + 2 topK per slice token to every peer, topK f32 rows back, f32 slices gathered
+        double slice = Math.ceil((double) step.tokens() / ep);
+        dispatch = 4.0 * ep * slice * (hidden + 2.0 * k);
+        combine = 4.0 * ep * slice * k * hidden;
+        regather = 4.0 * ep * slice * hidden;
+      } else {
+        // DeepEP-style: fp8 dispatch (values + one f32 scale per 128), bf16 combine
+        double tokensPerRank = (double) step.tokens() / ep;
+        dispatch = tokensPerRank * k * (hidden + 4.0 * hidden / 128);
+        combine = tokensPerRank * k * 2.0 * hidden;
+        regather = hiddenBytes;
+      }
       CollectiveTime d = collectives.allToAll(dispatch, ep);
       CollectiveTime c = collectives.allToAll(combine, ep);
-      CollectiveTime g = collectives.allGather(hiddenBytes, tp);
+      CollectiveTime g = collectives.allGather(regather, tp);
       out.add(
           new CollectiveCall(
               "MoE dispatch", "all-to-all", moeLayers, dispatch, d.how(), d.timeUs()));
@@ -132,7 +153,7 @@ public final class ForwardTimer {
           new CollectiveCall("MoE combine", "all-to-all", moeLayers, combine, c.how(), c.timeUs()));
       out.add(
           new CollectiveCall(
-              "MoE token regather", "allgather", moeLayers, hiddenBytes, g.how(), g.timeUs()));
+              "MoE token regather", "allgather", moeLayers, regather, g.how(), g.timeUs()));
     }
     double logits = 2.0 * step.logitTokens() * s.vocabSize();
     CollectiveTime lg = collectives.allGather(logits, tp);

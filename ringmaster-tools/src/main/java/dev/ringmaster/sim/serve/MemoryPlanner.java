@@ -15,12 +15,17 @@ import dev.ringmaster.sim.model.WeightInventory;
  * slack).
  *
  * <p>Assumptions, to be replaced by measurement: every captured graph keeps its own decode
- * activations alive (so graph memory grows with the sum of captured batch sizes); the all-to-all
- * backend allocates DeepEP-style low-latency buffers (dispatch and combine, double-buffered, room
- * for 128 tokens per rank per local expert) plus a 1 GiB normal-mode buffer.
+ * activations alive (so graph memory grows with the sum of captured batch sizes); the engine's
+ * all-to-all holds f32 blocks sized for a full prefill chunk ({@link #engineAllToAllBytes}) plus 1
+ * GiB for NCCL's channels, the DeepEP what-if low-latency buffers (dispatch and combine,
+ * double-buffered, room for 128 tokens per rank per local expert) plus a 1 GiB normal-mode buffer.
  */
 public final class MemoryPlanner {
   private static final double SLACK = 0.97;
+
+  /** NCCL's channel buffers for the all-to-all's peers, allowed beside the engine's blocks. */
+  private static final double NCCL_CHANNEL_BYTES = 1L << 30;
+
   private static final int A2A_TOKENS_PER_RANK = 128;
 
   private MemoryPlanner() {}
@@ -48,10 +53,12 @@ public final class MemoryPlanner {
       }
     }
     double a2a = 0;
-    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && s.moe() != null) {
+    if (cfg.a2a() == A2aBackend.DEEPEP && s.moe() != null) {
       int localExperts = s.moe().numExperts() / sh.ep();
       a2a =
           2.0 * 2 * localExperts * sh.ep() * A2A_TOKENS_PER_RANK * s.hiddenSize() * 2 + (1L << 30);
+    } else if (cfg.a2a() == A2aBackend.ALL_TO_ALL && s.moe() != null && sh.ep() > 1) {
+      a2a = engineAllToAllBytes(s, sh.ep(), cfg.chunkedPrefill()) + NCCL_CHANNEL_BYTES;
     }
     double reserved = hw.gpu().reservedBytes();
     double total = hw.gpu().memoryBytes();
@@ -104,5 +111,18 @@ public final class MemoryPlanner {
       }
     }
     return sum;
+  }
+
+  /**
+   * The engine's all-to-all buffers ({@code ExpertAllToAll}) for steps of up to {@code maxTokens}:
+   * f32 send and receive blocks of hidden + 2 topK per row, the unpacked rows, ids and weights,
+   * topK output rows per row coming back, the slice and the gathered rows.
+   */
+  static double engineAllToAllBytes(ModelShape s, int ep, int maxTokens) {
+    double rows = ep * Math.ceil((double) maxTokens / ep);
+    double h = s.hiddenSize();
+    int k = s.moe().topK();
+    double floats = rows * (2 * (h + 2.0 * k) + h + 2.0 * k + k * h + h) + rows / ep * h;
+    return 4 * floats;
   }
 }

@@ -186,13 +186,18 @@ public final class Simulator {
         && cfg.tp() > 2) {
       warnings.add(hw.collectives().peerAllreduceNote());
     }
-    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && !hw.interconnect().nvlink()) {
+    if (cfg.a2a() == A2aBackend.DEEPEP && !hw.interconnect().nvlink()) {
       warnings.add(
-          "all-to-all MoE backends (DeepEP and the like) are built for NVLink/RDMA; on a PCIe-only"
-              + " box they may not run at all; predicted with NCCL all-to-all");
+          "DeepEP-style all-to-all is built for NVLink/RDMA; on a PCIe-only box it may not run at"
+              + " all; predicted with NCCL all-to-all");
     }
-    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && cfg.ep() == 1) {
-      warnings.add("--moe-a2a-backend all-to-all needs --ep-size > 1; ignored");
+    if (cfg.a2a() == A2aBackend.DEEPEP) {
+      warnings.add(
+          "deepep is a what-if: the engine's all-to-all is --moe-a2a-backend all-to-all (f32"
+              + " blocks of every slice token to every peer)");
+    }
+    if (cfg.a2a().dispatches() && cfg.ep() == 1) {
+      warnings.add("--moe-a2a-backend " + cfg.a2a().cliName() + " needs --ep-size > 1; ignored");
     }
     for (WeightFormat f : new WeightFormat[] {cfg.quant().experts(), cfg.quant().dense()}) {
       if (!hw.gpu().supportsDtype(f.computeDtype())) {

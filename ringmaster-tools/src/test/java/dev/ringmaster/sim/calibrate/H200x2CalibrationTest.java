@@ -1,5 +1,7 @@
 package dev.ringmaster.sim.calibrate;
 
+import static dev.ringmaster.sim.calibrate.CalibrationFixtures.file;
+import static dev.ringmaster.sim.calibrate.CalibrationFixtures.files;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.sim.Configs;
@@ -12,11 +14,8 @@ import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.PeerKernel;
 import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.model.ModelShape;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -46,24 +45,6 @@ class H200x2CalibrationTest {
       List.of(
           "h200-x2-glm5-5l-onebatch-tp1-auto-b39cd58.json",
           "h200-x2-glm5-5l-onebatch-tp2-auto-b39cd58.json");
-
-  private static MeasurementFile file(String name) throws Exception {
-    try (var in = H200x2CalibrationTest.class.getResourceAsStream("/calibrate/" + name)) {
-      return MeasurementsIo.parseAny(
-          new String(Objects.requireNonNull(in).readAllBytes(), StandardCharsets.UTF_8));
-    }
-  }
-
-  private static List<MeasurementFile> files(String first, List<String> more) throws Exception {
-    List<MeasurementFile> out = new ArrayList<>();
-    if (first != null) {
-      out.add(file(first));
-    }
-    for (String name : more) {
-      out.add(file(name));
-    }
-    return out;
-  }
 
   /** The CLI's calibration: the graphed allreduce run and the five V2-Lite one-batch runs. */
   private static Calibrator.Result calibrated() throws Exception {

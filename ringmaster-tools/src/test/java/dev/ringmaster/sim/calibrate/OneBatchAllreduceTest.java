@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ringmaster.sim.hw.AllreduceAlgorithm;
 import org.junit.jupiter.api.Test;
 
-/** A one-batch run is simulated with the allreduce it recorded (NCCL where none is recorded). */
+/**
+ * A one-batch run is simulated with the allreduce it recorded (NCCL where none is recorded) and
+ * with its MoE backend under expert parallelism (none where none is recorded).
+ */
 class OneBatchAllreduceTest {
   private static MeasurementFile.OneBatch parse(String allreduceField) {
     String json =
@@ -36,6 +39,20 @@ class OneBatchAllreduceTest {
       assertThat(OneBatchSteps.servingConfig(run, run.results().getFirst()).allreduce())
           .as(field)
           .isEqualTo(AllreduceAlgorithm.NCCL);
+    }
+  }
+
+  @Test
+  void theRecordedMoeBackendIsSimulated() {
+    MeasurementFile.OneBatch a2a = parse("\"moe_a2a_backend\":\"all-to-all\",");
+    assertThat(a2a.moeA2aBackend()).isEqualTo("all-to-all");
+    assertThat(OneBatchSteps.servingConfig(a2a, a2a.results().getFirst()).a2a())
+        .isEqualTo(dev.ringmaster.sim.serve.A2aBackend.ALL_TO_ALL);
+    for (String field : new String[] {"\"moe_a2a_backend\":\"none\",", ""}) {
+      MeasurementFile.OneBatch run = parse(field);
+      assertThat(OneBatchSteps.servingConfig(run, run.results().getFirst()).a2a())
+          .as(field)
+          .isEqualTo(dev.ringmaster.sim.serve.A2aBackend.NONE);
     }
   }
 }

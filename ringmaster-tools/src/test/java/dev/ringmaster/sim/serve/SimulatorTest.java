@@ -98,9 +98,36 @@ class SimulatorTest {
             8192,
             null);
     Prediction p = rtx.predict(glm5, cfg);
-    assertThat(p.collectivesPerStep()).anyMatch(c -> c.op().equals("all-to-all"));
-    assertThat(p.memory().a2aBufferBytes()).isPositive();
-    assertThat(p.warnings()).anyMatch(w -> w.contains("PCIe-only"));
+    // the engine's blocks at batch 1, EP 8: one f32 row of hidden + 2 topK to each of 8 ranks
+    assertThat(p.collectivesPerStep())
+        .anyMatch(c -> c.op().equals("all-to-all") && c.bytes() == 4.0 * 8 * (6144 + 2 * 8));
+    assertThat(p.collectivesPerStep())
+        .anyMatch(c -> c.op().equals("all-to-all") && c.bytes() == 4.0 * 8 * 8 * 6144);
+    // f32 blocks for an 8,192-token chunk (~2.5 GB for GLM-5's widths) and NCCL's channels
+    assertThat(p.memory().a2aBufferBytes())
+        .isEqualTo(MemoryPlanner.engineAllToAllBytes(glm5, 8, 8192) + (1L << 30));
+    assertThat(MemoryPlanner.engineAllToAllBytes(glm5, 8, 8192) / 1e9).isBetween(2.4, 2.6);
+    // NCCL's all-to-all runs over PCIe; the DeepEP what-if is the one built for NVLink/RDMA
+    assertThat(p.warnings()).noneMatch(w -> w.contains("PCIe-only"));
+    ServingConfig deepep =
+        new ServingConfig(
+            8,
+            8,
+            A2aBackend.DEEPEP,
+            AllreduceAlgorithm.NCCL,
+            QuantScheme.preset("nvfp4"),
+            "bf16",
+            1,
+            4096,
+            true,
+            128,
+            8192,
+            null);
+    Prediction d = rtx.predict(glm5, deepep);
+    assertThat(d.warnings()).anyMatch(w -> w.contains("PCIe-only"));
+    assertThat(d.warnings()).anyMatch(w -> w.contains("what-if"));
+    // the lean all-to-all moves far fewer bytes: fp8 rows to the experts' ranks only
+    assertThat(d.stepTimeMs()).isLessThan(p.stepTimeMs());
   }
 
   @Test
