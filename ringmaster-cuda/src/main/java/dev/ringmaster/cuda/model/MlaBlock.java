@@ -65,41 +65,63 @@ final class MlaBlock {
     int qk = nope + ropeDim;
     int kvWidth = kvLora + ropeDim;
     if (w.qProj() != null) {
-      ops.linear(act.q.ptr(), act.normed.ptr(), w.qProj(), n);
+      ops.linear2(act.q.ptr(), w.qProj(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
     } else {
-      ops.linear(act.qa.ptr(), act.normed.ptr(), w.qA(), n);
+      ops.linear2(act.qa.ptr(), w.qA(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
       ops.rmsNorm(act.qa.ptr(), act.qa.ptr(), w.qANorm(), n, w.qA().rows(), LATENT_NORM_EPS);
       ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
     }
-    ops.linear(act.kva.ptr(), act.normed.ptr(), w.kvA(), n);
-    ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
-    k.rope(
-        ops.stream,
-        act.kva.ptr(),
-        kvWidth,
-        0,
-        kvLora,
-        in.positions.ptr(),
-        act.invFreq.ptr(),
-        n,
-        1,
-        ropeDim,
-        ropeScaling,
-        interleaved);
-    k.rope(
-        ops.stream,
-        act.q.ptr(),
-        heads * qk,
-        qk,
-        nope,
-        in.positions.ptr(),
-        act.invFreq.ptr(),
-        n,
-        heads,
-        ropeDim,
-        ropeScaling,
-        interleaved);
-    k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    if (GpuOps.FUSED_DECODE_OPS) {
+      k.mlaKvRopeAppend(
+          ops.stream,
+          act.kva.ptr(),
+          kvWidth,
+          w.kvANorm(),
+          LATENT_NORM_EPS,
+          kvLora,
+          ropeDim,
+          act.q.ptr(),
+          heads * qk,
+          heads,
+          qk,
+          nope,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          ropeScaling,
+          interleaved,
+          layerCache,
+          in.slots.ptr(),
+          n);
+    } else {
+      ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
+      k.rope(
+          ops.stream,
+          act.kva.ptr(),
+          kvWidth,
+          0,
+          kvLora,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          n,
+          1,
+          ropeDim,
+          ropeScaling,
+          interleaved);
+      k.rope(
+          ops.stream,
+          act.q.ptr(),
+          heads * qk,
+          qk,
+          nope,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          n,
+          heads,
+          ropeDim,
+          ropeScaling,
+          interleaved);
+      k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    }
     mark.accept("mla.q_kv_rope_append");
     if (segments == null || segments.gemmRuns().isEmpty()) {
       k.mlaAttention(
