@@ -277,3 +277,64 @@ RM_KERNEL void rm_mla_combine(float* ctx, const float* pCtx, const float* pMax, 
     o[c] = v * inv;
   }
 }
+
+// The steps between MLA's projections and its attention, fused for a token: RMSNorm of the KV latent
+// kv[t, 0:kvLora] (weight kvNorm), rotary embedding of the shared key kv[t, kvLora:kvLora+ropeDim]
+// and of every head's rotary query q[t, h*qk + nope ...], then the latent and key appended to the
+// paged cache as bf16 at slots[t]. kv and q are updated in place as the separate kernels
+// (rm_rmsnorm, rm_rope, rm_mla_cache_append) leave them; the rotation is rm_rope's expression.
+// Mapping: grid (tokens, rotary-pair blocks); each block takes whole heads' rotation pairs, one per
+// thread (the key counts as head -1), reads them all before a barrier and then writes (the
+// de-interleaved write of a pair lands on another pair's input); block y == 0 also normalises the
+// latent with strided loads (it touches no rotary value).
+RM_KERNEL void rm_mla_kv_rope_append(float* kv, int kvStride, const float* kvNorm, float eps,
+                                     int kvLora, int ropeDim, float* q, int qStride, int heads,
+                                     int qk, int nope, const int* positions, const float* invFreq,
+                                     float attnScaling, int interleaved, uint16_t* cache,
+                                     const int* slots) {
+  rm_pdl_prologue();
+  __shared__ float scratch[32];
+  const int t = blockIdx.x, half = ropeDim / 2, D = kvLora + ropeDim;
+  float* row = kv + static_cast<size_t>(t) * kvStride;
+  uint16_t* dst = cache + static_cast<size_t>(slots[t]) * D;
+  const int headsPerBlock = blockDim.x / half;
+  const int hLocal = threadIdx.x / half, i = threadIdx.x - hLocal * half;
+  const int h = blockIdx.y * headsPerBlock + hLocal - 1;  // -1: the shared rotary key
+  float* base = nullptr;
+  if (hLocal < headsPerBlock && h < heads) {
+    base = h < 0 ? row + kvLora : q + static_cast<size_t>(t) * qStride + static_cast<size_t>(h) * qk + nope;
+  }
+  float x0 = 0.f, x1 = 0.f, c = 0.f, s = 0.f;
+  if (base != nullptr) {
+    const float angle = static_cast<float>(positions[t]) * invFreq[i];
+    c = cosf(angle) * attnScaling;
+    s = sinf(angle) * attnScaling;
+    x0 = interleaved ? base[2 * i] : base[i];
+    x1 = interleaved ? base[2 * i + 1] : base[half + i];
+  }
+  if (blockIdx.y == 0) {
+    float ss = 0.f;
+    for (int k = threadIdx.x; k < kvLora; k += blockDim.x) {
+      const float v = row[k];
+      ss += v * v;
+    }
+    ss = block_sum(ss, scratch);  // also the barrier between the rotary reads and writes
+    const float inv = 1.f / sqrtf(ss / kvLora + eps);
+    for (int k = threadIdx.x; k < kvLora; k += blockDim.x) {
+      const float v = kvNorm[k] * (row[k] * inv);
+      row[k] = v;
+      dst[k] = f32_to_bf16_bits(v);
+    }
+  } else {
+    __syncthreads();
+  }
+  if (base != nullptr) {
+    const float r0 = x0 * c - x1 * s, r1 = x1 * c + x0 * s;
+    base[i] = r0;
+    base[half + i] = r1;
+    if (h < 0) {
+      dst[kvLora + i] = f32_to_bf16_bits(r0);
+      dst[kvLora + half + i] = f32_to_bf16_bits(r1);
+    }
+  }
+}

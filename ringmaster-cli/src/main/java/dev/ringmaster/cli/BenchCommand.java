@@ -201,14 +201,7 @@ final class BenchCommand implements Runnable {
         node.put(
             "allreduce", engine.allReduceAlgorithm().toString().toLowerCase(java.util.Locale.ROOT));
         if (engine.parallel().epSize() > 1) {
-          node.put(
-              "moe_a2a_backend",
-              engine
-                  .parallel()
-                  .a2a()
-                  .toString()
-                  .toLowerCase(java.util.Locale.ROOT)
-                  .replace('_', '-'));
+          node.put("moe_a2a_backend", engine.parallel().a2a().cliName());
         }
         node.set("results", m.valueToTree(results));
         if (json) {

@@ -221,8 +221,7 @@ final class EngineOptions {
     sb.append(" --tp-size ").append(p.tpSize());
     if (p.epSize() > 1) {
       sb.append(" --ep-size ").append(p.epSize());
-      sb.append(" --moe-a2a-backend ")
-          .append(p.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL ? "all-to-all" : "none");
+      sb.append(" --moe-a2a-backend ").append(p.a2a().cliName());
     }
     sb.append(" --allreduce ").append(allReduceAlgorithm().toString().toLowerCase(Locale.ROOT));
     if (disableCustomAllReduce) {

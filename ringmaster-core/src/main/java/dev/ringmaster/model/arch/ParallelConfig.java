@@ -78,6 +78,11 @@ public record ParallelConfig(int tpSize, int epSize, MoeA2aBackend a2a, ExpertPl
     /** tokens are sent to the ranks owning their experts and the results sent back. */
     ALL_TO_ALL;
 
+    /** The flag value, as {@link #parse} reads it. */
+    public String cliName() {
+      return this == ALL_TO_ALL ? "all-to-all" : "none";
+    }
+
     /** Parses the flag value {@code none} or {@code all-to-all}. */
     public static MoeA2aBackend parse(String s) {
       return switch (s) {

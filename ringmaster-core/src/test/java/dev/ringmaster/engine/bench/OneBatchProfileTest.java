@@ -25,6 +25,7 @@ class OneBatchProfileTest {
   private static final class Profiled extends ForwardingLanguageModel
       implements StepProfileReporting {
     private final Map<String, Map<String, Double>> taken = new LinkedHashMap<>();
+    private final Map<Integer, Integer> callsByTokens = new LinkedHashMap<>();
 
     Profiled(LanguageModel lm) {
       super(lm);
@@ -34,6 +35,7 @@ class OneBatchProfileTest {
     @Override
     public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
       taken.putIfAbsent("step of " + tokens.length + " tokens", Map.of("ops", 0.5));
+      callsByTokens.merge(tokens.length, 1, Integer::sum);
       return super.forward(tokens, layout, caches, logitRows);
     }
 
@@ -57,6 +59,16 @@ class OneBatchProfileTest {
       assertThat(rs.get(0).profileMs()).containsOnlyKeys("step of 3 tokens", "step of 1 tokens");
       assertThat(rs.get(1).profileMs()).containsOnlyKeys("step of 6 tokens", "step of 2 tokens");
       assertThat(rs.get(1).profileMs().get("step of 2 tokens")).containsEntry("ops", 0.5);
+    }
+  }
+
+  @Test
+  void eachPrefillRunsOnceUntimedBeforeTheTimedOne() throws Exception {
+    try (Profiled m =
+        new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
+      OneBatchBenchmark.run(m, List.of(2), 3, 4, 7, new PrintStream(new ByteArrayOutputStream()));
+      // a warm-up and a timed prefill of 2 x 3 tokens, then 4 decode steps of 2 tokens
+      assertThat(m.callsByTokens).containsExactly(Map.entry(6, 2), Map.entry(2, 4));
     }
   }
 }

@@ -41,13 +41,14 @@ public final class KernelBench {
   /**
    * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
    * programmatic dependent launch ({@link PdlChainBench}); {@code mla BATCH CONTEXT} runs only the
-   * MLA decode of that shape (16 heads), e.g. under a profiler.
+   * MLA decode of that shape (16 heads), e.g. under a profiler; {@code prefill} only the MLA
+   * prefill rows.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
-      throw new IllegalArgumentException("usage: KernelBench [pdl | mla BATCH CONTEXT]");
+      throw new IllegalArgumentException("usage: KernelBench [pdl | mla BATCH CONTEXT | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -58,6 +59,15 @@ public final class KernelBench {
               KernelBench b = new KernelBench(s, k);
               if (mlaOnly) {
                 b.mla(Integer.parseInt(args[1]), 16, Integer.parseInt(args[2]));
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("prefill")) {
+                for (int len : new int[] {512, 4096}) {
+                  for (PrefillPath path : PrefillPath.values()) {
+                    b.mlaPrefill(16, len, path);
+                  }
+                }
                 b.print();
                 return;
               }
@@ -105,10 +115,11 @@ public final class KernelBench {
               b.gemm(384, 2816, 2048);
               b.gemm(4096, 2816, 2048);
               b.gemm(384, 2048, 1408);
-              b.mlaPrefill(16, 512, false);
-              b.mlaPrefill(16, 512, true);
-              b.mlaPrefill(16, 4096, false);
-              b.mlaPrefill(16, 4096, true);
+              for (int len : new int[] {512, 4096}) {
+                for (PrefillPath path : PrefillPath.values()) {
+                  b.mlaPrefill(16, len, path);
+                }
+              }
               b.print();
             }
           });
@@ -373,11 +384,18 @@ public final class KernelBench {
     }
   }
 
-  /**
-   * MLA attention of one {@code len}-token prompt (V2-Lite shape), through the prefill GEMM path or
-   * the split kernels (CUDA cores, as prefill ran before the GEMM path).
-   */
-  private void mlaPrefill(int heads, int len, boolean gemm) {
+  /** How {@link #mlaPrefill} runs a prompt's attention. */
+  private enum PrefillPath {
+    /** The split kernels on CUDA cores, as prefill ran before the GEMM paths. */
+    SPLIT_KERNELS,
+    /** Absorbed form: query absorption, GEMMs over the latent context, output projection. */
+    ABSORBED_GEMM,
+    /** Expanded form: per-head keys and values up-projected from the latents, GEMMs per head. */
+    EXPANDED_GEMM
+  }
+
+  /** MLA attention of one {@code len}-token prompt (V2-Lite shape) through {@code path}. */
+  private void mlaPrefill(int heads, int len, PrefillPath path) {
     MlaInputs m = MlaInputs.prompt(this, heads, len);
     int nope = MlaInputs.NOPE;
     int rope = MlaInputs.ROPE;
@@ -400,58 +418,80 @@ public final class KernelBench {
         var prefill =
             new dev.ringmaster.cuda.kernels.MlaPrefillAttention(
                 heads,
+                nope,
                 lora,
                 rope,
+                v,
                 len,
                 len,
-                dev.ringmaster.cuda.kernels.MlaPrefillAttention.DEFAULT_SCORE_BUDGET)) {
-      double ms =
-          time(
-              i -> {
-                if (gemm) {
-                  k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), len, heads, nope, rope, v, lora);
-                  prefill.attend(
-                      stream,
-                      k,
-                      blas,
-                      ws,
-                      cache.ptr(),
-                      dt.ptr(),
-                      dp.ptr(),
-                      0,
-                      len,
-                      0,
-                      block,
-                      0.07f);
-                  k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), len, heads, nope, v, lora);
-                } else {
-                  k.mlaAttention(
-                      stream,
-                      ws,
-                      out.ptr(),
-                      q.ptr(),
-                      kvB.ptr(),
-                      cache.ptr(),
-                      dt.ptr(),
-                      blocksPerSeq,
-                      ds.ptr(),
-                      dp.ptr(),
-                      len,
-                      heads,
-                      nope,
-                      rope,
-                      v,
-                      lora,
-                      block,
-                      splits,
-                      0.07f);
-                }
-              });
+                dev.ringmaster.cuda.kernels.MlaPrefillAttention.DEFAULT_SCORE_BUDGET,
+                dev.ringmaster.cuda.kernels.MlaPrefillAttention.DEFAULT_EXPANDED_BYTES)) {
+      java.util.function.BiConsumer<Integer, java.util.function.Consumer<String>> run =
+          (i, mark) -> {
+            if (path == PrefillPath.EXPANDED_GEMM) {
+              prefill.attendExpanded(
+                  stream,
+                  k,
+                  blas,
+                  q.ptr(),
+                  kvB.ptr(),
+                  out.ptr(),
+                  cache.ptr(),
+                  dt.ptr(),
+                  dp.ptr(),
+                  0,
+                  len,
+                  0,
+                  block,
+                  0.07f,
+                  mark);
+            } else if (path == PrefillPath.ABSORBED_GEMM) {
+              k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), len, heads, nope, rope, v, lora);
+              prefill.attend(
+                  stream,
+                  k,
+                  blas,
+                  ws,
+                  cache.ptr(),
+                  dt.ptr(),
+                  dp.ptr(),
+                  0,
+                  len,
+                  0,
+                  block,
+                  0.07f,
+                  mark);
+              k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), len, heads, nope, v, lora);
+            } else {
+              k.mlaAttention(
+                  stream,
+                  ws,
+                  out.ptr(),
+                  q.ptr(),
+                  kvB.ptr(),
+                  cache.ptr(),
+                  dt.ptr(),
+                  blocksPerSeq,
+                  ds.ptr(),
+                  dp.ptr(),
+                  len,
+                  heads,
+                  nope,
+                  rope,
+                  v,
+                  lora,
+                  block,
+                  splits,
+                  0.07f);
+            }
+          };
+      double ms = time(i -> run.accept(i, label -> {}));
+      eagerHostCost(path + " " + len, run);
       row(
           String.format(
               Locale.ROOT,
               "mla prefill %s, %d heads, one prompt of %d tokens",
-              gemm ? "GEMM path" : "split kernels (CUDA cores)",
+              path.name().toLowerCase(Locale.ROOT).replace('_', ' '),
               heads,
               len),
           ms,
@@ -460,6 +500,50 @@ public final class KernelBench {
       k.useMlaTensorCores(true);
     }
     m.close();
+  }
+
+  /**
+   * Prints where the host spends its time when {@code run} is launched eagerly (as the model's
+   * prefill is): host milliseconds per mark label, and the eager GPU time per iteration, so that a
+   * path bound by its launch cost (cuBLAS's per-call setup) shows against its graph replay.
+   */
+  private void eagerHostCost(
+      String what,
+      java.util.function.BiConsumer<Integer, java.util.function.Consumer<String>> run) {
+    int iters = 5;
+    run.accept(0, label -> {});
+    stream.synchronize();
+    java.util.Map<String, Long> hostNs = new java.util.LinkedHashMap<>();
+    long[] last = {0};
+    try (CudaEvent a = CudaEvent.create();
+        CudaEvent b = CudaEvent.create()) {
+      long t0 = System.nanoTime();
+      last[0] = t0;
+      a.record(stream);
+      for (int i = 0; i < iters; i++) {
+        run.accept(
+            i,
+            label -> {
+              long now = System.nanoTime();
+              hostNs.merge(label, now - last[0], Long::sum);
+              last[0] = now;
+            });
+      }
+      long submitted = System.nanoTime();
+      b.record(stream);
+      b.synchronize();
+      StringBuilder sb =
+          new StringBuilder(
+              String.format(
+                  Locale.ROOT,
+                  "eager %s: GPU %.3f ms/iter, host submit %.3f ms/iter;",
+                  what,
+                  b.millisSince(a) / iters,
+                  (submitted - t0) / 1e6 / iters));
+      hostNs.forEach(
+          (k2, v) -> sb.append(String.format(Locale.ROOT, " %s %.3f", k2, v / 1e6 / iters)));
+      System.out.println(sb);
+    }
   }
 
   /**

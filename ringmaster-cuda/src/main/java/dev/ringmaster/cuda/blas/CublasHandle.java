@@ -123,6 +123,34 @@ public final class CublasHandle implements AutoCloseable {
       int ldc,
       long strideC,
       int batch) {
+    gemmStridedBatched(
+        transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB, false, false, c, ldc, strideC,
+        batch);
+  }
+
+  /**
+   * As {@link #gemmStridedBatched(boolean, boolean, int, int, int, long, int, long, long, int,
+   * long, long, int, long, int)}, with {@code accumulate} ({@code C += ...}, f32 only) and {@code
+   * bf16Out} ({@code C} rounded to bf16 instead of f32).
+   */
+  public void gemmStridedBatched(
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      long a,
+      int lda,
+      long strideA,
+      long b,
+      int ldb,
+      long strideB,
+      boolean accumulate,
+      boolean bf16Out,
+      long c,
+      int ldc,
+      long strideC,
+      int batch) {
     cublas.gemmStridedBatchedEx(
         handle,
         transA ? Cublas.OP_T : Cublas.OP_N,
@@ -139,9 +167,9 @@ public final class CublasHandle implements AutoCloseable {
         Cublas.CUDA_R_16BF,
         ldb,
         strideB,
-        zero,
+        accumulate ? one : zero,
         c,
-        Cublas.CUDA_R_32F,
+        bf16Out ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_32F,
         ldc,
         strideC,
         batch);

@@ -16,10 +16,10 @@ import java.lang.foreign.ValueLayout;
  * value, so the argument block has a 128-byte first slot and 8-byte slots after it. Load once per
  * GPU context; use from that GPU's thread only.
  *
- * <p>With {@code -D}{@value Kernel#PDL_PROPERTY}{@code =true} they launch as programmatic dependent
- * launches like the model's kernels (they wait for the previous kernel first, too). A dependent
- * launched early cannot take the slots of an allreduce block its peers wait for: it launches only
- * once every block of the allreduce is resident (see {@code rm_pdl_prologue}).
+ * <p>Unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false} they launch as programmatic
+ * dependent launches like the model's kernels (they wait for the previous kernel first, too). A
+ * dependent launched early cannot take the slots of an allreduce block its peers wait for: it
+ * launches only once every block of the allreduce is resident (see {@code rm_pdl_prologue}).
  */
 final class AllReduceKernels implements AutoCloseable {
   /** {@code RM_AR_MAX_RANKS}. */

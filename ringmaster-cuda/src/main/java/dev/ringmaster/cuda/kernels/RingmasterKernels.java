@@ -95,6 +95,9 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel mlaAbsorbQ;
   private final Kernel mlaOutV;
   private final Kernel mlaAppend;
+  private final Kernel mlaKvRopeAppend;
+  private final Kernel gemv2;
+  private final Kernel gemvSwiglu;
   private final Kernel mlaSplit;
   private final Kernel mlaCombine;
   private final Kernel mlaSplitMma;
@@ -141,6 +144,9 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaAbsorbQ = kernel("rm_mla_absorb_q", 9);
     mlaOutV = kernel("rm_mla_out_v", 8);
     mlaAppend = kernel("rm_mla_cache_append", 5);
+    mlaKvRopeAppend = kernel("rm_mla_kv_rope_append", 17);
+    gemv2 = kernel("rm_gemv2_bf16", 9);
+    gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
     mlaSplit = kernel("rm_mla_decode_split", 15);
     mlaCombine = kernel("rm_mla_combine", 8);
     mlaSplitMma = kernel("rm_mla_decode_split_mma", 17);
@@ -159,7 +165,7 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * Programmatic dependent launch for every kernel of this set from now on (graphs keep what they
-   * were captured with). Off unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =true}. Safe after
+   * were captured with). On unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false}. Safe after
    * any kind of work in the stream: each kernel waits in {@code griddepcontrol.wait} for the
    * previous one, a cuBLAS or NCCL kernel included, to complete before it touches memory.
    */
@@ -246,6 +252,67 @@ public final class RingmasterKernels implements AutoCloseable {
   public void gemv(CudaStream s, long y, long w, long x, int m, int k, int n) {
     gemv.arg(0, y).arg(1, w).arg(2, x).arg(3, m).arg(4, k).arg(5, n);
     gemv.launch(s, blocks(m, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * Two GEMVs over the same {@code x} in one launch: {@code y1 = W1 x} ({@code m1} rows) and {@code
+   * y2 = W2 x} ({@code m2} rows), both bf16 with {@code k} columns, for {@code n} tokens; the same
+   * sums as two {@link #gemv} calls.
+   */
+  public void gemv2(
+      CudaStream s, long y1, long w1, int m1, long y2, long w2, int m2, long x, int k, int n) {
+    gemv2.arg(0, y1).arg(1, w1).arg(2, m1).arg(3, y2).arg(4, w2).arg(5, m2);
+    gemv2.arg(6, x).arg(7, k).arg(8, n).launch(s, blocks((long) m1 + m2, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * A SwiGLU gate|up GEMV with the activation fused: {@code out[t, j] = silu(W[j] . x[t]) *
+   * (W[inter + j] . x[t])} for {@code n} tokens, {@code W} bf16 {@code [2 * inter, k]}; equal to
+   * {@link #gemv} into a {@code [n, 2 * inter]} buffer followed by {@link #siluMul}.
+   */
+  public void gemvSwiglu(CudaStream s, long out, long w, long x, int inter, int k, int n) {
+    gemvSwiglu.arg(0, out).arg(1, w).arg(2, x).arg(3, inter).arg(4, k).arg(5, n);
+    gemvSwiglu.launch(s, blocks(inter, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * MLA's steps between projections and attention for {@code n} tokens in one launch: the KV latent
+   * {@code kv[t, 0:kvLora]} normalised (weight {@code kvNorm}), the shared rotary key {@code kv[t,
+   * kvLora:]} and each of {@code heads} rotary queries at {@code q[t, h*qk + nope]} rotated, and
+   * the token's latent and key appended to {@code cache} at {@code slots[t]}; as {@link #rmsNorm},
+   * {@link #rope} twice and {@link #mlaCacheAppend} leave them.
+   */
+  public void mlaKvRopeAppend(
+      CudaStream s,
+      long kv,
+      int kvStride,
+      long kvNorm,
+      float eps,
+      int kvLora,
+      int ropeDim,
+      long q,
+      int qStride,
+      int heads,
+      int qk,
+      int nope,
+      long positions,
+      long invFreq,
+      float attnScaling,
+      boolean interleaved,
+      long cache,
+      long slots,
+      int n) {
+    int threads = 256;
+    int half = ropeDim / 2;
+    if (half < 1 || half > threads) {
+      throw new IllegalArgumentException("rotary dims must be in [2, 512], got " + ropeDim);
+    }
+    int headsPerBlock = threads / half;
+    Kernel f = mlaKvRopeAppend;
+    f.arg(0, kv).arg(1, kvStride).arg(2, kvNorm).arg(3, eps).arg(4, kvLora).arg(5, ropeDim);
+    f.arg(6, q).arg(7, qStride).arg(8, heads).arg(9, qk).arg(10, nope).arg(11, positions);
+    f.arg(12, invFreq).arg(13, attnScaling).arg(14, interleaved ? 1 : 0).arg(15, cache);
+    f.arg(16, slots).launch(s, n, (heads + 1 + headsPerBlock - 1) / headsPerBlock, 1, threads, 0);
   }
 
   /**

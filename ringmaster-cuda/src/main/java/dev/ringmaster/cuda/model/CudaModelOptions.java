@@ -21,8 +21,8 @@ import java.util.List;
  *     activations), above it cuBLAS (activations rounded to bf16)
  * @param moeGroupedMinTokens fewest prefill-chunk tokens for the per-expert cuBLAS GEMMs
  * @param pdl launch this project's kernels as programmatic dependent launches (each may start while
- *     the previous kernel finishes and waits for it on the GPU); off by default, on with {@code
- *     -Dringmaster.cuda.pdl=true}; results are bit-identical either way
+ *     the previous kernel finishes and waits for it on the GPU); on by default, off with {@code
+ *     -Dringmaster.cuda.pdl=false}; results are bit-identical either way
  */
 public record CudaModelOptions(
     int device,

@@ -12,6 +12,14 @@ import dev.ringmaster.cuda.kernels.RingmasterKernels;
  * GPU thread only; every pointer is a device pointer, activations f32 and row-major.
  */
 final class GpuOps implements AutoCloseable {
+  /**
+   * Whether steps use the fused launches (decode-sized steps {@link #linear2} and the SwiGLU GEMV,
+   * every step MLA's norm-rope-append kernel); {@code -Dringmaster.cuda.fusedDecodeOps=false} runs
+   * the separate kernels, to compare.
+   */
+  static final boolean FUSED_DECODE_OPS =
+      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.fusedDecodeOps", "true"));
+
   final RingmasterKernels kernels;
   final CudaStream stream;
   private final CublasHandle blas;
@@ -48,6 +56,28 @@ final class GpuOps implements AutoCloseable {
     }
   }
 
+  /**
+   * {@code y1 = x . w1^T} and {@code y2 = x . w2^T} for {@code n} tokens of the same {@code x}: one
+   * GEMV launch where both run as GEMVs without bias, else two {@link #linear} calls.
+   */
+  void linear2(long y1, DeviceMatrix w1, long y2, DeviceMatrix w2, long x, int n) {
+    if (FUSED_DECODE_OPS
+        && n <= gemvMaxTokens
+        && w1.bias() == 0
+        && w2.bias() == 0
+        && w1.cols() == w2.cols()) {
+      kernels.gemv2(stream, y1, w1.ptr(), w1.rows(), y2, w2.ptr(), w2.rows(), x, w1.cols(), n);
+    } else {
+      linear(y1, x, w1, n);
+      linear(y2, x, w2, n);
+    }
+  }
+
+  /** Whether a step of {@code n} tokens takes the fused decode launches. */
+  boolean fusedDecode(int n) {
+    return FUSED_DECODE_OPS && n <= gemvMaxTokens;
+  }
+
   /** The stream's cuBLAS handle, for products that {@link #linear} does not cover. */
   CublasHandle blas() {
     return blas;
@@ -80,8 +110,12 @@ final class GpuOps implements AutoCloseable {
 
   /** A SwiGLU MLP: {@code out = down(silu(gate x) * up x)}. */
   void swiglu(long out, long x, LayerWeights.DenseWeights w, long gateUp, long act, int n) {
-    linear(gateUp, x, w.gateUp(), n);
-    siluMul(act, gateUp, n, w.inter());
+    if (fusedDecode(n) && w.gateUp().bias() == 0) {
+      kernels.gemvSwiglu(stream, act, w.gateUp().ptr(), x, w.inter(), w.gateUp().cols(), n);
+    } else {
+      linear(gateUp, x, w.gateUp(), n);
+      siluMul(act, gateUp, n, w.inter());
+    }
     linear(out, act, w.down(), n);
   }
 

@@ -65,41 +65,63 @@ final class MlaBlock {
     int qk = nope + ropeDim;
     int kvWidth = kvLora + ropeDim;
     if (w.qProj() != null) {
-      ops.linear(act.q.ptr(), act.normed.ptr(), w.qProj(), n);
+      ops.linear2(act.q.ptr(), w.qProj(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
     } else {
-      ops.linear(act.qa.ptr(), act.normed.ptr(), w.qA(), n);
+      ops.linear2(act.qa.ptr(), w.qA(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
       ops.rmsNorm(act.qa.ptr(), act.qa.ptr(), w.qANorm(), n, w.qA().rows(), LATENT_NORM_EPS);
       ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
     }
-    ops.linear(act.kva.ptr(), act.normed.ptr(), w.kvA(), n);
-    ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
-    k.rope(
-        ops.stream,
-        act.kva.ptr(),
-        kvWidth,
-        0,
-        kvLora,
-        in.positions.ptr(),
-        act.invFreq.ptr(),
-        n,
-        1,
-        ropeDim,
-        ropeScaling,
-        interleaved);
-    k.rope(
-        ops.stream,
-        act.q.ptr(),
-        heads * qk,
-        qk,
-        nope,
-        in.positions.ptr(),
-        act.invFreq.ptr(),
-        n,
-        heads,
-        ropeDim,
-        ropeScaling,
-        interleaved);
-    k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    if (GpuOps.FUSED_DECODE_OPS) {
+      k.mlaKvRopeAppend(
+          ops.stream,
+          act.kva.ptr(),
+          kvWidth,
+          w.kvANorm(),
+          LATENT_NORM_EPS,
+          kvLora,
+          ropeDim,
+          act.q.ptr(),
+          heads * qk,
+          heads,
+          qk,
+          nope,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          ropeScaling,
+          interleaved,
+          layerCache,
+          in.slots.ptr(),
+          n);
+    } else {
+      ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
+      k.rope(
+          ops.stream,
+          act.kva.ptr(),
+          kvWidth,
+          0,
+          kvLora,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          n,
+          1,
+          ropeDim,
+          ropeScaling,
+          interleaved);
+      k.rope(
+          ops.stream,
+          act.q.ptr(),
+          heads * qk,
+          qk,
+          nope,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          n,
+          heads,
+          ropeDim,
+          ropeScaling,
+          interleaved);
+      k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+    }
     mark.accept("mla.q_kv_rope_append");
     if (segments == null || segments.gemmRuns().isEmpty()) {
       k.mlaAttention(
@@ -123,7 +145,7 @@ final class MlaBlock {
           splits,
           scale);
     } else {
-      prefillAttention(ops, act, in, w, layerCache, blockSize, n, splits, segments, prefill);
+      prefillAttention(ops, act, in, w, layerCache, blockSize, n, splits, segments, prefill, mark);
     }
     mark.accept("mla.attention");
     ops.linear(act.attnOut.ptr(), act.attn.ptr(), w.oProj(), n);
@@ -131,9 +153,11 @@ final class MlaBlock {
   }
 
   /**
-   * Attention of a prefill chunk: long runs of one sequence through the GEMM path, the other tokens
-   * through the split kernels (by list on tensor cores; the CUDA-core kernel takes every token and
-   * the GEMM runs then overwrite theirs).
+   * Attention of a prefill chunk: long runs of one sequence through the GEMM path (expanded form
+   * where its scratch holds the context, else absorbed), the other tokens through the split kernels
+   * (by list on tensor cores; the CUDA-core kernel takes every token). The absorbed steps (query
+   * absorption, split kernels, latent output projection) run over the whole chunk only when some
+   * token needs them; expanded runs then overwrite their own rows of {@code act.attn}.
    */
   private void prefillAttention(
       GpuOps ops,
@@ -145,44 +169,79 @@ final class MlaBlock {
       int n,
       int splits,
       PrefillSegments segments,
-      MlaPrefillAttention prefill) {
+      MlaPrefillAttention prefill,
+      java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    k.mlaAbsorb(
-        ops.stream, act.mla, act.q.ptr(), w.kvB().ptr(), n, heads, nope, ropeDim, vDim, kvLora);
     boolean byList = k.mlaUsesTensorCores(kvLora, ropeDim);
-    if (!byList || segments.splitCount() > 0) {
-      k.mlaSplitAttention(
-          ops.stream,
-          act.mla,
-          layerCache,
-          in.blockTable.ptr(),
-          in.maxBlocksPerSeq,
-          in.tokenSeq.ptr(),
-          in.positions.ptr(),
-          byList ? segments.splitListPtr() : 0,
-          byList ? segments.splitCount() : n,
-          heads,
-          ropeDim,
-          kvLora,
-          blockSize,
-          splits,
-          scale);
+    int expandedMax = prefill.expandedMaxContext();
+    boolean anyAbsorbedRun = false;
+    for (PrefillSegments.Run r : segments.gemmRuns()) {
+      anyAbsorbedRun |= r.firstPos() + r.count() > expandedMax;
+    }
+    if (!byList || segments.splitCount() > 0 || anyAbsorbedRun) {
+      k.mlaAbsorb(
+          ops.stream, act.mla, act.q.ptr(), w.kvB().ptr(), n, heads, nope, ropeDim, vDim, kvLora);
+      mark.accept("mla.prefill.absorb");
+      if (!byList || segments.splitCount() > 0) {
+        k.mlaSplitAttention(
+            ops.stream,
+            act.mla,
+            layerCache,
+            in.blockTable.ptr(),
+            in.maxBlocksPerSeq,
+            in.tokenSeq.ptr(),
+            in.positions.ptr(),
+            byList ? segments.splitListPtr() : 0,
+            byList ? segments.splitCount() : n,
+            heads,
+            ropeDim,
+            kvLora,
+            blockSize,
+            splits,
+            scale);
+        mark.accept("mla.prefill.split");
+      }
+      for (PrefillSegments.Run r : segments.gemmRuns()) {
+        if (r.firstPos() + r.count() > expandedMax) {
+          prefill.attend(
+              ops.stream,
+              k,
+              ops.blas(),
+              act.mla,
+              layerCache,
+              in.blockTable.ptr() + 4L * r.seq() * in.maxBlocksPerSeq,
+              in.positions.ptr(),
+              r.first(),
+              r.count(),
+              r.firstPos(),
+              blockSize,
+              scale,
+              mark);
+        }
+      }
+      mark.accept("mla.prefill.absorbed_gemm");
+      k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), w.kvB().ptr(), n, heads, nope, vDim, kvLora);
+      mark.accept("mla.prefill.out_v");
     }
     for (PrefillSegments.Run r : segments.gemmRuns()) {
-      prefill.attend(
-          ops.stream,
-          k,
-          ops.blas(),
-          act.mla,
-          layerCache,
-          in.blockTable.ptr() + 4L * r.seq() * in.maxBlocksPerSeq,
-          in.positions.ptr(),
-          r.first(),
-          r.count(),
-          r.firstPos(),
-          blockSize,
-          scale);
+      if (r.firstPos() + r.count() <= expandedMax) {
+        prefill.attendExpanded(
+            ops.stream,
+            k,
+            ops.blas(),
+            act.q.ptr(),
+            w.kvB().ptr(),
+            act.attn.ptr(),
+            layerCache,
+            in.blockTable.ptr() + 4L * r.seq() * in.maxBlocksPerSeq,
+            in.positions.ptr(),
+            r.first(),
+            r.count(),
+            r.firstPos(),
+            blockSize,
+            scale,
+            mark);
+      }
     }
-    k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), w.kvB().ptr(), n, heads, nope, vDim, kvLora);
   }
 }

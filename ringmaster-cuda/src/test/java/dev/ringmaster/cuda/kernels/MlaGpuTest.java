@@ -25,7 +25,12 @@ class MlaGpuTest {
      * Prefill runs of 8 or more tokens through the GEMM path (with a score budget small enough to
      * force several query tiles), the other tokens through the tensor-core kernel by list (1e-2).
      */
-    GEMM_PREFILL
+    GEMM_PREFILL,
+    /**
+     * As {@link #GEMM_PREFILL}, with the runs in the expanded form (per-head keys and values
+     * up-projected from the latents, 1e-2).
+     */
+    EXPANDED_PREFILL
   }
 
   @ParameterizedTest
@@ -54,7 +59,12 @@ class MlaGpuTest {
       int splits) {
     for (Path path : Path.values()) {
       // The GEMM path gathers rows in 16-byte vectors: it needs D % 8 == 0 (the model checks too).
-      if (path != Path.GEMM_PREFILL || (prefill && (lora + ropeDim) % 8 == 0)) {
+      boolean gemm = path == Path.GEMM_PREFILL || path == Path.EXPANDED_PREFILL;
+      boolean expandable = nope % 8 == 0 && vDim % 8 == 0 && ropeDim % 8 == 0;
+      if (path == Path.EXPANDED_PREFILL && !expandable) {
+        continue;
+      }
+      if (!gemm || (prefill && (lora + ropeDim) % 8 == 0)) {
         check(path, heads, nope, ropeDim, vDim, lora, blockSize, lengths, prefill, splits);
       }
     }
@@ -147,8 +157,9 @@ class MlaGpuTest {
             ws.partialCtx.poison(s.stream());
             ws.ctx.poison(s.stream());
             DeviceBuffer out = s.poisoned((long) t * heads * vDim);
-            if (path == Path.GEMM_PREFILL) {
+            if (path == Path.GEMM_PREFILL || path == Path.EXPANDED_PREFILL) {
               gemmPrefill(
+                  path == Path.EXPANDED_PREFILL,
                   s,
                   k,
                   ws,
@@ -200,8 +211,13 @@ class MlaGpuTest {
         });
   }
 
-  /** Runs of 8+ tokens of one sequence through {@link MlaPrefillAttention}, the rest by list. */
+  /**
+   * Runs of 8+ tokens of one sequence through {@link MlaPrefillAttention} (absorbed or {@code
+   * expanded}), the rest by list. As in the model, the absorbed steps run over every token first
+   * and the expanded runs then overwrite their rows.
+   */
   private static void gemmPrefill(
+      boolean expanded,
       dev.ringmaster.cuda.testing.DeviceScope s,
       RingmasterKernels k,
       MlaWorkspace ws,
@@ -225,7 +241,8 @@ class MlaGpuTest {
     long kvBPtr = s.bf16(kvB.bits()).ptr();
     long tablePtr = s.i32(table).ptr();
     long posPtr = s.i32(tokenPos).ptr();
-    k.mlaAbsorb(s.stream(), ws, s.f32(q).ptr(), kvBPtr, t, heads, nope, ropeDim, vDim, lora);
+    long qPtr = s.f32(q).ptr();
+    k.mlaAbsorb(s.stream(), ws, qPtr, kvBPtr, t, heads, nope, ropeDim, vDim, lora);
     List<int[]> runs = new ArrayList<>();
     List<Integer> rest = new ArrayList<>();
     for (int i = 0; i < t; ) {
@@ -265,8 +282,16 @@ class MlaGpuTest {
     // Room for three query rows at the longest context: long runs take several tiles.
     long budget = 3L * heads * maxContext;
     try (var blas = new dev.ringmaster.cuda.blas.CublasHandle(s.stream());
-        var prefill = new MlaPrefillAttention(heads, lora, ropeDim, maxContext, t, budget)) {
+        var prefill =
+            new MlaPrefillAttention(
+                heads, nope, lora, ropeDim, vDim, maxContext, t, budget, expanded ? 1L << 30 : 0)) {
+      if (expanded && prefill.expandedMaxContext() < maxContext) {
+        throw new AssertionError("the expanded scratch does not hold the test's context");
+      }
       for (int[] run : runs) {
+        if (expanded) {
+          continue;
+        }
         int seq = tokenSeq[run[0]];
         prefill.attend(
             s.stream(),
@@ -280,9 +305,32 @@ class MlaGpuTest {
             run[1],
             tokenPos[run[0]],
             blockSize,
-            scale);
+            scale,
+            label -> {});
       }
       k.mlaOutV(s.stream(), ws, out, kvBPtr, t, heads, nope, vDim, lora);
+      for (int[] run : runs) {
+        if (!expanded) {
+          continue;
+        }
+        int seq = tokenSeq[run[0]];
+        prefill.attendExpanded(
+            s.stream(),
+            k,
+            blas,
+            qPtr,
+            kvBPtr,
+            out,
+            cache,
+            tablePtr + 4L * seq * maxBlocks,
+            posPtr,
+            run[0],
+            run[1],
+            tokenPos[run[0]],
+            blockSize,
+            scale,
+            label -> {});
+      }
       s.stream().synchronize();
     }
   }

@@ -64,13 +64,27 @@ class PdlChainGpuTest {
                             }
                           })) {
                     g.launch(st);
-                    assertThat(s.read(y, rows * cols)).as("seed " + r.seed()).containsExactly(once);
+                    assertSameFloats("one replay, seed " + r.seed(), s.read(y, rows * cols), once);
                     g.launch(st); // and across the boundary between two replays
-                    assertThat(s.read(y, rows * cols))
-                        .as("seed " + r.seed())
-                        .containsExactly(twice);
+                    assertSameFloats(
+                        "two replays, seed " + r.seed(), s.read(y, rows * cols), twice);
                   }
                 }));
+  }
+
+  /**
+   * Bit-for-bit equality with the first differing index on failure. Not AssertJ's {@code
+   * containsExactly}: it diffs the two arrays as lists first, quadratic in their length, which at a
+   * million values runs for hours (that, not the GPU, was the hang this test was first blamed for).
+   */
+  static void assertSameFloats(String what, float[] got, float[] want) {
+    assertThat(got.length).as(what + ": length").isEqualTo(want.length);
+    for (int i = 0; i < want.length; i++) {
+      if (Float.floatToRawIntBits(got[i]) != Float.floatToRawIntBits(want[i])) {
+        throw new AssertionError(
+            what + ": element " + i + " is " + got[i] + ", expected " + want[i]);
+      }
+    }
   }
 
   /** {@code y[r, :] += biases[i, :]} for i in launch order, as the GPU chain does it. */
@@ -95,8 +109,8 @@ class PdlChainGpuTest {
             assertThat(Float.isFinite(v)).as("finite output, seed " + r.seed()).isTrue();
           }
           assertThat(off).as("not the input").isNotEqualTo(c.x0);
-          assertThat(onGraph).as("PDL graph, seed " + r.seed()).containsExactly(off);
-          assertThat(onEager).as("PDL eager, seed " + r.seed()).containsExactly(off);
+          assertSameFloats("PDL graph, seed " + r.seed(), onGraph, off);
+          assertSameFloats("PDL eager, seed " + r.seed(), onEager, off);
         });
   }
 

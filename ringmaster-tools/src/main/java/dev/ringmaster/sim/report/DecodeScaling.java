@@ -29,10 +29,8 @@ public final class DecodeScaling {
    * @param batch sequences
    * @param decodeMs median decode step
    * @param decodeTokensPerS decode tokens per second, all sequences
-   * @param prefillTokensPerS prefill tokens per second
    */
-  public record Point(
-      int batch, double decodeMs, double decodeTokensPerS, double prefillTokensPerS) {}
+  public record Point(int batch, double decodeMs, double decodeTokensPerS) {}
 
   /**
    * One {@code bench one-batch} run.
@@ -82,8 +80,7 @@ public final class DecodeScaling {
           new Point(
               r.path("batch_size").asInt(),
               r.path("decode_median_ms").asDouble(),
-              r.path("decode_tokens_per_s").asDouble(),
-              r.path("prefill_tokens_per_s").asDouble()));
+              r.path("decode_tokens_per_s").asDouble()));
     }
     return new Run(
         root.path("model").asText(null),

@@ -79,7 +79,7 @@ public final class ForwardTimer {
       comm += c.count() * c.timeUsEach();
       kernels += c.count();
     }
-    if (cfg.a2a() == A2aBackend.ALL_TO_ALL && cfg.ep() > 1 && model.shape().moe() != null) {
+    if (dispatches(model.shape(), cfg) && cfg.a2a() == A2aBackend.ALL_TO_ALL) {
       // the engine packs, unpacks and combines the blocks in three small kernels per MoE layer
       kernels += ENGINE_A2A_KERNELS * model.shape().moeLayerCount();
     }
@@ -109,7 +109,7 @@ public final class ForwardTimer {
     CollectiveTime ar = collectives.allreduce(algo, hiddenBytes, tp);
     int layers = s.numLayers();
     int moeLayers = s.moeLayerCount();
-    boolean a2a = cfg.a2a().dispatches() && cfg.ep() > 1 && s.moe() != null;
+    boolean a2a = dispatches(s, cfg);
     out.add(
         new CollectiveCall(
             "embedding (vocab-parallel)", "allreduce", 1, hiddenBytes, ar.how(), ar.timeUs()));
@@ -159,6 +159,11 @@ public final class ForwardTimer {
     CollectiveTime lg = collectives.allGather(logits, tp);
     out.add(new CollectiveCall("LM head logits", "allgather", 1, logits, lg.how(), lg.timeUs()));
     return out;
+  }
+
+  /** Whether MoE tokens travel to their experts' ranks in this configuration. */
+  private static boolean dispatches(ModelShape s, ServingConfig cfg) {
+    return cfg.a2a().dispatches() && cfg.ep() > 1 && s.moe() != null;
   }
 
   /** The allreduce actually used: a fused kernel the box lacks falls back to NCCL. */

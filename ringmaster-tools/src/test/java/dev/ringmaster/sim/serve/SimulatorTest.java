@@ -81,22 +81,26 @@ class SimulatorTest {
     assertThat(fused.stepTimeMs()).isEqualTo(nccl.stepTimeMs());
   }
 
+  /** GLM-5 with NVFP4 experts at TP 8 / EP 8 over {@code a2a}, batch 1 at 4,096 tokens. */
+  private static ServingConfig glm5AtEp8(A2aBackend a2a) {
+    return new ServingConfig(
+        8,
+        8,
+        a2a,
+        AllreduceAlgorithm.NCCL,
+        QuantScheme.preset("nvfp4"),
+        "bf16",
+        1,
+        4096,
+        true,
+        128,
+        8192,
+        null);
+  }
+
   @Test
   void allToAllExpertParallelAddsDispatchAndCombine() {
-    ServingConfig cfg =
-        new ServingConfig(
-            8,
-            8,
-            A2aBackend.ALL_TO_ALL,
-            AllreduceAlgorithm.NCCL,
-            QuantScheme.preset("nvfp4"),
-            "bf16",
-            1,
-            4096,
-            true,
-            128,
-            8192,
-            null);
+    ServingConfig cfg = glm5AtEp8(A2aBackend.ALL_TO_ALL);
     Prediction p = rtx.predict(glm5, cfg);
     // the engine's blocks at batch 1, EP 8: one f32 row of hidden + 2 topK to each of 8 ranks
     assertThat(p.collectivesPerStep())
@@ -109,20 +113,7 @@ class SimulatorTest {
     assertThat(MemoryPlanner.engineAllToAllBytes(glm5, 8, 8192) / 1e9).isBetween(2.4, 2.6);
     // NCCL's all-to-all runs over PCIe; the DeepEP what-if is the one built for NVLink/RDMA
     assertThat(p.warnings()).noneMatch(w -> w.contains("PCIe-only"));
-    ServingConfig deepep =
-        new ServingConfig(
-            8,
-            8,
-            A2aBackend.DEEPEP,
-            AllreduceAlgorithm.NCCL,
-            QuantScheme.preset("nvfp4"),
-            "bf16",
-            1,
-            4096,
-            true,
-            128,
-            8192,
-            null);
+    ServingConfig deepep = glm5AtEp8(A2aBackend.DEEPEP);
     Prediction d = rtx.predict(glm5, deepep);
     assertThat(d.warnings()).anyMatch(w -> w.contains("PCIe-only"));
     assertThat(d.warnings()).anyMatch(w -> w.contains("what-if"));
