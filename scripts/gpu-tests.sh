@@ -10,9 +10,10 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [mla B L | prefill]
+#   scripts/gpu-tests.sh bench DIR [pdl | mla B L | prefill]
 #                                          on the GPU machine: print the kernel benchmark table
-#                                          (mla B L: only MLA decode of batch B at context L,
+#                                          (pdl: only the programmatic dependent launch rows;
+#                                          mla B L: only MLA decode of batch B at context L,
 #                                          e.g. under ncu; prefill: only the MLA prefill paths)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the

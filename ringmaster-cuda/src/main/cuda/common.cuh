@@ -8,6 +8,31 @@
 
 #define RM_KERNEL extern "C" __global__
 
+// Programmatic dependent launch (PDL). The first statement of every RM_KERNEL (PdlPrologueTest
+// checks it). When the host launches a kernel with the programmatic stream serialization
+// attribute (the default; -Dringmaster.cuda.pdl=false turns it off), the driver may start its blocks while the previous
+// kernel of the stream still runs; then:
+// - griddepcontrol.wait blocks until the previous grid has completed and its memory operations
+//   are visible (PTX ISA, griddepcontrol). Being first, it precedes every global read (RAW) and
+//   every global write that the previous kernel might still be reading (WAR), in every kernel
+//   without exception. Chains are transitive: the previous kernel waited for its own predecessor
+//   before it could complete. Without the attribute (PDL off, or after a library kernel that
+//   never triggers) it returns at once, so the kernels are unchanged when PDL is off.
+// - griddepcontrol.launch_dependents lets the next kernel launch early. It cannot starve this
+//   kernel's blocks of SM slots: the CUDA C++ Programming Guide ("Programmatic Dependent Launch
+//   and Synchronization", API description) says the driver launches the secondary kernel only
+//   when all primary thread blocks have launched and executed the trigger (implicitly, when they
+//   exit), so every block of this grid is already resident or done before any dependent block
+//   takes a slot. The dependent's blocks then wait in their own prologue, so at most two grids
+//   are in flight and the third is not launched until the second has passed its wait.
+// Below sm_90 (no griddepcontrol) this is empty; the fatbin's targets are all sm_90 or newer.
+__device__ __forceinline__ void rm_pdl_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float bf16_bits_to_f32(uint16_t b) {
   return __uint_as_float(static_cast<uint32_t>(b) << 16);
 }

@@ -122,6 +122,7 @@ __device__ __forceinline__ void ar_store4(float* out, size_t i, size_t count, fl
 // One-shot: every rank reads all n staging buffers (its input was copied into its own first) and
 // writes the full sum to out. Lowest latency; moves (n-1) x the message over each GPU's links.
 RM_KERNEL void rm_ar_oneshot(RmArPeers peers, int rank, int n, float* out, long long count) {
+  rm_pdl_prologue();
   const uint32_t flag = ar_next_flag(peers, rank);
   ar_barrier(peers, rank, n, 0, flag);
   const size_t groups = (static_cast<size_t>(count) + 3) / 4;
@@ -137,6 +138,7 @@ RM_KERNEL void rm_ar_oneshot(RmArPeers peers, int rank, int n, float* out, long 
 // staging buffer, then every rank gathers the reduced slices from their owners. Each slice is
 // walked with the same grid-stride mapping in both phases, so the per-block barrier suffices.
 RM_KERNEL void rm_ar_twoshot(RmArPeers peers, int rank, int n, float* out, long long count) {
+  rm_pdl_prologue();
   const uint32_t flag = ar_next_flag(peers, rank);
   ar_barrier(peers, rank, n, 0, flag);
   const size_t groups = (static_cast<size_t>(count) + 3) / 4;
@@ -166,6 +168,7 @@ RM_KERNEL void rm_ar_twoshot(RmArPeers peers, int rank, int n, float* out, long 
 RM_KERNEL void rm_ar_fused_add_rmsnorm(RmArPeers peers, int rank, int n, float* out,
                                         float* residual, const float* weight, int rows, int hidden,
                                         float eps) {
+  rm_pdl_prologue();
   __shared__ float scratch[32];
   const uint32_t flag = ar_next_flag(peers, rank);
   ar_barrier(peers, rank, n, 0, flag);

@@ -5,6 +5,7 @@
 // out[t, :] = f32(table[ids[t], :]).
 // Mapping: one block per token, threads stride over the hidden dim (coalesced row copy).
 RM_KERNEL void rm_embedding_bf16(float* out, const uint16_t* table, const int* ids, int hidden) {
+  rm_pdl_prologue();
   const int t = blockIdx.x;
   const uint16_t* row = table + static_cast<size_t>(ids[t]) * hidden;
   float* dst = out + static_cast<size_t>(t) * hidden;
@@ -16,6 +17,7 @@ RM_KERNEL void rm_embedding_bf16(float* out, const uint16_t* table, const int* i
 // Mapping: grid-stride loop, one thread per element.
 RM_KERNEL void rm_silu_mul(float* out, int outStride, const float* gate, const float* up,
                            int inStride, int rows, int cols) {
+  rm_pdl_prologue();
   const long long total = static_cast<long long>(rows) * cols;
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -29,6 +31,7 @@ RM_KERNEL void rm_silu_mul(float* out, int outStride, const float* gate, const f
 // out[i] = bf16(in[i]) (round to nearest even), for cuBLAS inputs.
 // Mapping: grid-stride loop, one thread per element.
 RM_KERNEL void rm_f32_to_bf16(uint16_t* out, const float* in, long long n) {
+  rm_pdl_prologue();
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     out[e] = f32_to_bf16_bits(in[e]);
@@ -38,6 +41,7 @@ RM_KERNEL void rm_f32_to_bf16(uint16_t* out, const float* in, long long n) {
 // y[r, i] += bias[i] for rows x cols (biases of linear layers; cuBLAS and the GEMV write y without).
 // Mapping: grid-stride loop, one thread per element.
 RM_KERNEL void rm_add_bias(float* y, const float* bias, int rows, int cols) {
+  rm_pdl_prologue();
   const long long total = static_cast<long long>(rows) * cols;
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {

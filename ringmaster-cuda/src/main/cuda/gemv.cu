@@ -25,6 +25,7 @@ __device__ __forceinline__ void gemv_group(float* y, const uint16_t* w, const fl
 // up to 4 tokens; each group of 4 tokens streams the weight row once more. Larger batches belong to
 // cuBLAS.
 RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
+  rm_pdl_prologue();
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= M) return;
   const uint16_t* w = W + static_cast<size_t>(row) * K;
@@ -44,6 +45,7 @@ RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, 
 // Mapping: as rm_gemv_bf16 over M1 + M2 rows; a warp's row picks its matrix.
 RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, const uint16_t* W2,
                              int M2, const float* x, int K, int n) {
+  rm_pdl_prologue();
   int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= M1 + M2) return;
   float* y = y1;
@@ -74,6 +76,7 @@ RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, c
 // with two rows, 4 chunks each in flight per lane).
 RM_KERNEL void rm_gemv_swiglu_bf16(float* out, const uint16_t* W, const float* x, int inter, int K,
                                    int n) {
+  rm_pdl_prologue();
   const int j = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (j >= inter) return;
   const uint16_t* const rows[2] = {W + static_cast<size_t>(j) * K,

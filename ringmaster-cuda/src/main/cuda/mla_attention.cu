@@ -29,6 +29,7 @@ constexpr int kMlaOutRowsPerWarp = 4;
 // memory in a fixed order, so results do not depend on scheduling.
 RM_KERNEL void rm_mla_absorb_q(float* qOut, const float* q, const uint16_t* kvB, int heads, int nope,
                                int ropeDim, int vDim, int kvLora, int tokens) {
+  rm_pdl_prologue();
   __shared__ float qn[kMlaProjTokens][256];
   __shared__ float red[kMlaAbsorbRowGroups][kMlaAbsorbCols + 4];
   const int h = blockIdx.x, t0 = blockIdx.z * kMlaProjTokens;
@@ -97,6 +98,7 @@ RM_KERNEL void rm_mla_absorb_q(float* qOut, const float* q, const uint16_t* kvB,
 // per lane at kvLora = 512, and reuses each weight for every token.
 RM_KERNEL void rm_mla_out_v(float* out, const float* ctx, const uint16_t* kvB, int heads, int nope,
                             int vDim, int kvLora, int tokens) {
+  rm_pdl_prologue();
   const int h = blockIdx.x, t0 = blockIdx.z * kMlaProjTokens;
   const int nt = min(kMlaProjTokens, tokens - t0);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -132,6 +134,7 @@ RM_KERNEL void rm_mla_out_v(float* out, const float* ctx, const uint16_t* kvB, i
 // Mapping: one block per token, threads over the D values.
 RM_KERNEL void rm_mla_cache_append(uint16_t* cache, const float* kv, int kvStride, const int* slots,
                                    int D) {
+  rm_pdl_prologue();
   const int t = blockIdx.x;
   uint16_t* dst = cache + static_cast<size_t>(slots[t]) * D;
   const float* src = kv + static_cast<size_t>(t) * kvStride;
@@ -152,6 +155,7 @@ RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const 
                                    int maxBlocksPerSeq, const int* tokenSeq, const int* tokenPos,
                                    int heads, int kvLora, int ropeDim, int blockSize, int splits,
                                    float scale) {
+  rm_pdl_prologue();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h = blockIdx.x * kMlaWarps + warp, s = blockIdx.y, t = blockIdx.z;
   if (h >= heads) return;
@@ -229,6 +233,7 @@ RM_KERNEL void rm_mla_decode_split(float* pCtx, float* pMax, float* pSum, const 
 // chain of per-split loads through every thread made this kernel latency-bound).
 RM_KERNEL void rm_mla_combine(float* ctx, const float* pCtx, const float* pMax, const float* pSum,
                               const int* tokenList, int heads, int kvLora, int splits) {
+  rm_pdl_prologue();
   extern __shared__ float combineSmem[];
   __shared__ float scratch[32];
   __shared__ int listed;
@@ -287,6 +292,7 @@ RM_KERNEL void rm_mla_kv_rope_append(float* kv, int kvStride, const float* kvNor
                                      int qk, int nope, const int* positions, const float* invFreq,
                                      float attnScaling, int interleaved, uint16_t* cache,
                                      const int* slots) {
+  rm_pdl_prologue();
   __shared__ float scratch[32];
   const int t = blockIdx.x, half = ropeDim / 2, D = kvLora + ropeDim;
   float* row = kv + static_cast<size_t>(t) * kvStride;

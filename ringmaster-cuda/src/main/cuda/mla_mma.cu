@@ -273,6 +273,7 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
                             const int* tokenSeq, const int* tokenPos, const int* tokenList,
                             int heads, int kvLora, int ropeDim, int blockSize, int splits,
                             int minChunk, float scale) {
+  rm_pdl_prologue();
   mla_decode_split_mma<1>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
                           tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
                           scale);
@@ -285,6 +286,7 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
                              const int* tokenSeq, const int* tokenPos, const int* tokenList,
                              int heads, int kvLora, int ropeDim, int blockSize, int splits,
                              int minChunk, float scale) {
+  rm_pdl_prologue();
   mla_decode_split_mma<2>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
                           tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
                           scale);
@@ -295,6 +297,7 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
 // Mapping: grid (ctxLen), threads over 16-byte vectors of the row (D % 8 == 0).
 RM_KERNEL void rm_mla_gather_ctx(uint16_t* out, const uint16_t* cache, const int* table, int D,
                                  int blockSize) {
+  rm_pdl_prologue();
   const int p = blockIdx.x;
   const uint4* src = reinterpret_cast<const uint4*>(
       cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D);
@@ -309,6 +312,7 @@ RM_KERNEL void rm_mla_gather_ctx(uint16_t* out, const uint16_t* cache, const int
 // Mapping: grid (rows, H), 256 threads over the row's positions.
 RM_KERNEL void rm_mla_prefill_softmax(uint16_t* P, const float* S, const int* pos, int rows,
                                       int ctxLen, int ld, float scale) {
+  rm_pdl_prologue();
   __shared__ float scratch[32];
   const int i = blockIdx.x, h = blockIdx.y;
   const size_t base = (static_cast<size_t>(h) * rows + i) * ld;

@@ -23,6 +23,7 @@
 // the hidden dim for the payload.
 RM_KERNEL void rm_a2a_pack(float* send, const float* x, const int* ids, const float* weights,
                            const int* owner, int t0, int mine, int per, int hidden, int topK) {
+  rm_pdl_prologue();
   __shared__ int any;
   const int i = blockIdx.x, p = blockIdx.y;
   const int rowFloats = hidden + 2 * topK;
@@ -57,6 +58,7 @@ RM_KERNEL void rm_a2a_pack(float* send, const float* x, const int* ids, const fl
 // Mapping: one block per received row; threads over the slots, then over the hidden dim.
 RM_KERNEL void rm_a2a_unpack(float* x, int* ids, float* weights, const float* recv,
                              const int* localOf, int numExperts, int hidden, int topK) {
+  rm_pdl_prologue();
   __shared__ int any;
   const int r = blockIdx.x;
   const float* row = recv + static_cast<size_t>(r) * (hidden + 2 * topK);
@@ -83,6 +85,7 @@ RM_KERNEL void rm_a2a_unpack(float* x, int* ids, float* weights, const float* re
 // threads over the hidden dim.
 RM_KERNEL void rm_a2a_combine(float* out, const float* shared, const float* back, const int* ids,
                               const int* owner, int t0, int mine, int per, int hidden, int topK) {
+  rm_pdl_prologue();
   extern __shared__ int pairRow[];
   const int i = blockIdx.x;
   float* dst = out + static_cast<size_t>(i) * hidden;

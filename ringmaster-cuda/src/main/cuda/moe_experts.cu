@@ -19,6 +19,7 @@ constexpr int kMoeTokensPerPass = 8;
 // scan by thread 0 (E is at most a few hundred), then a scatter.
 RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, int* activeCount,
                             const int* experts, int pairs, int numExperts) {
+  rm_pdl_prologue();
   extern __shared__ int counts[];
   int* cursor = counts + numExperts;
   for (int e = threadIdx.x; e < numExperts; e += blockDim.x) counts[e] = 0;
@@ -81,6 +82,7 @@ __device__ __forceinline__ void moe_gate_up_pass(float* h, const uint16_t* wg, c
 RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, const int* offsets,
                               const int* sortedPairs, const int* activeExperts,
                               const int* activeCount, int hidden, int inter, int topK) {
+  rm_pdl_prologue();
   if (static_cast<int>(blockIdx.y) >= *activeCount) return;
   const int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (i >= inter) return;
@@ -131,6 +133,7 @@ __device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* w, const
 RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const float* routeWeights,
                            const int* offsets, const int* sortedPairs, const int* activeExperts,
                            const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
   if (static_cast<int>(blockIdx.y) >= *activeCount) return;
   const int d = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (d >= hidden) return;
@@ -153,6 +156,7 @@ RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const f
 // Mapping: grid-stride loop, one thread per output element.
 RM_KERNEL void rm_moe_combine(float* out, const float* y, int tokens, int hidden, int topK,
                               int accumulate) {
+  rm_pdl_prologue();
   const long long total = static_cast<long long>(tokens) * hidden;
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -171,6 +175,7 @@ RM_KERNEL void rm_moe_combine(float* out, const float* y, int tokens, int hidden
 // Mapping of both: one block per sorted pair q, threads over the hidden dim.
 RM_KERNEL void rm_moe_gather_bf16(uint16_t* xs, const float* x, const int* sortedPairs, int topK,
                                   int hidden) {
+  rm_pdl_prologue();
   const int q = blockIdx.x;
   const float* src = x + static_cast<size_t>(sortedPairs[q] / topK) * hidden;
   uint16_t* dst = xs + static_cast<size_t>(q) * hidden;
@@ -179,6 +184,7 @@ RM_KERNEL void rm_moe_gather_bf16(uint16_t* xs, const float* x, const int* sorte
 
 RM_KERNEL void rm_moe_scatter_weighted(float* y, const float* ys, const int* sortedPairs,
                                        const float* routeWeights, int hidden) {
+  rm_pdl_prologue();
   const int q = blockIdx.x;
   const int p = sortedPairs[q];
   const float w = routeWeights[p];

@@ -336,6 +336,7 @@ RM_KERNEL void __launch_bounds__(kMoeMmaThreads)
     rm_moe_gate_up_mma(uint16_t* hs, const uint16_t* w13, const float* x, const int* offsets,
                        const int* sortedPairs, const int* activeExperts, const int* activeCount,
                        int hidden, int inter, int topK) {
+  rm_pdl_prologue();
   __shared__ uint4 xs[2][kMoeMmaGateUpChunks * kMoeMmaPassTokens * 4];
   moe_gate_up_mma_block<kMoeMmaTokenTiles>(hs, w13, x, offsets, sortedPairs, activeExperts,
                                            activeCount, hidden, inter, topK, xs[0], xs[1]);
@@ -347,6 +348,7 @@ RM_KERNEL void __launch_bounds__(kMoeMmaThreads)
     rm_moe_gate_up_mma64(uint16_t* hs, const uint16_t* w13, const float* x, const int* offsets,
                          const int* sortedPairs, const int* activeExperts, const int* activeCount,
                          int hidden, int inter, int topK) {
+  rm_pdl_prologue();
   __shared__ uint4 xs[2][kMoeMmaGateUpChunks * kMoeMmaWidePassTokens * 4];
   moe_gate_up_mma_block<kMoeMmaWideTokenTiles>(hs, w13, x, offsets, sortedPairs, activeExperts,
                                                activeCount, hidden, inter, topK, xs[0], xs[1]);
@@ -425,6 +427,7 @@ RM_KERNEL void __launch_bounds__(kMoeMmaThreads)
     rm_moe_down_mma(float* y, const uint16_t* w2, const uint16_t* hs, const float* routeWeights,
                     const int* offsets, const int* sortedPairs, const int* activeExperts,
                     const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
   __shared__ uint4 xs[2][kMoeMmaDownChunks * kMoeMmaPassTokens * 4];
   moe_down_mma_block<kMoeMmaTokenTiles>(y, w2, hs, routeWeights, offsets, sortedPairs,
                                         activeExperts, activeCount, hidden, inter, xs[0], xs[1]);
@@ -435,6 +438,7 @@ RM_KERNEL void __launch_bounds__(kMoeMmaThreads)
     rm_moe_down_mma64(float* y, const uint16_t* w2, const uint16_t* hs, const float* routeWeights,
                       const int* offsets, const int* sortedPairs, const int* activeExperts,
                       const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
   __shared__ uint4 xs[2][kMoeMmaDownChunks * kMoeMmaWidePassTokens * 4];
   moe_down_mma_block<kMoeMmaWideTokenTiles>(y, w2, hs, routeWeights, offsets, sortedPairs,
                                             activeExperts, activeCount, hidden, inter, xs[0],

@@ -14,6 +14,7 @@
 RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, const float* bias,
                             int numExperts, int topK, int scoring, int selection, int numGroups,
                             int topKGroups, int normTopK, float routedScaling) {
+  rm_pdl_prologue();
   extern __shared__ float smem[];
   float* scores = smem;
   float* choice = smem + numExperts;

@@ -18,6 +18,7 @@ __device__ __forceinline__ bool norm_aligned(const void* p, int stride) {
 // stride over the row twice.
 RM_KERNEL void rm_rmsnorm(float* out, int outStride, float* residual, int residualStride,
                           const float* x, int xStride, const float* weight, int dim, float eps) {
+  rm_pdl_prologue();
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const float* xr = x + static_cast<size_t>(r) * xStride;

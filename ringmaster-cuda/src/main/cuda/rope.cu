@@ -11,6 +11,7 @@
 // happen before a barrier, so the de-interleaving write cannot clobber a neighbour's input.
 RM_KERNEL void rm_rope(float* x, int tokenStride, int headStride, int offset, const int* positions,
                        const float* invFreq, int dim, float attnScaling, int interleaved) {
+  rm_pdl_prologue();
   const int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x, half = dim / 2;
   float* base = x + static_cast<size_t>(t) * tokenStride + static_cast<size_t>(h) * headStride + offset;
   const float angle = static_cast<float>(positions[t]) * invFreq[i];

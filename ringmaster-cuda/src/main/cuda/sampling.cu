@@ -8,6 +8,7 @@ constexpr int kSampleThreads = 1024;
 // out[r] = index of the largest of logits[r, 0:vocab], lowest index on ties.
 // Mapping: one block per row; threads stride over the vocabulary, then a block arg-max.
 RM_KERNEL void rm_argmax(int* out, const float* logits, int vocab) {
+  rm_pdl_prologue();
   __shared__ float sv[32];
   __shared__ int si[32];
   const float* row = logits + static_cast<size_t>(blockIdx.x) * vocab;
@@ -88,6 +89,7 @@ __device__ uint32_t radix_threshold(int n, float target, KeyFn keyOf, MassFn mas
 RM_KERNEL void rm_sample(int* out, const float* logits, int vocab, const float* temperature,
                          const int* topK, const float* topP, const unsigned long long* seeds,
                          const unsigned long long* offsets) {
+  rm_pdl_prologue();
   __shared__ float hist[256];
   __shared__ float sv[32];
   __shared__ int si[32];

@@ -13,6 +13,7 @@
 // Mapping: one block per token, threads stride over the hidden dim.
 RM_KERNEL void rm_embedding_bf16_shard(float* out, const uint16_t* table, const int* ids,
                                        int hidden, int first, int rows) {
+  rm_pdl_prologue();
   const int t = blockIdx.x;
   const int row = ids[t] - first;
   float* dst = out + static_cast<size_t>(t) * hidden;
@@ -27,6 +28,7 @@ RM_KERNEL void rm_embedding_bf16_shard(float* out, const uint16_t* table, const 
 // out[r, k * share + j] = gathered[k, r, j] for k < ranks, r < rows, j < share.
 // Mapping: grid-stride loop over the output, one thread per element (coalesced writes).
 RM_KERNEL void rm_vocab_gather(float* out, const float* gathered, int rows, int share, int ranks) {
+  rm_pdl_prologue();
   const long long vocab = static_cast<long long>(share) * ranks;
   const long long total = vocab * rows;
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
@@ -41,6 +43,7 @@ RM_KERNEL void rm_vocab_gather(float* out, const float* gathered, int rows, int 
 // y[p, :] = 0. localOf has one entry per routed expert of the model.
 // Mapping: one block per (token, slot) pair, threads over the hidden dim for the zeroing.
 RM_KERNEL void rm_moe_localize(int* ids, float* y, const int* localOf, int hidden) {
+  rm_pdl_prologue();
   const int p = blockIdx.x;
   const int local = localOf[ids[p]];
   __syncthreads();  // every thread has read ids[p] before thread 0 rewrites it

@@ -342,7 +342,8 @@ final class EngineOptions {
           maxTotalTokens,
           d.blockSize(),
           d.gemvMaxTokens(),
-          d.moeGroupedMinTokens());
+          d.moeGroupedMinTokens(),
+          d.pdl());
     } catch (IllegalArgumentException e) {
       throw new UserError(e.getMessage());
     }

@@ -39,14 +39,16 @@ public final class KernelBench {
   }
 
   /**
-   * Runs the benchmark: every row without arguments; {@code mla BATCH CONTEXT} runs only the MLA
-   * decode of that shape (16 heads), e.g. under a profiler; {@code prefill} only the MLA prefill
-   * rows.
+   * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
+   * programmatic dependent launch ({@link PdlChainBench}); {@code mla BATCH CONTEXT} runs only the
+   * MLA decode of that shape (16 heads), e.g. under a profiler; {@code prefill} only the MLA
+   * prefill rows.
    */
   public static void main(String[] args) {
+    boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
-      throw new IllegalArgumentException("usage: KernelBench [mla BATCH CONTEXT | prefill]");
+      throw new IllegalArgumentException("usage: KernelBench [pdl | mla BATCH CONTEXT | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -66,6 +68,11 @@ public final class KernelBench {
                     b.mlaPrefill(16, len, path);
                   }
                 }
+                b.print();
+                return;
+              }
+              PdlChainBench.run(b, k, s);
+              if (pdlOnly) {
                 b.print();
                 return;
               }
@@ -120,7 +127,7 @@ public final class KernelBench {
   }
 
   /** Median milliseconds of one launch of {@code body(i)} (i cycles over copies). */
-  private double time(IntConsumer body) {
+  double time(IntConsumer body) {
     try (CudaGraph g =
             stream.capture(
                 () -> {
@@ -145,7 +152,7 @@ public final class KernelBench {
     }
   }
 
-  private DeviceBuffer randomBf16(long n, float scale) {
+  DeviceBuffer randomBf16(long n, float scale) {
     short[] bits = new short[(int) Math.min(n, 1 << 24)];
     for (int i = 0; i < bits.length; i++) {
       bits[i] = Numerics.floatToBf16((float) ((random.nextDouble() * 2 - 1) * scale));
@@ -161,7 +168,7 @@ public final class KernelBench {
     return b;
   }
 
-  private DeviceBuffer randomF32(int n) {
+  DeviceBuffer randomF32(int n) {
     float[] v = new float[n];
     for (int i = 0; i < n; i++) {
       v[i] = (float) (random.nextDouble() * 2 - 1);
@@ -642,7 +649,7 @@ public final class KernelBench {
     }
   }
 
-  private void row(String what, double ms, double gbs) {
+  void row(String what, double ms, double gbs) {
     rows.add(String.format(Locale.ROOT, "| %-78s | %9.1f | %8.0f |", what, ms * 1000, gbs));
   }
 

@@ -2,6 +2,8 @@ package dev.ringmaster.cuda.collective;
 
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.Kernel;
+import dev.ringmaster.cuda.driver.LaunchConfig;
 import dev.ringmaster.cuda.kernels.KernelImage;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,6 +15,11 @@ import java.lang.foreign.ValueLayout;
  * is {@code RmArPeers}, a 128-byte struct of the eight ranks' staging and signal pointers passed by
  * value, so the argument block has a 128-byte first slot and 8-byte slots after it. Load once per
  * GPU context; use from that GPU's thread only.
+ *
+ * <p>Unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false} they launch as programmatic
+ * dependent launches like the model's kernels (they wait for the previous kernel first, too). A
+ * dependent launched early cannot take the slots of an allreduce block its peers wait for: it
+ * launches only once every block of the allreduce is resident (see {@code rm_pdl_prologue}).
  */
 final class AllReduceKernels implements AutoCloseable {
   /** {@code RM_AR_MAX_RANKS}. */
@@ -111,6 +118,7 @@ final class AllReduceKernels implements AutoCloseable {
     private final long function;
     private final MemorySegment params;
     private final MemorySegment[] slots;
+    private final LaunchConfig pdl = Kernel.pdlRequested() ? new LaunchConfig() : null;
 
     Launch(String name, boolean peersFirst, int arity) {
       this.name = name;
@@ -146,6 +154,11 @@ final class AllReduceKernels implements AutoCloseable {
     }
 
     void go(int grid, int block, CudaStream s) {
+      if (pdl != null) {
+        driver.launchKernelEx(
+            pdl.set(grid, 1, 1, block, 1, 1, 0, s.handle()), function, params, name);
+        return;
+      }
       driver.launchKernel(function, grid, 1, 1, block, 1, 1, 0, s.handle(), params, name);
     }
   }

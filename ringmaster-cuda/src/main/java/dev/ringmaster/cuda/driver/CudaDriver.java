@@ -70,6 +70,7 @@ public final class CudaDriver {
   private final MethodHandle cuModuleGetFunction;
   private final MethodHandle cuFuncSetAttribute;
   private final MethodHandle cuLaunchKernel;
+  private final MethodHandle cuLaunchKernelEx;
   private final MethodHandle cuStreamBeginCapture;
   private final MethodHandle cuStreamEndCapture;
   private final MethodHandle cuGraphInstantiateWithFlags;
@@ -141,6 +142,10 @@ public final class CudaDriver {
                 JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_LONG, ADDRESS, ADDRESS),
             "cuLaunchKernel");
+    // Unversioned in cuda.h (only a _ptsz variant for per-thread default streams); CUDA 12.0+.
+    cuLaunchKernelEx =
+        bindCritical(
+            I.appendArgumentLayouts(ADDRESS, JAVA_LONG, ADDRESS, ADDRESS), "cuLaunchKernelEx");
     cuStreamBeginCapture =
         bind(I.appendArgumentLayouts(JAVA_LONG, JAVA_INT), "cuStreamBeginCapture_v2");
     cuStreamEndCapture = bind(I.appendArgumentLayouts(JAVA_LONG, ADDRESS), "cuStreamEndCapture");
@@ -496,6 +501,26 @@ public final class CudaDriver {
     }
     if (rc != 0) {
       check(rc, "cuLaunchKernel(" + name + ")");
+    }
+  }
+
+  /**
+   * Launches a kernel through {@code cuLaunchKernelEx} with {@code config}'s geometry, stream and
+   * attributes (a programmatic dependent launch); {@code params} is the {@code void**} argument
+   * block, as for {@link #launchKernel}.
+   */
+  public void launchKernelEx(
+      LaunchConfig config, long function, MemorySegment params, String name) {
+    int rc;
+    try {
+      rc =
+          (int)
+              cuLaunchKernelEx.invokeExact(config.segment(), function, params, MemorySegment.NULL);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+    if (rc != 0) {
+      check(rc, "cuLaunchKernelEx(" + name + ")");
     }
   }
 

@@ -5,6 +5,8 @@ import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Typed launches of the tensor/expert-parallel model's kernels ({@code tensor_parallel.cu}, {@code
@@ -22,6 +24,7 @@ public final class ParallelKernels implements AutoCloseable {
   private final Kernel a2aPack;
   private final Kernel a2aUnpack;
   private final Kernel a2aCombine;
+  private final List<Kernel> all = new ArrayList<>();
 
   /** Loads the fatbin into the current context. */
   public ParallelKernels() {
@@ -32,12 +35,23 @@ public final class ParallelKernels implements AutoCloseable {
       seg.copyFrom(MemorySegment.ofArray(image));
       module = driver.moduleLoadData(seg);
     }
-    embeddingShard = new Kernel(module, "rm_embedding_bf16_shard", 6);
-    vocabGather = new Kernel(module, "rm_vocab_gather", 5);
-    moeLocalize = new Kernel(module, "rm_moe_localize", 4);
-    a2aPack = new Kernel(module, "rm_a2a_pack", 10);
-    a2aUnpack = new Kernel(module, "rm_a2a_unpack", 8);
-    a2aCombine = new Kernel(module, "rm_a2a_combine", 10);
+    embeddingShard = kernel("rm_embedding_bf16_shard", 6);
+    vocabGather = kernel("rm_vocab_gather", 5);
+    moeLocalize = kernel("rm_moe_localize", 4);
+    a2aPack = kernel("rm_a2a_pack", 10);
+    a2aUnpack = kernel("rm_a2a_unpack", 8);
+    a2aCombine = kernel("rm_a2a_combine", 10);
+  }
+
+  private Kernel kernel(String name, int arity) {
+    Kernel k = new Kernel(module, name, arity);
+    all.add(k);
+    return k;
+  }
+
+  /** Programmatic dependent launch for these kernels, as {@link RingmasterKernels} has it. */
+  public void setProgrammaticDependentLaunch(boolean on) {
+    all.forEach(k -> k.programmaticDependentLaunch(on));
   }
 
   /**

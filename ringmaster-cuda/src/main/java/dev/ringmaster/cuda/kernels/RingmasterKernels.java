@@ -5,6 +5,8 @@ import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Typed launches of the kernels in {@code src/main/cuda}: the Java side of each {@code extern "C"}
@@ -109,6 +111,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final int[] mmaSharedRefused = {0, Integer.MAX_VALUE, Integer.MAX_VALUE};
   private final Kernel argmax;
   private final Kernel sample;
+  private final List<Kernel> all = new ArrayList<>();
 
   /** Loads the fatbin into the current context. */
   public RingmasterKernels() {
@@ -119,39 +122,60 @@ public final class RingmasterKernels implements AutoCloseable {
       seg.copyFrom(MemorySegment.ofArray(image));
       module = driver.moduleLoadData(seg);
     }
-    embedding = new Kernel(module, "rm_embedding_bf16", 4);
-    siluMul = new Kernel(module, "rm_silu_mul", 7);
-    toBf16 = new Kernel(module, "rm_f32_to_bf16", 3);
-    addBias = new Kernel(module, "rm_add_bias", 4);
-    rmsNorm = new Kernel(module, "rm_rmsnorm", 9);
-    rope = new Kernel(module, "rm_rope", 9);
-    gemv = new Kernel(module, "rm_gemv_bf16", 6);
-    route = new Kernel(module, "rm_moe_route", 12);
-    moeAlign = new Kernel(module, "rm_moe_align", 7);
-    moeGateUp = new Kernel(module, "rm_moe_gate_up", 10);
-    moeDown = new Kernel(module, "rm_moe_down", 10);
-    moeCombine = new Kernel(module, "rm_moe_combine", 6);
-    moeGather = new Kernel(module, "rm_moe_gather_bf16", 5);
-    moeScatter = new Kernel(module, "rm_moe_scatter_weighted", 5);
-    moeGateUpMma = new Kernel(module, "rm_moe_gate_up_mma", 10);
-    moeDownMma = new Kernel(module, "rm_moe_down_mma", 10);
-    moeGateUpMma64 = new Kernel(module, "rm_moe_gate_up_mma64", 10);
-    moeDownMma64 = new Kernel(module, "rm_moe_down_mma64", 10);
+    embedding = kernel("rm_embedding_bf16", 4);
+    siluMul = kernel("rm_silu_mul", 7);
+    toBf16 = kernel("rm_f32_to_bf16", 3);
+    addBias = kernel("rm_add_bias", 4);
+    rmsNorm = kernel("rm_rmsnorm", 9);
+    rope = kernel("rm_rope", 9);
+    gemv = kernel("rm_gemv_bf16", 6);
+    route = kernel("rm_moe_route", 12);
+    moeAlign = kernel("rm_moe_align", 7);
+    moeGateUp = kernel("rm_moe_gate_up", 10);
+    moeDown = kernel("rm_moe_down", 10);
+    moeCombine = kernel("rm_moe_combine", 6);
+    moeGather = kernel("rm_moe_gather_bf16", 5);
+    moeScatter = kernel("rm_moe_scatter_weighted", 5);
+    moeGateUpMma = kernel("rm_moe_gate_up_mma", 10);
+    moeDownMma = kernel("rm_moe_down_mma", 10);
+    moeGateUpMma64 = kernel("rm_moe_gate_up_mma64", 10);
+    moeDownMma64 = kernel("rm_moe_down_mma64", 10);
     setMoeMmaMinTokens(Integer.getInteger(MOE_MMA_MIN_TOKENS_PROPERTY, MOE_MMA_MIN_TOKENS));
-    mlaAbsorbQ = new Kernel(module, "rm_mla_absorb_q", 9);
-    mlaOutV = new Kernel(module, "rm_mla_out_v", 8);
-    mlaAppend = new Kernel(module, "rm_mla_cache_append", 5);
-    mlaKvRopeAppend = new Kernel(module, "rm_mla_kv_rope_append", 17);
-    gemv2 = new Kernel(module, "rm_gemv2_bf16", 9);
-    gemvSwiglu = new Kernel(module, "rm_gemv_swiglu_bf16", 6);
-    mlaSplit = new Kernel(module, "rm_mla_decode_split", 15);
-    mlaCombine = new Kernel(module, "rm_mla_combine", 8);
-    mlaSplitMma = new Kernel(module, "rm_mla_decode_split_mma", 17);
-    mlaSplitMma2 = new Kernel(module, "rm_mla_decode_split_mma2", 17);
-    mlaGatherCtx = new Kernel(module, "rm_mla_gather_ctx", 5);
-    mlaPrefillSoftmax = new Kernel(module, "rm_mla_prefill_softmax", 7);
-    argmax = new Kernel(module, "rm_argmax", 3);
-    sample = new Kernel(module, "rm_sample", 8);
+    mlaAbsorbQ = kernel("rm_mla_absorb_q", 9);
+    mlaOutV = kernel("rm_mla_out_v", 8);
+    mlaAppend = kernel("rm_mla_cache_append", 5);
+    mlaKvRopeAppend = kernel("rm_mla_kv_rope_append", 17);
+    gemv2 = kernel("rm_gemv2_bf16", 9);
+    gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
+    mlaSplit = kernel("rm_mla_decode_split", 15);
+    mlaCombine = kernel("rm_mla_combine", 8);
+    mlaSplitMma = kernel("rm_mla_decode_split_mma", 17);
+    mlaSplitMma2 = kernel("rm_mla_decode_split_mma2", 17);
+    mlaGatherCtx = kernel("rm_mla_gather_ctx", 5);
+    mlaPrefillSoftmax = kernel("rm_mla_prefill_softmax", 7);
+    argmax = kernel("rm_argmax", 3);
+    sample = kernel("rm_sample", 8);
+  }
+
+  private Kernel kernel(String name, int arity) {
+    Kernel k = new Kernel(module, name, arity);
+    all.add(k);
+    return k;
+  }
+
+  /**
+   * Programmatic dependent launch for every kernel of this set from now on (graphs keep what they
+   * were captured with). On unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false}. Safe after
+   * any kind of work in the stream: each kernel waits in {@code griddepcontrol.wait} for the
+   * previous one, a cuBLAS or NCCL kernel included, to complete before it touches memory.
+   */
+  public void setProgrammaticDependentLaunch(boolean on) {
+    all.forEach(k -> k.programmaticDependentLaunch(on));
+  }
+
+  /** Whether these kernels launch as programmatic dependent launches. */
+  public boolean programmaticDependentLaunch() {
+    return all.get(0).programmaticDependentLaunch();
   }
 
   private static int blocks(long work, int perBlock) {

@@ -156,6 +156,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       throw e;
     }
     System.err.print(lm.plan.describe());
+    if (options.pdl()) {
+      System.err.println("programmatic dependent launch: on");
+    }
     return lm;
   }
 
@@ -176,6 +179,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
+    ops.kernels.setProgrammaticDependentLaunch(options.pdl());
     act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
@@ -324,6 +328,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
   private void allocateParallelBuffers(int logitRows) {
     tp = new TensorParallelOps(cfg, shard, stream, logitRows);
+    tp.kernels().setProgrammaticDependentLaunch(options.pdl());
     collectives = new StepCollectives(shard.comm().stats());
     if (cfg.moe() != null && shard.allToAll()) {
       allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
@@ -366,6 +371,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       return options.cudaGraphBs().stream().filter(b -> b <= maxBs).toList();
     }
     return MemoryPlan.graphLadder(maxBs);
+  }
+
+  /** Whether this model's kernels launch as programmatic dependent launches ({@code pdl}). */
+  boolean programmaticDependentLaunch() {
+    return ops.kernels.programmaticDependentLaunch();
   }
 
   /** Where the GPU's memory went (weights, activations, graphs, KV cache). */

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.driver.Kernel;
 import java.util.List;
 
 /**
@@ -18,6 +19,10 @@ import java.util.List;
  * @param blockSize tokens per KV cache block
  * @param gemvMaxTokens up to this many tokens a linear layer uses the GEMV kernel (f32
  *     activations), above it cuBLAS (activations rounded to bf16)
+ * @param moeGroupedMinTokens fewest prefill-chunk tokens for the per-expert cuBLAS GEMMs
+ * @param pdl launch this project's kernels as programmatic dependent launches (each may start while
+ *     the previous kernel finishes and waits for it on the GPU); on by default, off with {@code
+ *     -Dringmaster.cuda.pdl=false}; results are bit-identical either way
  */
 public record CudaModelOptions(
     int device,
@@ -29,7 +34,8 @@ public record CudaModelOptions(
     Integer maxTotalTokens,
     int blockSize,
     int gemvMaxTokens,
-    int moeGroupedMinTokens) {
+    int moeGroupedMinTokens,
+    boolean pdl) {
 
   /** SGLang's default chunked prefill size for large GPUs. */
   public static final int DEFAULT_CHUNKED_PREFILL = 8192;
@@ -55,10 +61,36 @@ public record CudaModelOptions(
     }
   }
 
-  /** GPU 0, everything derived, graphs on. */
+  /** GPU 0, everything derived, graphs on, PDL as {@code -Dringmaster.cuda.pdl} says. */
   public static CudaModelOptions defaults() {
     return new CudaModelOptions(
-        0, null, null, null, false, DEFAULT_CHUNKED_PREFILL, null, 64, 4, 128);
+        0,
+        null,
+        null,
+        null,
+        false,
+        DEFAULT_CHUNKED_PREFILL,
+        null,
+        64,
+        4,
+        128,
+        Kernel.pdlRequested());
+  }
+
+  /** These options with programmatic dependent launch on or off. */
+  public CudaModelOptions withPdl(boolean on) {
+    return new CudaModelOptions(
+        device,
+        memFractionStatic,
+        cudaGraphMaxBs,
+        cudaGraphBs,
+        disableCudaGraph,
+        chunkedPrefillSize,
+        maxTotalTokens,
+        blockSize,
+        gemvMaxTokens,
+        moeGroupedMinTokens,
+        on);
   }
 
   /** These options with a cap on KV tokens. */
@@ -73,7 +105,8 @@ public record CudaModelOptions(
         tokens,
         blockSize,
         gemvMaxTokens,
-        moeGroupedMinTokens);
+        moeGroupedMinTokens,
+        pdl);
   }
 
   /** These options with explicit graph sizes, or graphs off when {@code sizes} is empty. */
@@ -88,7 +121,8 @@ public record CudaModelOptions(
         maxTotalTokens,
         blockSize,
         gemvMaxTokens,
-        moeGroupedMinTokens);
+        moeGroupedMinTokens,
+        pdl);
   }
 
   /** These options with another GEMV/cuBLAS threshold. */
@@ -103,7 +137,8 @@ public record CudaModelOptions(
         maxTotalTokens,
         blockSize,
         tokens,
-        moeGroupedMinTokens);
+        moeGroupedMinTokens,
+        pdl);
   }
 
   /** These options with another prefill chunk size. */
@@ -118,7 +153,8 @@ public record CudaModelOptions(
         maxTotalTokens,
         blockSize,
         gemvMaxTokens,
-        moeGroupedMinTokens);
+        moeGroupedMinTokens,
+        pdl);
   }
 
   /** These options with another grouped-GEMM threshold for the routed experts. */
@@ -133,6 +169,7 @@ public record CudaModelOptions(
         maxTotalTokens,
         blockSize,
         gemvMaxTokens,
-        tokens);
+        tokens,
+        pdl);
   }
 }

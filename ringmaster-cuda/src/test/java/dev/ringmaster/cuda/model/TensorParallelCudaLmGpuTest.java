@@ -218,7 +218,8 @@ class TensorParallelCudaLmGpuTest {
         o.maxTotalTokens(),
         o.blockSize(),
         o.gemvMaxTokens(),
-        o.moeGroupedMinTokens());
+        o.moeGroupedMinTokens(),
+        o.pdl());
   }
 
   /**
