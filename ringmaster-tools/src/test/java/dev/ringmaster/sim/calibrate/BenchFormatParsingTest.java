@@ -15,7 +15,10 @@ import org.junit.jupiter.api.Test;
 /** The formats as the benchmarks really print them. */
 class BenchFormatParsingTest {
 
-  /** The one-batch entries of benchmarks/history.jsonl (H200, DeepSeek-V2-Lite shape, bf16). */
+  /**
+   * The one-batch entries of benchmarks/history-archive.jsonl.gz (H200, DeepSeek-V2-Lite shape,
+   * bf16).
+   */
   private static List<String> h200OneBatch() throws Exception {
     try (var in =
         BenchFormatParsingTest.class.getResourceAsStream("/calibrate/h200-one-batch.jsonl")) {

@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
  * The in-process CPU allreduce model fitted to real {@code bench collectives --device cpu --json}
  * output of the shared 2-core CPU machine (world sizes 2 and 4, 256 B to 16 MiB, 100 iterations per
  * trial, each point the smallest trial median a second trial confirms; the first of three
- * back-to-back runs of each, all recorded in benchmarks/history.jsonl). This tests the fit on fixed
- * data, not the machine's timing.
+ * back-to-back runs of each, all recorded in benchmarks/history-archive.jsonl.gz). This tests the
+ * fit on fixed data, not the machine's timing.
  *
  * <p>The issue asks for every point within ±20% after calibration. This run's fit holds 130 of 136
  * points to it, the worst at 22.6% (two-shot, 2 ranks); of nine runs in three campaigns, four were

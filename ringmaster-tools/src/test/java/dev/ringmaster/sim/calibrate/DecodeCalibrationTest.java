@@ -17,10 +17,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Calibrating the H200 profile from {@code bench one-batch --json} output holds decode tok/s to
- * ±15% at every batch size. The samples are two one-batch runs recorded in benchmarks/history.jsonl
- * (DeepSeek-V2-Lite shape, bf16, input 512, output 128, batch 1/8/32/128, CUDA graphs), in the
- * exact form the benchmark prints (fixtures' README): commit a7c10b7 (CUDA-core experts in 4-token
- * passes) and commit 38ce56d (tensor-core experts and MLA, 1.6-4.1x faster per batch size).
+ * ±15% at every batch size. The samples are two one-batch runs recorded in
+ * benchmarks/history-archive.jsonl.gz (DeepSeek-V2-Lite shape, bf16, input 512, output 128, batch
+ * 1/8/32/128, CUDA graphs), in the exact form the benchmark prints (fixtures' README): commit
+ * a7c10b7 (CUDA-core experts in 4-token passes) and commit 38ce56d (tensor-core experts and MLA,
+ * 1.6-4.1x faster per batch size).
  */
 class DecodeCalibrationTest {
   private static final ModelShape V2_LITE = Configs.load("deepseek-v2-lite");

@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Decode time grows with the cached context faster than attention's bytes say (MLA decode at one
  * sequence runs far below the memory rate), which the per-context-token latency carries. The
- * samples are two one-batch runs of the same engine build on one H200 (benchmarks/history.jsonl):
- * commit f2f72fe at input 512, batch 1/8/32/128, and commit acd7126 (same kernels) at input 4096,
- * batch 1.
+ * samples are two one-batch runs of the same engine build on one H200
+ * (benchmarks/history-archive.jsonl.gz): commit f2f72fe at input 512, batch 1/8/32/128, and commit
+ * acd7126 (same kernels) at input 4096, batch 1.
  */
 class DecodeContextCalibrationTest {
   private static final ModelShape V2_LITE = Configs.load("deepseek-v2-lite");
