@@ -64,6 +64,7 @@ public final class CudaDriver {
   private final MethodHandle cuEventDestroy;
   private final MethodHandle cuEventRecord;
   private final MethodHandle cuEventSynchronize;
+  private final MethodHandle cuStreamWaitEvent;
   private final MethodHandle cuEventElapsedTime;
   private final MethodHandle cuModuleLoadData;
   private final MethodHandle cuModuleUnload;
@@ -125,6 +126,8 @@ public final class CudaDriver {
     cuEventDestroy = bind(I.appendArgumentLayouts(JAVA_LONG), "cuEventDestroy_v2");
     cuEventRecord = bindCritical(I.appendArgumentLayouts(JAVA_LONG, JAVA_LONG), "cuEventRecord");
     cuEventSynchronize = bind(I.appendArgumentLayouts(JAVA_LONG), "cuEventSynchronize");
+    cuStreamWaitEvent =
+        bindCritical(I.appendArgumentLayouts(JAVA_LONG, JAVA_LONG, JAVA_INT), "cuStreamWaitEvent");
     cuEventElapsedTime =
         bind(
             I.appendArgumentLayouts(ADDRESS, JAVA_LONG, JAVA_LONG),
@@ -425,6 +428,19 @@ public final class CudaDriver {
   /** Waits for an event. */
   public void eventSynchronize(long event) {
     checked("cuEventSynchronize", cuEventSynchronize, event);
+  }
+
+  /**
+   * Makes work queued on {@code stream} after this call wait for the last record of {@code event}
+   * (inside a stream capture: an edge from the recorded node, which also joins {@code stream} to
+   * the capture).
+   */
+  public void streamWaitEvent(long stream, long event) {
+    try {
+      check((int) cuStreamWaitEvent.invokeExact(stream, event, 0), "cuStreamWaitEvent");
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
   }
 
   /** Milliseconds between two recorded, completed events. */

@@ -25,6 +25,11 @@ public final class CudaStream implements AutoCloseable {
     return handle;
   }
 
+  /** Makes work queued on this stream from now on wait for {@code event}'s last record. */
+  public void waitFor(CudaEvent event) {
+    driver.streamWaitEvent(handle, event.handle());
+  }
+
   /** Waits until everything queued so far has finished. */
   public void synchronize() {
     driver.streamSynchronize(handle);

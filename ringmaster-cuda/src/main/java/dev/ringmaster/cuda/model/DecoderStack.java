@@ -84,12 +84,14 @@ final class DecoderStack {
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
   void beginProfile() {
     profiler = new StepProfiler(ops.stream);
+    ops.profiling = true;
   }
 
   /** Milliseconds per op group of the profiled launches. */
   java.util.Map<String, Double> endProfile() {
     java.util.Map<String, Double> ms = profiler.finish();
     profiler = null;
+    ops.profiling = false;
     return ms;
   }
 

@@ -42,6 +42,25 @@ final class FeedForwardBlock {
   }
 
   /**
+   * Whether the shared experts of this step run on the side stream: decode-sized steps (the GEMV
+   * path, no cuBLAS handle needed there) of a one-GPU-style MoE layer with bias-free shared
+   * experts.
+   */
+  private boolean sharedExpertsAside(
+      GpuOps ops, LayerWeights.MoeWeights m, int n, boolean useGrouped) {
+    LayerWeights.DenseWeights sw = m.shared();
+    return GpuOps.SHARED_EXPERT_STREAM
+        && !ops.profiling
+        && sw != null
+        && allToAll == null
+        && !useGrouped
+        && ops.fusedDecode(n)
+        && sw.gateUp().bias() == 0
+        && sw.down().bias() == 0
+        && sw.gateUp().cols() == hidden;
+  }
+
+  /**
    * Whether the output of layer {@code w} is complete on this rank (MoE with all-to-all dispatch),
    * rather than a partial sum that the ranks allreduce.
    */
@@ -68,6 +87,16 @@ final class FeedForwardBlock {
     }
     LayerWeights.MoeWeights m = w.moe();
     RingmasterKernels k = ops.kernels;
+    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
+    if (sharedAside) {
+      // The shared experts need only the normed input: on the side stream they overlap the router
+      // and the routed experts (small decode steps leave most of the GPU idle in each kernel).
+      LayerWeights.DenseWeights sw = m.shared();
+      ops.forkSide();
+      k.gemvSwiglu(
+          ops.side, act.act.ptr(), sw.gateUp().ptr(), act.normed.ptr(), sw.inter(), hidden, n);
+      k.gemv(ops.side, act.mlpOut.ptr(), sw.down().ptr(), act.act.ptr(), hidden, sw.inter(), n);
+    }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
     k.moeRoute(
         ops.stream,
@@ -98,6 +127,25 @@ final class FeedForwardBlock {
       // Every rank routes every token (the router is small), so routing is the one-GPU routing.
       return allToAll.forward(
           ops, act, m, n, expertInter, k.moeUsesTensorCores(n, hidden, expertInter), mark);
+    }
+    if (sharedAside) {
+      k.moeExpertPairs(
+          ops.stream,
+          act.moe,
+          act.normed.ptr(),
+          m.w13(),
+          m.w2(),
+          act.expertIds.ptr(),
+          act.expertWeights.ptr(),
+          n,
+          hidden,
+          expertInter,
+          k.moeUsesTensorCores(n, hidden, expertInter));
+      ops.joinSide();
+      k.moeCombine(
+          ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), true);
+      mark.accept("moe.routed_and_shared_experts");
+      return act.mlpOut.ptr();
     }
     boolean shared = m.shared() != null;
     if (shared) {

@@ -1,6 +1,7 @@
 package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.blas.CublasHandle;
+import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
@@ -20,8 +21,29 @@ final class GpuOps implements AutoCloseable {
   static final boolean FUSED_DECODE_OPS =
       Boolean.parseBoolean(System.getProperty("ringmaster.cuda.fusedDecodeOps", "true"));
 
+  /**
+   * Whether a MoE layer of a decode-sized step runs its shared experts on a second stream,
+   * concurrently with the router and the routed experts ({@code
+   * -Dringmaster.cuda.sharedExpertStream=false}: one after the other, to compare). Results are the
+   * same either way: the shared output is complete before the routed sum is added to it.
+   */
+  static final boolean SHARED_EXPERT_STREAM =
+      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.sharedExpertStream", "true"));
+
   final RingmasterKernels kernels;
   final CudaStream stream;
+
+  /** A second stream for work that overlaps the main one within a step (joined before use). */
+  final CudaStream side;
+
+  /**
+   * Set while a step is profiled: the shared experts then run in line, so that the profile's op
+   * groups stay apart (the simulator's calibration reads them by name).
+   */
+  boolean profiling;
+
+  private final CudaEvent fork;
+  private final CudaEvent join;
   private final CublasHandle blas;
   private final DeviceBuffer xBf16;
   private final int gemvMaxTokens;
@@ -36,6 +58,21 @@ final class GpuOps implements AutoCloseable {
     this.blas = new CublasHandle(stream);
     this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
     this.gemvMaxTokens = gemvMaxTokens;
+    this.side = CudaStream.create();
+    this.fork = CudaEvent.createForOrdering();
+    this.join = CudaEvent.createForOrdering();
+  }
+
+  /** Work queued on {@link #side} from now on starts after what the main stream has queued. */
+  void forkSide() {
+    fork.record(stream);
+    side.waitFor(fork);
+  }
+
+  /** Work queued on the main stream from now on starts after what {@link #side} has queued. */
+  void joinSide() {
+    join.record(side);
+    stream.waitFor(join);
   }
 
   /** Bytes of scratch held (bf16 staging and the cuBLAS workspace). */
@@ -126,6 +163,9 @@ final class GpuOps implements AutoCloseable {
 
   @Override
   public void close() {
+    join.close();
+    fork.close();
+    side.close();
     xBf16.close();
     blas.close();
     kernels.close();
