@@ -77,28 +77,7 @@ public final class CublasHandle implements AutoCloseable {
       int m,
       int k,
       int batch) {
-    cublas.gemmStridedBatchedEx(
-        handle,
-        Cublas.OP_T,
-        Cublas.OP_N,
-        m,
-        n,
-        k,
-        one,
-        w,
-        Cublas.CUDA_R_16BF,
-        k,
-        strideW,
-        x,
-        Cublas.CUDA_R_16BF,
-        k,
-        strideX,
-        zero,
-        y,
-        Cublas.CUDA_R_32F,
-        m,
-        strideY,
-        batch);
+    gemmStridedBatched(true, false, m, n, k, w, k, strideW, x, k, strideX, y, m, strideY, batch);
   }
 
   /**
