@@ -42,22 +42,18 @@ final class FeedForwardBlock {
   }
 
   /**
-   * Whether the shared experts of this step run on the side stream: decode-sized steps (the GEMV
-   * path, no cuBLAS handle needed there) of a one-GPU-style MoE layer with bias-free shared
-   * experts.
+   * Whether the shared experts of this step run on the side stream: GEMV-only steps ({@link
+   * GpuOps#gemvSwiglu}, no cuBLAS handle needed there) of a MoE layer without all-to-all dispatch,
+   * unless the step is profiled.
    */
   private boolean sharedExpertsAside(
       GpuOps ops, LayerWeights.MoeWeights m, int n, boolean useGrouped) {
-    LayerWeights.DenseWeights sw = m.shared();
     return GpuOps.SHARED_EXPERT_STREAM
         && !ops.profiling
-        && sw != null
+        && m.shared() != null
         && allToAll == null
         && !useGrouped
-        && ops.fusedDecode(n)
-        && sw.gateUp().bias() == 0
-        && sw.down().bias() == 0
-        && sw.gateUp().cols() == hidden;
+        && ops.gemvSwiglu(m.shared(), n);
   }
 
   /**
@@ -91,11 +87,8 @@ final class FeedForwardBlock {
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
       // and the routed experts (small decode steps leave most of the GPU idle in each kernel).
-      LayerWeights.DenseWeights sw = m.shared();
       ops.forkSide();
-      k.gemvSwiglu(
-          ops.side, act.act.ptr(), sw.gateUp().ptr(), act.normed.ptr(), sw.inter(), hidden, n);
-      k.gemv(ops.side, act.mlpOut.ptr(), sw.down().ptr(), act.act.ptr(), hidden, sw.inter(), n);
+      ops.swigluGemv(ops.side, act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.act.ptr(), n);
     }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
     k.moeRoute(

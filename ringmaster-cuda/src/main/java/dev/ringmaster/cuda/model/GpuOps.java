@@ -98,11 +98,7 @@ final class GpuOps implements AutoCloseable {
    * GEMV launch where both run as GEMVs without bias, else two {@link #linear} calls.
    */
   void linear2(long y1, DeviceMatrix w1, long y2, DeviceMatrix w2, long x, int n) {
-    if (FUSED_DECODE_OPS
-        && n <= gemvMaxTokens
-        && w1.bias() == 0
-        && w2.bias() == 0
-        && w1.cols() == w2.cols()) {
+    if (fusedDecode(n) && w1.bias() == 0 && w2.bias() == 0 && w1.cols() == w2.cols()) {
       kernels.gemv2(stream, y1, w1.ptr(), w1.rows(), y2, w2.ptr(), w2.rows(), x, w1.cols(), n);
     } else {
       linear(y1, x, w1, n);
@@ -147,13 +143,27 @@ final class GpuOps implements AutoCloseable {
 
   /** A SwiGLU MLP: {@code out = down(silu(gate x) * up x)}. */
   void swiglu(long out, long x, LayerWeights.DenseWeights w, long gateUp, long act, int n) {
-    if (fusedDecode(n) && w.gateUp().bias() == 0) {
-      kernels.gemvSwiglu(stream, act, w.gateUp().ptr(), x, w.inter(), w.gateUp().cols(), n);
-    } else {
-      linear(gateUp, x, w.gateUp(), n);
-      siluMul(act, gateUp, n, w.inter());
+    if (gemvSwiglu(w, n)) {
+      swigluGemv(stream, out, x, w, act, n);
+      return;
     }
+    linear(gateUp, x, w.gateUp(), n);
+    siluMul(act, gateUp, n, w.inter());
     linear(out, act, w.down(), n);
+  }
+
+  /** Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs). */
+  boolean gemvSwiglu(LayerWeights.DenseWeights w, int n) {
+    return fusedDecode(n) && w.gateUp().bias() == 0 && w.down().bias() == 0;
+  }
+
+  /**
+   * A SwiGLU MLP as two GEMV launches on {@code s} (the gate|up one with SiLU-and-mul fused): for
+   * decode-sized steps of bias-free weights, needing no cuBLAS handle, so any stream can run it.
+   */
+  void swigluGemv(CudaStream s, long out, long x, LayerWeights.DenseWeights w, long act, int n) {
+    kernels.gemvSwiglu(s, act, w.gateUp().ptr(), x, w.inter(), w.gateUp().cols(), n);
+    kernels.gemv(s, out, w.down().ptr(), act, w.down().rows(), w.down().cols(), n);
   }
 
   /** Gathers embedding rows of {@code n} token ids. */
