@@ -44,8 +44,11 @@ public final class StepOps {
     if (s.hasIndexer(layer)) {
       out.add(indexerScores(step));
     }
-    // input norm, rope, cache write (and q/kv LoRA norms for MLA).
-    out.add(misc("attn.norm_rope_cache", s.attention().kind() == AttentionKind.MLA ? 5 : 3));
+    // input norm, then rope and cache write (MLA: the latent norm, both ropes and the append in
+    // one launch, plus the q LoRA norm where there is one).
+    int normRopeCache =
+        s.attention().kind() == AttentionKind.MLA ? (s.attention().qLoraRank() > 0 ? 3 : 2) : 3;
+    out.add(misc("attn.norm_rope_cache", normRopeCache));
     List<Weight> mlp = inventory.mlp(layer);
     if (!s.isMoeLayer(layer)) {
       for (Weight w : mlp) {
@@ -53,7 +56,7 @@ public final class StepOps {
           out.add(gemm("mlp." + shortName(w), w, step.tokens(), Category.WEIGHTS));
         }
       }
-      out.add(misc("mlp.norm_act", 2));
+      out.add(misc("mlp.norm_act", 1)); // the activation rides in the gate|up launch
       return out;
     }
     MoeShape m = s.moe();
@@ -68,8 +71,8 @@ public final class StepOps {
         default -> {}
       }
     }
-    // norm, top-k, token sort/align, activation, weighted sum.
-    out.add(misc("moe.route_sort_act", 5));
+    // norm, top-k, token sort/align, weighted sum (the activation rides in the gate|up launch).
+    out.add(misc("moe.route_sort_act", 4));
     return out;
   }
 
@@ -126,7 +129,29 @@ public final class StepOps {
   private OpCost gemm(String name, Weight w, int tokens, Category cat) {
     double frac = sharding.fraction(w.split());
     double flops = 2.0 * tokens * w.rows() * w.cols() * w.count() * frac;
-    return new OpCost(name, cat, Kind.GEMM, flops, w.bytes(quant) * frac, computeDtype(w), 1);
+    return new OpCost(
+        name, cat, Kind.GEMM, flops, w.bytes(quant) * frac, computeDtype(w), launches(w));
+  }
+
+  /**
+   * Launches the engine makes for weight {@code w}: an up projection rides in its gate's launch
+   * (one gate|up matrix), MLA's kv_a in the q (or q_a) projection's, and the absorbed kv_b takes
+   * two (query absorption and the latent output projection).
+   */
+  private int launches(Weight w) {
+    String n = shortName(w);
+    if (n.equals("up_proj")) {
+      return 0;
+    }
+    if (inventory.shape().attention().kind() == AttentionKind.MLA) {
+      if (n.equals("kv_a_proj_with_mqa")) {
+        return 0;
+      }
+      if (n.equals("kv_b_proj")) {
+        return 2;
+      }
+    }
+    return 1;
   }
 
   private OpCost routed(Weight w, int tokens, double touchedPerRank, MoeShape m) {
@@ -140,7 +165,7 @@ public final class StepOps {
         flops,
         perExpertBytes * touchedPerRank,
         computeDtype(w),
-        1);
+        launches(w));
   }
 
   private OpCost attentionCore(StepShape step) {
