@@ -108,7 +108,8 @@ final class BenchCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Prefill and decode latency and throughput of one static batch per batch size, without"
-              + " a server (like sglang.bench_one_batch).")
+              + " a server (like sglang.bench_one_batch); each prefill is timed after an untimed"
+              + " warm-up prefill of the same prompts.")
   static final class OneBatch implements Callable<Integer> {
     @Option(names = "--model", description = "Model directory (default: the embedded model).")
     Path model;
