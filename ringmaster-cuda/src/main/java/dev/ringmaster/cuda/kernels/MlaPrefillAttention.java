@@ -148,12 +148,7 @@ public final class MlaPrefillAttention implements AutoCloseable {
       int blockSize,
       float scale,
       java.util.function.Consumer<String> mark) {
-    int ctxLen = firstPos + count;
-    if (ctxLen > maxContext) {
-      throw new IllegalArgumentException(
-          "context of " + ctxLen + " positions exceeds the prefill scratch's " + maxContext);
-    }
-    k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
+    gatherContext(s, k, cache, tableRow, firstPos + count, blockSize, maxContext, "prefill");
     mark.accept("mla.prefill.absorbed.gather");
     long rowStride = (long) heads * d;
     for (int i0 = 0; i0 < count; ) {
@@ -231,14 +226,7 @@ public final class MlaPrefillAttention implements AutoCloseable {
       float scale,
       java.util.function.Consumer<String> mark) {
     int ctxLen = firstPos + count;
-    if (ctxLen > expandedMaxContext) {
-      throw new IllegalArgumentException(
-          "context of "
-              + ctxLen
-              + " positions exceeds the expanded prefill scratch's "
-              + expandedMaxContext);
-    }
-    k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
+    gatherContext(s, k, cache, tableRow, ctxLen, blockSize, expandedMaxContext, "expanded prefill");
     int headKv = nope + vDim;
     int kvWidth = heads * headKv;
     long kv = expandedKv.ptr();
@@ -334,6 +322,26 @@ public final class MlaPrefillAttention implements AutoCloseable {
       mark.accept("mla.prefill.expanded.pv");
       i0 += rows;
     }
+  }
+
+  /**
+   * Copies positions {@code 0 .. ctxLen-1} of a sequence's cache into {@link #context}, after
+   * checking them against {@code limit}, the longest context the named path's scratch takes.
+   */
+  private void gatherContext(
+      CudaStream s,
+      RingmasterKernels k,
+      long cache,
+      long tableRow,
+      int ctxLen,
+      int blockSize,
+      int limit,
+      String path) {
+    if (ctxLen > limit) {
+      throw new IllegalArgumentException(
+          "context of " + ctxLen + " positions exceeds the " + path + " scratch's " + limit);
+    }
+    k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
   }
 
   /** Query rows per tile when rows see up to {@code ctx} positions. */

@@ -121,27 +121,8 @@ final class FeedForwardBlock {
       return allToAll.forward(
           ops, act, m, n, expertInter, k.moeUsesTensorCores(n, hidden, expertInter), mark);
     }
-    if (sharedAside) {
-      k.moeExpertPairs(
-          ops.stream,
-          act.moe,
-          act.normed.ptr(),
-          m.w13(),
-          m.w2(),
-          act.expertIds.ptr(),
-          act.expertWeights.ptr(),
-          n,
-          hidden,
-          expertInter,
-          k.moeUsesTensorCores(n, hidden, expertInter));
-      ops.joinSide();
-      k.moeCombine(
-          ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), true);
-      mark.accept("moe.routed_and_shared_experts");
-      return act.mlpOut.ptr();
-    }
     boolean shared = m.shared() != null;
-    if (shared) {
+    if (shared && !sharedAside) {
       ops.swiglu(
           act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.gateUp.ptr(), act.act.ptr(), n);
       mark.accept("moe.shared_experts");
@@ -162,10 +143,10 @@ final class FeedForwardBlock {
       mark.accept("moe.grouped.scatter_combine");
       return act.mlpOut.ptr();
     }
-    k.moeExperts(
+    // RingmasterKernels.moeExperts as its two steps, so that the side stream joins before the sum.
+    k.moeExpertPairs(
         ops.stream,
         act.moe,
-        act.mlpOut.ptr(),
         act.normed.ptr(),
         m.w13(),
         m.w2(),
@@ -174,8 +155,13 @@ final class FeedForwardBlock {
         n,
         hidden,
         expertInter,
-        shared);
-    mark.accept("moe.routed_experts");
+        k.moeUsesTensorCores(n, hidden, expertInter));
+    if (sharedAside) {
+      ops.joinSide();
+    }
+    k.moeCombine(
+        ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
+    mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
     return act.mlpOut.ptr();
   }
 }
