@@ -2,19 +2,23 @@
 #pragma once
 #include "common.cuh"
 
+constexpr int kMaxTopK = 64;
+
 // For each token: scores = softmax(logits) (scoring 0) or sigmoid(logits) (scoring 1);
 // choice = scores + bias (bias may be null); selection 1 (group_limited_greedy) keeps the topKGroups
 // groups with the best single choice and sets the rest to 0, selection 2 (noaux_tc) ranks groups by
 // the sum of their two best choices and sets the rest to -inf; then topK greedy picks (ties to the
 // lower expert id). Weights are the picked choices, or for noaux_tc the unbiased scores; normTopK
 // renormalises them (sigmoid adds 1e-20 to the denominator) and routedScaling multiplies them.
-// Mapping: one block per token (blockDim.x a multiple of 32, experts in dynamic shared memory as
-// scores[E] then choice[E] then taken[E]); group scores by one thread per group, group choice by
-// thread 0 (groups are few), each of the topK picks by a block arg-max.
-RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, const float* bias,
-                            int numExperts, int topK, int scoring, int selection, int numGroups,
-                            int topKGroups, int normTopK, float routedScaling) {
-  rm_pdl_prologue();
+//
+// The routing of token t by the calling block (the body of rm_moe_route, also run by the last block of
+// rm_router_route). Logits are read with __ldcg: in the fused kernel other blocks wrote them during
+// this launch, and L2, not this SM's L1, is where their writes are visible.
+__device__ __forceinline__ void route_token(int t, int* experts, float* weights,
+                                            const float* logits, const float* bias,
+                                            int numExperts, int topK, int scoring, int selection,
+                                            int numGroups, int topKGroups, int normTopK,
+                                            float routedScaling) {
   extern __shared__ float smem[];
   float* scores = smem;
   float* choice = smem + numExperts;
@@ -23,16 +27,17 @@ RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, c
   __shared__ int si[32];
   __shared__ float groupScore[64];
   __shared__ int keepGroup[64];
-  const int t = blockIdx.x, E = numExperts;
+  __shared__ float picked[kMaxTopK];
+  const int E = numExperts;
   const float* row = logits + static_cast<size_t>(t) * E;
 
   if (scoring == 0) {
     float m = -INFINITY;
-    for (int i = threadIdx.x; i < E; i += blockDim.x) m = fmaxf(m, row[i]);
+    for (int i = threadIdx.x; i < E; i += blockDim.x) m = fmaxf(m, __ldcg(row + i));
     m = block_max(m, sv);
     float s = 0.f;
     for (int i = threadIdx.x; i < E; i += blockDim.x) {
-      const float e = expf(row[i] - m);
+      const float e = expf(__ldcg(row + i) - m);
       scores[i] = e;
       s += e;
     }
@@ -40,7 +45,7 @@ RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, c
     const float inv = 1.f / s;
     for (int i = threadIdx.x; i < E; i += blockDim.x) scores[i] *= inv;
   } else {
-    for (int i = threadIdx.x; i < E; i += blockDim.x) scores[i] = 1.f / (1.f + expf(-row[i]));
+    for (int i = threadIdx.x; i < E; i += blockDim.x) scores[i] = 1.f / (1.f + expf(-__ldcg(row + i)));
   }
   for (int i = threadIdx.x; i < E; i += blockDim.x) {
     choice[i] = bias != nullptr ? scores[i] + bias[i] : scores[i];
@@ -97,17 +102,27 @@ RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, c
     if (threadIdx.x == 0) {
       taken[idx] = 1;
       experts[t * topK + j] = idx;
-      weights[t * topK + j] = w;
     }
+    picked[j] = w;  // every thread holds the same picks; kept on chip, not read back from memory
     sum += w;
     __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    const float denom = normTopK ? (scoring == 1 ? sum + 1e-20f : sum) : 1.f;
-    for (int j = 0; j < topK; j++) {
-      float w = weights[t * topK + j];
-      if (normTopK) w /= denom;
-      weights[t * topK + j] = w * routedScaling;
-    }
+  const float denom = normTopK ? (scoring == 1 ? sum + 1e-20f : sum) : 1.f;
+  for (int j = threadIdx.x; j < topK; j += blockDim.x) {
+    float w = picked[j];
+    if (normTopK) w /= denom;
+    weights[t * topK + j] = w * routedScaling;
   }
+  __syncthreads();  // the next token's routing reuses the shared arrays
+}
+
+// Mapping: one block per token (blockDim.x a multiple of 32, experts in dynamic shared memory as
+// scores[E] then choice[E] then taken[E]); group scores by one thread per group, group choice by
+// thread 0 (groups are few), each of the topK picks by a block arg-max.
+RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, const float* bias,
+                            int numExperts, int topK, int scoring, int selection, int numGroups,
+                            int topKGroups, int normTopK, float routedScaling) {
+  rm_pdl_prologue();
+  route_token(blockIdx.x, experts, weights, logits, bias, numExperts, topK, scoring, selection,
+              numGroups, topKGroups, normTopK, routedScaling);
 }

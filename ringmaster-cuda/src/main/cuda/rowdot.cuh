@@ -13,17 +13,23 @@ __device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
                                               float (&acc)[R][NT]) {
   const int lane = threadIdx.x & 31;
   if ((K & 7) == 0) {
+    // Predicated groups of UNROLL chunks: a lane's chunks c, c + 32, ... are summed in that order
+    // whatever UNROLL is, and a row whose chunk count is not a multiple of 32 * UNROLL (K = 1408:
+    // 5.5 chunks per lane) still has all of a lane's loads of the group in flight at once.
     const int chunks = K >> 3;
-    int c = lane;
-    for (; c + 32 * (UNROLL - 1) < chunks; c += 32 * UNROLL) {
+    for (int c = lane; c < chunks; c += 32 * UNROLL) {
       uint4 wv[R][UNROLL];
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
-        for (int r = 0; r < R; r++) wv[r][u] = load_stream_u4(w[r] + static_cast<size_t>(c + 32 * u) * 8);
+        for (int r = 0; r < R; r++) {
+          wv[r][u] = c + 32 * u < chunks ? load_stream_u4(w[r] + static_cast<size_t>(c + 32 * u) * 8)
+                                         : make_uint4(0u, 0u, 0u, 0u);
+        }
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
+        if (c + 32 * u >= chunks) break;
 #pragma unroll
         for (int j = 0; j < NT; j++) {
           if (j < nt) {
@@ -36,25 +42,6 @@ __device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
               acc[r][j] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
                            wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
             }
-          }
-        }
-      }
-    }
-    for (; c < chunks; c += 32) {
-      uint4 wv[R];
-#pragma unroll
-      for (int r = 0; r < R; r++) wv[r] = load_stream_u4(w[r] + static_cast<size_t>(c) * 8);
-#pragma unroll
-      for (int j = 0; j < NT; j++) {
-        if (j < nt) {
-          const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(c) * 8);
-          const float4 a = __ldg(xp), b = __ldg(xp + 1);
-#pragma unroll
-          for (int r = 0; r < R; r++) {
-            float wf[8];
-            bf16x8_to_f32(wv[r], wf);
-            acc[r][j] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
-                         wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
           }
         }
       }
@@ -84,4 +71,51 @@ __device__ __forceinline__ void warp_row_dot(const uint16_t* w, const float* con
   warp_rows_dot<1, NT, UNROLL>(rows, xr, nt, K, a);
 #pragma unroll
   for (int j = 0; j < NT; j++) acc[j] = a[0][j];
+}
+
+// acc[r] += w[r][0..K) . xr[r][0..K) for r < R: R rows, each against its own activation row (the
+// routed pairs of one token, each with its expert's row and its own intermediate); a null row is
+// skipped without a load. The same per-lane
+// order and expression as warp_rows_dot, so a pair's sum equals the one warp_row_dot gives it.
+template <int R, int UNROLL>
+__device__ __forceinline__ void warp_pairs_dot(const uint16_t* const (&w)[R],
+                                               const float* const (&xr)[R], int K,
+                                               float (&acc)[R]) {
+  const int lane = threadIdx.x & 31;
+  if ((K & 7) == 0) {
+    const int chunks = K >> 3;
+    for (int c = lane; c < chunks; c += 32 * UNROLL) {
+      uint4 wv[R][UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          wv[r][u] = c + 32 * u < chunks && w[r] != nullptr
+                         ? load_stream_u4(w[r] + static_cast<size_t>(c + 32 * u) * 8)
+                         : make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+        if (c + 32 * u >= chunks) break;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (w[r] == nullptr) continue;
+          const float4* xp = reinterpret_cast<const float4*>(xr[r] + static_cast<size_t>(c + 32 * u) * 8);
+          const float4 a = __ldg(xp), b = __ldg(xp + 1);
+          float wf[8];
+          bf16x8_to_f32(wv[r][u], wf);
+          acc[r] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
+                    wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
+        }
+      }
+    }
+  } else {
+    for (int k = lane; k < K; k += 32) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (w[r] != nullptr) acc[r] += bf16_bits_to_f32(w[r][k]) * xr[r][k];
+      }
+    }
+  }
 }

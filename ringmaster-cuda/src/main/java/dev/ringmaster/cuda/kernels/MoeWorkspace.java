@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.kernels;
 
+import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 
 /**
@@ -18,6 +19,7 @@ public final class MoeWorkspace implements AutoCloseable {
   final DeviceBuffer activeCount;
   final DeviceBuffer h;
   final DeviceBuffer y;
+  final DeviceBuffer ticket;
 
   /** Allocates scratch for the given layer shape. */
   public MoeWorkspace(int maxTokens, int numExperts, int topK, int hidden, int inter) {
@@ -31,6 +33,11 @@ public final class MoeWorkspace implements AutoCloseable {
     activeCount = DeviceBuffer.allocate(4);
     h = DeviceBuffer.allocate(4L * pairs * inter);
     y = DeviceBuffer.allocate(4L * pairs * hidden);
+    // rm_router_route's block counter: zero before its first launch, reset by each launch.
+    ticket = DeviceBuffer.allocate(4);
+    CudaDriver driver = CudaDriver.get();
+    driver.memsetD8Async(ticket.ptr(), 0, 4, 0L);
+    driver.streamSynchronize(0L);
   }
 
   /** Device pointer of the expert offsets {@code [E + 1]} (i32) after an align. */
@@ -55,7 +62,8 @@ public final class MoeWorkspace implements AutoCloseable {
         + activeExperts.bytes()
         + activeCount.bytes()
         + h.bytes()
-        + y.bytes();
+        + y.bytes()
+        + ticket.bytes();
   }
 
   @Override
@@ -66,5 +74,6 @@ public final class MoeWorkspace implements AutoCloseable {
     activeCount.close();
     h.close();
     y.close();
+    ticket.close();
   }
 }

@@ -112,6 +112,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel argmax;
   private final Kernel sample;
   private final List<Kernel> all = new ArrayList<>();
+  private final SmallBatchMoe smallBatchMoe;
 
   /** Loads the fatbin into the current context. */
   public RingmasterKernels() {
@@ -155,6 +156,14 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaPrefillSoftmax = kernel("rm_mla_prefill_softmax", 7);
     argmax = kernel("rm_argmax", 3);
     sample = kernel("rm_sample", 8);
+    smallBatchMoe = new SmallBatchMoe(this::kernel);
+  }
+
+  /**
+   * The MoE kernels of the smallest decode steps, loaded with these (same module and PDL switch).
+   */
+  public SmallBatchMoe smallBatchMoe() {
+    return smallBatchMoe;
   }
 
   private Kernel kernel(String name, int arity) {
@@ -334,14 +343,32 @@ public final class RingmasterKernels implements AutoCloseable {
       int topKGroups,
       boolean normTopK,
       float routedScaling) {
-    if (numGroups > 64 || numExperts % Math.max(numGroups, 1) != 0) {
-      throw new IllegalArgumentException(numGroups + " groups of " + numExperts + " experts");
-    }
+    checkRouting(numExperts, topK, numGroups);
     route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias).arg(4, numExperts);
     route.arg(5, topK).arg(6, scoring).arg(7, selection).arg(8, Math.max(numGroups, 1));
     route.arg(9, topKGroups).arg(10, normTopK ? 1 : 0).arg(11, routedScaling);
-    int threads = Math.min(256, (numExperts + 31) / 32 * 32);
-    route.launch(s, n, 1, 1, threads, 12 * numExperts);
+    route.launch(s, n, 1, 1, routingThreads(numExperts), 12 * numExperts);
+  }
+
+  /**
+   * Rejects routings the routing kernel cannot hold: at most 64 equal groups, at most 64 experts
+   * per token.
+   */
+  static void checkRouting(int numExperts, int topK, int numGroups) {
+    if (numGroups > 64 || numExperts % Math.max(numGroups, 1) != 0) {
+      throw new IllegalArgumentException(numGroups + " groups of " + numExperts + " experts");
+    }
+    if (topK < 1 || topK > 64 || topK > numExperts) {
+      throw new IllegalArgumentException("top-" + topK + " of " + numExperts + " experts");
+    }
+  }
+
+  /**
+   * Threads of a block that routes a token: the experts rounded up to a warp, at most 256. The
+   * softmax sums depend on it, so every routing launch uses the same count.
+   */
+  static int routingThreads(int numExperts) {
+    return Math.min(256, (numExperts + 31) / 32 * 32);
   }
 
   /** Fewest tokens for which {@link #moeExperts} takes the tensor-core kernels. */
@@ -839,8 +866,10 @@ public final class RingmasterKernels implements AutoCloseable {
       CudaStream s, MlaWorkspace ws, long tokenList, int count, int heads, int kvLora, int splits) {
     mlaCombine.arg(0, ws.ctx.ptr()).arg(1, ws.partialCtx.ptr()).arg(2, ws.partialMax.ptr());
     mlaCombine.arg(3, ws.partialSum.ptr()).arg(4, tokenList).arg(5, heads).arg(6, kvLora);
-    // Dynamic shared memory: a weight and a list entry per split.
-    mlaCombine.arg(7, splits).launch(s, heads, count, 1, 256, 8 * splits);
+    // Dynamic shared memory: a weight and a list entry per split. Parts of 128 latent columns, a
+    // thread per column.
+    int parts = Math.max(1, (kvLora + 127) / 128);
+    mlaCombine.arg(7, splits).launch(s, heads, count, parts, 128, 8 * splits);
   }
 
   /** Last step of {@link #mlaAttention}: {@code out [t, H, vDim]} from the latent context. */

@@ -90,28 +90,7 @@ final class FeedForwardBlock {
       ops.forkSide();
       ops.swigluGemv(ops.side, act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.act.ptr(), n);
     }
-    ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
-    k.moeRoute(
-        ops.stream,
-        act.expertIds.ptr(),
-        act.expertWeights.ptr(),
-        act.routerLogits.ptr(),
-        m.scoreBias(),
-        n,
-        moe.numExperts(),
-        moe.topK(),
-        moe.scoring() == MoeConfig.Scoring.SIGMOID
-            ? RingmasterKernels.SCORING_SIGMOID
-            : RingmasterKernels.SCORING_SOFTMAX,
-        switch (moe.selection()) {
-          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
-          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
-          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
-        },
-        moe.numGroups(),
-        moe.topKGroups(),
-        moe.normTopKProb(),
-        (float) moe.routedScalingFactor());
+    route(ops, act, m, n);
     if (afterRouting != null) {
       afterRouting.accept(n);
     }
@@ -143,25 +122,115 @@ final class FeedForwardBlock {
       mark.accept("moe.grouped.scatter_combine");
       return act.mlpOut.ptr();
     }
-    // RingmasterKernels.moeExperts as its two steps, so that the side stream joins before the sum.
-    k.moeExpertPairs(
-        ops.stream,
-        act.moe,
-        act.normed.ptr(),
-        m.w13(),
-        m.w2(),
-        act.expertIds.ptr(),
-        act.expertWeights.ptr(),
-        n,
-        hidden,
-        expertInter,
-        k.moeUsesTensorCores(n, hidden, expertInter));
-    if (sharedAside) {
-      ops.joinSide();
+    if (ops.pairExperts(n)) {
+      // Straight from the routed pairs; the side stream joins before the down projections add the
+      // routed sum to the shared experts' output.
+      var small = k.smallBatchMoe();
+      small.gateUp(
+          ops.stream,
+          act.moe,
+          act.normed.ptr(),
+          m.w13(),
+          act.expertIds.ptr(),
+          n,
+          hidden,
+          expertInter);
+      if (sharedAside) {
+        ops.joinSide();
+      }
+      small.downSum(
+          ops.stream,
+          act.moe,
+          act.mlpOut.ptr(),
+          m.w2(),
+          act.expertIds.ptr(),
+          act.expertWeights.ptr(),
+          n,
+          hidden,
+          expertInter,
+          shared);
+    } else {
+      // RingmasterKernels.moeExperts as its two steps, so that the side stream joins before the
+      // sum.
+      k.moeExpertPairs(
+          ops.stream,
+          act.moe,
+          act.normed.ptr(),
+          m.w13(),
+          m.w2(),
+          act.expertIds.ptr(),
+          act.expertWeights.ptr(),
+          n,
+          hidden,
+          expertInter,
+          k.moeUsesTensorCores(n, hidden, expertInter));
+      if (sharedAside) {
+        ops.joinSide();
+      }
+      k.moeCombine(
+          ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
     }
-    k.moeCombine(
-        ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
     mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
     return act.mlpOut.ptr();
+  }
+
+  /**
+   * Router logits and routing of {@code n} tokens into {@code act.expertIds} / {@code
+   * act.expertWeights}: one launch in decode-sized steps, else a linear layer and the routing
+   * kernel (the same results).
+   */
+  private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n) {
+    int scoring =
+        moe.scoring() == MoeConfig.Scoring.SIGMOID
+            ? RingmasterKernels.SCORING_SIGMOID
+            : RingmasterKernels.SCORING_SOFTMAX;
+    int selection =
+        switch (moe.selection()) {
+          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
+          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
+          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
+        };
+    boolean norm = moe.normTopKProb();
+    float scaling = (float) moe.routedScalingFactor();
+    if (ops.fusedRouting(m.gate(), n)) {
+      ops.kernels
+          .smallBatchMoe()
+          .routerRoute(
+              ops.stream,
+              act.moe,
+              act.routerLogits.ptr(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              m.gate().ptr(),
+              act.normed.ptr(),
+              hidden,
+              m.scoreBias(),
+              n,
+              moe.numExperts(),
+              moe.topK(),
+              scoring,
+              selection,
+              moe.numGroups(),
+              moe.topKGroups(),
+              norm,
+              scaling);
+      return;
+    }
+    ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
+    ops.kernels.moeRoute(
+        ops.stream,
+        act.expertIds.ptr(),
+        act.expertWeights.ptr(),
+        act.routerLogits.ptr(),
+        m.scoreBias(),
+        n,
+        moe.numExperts(),
+        moe.topK(),
+        scoring,
+        selection,
+        moe.numGroups(),
+        moe.topKGroups(),
+        norm,
+        scaling);
   }
 }

@@ -30,6 +30,16 @@ final class GpuOps implements AutoCloseable {
   static final boolean SHARED_EXPERT_STREAM =
       Boolean.parseBoolean(System.getProperty("ringmaster.cuda.sharedExpertStream", "true"));
 
+  /**
+   * Most tokens for which a MoE layer runs its routed experts straight from the routed pairs
+   * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#experts}: no grouping by expert, no separate
+   * sum; tokens sharing an expert stream it once each); default 0, off: two launches fewer per
+   * layer, but on an H200 batch 1 measured 3% slower (3.03-3.07 against 2.92-2.98 ms a step), its
+   * down projection having a sixth of the warps of the grouped kernel's. {@code
+   * -Dringmaster.cuda.moePairTokens=1} turns it on, to compare.
+   */
+  static final int MOE_PAIR_TOKENS = Integer.getInteger("ringmaster.cuda.moePairTokens", 0);
+
   final RingmasterKernels kernels;
   final CudaStream stream;
 
@@ -104,6 +114,19 @@ final class GpuOps implements AutoCloseable {
       linear(y1, x, w1, n);
       linear(y2, x, w2, n);
     }
+  }
+
+  /**
+   * Whether a decode-sized step computes the router logits of {@code gate} and routes in one launch
+   * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#routerRoute}).
+   */
+  boolean fusedRouting(DeviceMatrix gate, int n) {
+    return fusedDecode(n) && gate.bias() == 0;
+  }
+
+  /** Whether a step of {@code n} tokens runs its routed experts from the routed pairs. */
+  boolean pairExperts(int n) {
+    return fusedDecode(n) && n <= MOE_PAIR_TOKENS;
   }
 
   /** Whether a step of {@code n} tokens takes the fused decode launches. */

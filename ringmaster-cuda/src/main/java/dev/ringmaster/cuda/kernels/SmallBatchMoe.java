@@ -1,0 +1,116 @@
+package dev.ringmaster.cuda.kernels;
+
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.Kernel;
+import java.util.function.BiFunction;
+
+/**
+ * The MoE layer of the smallest decode steps ({@code moe_small_batch.cu}) in three launches instead
+ * of six: the router GEMV with the routing done by its last block, the gate/up projections straight
+ * from the routed pairs (no grouping by expert), and the down projections summed per token. Results
+ * equal the general path's bit for bit ({@link RingmasterKernels#gemv} + {@link
+ * RingmasterKernels#moeRoute}; {@link RingmasterKernels#moeExpertsFused}). Tokens that share an
+ * expert stream it once each, so this suits one or two tokens. The model takes the routing kernel
+ * in every GEMV-sized step; the pair kernels only where {@code -Dringmaster.cuda.moePairTokens}
+ * asks (their down projection, a warp per output row over all slots, has a sixth of the grouped
+ * kernel's warps and measured slower at batch 1 on an H200).
+ */
+public final class SmallBatchMoe {
+  private final Kernel routerRoute;
+  private final Kernel gateUpPairs;
+  private final Kernel downSum;
+
+  SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel) {
+    routerRoute = kernel.apply("rm_router_route", 17);
+    gateUpPairs = kernel.apply("rm_moe_gate_up_pairs", 7);
+    downSum = kernel.apply("rm_moe_down_sum", 10);
+  }
+
+  /**
+   * {@code logits = x . gate^T} (bf16 {@code gate [numExperts, k]}) for {@code n} tokens, then the
+   * routing of {@link RingmasterKernels#moeRoute} (same arguments) into {@code experts} and {@code
+   * weights}, in one launch; uses {@code ws}'s block counter.
+   */
+  public void routerRoute(
+      CudaStream s,
+      MoeWorkspace ws,
+      long logits,
+      long experts,
+      long weights,
+      long gate,
+      long x,
+      int k,
+      long bias,
+      int n,
+      int numExperts,
+      int topK,
+      int scoring,
+      int selection,
+      int numGroups,
+      int topKGroups,
+      boolean normTopK,
+      float routedScaling) {
+    RingmasterKernels.checkRouting(numExperts, topK, numGroups);
+    routerRoute.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.ticket.ptr());
+    routerRoute.arg(4, gate).arg(5, x).arg(6, k).arg(7, n).arg(8, bias).arg(9, numExperts);
+    routerRoute.arg(10, topK).arg(11, scoring).arg(12, selection).arg(13, Math.max(numGroups, 1));
+    routerRoute.arg(14, topKGroups).arg(15, normTopK ? 1 : 0).arg(16, routedScaling);
+    // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
+    int threads = RingmasterKernels.routingThreads(numExperts);
+    int warps = threads / 32;
+    routerRoute.launch(s, (numExperts + warps - 1) / warps, 1, 1, threads, 12 * numExperts);
+  }
+
+  /**
+   * {@code out[t] (+)= sum_j weights[t, j] * expert_{experts[t, j]}(x[t])} for {@code n} tokens
+   * (pairs with a negative expert id skipped), with the SwiGLU experts of {@link
+   * RingmasterKernels#moeExperts}; the intermediate goes through {@code ws}.
+   */
+  public void experts(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate) {
+    gateUp(s, ws, x, w13, experts, n, hidden, inter);
+    downSum(s, ws, out, w2, experts, weights, n, hidden, inter, accumulate);
+  }
+
+  /** The first launch of {@link #experts}: the SwiGLU intermediate of every routed pair into ws. */
+  public void gateUp(
+      CudaStream s, MoeWorkspace ws, long x, long w13, long experts, int n, int hidden, int inter) {
+    if (n > ws.maxTokens) {
+      throw new IllegalArgumentException(n + " tokens exceed the workspace's " + ws.maxTokens);
+    }
+    gateUpPairs.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, experts).arg(4, hidden);
+    gateUpPairs.arg(5, inter).arg(6, ws.topK).launch(s, (inter + 3) / 4, n * ws.topK, 1, 128, 0);
+  }
+
+  /**
+   * The second launch of {@link #experts}: the down projections of the intermediate {@code ws}
+   * holds, summed per token into {@code out}. Separate so that a caller can join another stream's
+   * writes to {@code out} between the two.
+   */
+  public void downSum(
+      CudaStream s,
+      MoeWorkspace ws,
+      long out,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean accumulate) {
+    downSum.arg(0, out).arg(1, w2).arg(2, ws.h.ptr()).arg(3, experts).arg(4, weights);
+    downSum.arg(5, n).arg(6, hidden).arg(7, inter).arg(8, ws.topK).arg(9, accumulate ? 1 : 0);
+    downSum.launch(s, (hidden + 3) / 4, 1, 1, 128, 0);
+  }
+}

@@ -1,0 +1,262 @@
+package dev.ringmaster.cuda.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.testing.Compare;
+import dev.ringmaster.cuda.testing.Gpu;
+import dev.ringmaster.cuda.testing.Rand;
+import dev.ringmaster.model.config.MoeConfig;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The small-batch MoE kernels against the general path they replace: bit for bit (same sums in the
+ * same order), and against the double-precision reference where pairs are skipped.
+ */
+@Tag("gpu")
+class SmallBatchMoeGpuTest {
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, experts, topK, hidden, scoring, selection, groups, topKGroups, norm, scaling, bias
+    "1,64,6,2048,SOFTMAX,GREEDY,1,1,false,1.0,false",
+    "2,64,6,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
+    "4,160,6,512,SOFTMAX,GROUP_LIMITED_GREEDY,8,3,false,16.0,false",
+    "3,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
+    "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
+  })
+  void routerRouteEqualsTheGemvAndTheRoutingKernel(
+      int n,
+      int e,
+      int k,
+      int hidden,
+      MoeConfig.Scoring scoring,
+      MoeConfig.Selection selection,
+      int groups,
+      int topKGroups,
+      boolean norm,
+      double scaling,
+      boolean hasBias) {
+    Rand r = new Rand();
+    Rand.Bf16 gate = r.bf16(e * hidden, 0.05f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] bias = hasBias ? r.uniform(e, 0.1f) : null;
+    int sc = scoring == MoeConfig.Scoring.SOFTMAX ? 0 : 1;
+    int sel = selection.ordinal();
+    String seed = "seed " + r.seed();
+    Gpu.run(
+        s -> {
+          RingmasterKernels kk = Gpu.kernels();
+          DeviceBuffer g = s.bf16(gate.bits());
+          DeviceBuffer xs = s.f32(x);
+          long biasP = hasBias ? s.f32(bias).ptr() : 0;
+          DeviceBuffer wantLogits = s.poisoned((long) n * e);
+          DeviceBuffer wantE = s.alloc(4L * n * k);
+          DeviceBuffer wantW = s.poisoned((long) n * k);
+          kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n);
+          kk.moeRoute(
+              s.stream(),
+              wantE.ptr(),
+              wantW.ptr(),
+              wantLogits.ptr(),
+              biasP,
+              n,
+              e,
+              k,
+              sc,
+              sel,
+              groups,
+              topKGroups,
+              norm,
+              (float) scaling);
+          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8)) {
+            // Twice: the second launch shows that the first left the block counter at zero.
+            for (int round = 0; round < 2; round++) {
+              DeviceBuffer logits = s.poisoned((long) n * e);
+              DeviceBuffer ex = s.alloc(4L * n * k);
+              DeviceBuffer w = s.poisoned((long) n * k);
+              kk.smallBatchMoe()
+                  .routerRoute(
+                      s.stream(),
+                      ws,
+                      logits.ptr(),
+                      ex.ptr(),
+                      w.ptr(),
+                      g.ptr(),
+                      xs.ptr(),
+                      hidden,
+                      biasP,
+                      n,
+                      e,
+                      k,
+                      sc,
+                      sel,
+                      groups,
+                      topKGroups,
+                      norm,
+                      (float) scaling);
+              String as = seed + ", round " + round;
+              assertThat(bits(s.read(logits, n * e)))
+                  .as("logits, %s", as)
+                  .isEqualTo(bits(s.read(wantLogits, n * e)));
+              assertThat(s.readInts(ex, n * k))
+                  .as("experts, %s", as)
+                  .isEqualTo(s.readInts(wantE, n * k));
+              assertThat(bits(s.read(w, n * k)))
+                  .as("weights, %s", as)
+                  .isEqualTo(bits(s.read(wantW, n * k)));
+            }
+          }
+        });
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, experts, topK, hidden, inter, accumulate
+    "1,64,6,2048,1408,true",
+    "1,64,6,2048,1408,false",
+    "2,10,6,1024,704,true",
+    "3,8,2,100,36,true",
+    "2,256,8,7168,256,false",
+    "1,16,5,72,40,false"
+  })
+  void pairExpertsEqualTheGroupedCudaCoreExperts(
+      int n, int e, int k, int hidden, int inter, boolean acc) {
+    Rand r = new Rand();
+    Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
+    Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] prior = r.uniform(n * hidden, 1f);
+    int[] experts = distinctExperts(r, n, e, k);
+    float[] weights = r.uniform(n * k, 1f);
+    Gpu.run(
+        s -> {
+          try (MoeWorkspace a = new MoeWorkspace(n, e, k, hidden, inter);
+              MoeWorkspace b = new MoeWorkspace(n, e, k, hidden, inter)) {
+            DeviceBuffer xs = s.f32(x);
+            DeviceBuffer w13d = s.bf16(w13.bits());
+            DeviceBuffer w2d = s.bf16(w2.bits());
+            DeviceBuffer ex = s.i32(experts);
+            DeviceBuffer wt = s.f32(weights);
+            DeviceBuffer want = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
+            DeviceBuffer got = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
+            a.h.poison(s.stream());
+            b.h.poison(s.stream());
+            Gpu.kernels()
+                .moeExpertsFused(
+                    s.stream(),
+                    a,
+                    want.ptr(),
+                    xs.ptr(),
+                    w13d.ptr(),
+                    w2d.ptr(),
+                    ex.ptr(),
+                    wt.ptr(),
+                    n,
+                    hidden,
+                    inter,
+                    acc);
+            Gpu.kernels()
+                .smallBatchMoe()
+                .experts(
+                    s.stream(),
+                    b,
+                    got.ptr(),
+                    xs.ptr(),
+                    w13d.ptr(),
+                    w2d.ptr(),
+                    ex.ptr(),
+                    wt.ptr(),
+                    n,
+                    hidden,
+                    inter,
+                    acc);
+            assertThat(bits(s.read(got, n * hidden)))
+                .as("seed %d", r.seed())
+                .isEqualTo(bits(s.read(want, n * hidden)));
+          }
+        });
+  }
+
+  @ParameterizedTest
+  @CsvSource({"1,64,6,256,176", "3,16,4,72,40"})
+  void pairsOfOtherRanksAreSkipped(int n, int e, int k, int hidden, int inter) {
+    Rand r = new Rand();
+    Rand.Bf16 w13 = r.bf16(e * 2 * inter * hidden, 0.1f);
+    Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] prior = r.uniform(n * hidden, 1f);
+    int[] experts = distinctExperts(r, n, e, k);
+    float[] weights = r.uniform(n * k, 1f);
+    int[] local = experts.clone();
+    for (int p = 0; p < local.length; p++) {
+      if (p % 3 != 0) {
+        local[p] = -1;
+      }
+    }
+    // The reference without the skipped pairs: their weight is zero.
+    float[] kept = weights.clone();
+    for (int p = 0; p < kept.length; p++) {
+      if (local[p] < 0) {
+        kept[p] = 0f;
+      }
+    }
+    float[] want =
+        MoeGpuTest.reference(x, w13.values(), w2.values(), experts, kept, n, k, hidden, inter);
+    for (int i = 0; i < want.length; i++) {
+      want[i] += prior[i];
+    }
+    Gpu.run(
+        s -> {
+          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
+            ws.h.poison(s.stream());
+            DeviceBuffer out = s.f32(prior);
+            Gpu.kernels()
+                .smallBatchMoe()
+                .experts(
+                    s.stream(),
+                    ws,
+                    out.ptr(),
+                    s.f32(x).ptr(),
+                    s.bf16(w13.bits()).ptr(),
+                    s.bf16(w2.bits()).ptr(),
+                    s.i32(local).ptr(),
+                    s.f32(weights).ptr(),
+                    n,
+                    hidden,
+                    inter,
+                    true);
+            Compare.assertClose(
+                "skipped pairs, seed " + r.seed(), s.read(out, n * hidden), want, 1e-4);
+          }
+        });
+  }
+
+  private static int[] distinctExperts(Rand r, int n, int e, int k) {
+    int[] experts = new int[n * k];
+    for (int t = 0; t < n; t++) {
+      for (int j = 0; j < k; j++) {
+        int pick;
+        boolean dup;
+        do {
+          pick = r.nextInt(e);
+          dup = false;
+          for (int q = 0; q < j; q++) {
+            dup |= experts[t * k + q] == pick;
+          }
+        } while (dup);
+        experts[t * k + j] = pick;
+      }
+    }
+    return experts;
+  }
+
+  private static int[] bits(float[] v) {
+    int[] b = new int[v.length];
+    for (int i = 0; i < v.length; i++) {
+      b[i] = Float.floatToRawIntBits(v[i]);
+    }
+    return b;
+  }
+}
