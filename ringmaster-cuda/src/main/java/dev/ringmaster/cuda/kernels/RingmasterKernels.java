@@ -329,25 +329,10 @@ public final class RingmasterKernels implements AutoCloseable {
    * topK]} (i32) and {@code weights [n, topK]} (f32); {@code bias} 0 when there is none.
    */
   public void moeRoute(
-      CudaStream s,
-      long experts,
-      long weights,
-      long logits,
-      long bias,
-      int n,
-      int numExperts,
-      int topK,
-      int scoring,
-      int selection,
-      int numGroups,
-      int topKGroups,
-      boolean normTopK,
-      float routedScaling) {
-    checkRouting(numExperts, topK, numGroups);
-    route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias).arg(4, numExperts);
-    route.arg(5, topK).arg(6, scoring).arg(7, selection).arg(8, Math.max(numGroups, 1));
-    route.arg(9, topKGroups).arg(10, normTopK ? 1 : 0).arg(11, routedScaling);
-    route.launch(s, n, 1, 1, routingThreads(numExperts), 12 * numExperts);
+      CudaStream s, long experts, long weights, long logits, long bias, int n, MoeRouting r) {
+    route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias);
+    r.bind(route, 4);
+    route.launch(s, n, 1, 1, routingThreads(r.numExperts()), 12 * r.numExperts());
   }
 
   /**

@@ -42,23 +42,15 @@ public final class SmallBatchMoe {
       int k,
       long bias,
       int n,
-      int numExperts,
-      int topK,
-      int scoring,
-      int selection,
-      int numGroups,
-      int topKGroups,
-      boolean normTopK,
-      float routedScaling) {
-    RingmasterKernels.checkRouting(numExperts, topK, numGroups);
+      MoeRouting r) {
     routerRoute.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.ticket.ptr());
-    routerRoute.arg(4, gate).arg(5, x).arg(6, k).arg(7, n).arg(8, bias).arg(9, numExperts);
-    routerRoute.arg(10, topK).arg(11, scoring).arg(12, selection).arg(13, Math.max(numGroups, 1));
-    routerRoute.arg(14, topKGroups).arg(15, normTopK ? 1 : 0).arg(16, routedScaling);
+    routerRoute.arg(4, gate).arg(5, x).arg(6, k).arg(7, n).arg(8, bias);
+    r.bind(routerRoute, 9);
     // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
-    int threads = RingmasterKernels.routingThreads(numExperts);
+    int threads = RingmasterKernels.routingThreads(r.numExperts());
     int warps = threads / 32;
-    routerRoute.launch(s, (numExperts + warps - 1) / warps, 1, 1, threads, 12 * numExperts);
+    int blocks = (r.numExperts() + warps - 1) / warps;
+    routerRoute.launch(s, blocks, 1, 1, threads, 12 * r.numExperts());
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.MoeRouting;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.MoeConfig;
@@ -11,6 +12,7 @@ import dev.ringmaster.model.config.MoeConfig;
  */
 final class FeedForwardBlock {
   private final MoeConfig moe;
+  private final MoeRouting routing;
   private final int hidden;
   private final GroupedExperts grouped;
   private final int expertInter;
@@ -34,6 +36,7 @@ final class FeedForwardBlock {
       java.util.function.IntConsumer afterRouting,
       ExpertAllToAll allToAll) {
     this.moe = cfg.moe();
+    this.routing = moe == null ? null : MoeRouting.of(moe);
     this.hidden = cfg.hiddenSize();
     this.grouped = grouped;
     this.expertInter = expertInter;
@@ -180,18 +183,6 @@ final class FeedForwardBlock {
    * kernel (the same results).
    */
   private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n) {
-    int scoring =
-        moe.scoring() == MoeConfig.Scoring.SIGMOID
-            ? RingmasterKernels.SCORING_SIGMOID
-            : RingmasterKernels.SCORING_SOFTMAX;
-    int selection =
-        switch (moe.selection()) {
-          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
-          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
-          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
-        };
-    boolean norm = moe.normTopKProb();
-    float scaling = (float) moe.routedScalingFactor();
     if (ops.fusedRouting(m.gate(), n)) {
       ops.kernels
           .smallBatchMoe()
@@ -206,14 +197,7 @@ final class FeedForwardBlock {
               hidden,
               m.scoreBias(),
               n,
-              moe.numExperts(),
-              moe.topK(),
-              scoring,
-              selection,
-              moe.numGroups(),
-              moe.topKGroups(),
-              norm,
-              scaling);
+              routing);
       return;
     }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
@@ -224,13 +208,6 @@ final class FeedForwardBlock {
         act.routerLogits.ptr(),
         m.scoreBias(),
         n,
-        moe.numExperts(),
-        moe.topK(),
-        scoring,
-        selection,
-        moe.numGroups(),
-        moe.topKGroups(),
-        norm,
-        scaling);
+        routing);
   }
 }

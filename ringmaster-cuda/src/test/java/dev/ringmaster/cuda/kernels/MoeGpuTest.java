@@ -72,14 +72,7 @@ class MoeGpuTest {
                   s.f32(logits).ptr(),
                   hasBias ? s.f32(bias).ptr() : 0,
                   n,
-                  e,
-                  k,
-                  scoring == MoeConfig.Scoring.SOFTMAX ? 0 : 1,
-                  selection.ordinal(),
-                  groups,
-                  topKGroups,
-                  norm,
-                  (float) scaling);
+                  MoeRouting.of(cfg));
           assertThat(s.readInts(ex, n * k)).as("experts, seed %d", r.seed()).containsExactly(wantE);
           Compare.assertClose("route weights", s.read(w, n * k), wantW, 1e-5);
         });

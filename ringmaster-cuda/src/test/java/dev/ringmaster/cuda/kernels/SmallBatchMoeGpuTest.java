@@ -42,8 +42,10 @@ class SmallBatchMoeGpuTest {
     Rand.Bf16 gate = r.bf16(e * hidden, 0.05f);
     float[] x = r.uniform(n * hidden, 1f);
     float[] bias = hasBias ? r.uniform(e, 0.1f) : null;
-    int sc = scoring == MoeConfig.Scoring.SOFTMAX ? 0 : 1;
-    int sel = selection.ordinal();
+    MoeRouting routing =
+        MoeRouting.of(
+            new MoeConfig(
+                e, k, 32, 0, scoring, selection, groups, topKGroups, norm, scaling, hasBias));
     String seed = "seed " + r.seed();
     Gpu.run(
         s -> {
@@ -55,21 +57,7 @@ class SmallBatchMoeGpuTest {
           DeviceBuffer wantE = s.alloc(4L * n * k);
           DeviceBuffer wantW = s.poisoned((long) n * k);
           kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n);
-          kk.moeRoute(
-              s.stream(),
-              wantE.ptr(),
-              wantW.ptr(),
-              wantLogits.ptr(),
-              biasP,
-              n,
-              e,
-              k,
-              sc,
-              sel,
-              groups,
-              topKGroups,
-              norm,
-              (float) scaling);
+          kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
           try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8)) {
             // Twice: the second launch shows that the first left the block counter at zero.
             for (int round = 0; round < 2; round++) {
@@ -88,14 +76,7 @@ class SmallBatchMoeGpuTest {
                       hidden,
                       biasP,
                       n,
-                      e,
-                      k,
-                      sc,
-                      sel,
-                      groups,
-                      topKGroups,
-                      norm,
-                      (float) scaling);
+                      routing);
               String as = seed + ", round " + round;
               assertThat(bits(s.read(logits, n * e)))
                   .as("logits, %s", as)

@@ -1,0 +1,52 @@
+package dev.ringmaster.cuda.kernels;
+
+import dev.ringmaster.model.config.MoeConfig;
+
+/**
+ * How a MoE layer routes its tokens, in the routing kernels' terms ({@code moe_route.cu}): scoring
+ * ({@link RingmasterKernels#SCORING_SOFTMAX} or {@link RingmasterKernels#SCORING_SIGMOID}),
+ * selection ({@link RingmasterKernels#SELECT_GREEDY}, {@link
+ * RingmasterKernels#SELECT_GROUP_LIMITED} or {@link RingmasterKernels#SELECT_NOAUX_TC}), expert
+ * groups, renormalisation and scaling of the picked weights.
+ */
+public record MoeRouting(
+    int numExperts,
+    int topK,
+    int scoring,
+    int selection,
+    int numGroups,
+    int topKGroups,
+    boolean normTopK,
+    float routedScaling) {
+
+  /** Rejects routings the kernels cannot hold. */
+  public MoeRouting {
+    RingmasterKernels.checkRouting(numExperts, topK, numGroups);
+  }
+
+  /** The routing of a model's MoE layers. */
+  public static MoeRouting of(MoeConfig moe) {
+    return new MoeRouting(
+        moe.numExperts(),
+        moe.topK(),
+        moe.scoring() == MoeConfig.Scoring.SIGMOID
+            ? RingmasterKernels.SCORING_SIGMOID
+            : RingmasterKernels.SCORING_SOFTMAX,
+        switch (moe.selection()) {
+          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
+          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
+          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
+        },
+        moe.numGroups(),
+        moe.topKGroups(),
+        moe.normTopKProb(),
+        (float) moe.routedScalingFactor());
+  }
+
+  /** Sets this routing's arguments from {@code first} on, in the kernels' order (8 of them). */
+  void bind(dev.ringmaster.cuda.driver.Kernel k, int first) {
+    k.arg(first, numExperts).arg(first + 1, topK).arg(first + 2, scoring);
+    k.arg(first + 3, selection).arg(first + 4, Math.max(numGroups, 1)).arg(first + 5, topKGroups);
+    k.arg(first + 6, normTopK ? 1 : 0).arg(first + 7, routedScaling);
+  }
+}
