@@ -194,7 +194,7 @@ final class FeedForwardBlock {
               act.expertWeights.ptr(),
               m.gate().ptr(),
               act.normed.ptr(),
-              hidden,
+              m.gate().cols(),
               m.scoreBias(),
               n,
               routing);
