@@ -205,6 +205,7 @@ final class BenchCommand implements Runnable {
           node.put("moe_a2a_backend", engine.parallel().a2a().cliName());
         }
         node.set("results", m.valueToTree(results));
+        List<String> rooflineText = roofline(dir, node, m, results);
         if (json) {
           System.out.println(m.writeValueAsString(node));
         } else {
@@ -220,6 +221,7 @@ final class BenchCommand implements Runnable {
                 r.decodeMedianMs(),
                 r.decodeTokensPerS());
           }
+          rooflineText.forEach(System.out::println);
         }
         if (history != null) {
           BenchmarkHistory.append(
@@ -240,6 +242,78 @@ final class BenchCommand implements Runnable {
         }
       }
       return 0;
+    }
+
+    /**
+     * On a GPU the simulator has a profile for, the run's decode and prefill rooflines and the
+     * share of each it reached ({@code OneBatchRoofline}), added to {@code node} as {@code
+     * roofline} and returned as lines of text; empty elsewhere. A model the simulator cannot
+     * describe gets a line saying so, and the benchmark's figures stand.
+     */
+    private List<String> roofline(
+        Path dir,
+        com.fasterxml.jackson.databind.node.ObjectNode node,
+        ObjectMapper m,
+        List<dev.ringmaster.engine.bench.OneBatchBenchmark.Result> results) {
+      var plan = node.get("memory_plan");
+      String gpu = plan == null || plan.get("gpu") == null ? null : plan.get("gpu").asText();
+      var profile = dev.ringmaster.sim.calibrate.OneBatchRoofline.profileFor(gpu);
+      if (profile.isEmpty()) {
+        return List.of();
+      }
+      var hw = profile.get();
+      List<dev.ringmaster.sim.calibrate.OneBatchRoofline.Row> rows;
+      try {
+        @SuppressWarnings("unchecked")
+        java.util.Map<String, Object> planMap = m.convertValue(plan, java.util.Map.class);
+        var run =
+            new dev.ringmaster.sim.calibrate.MeasurementFile.OneBatch(
+                dir.toString(),
+                engine.resolvedDevice,
+                engine.parallel().tpSize(),
+                engine.parallel().epSize(),
+                planMap,
+                results,
+                node.get("allreduce").asText(),
+                node.has("moe_a2a_backend") ? node.get("moe_a2a_backend").asText() : null);
+        rows =
+            dev.ringmaster.sim.calibrate.OneBatchRoofline.of(
+                run, dev.ringmaster.sim.model.ModelShapes.load(dir), hw.gpu());
+      } catch (RuntimeException e) {
+        return List.of("roofline: not available for this model (" + e.getMessage() + ")");
+      }
+      var r = node.putObject("roofline");
+      r.put("profile", hw.name());
+      r.put("memory_bandwidth_tb_s", hw.gpu().memoryBandwidth() / 1e12);
+      r.put("bf16_tflops", hw.gpu().flopsFor("bf16") / 1e12);
+      r.set("rows", m.valueToTree(rows));
+      List<String> lines = new java.util.ArrayList<>();
+      lines.add(
+          String.format(
+              java.util.Locale.ROOT,
+              "roofline per rank (%s profile, datasheet: %.1f TB/s, %.1f bf16 TFLOPS):",
+              hw.name(),
+              hw.gpu().memoryBandwidth() / 1e12,
+              hw.gpu().flopsFor("bf16") / 1e12));
+      lines.add(
+          String.format(
+              "%6s %12s %12s %7s %12s %7s",
+              "batch", "decode GB", "decode", "share", "prefill", "share"));
+      lines.add(
+          String.format("%6s %12s %12s %7s %12s %7s", "", "per step", "tok/s", "", "tok/s", ""));
+      for (var row : rows) {
+        lines.add(
+            String.format(
+                java.util.Locale.ROOT,
+                "%6d %12.2f %12.0f %6.0f%% %12.0f %6.0f%%",
+                row.batchSize(),
+                row.decodeGb(),
+                row.decodeTokensPerS(),
+                100 * row.decodeShare(),
+                row.prefillTokensPerS(),
+                100 * row.prefillShare()));
+      }
+      return lines;
     }
   }
 }
