@@ -205,7 +205,15 @@ final class BenchCommand implements Runnable {
           node.put("moe_a2a_backend", engine.parallel().a2a().cliName());
         }
         node.set("results", m.valueToTree(results));
-        List<String> rooflineText = roofline(dir, node, m, results);
+        List<String> rooflineText =
+            roofline(
+                dir,
+                node,
+                m,
+                results,
+                engine.resolvedDevice,
+                engine.parallel().tpSize(),
+                engine.parallel().epSize());
         if (json) {
           System.out.println(m.writeValueAsString(node));
         } else {
@@ -250,11 +258,14 @@ final class BenchCommand implements Runnable {
      * roofline} and returned as lines of text; empty elsewhere. A model the simulator cannot
      * describe gets a line saying so, and the benchmark's figures stand.
      */
-    private List<String> roofline(
+    static List<String> roofline(
         Path dir,
         com.fasterxml.jackson.databind.node.ObjectNode node,
         ObjectMapper m,
-        List<dev.ringmaster.engine.bench.OneBatchBenchmark.Result> results) {
+        List<dev.ringmaster.engine.bench.OneBatchBenchmark.Result> results,
+        String device,
+        int tpSize,
+        int epSize) {
       var plan = node.get("memory_plan");
       String gpu = plan == null || plan.get("gpu") == null ? null : plan.get("gpu").asText();
       var profile = dev.ringmaster.sim.calibrate.OneBatchRoofline.profileFor(gpu);
@@ -269,9 +280,9 @@ final class BenchCommand implements Runnable {
         var run =
             new dev.ringmaster.sim.calibrate.MeasurementFile.OneBatch(
                 dir.toString(),
-                engine.resolvedDevice,
-                engine.parallel().tpSize(),
-                engine.parallel().epSize(),
+                device,
+                tpSize,
+                epSize,
                 planMap,
                 results,
                 node.get("allreduce").asText(),
