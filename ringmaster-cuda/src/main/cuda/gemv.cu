@@ -19,16 +19,10 @@ __device__ __forceinline__ void gemv_group(float* y, const uint16_t* w, const fl
   }
 }
 
-// y[t, m] = sum_k W[m, k] * x[t, k] for n tokens: W bf16 [M, K] row-major, x and y f32.
-// Mapping: one warp per output row (blockDim.x / 32 rows per block, grid = ceil(M / rows-per-block));
-// lanes stride over K in 16-byte chunks, 8 chunks in flight per lane for one token, 4 for groups of
-// up to 4 tokens; each group of 4 tokens streams the weight row once more. Larger batches belong to
-// cuBLAS.
-RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
-  rm_pdl_prologue();
-  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= M) return;
-  const uint16_t* w = W + static_cast<size_t>(row) * K;
+// y[t, row] = w . x[t] for the n tokens, one warp: groups of up to 4 tokens, each group streaming
+// the weight row once more (a lone token keeps 8 chunks in flight per lane, a group 4).
+__device__ __forceinline__ void gemv_row(float* y, const uint16_t* w, const float* x, int row,
+                                         int M, int K, int n) {
   for (int t0 = 0; t0 < n; t0 += 4) {
     const int nt = min(4, n - t0);
     if (nt == 1) {
@@ -37,6 +31,16 @@ RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, 
       gemv_group<4, 4>(y, w, x, row, M, K, t0, nt);
     }
   }
+}
+
+// y[t, m] = sum_k W[m, k] * x[t, k] for n tokens: W bf16 [M, K] row-major, x and y f32.
+// Mapping: one warp per output row (blockDim.x / 32 rows per block, grid = ceil(M / rows-per-block));
+// lanes stride over K in 16-byte chunks (gemv_row). Larger batches belong to cuBLAS.
+RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
+  rm_pdl_prologue();
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= M) return;
+  gemv_row(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
 }
 
 // Two GEMVs over the same input in one launch: y1 = W1 x (M1 rows), y2 = W2 x (M2 rows), both with
@@ -57,15 +61,7 @@ RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, c
     W = W2;
     M = M2;
   }
-  const uint16_t* w = W + static_cast<size_t>(row) * K;
-  for (int t0 = 0; t0 < n; t0 += 4) {
-    const int nt = min(4, n - t0);
-    if (nt == 1) {
-      gemv_group<1, 8>(y, w, x, row, M, K, t0, 1);
-    } else {
-      gemv_group<4, 4>(y, w, x, row, M, K, t0, nt);
-    }
-  }
+  gemv_row(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
 }
 
 // The gate|up projection of a SwiGLU MLP with the activation fused in: out[t, j] =

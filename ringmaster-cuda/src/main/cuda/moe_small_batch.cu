@@ -29,15 +29,7 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
   __shared__ bool last;
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row < numExperts) {
-    const uint16_t* w = W + static_cast<size_t>(row) * K;
-    for (int t0 = 0; t0 < tokens; t0 += 4) {
-      const int nt = min(4, tokens - t0);
-      if (nt == 1) {
-        gemv_group<1, 8>(logits, w, x, row, numExperts, K, t0, 1);
-      } else {
-        gemv_group<4, 4>(logits, w, x, row, numExperts, K, t0, nt);
-      }
-    }
+    gemv_row(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
   }
   __threadfence();  // this thread's logits are visible device-wide before the block's ticket
   __syncthreads();

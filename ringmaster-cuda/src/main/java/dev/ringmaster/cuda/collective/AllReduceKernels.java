@@ -43,12 +43,7 @@ final class AllReduceKernels implements AutoCloseable {
   private final int maxBlocks;
 
   AllReduceKernels(int multiprocessors) {
-    byte[] image = KernelImage.load();
-    try (Arena a = Arena.ofConfined()) {
-      MemorySegment seg = a.allocate(image.length, 16);
-      seg.copyFrom(MemorySegment.ofArray(image));
-      module = driver.moduleLoadData(seg);
-    }
+    module = KernelImage.loadModule(driver);
     oneShot = new Launch("rm_ar_oneshot", true, 5);
     twoShot = new Launch("rm_ar_twoshot", true, 5);
     fused = new Launch("rm_ar_fused_add_rmsnorm", true, 9);

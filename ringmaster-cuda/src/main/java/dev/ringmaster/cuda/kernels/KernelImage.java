@@ -1,8 +1,11 @@
 package dev.ringmaster.cuda.kernels;
 
+import dev.ringmaster.cuda.driver.CudaDriver;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.Properties;
 
 /**
@@ -41,6 +44,19 @@ public final class KernelImage {
   public static String missingReason() {
     return "ringmaster-cuda was built without nvcc, so it holds no GPU kernels: install the CUDA"
         + " toolkit 13 (nvcc on the PATH, or CUDA_HOME set) and rebuild";
+  }
+
+  /**
+   * Loads the fatbin into the current context as a module and returns its handle (the caller
+   * unloads it); throws as {@link #load()} does.
+   */
+  public static long loadModule(CudaDriver driver) {
+    byte[] image = load();
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment seg = a.allocate(image.length, 16);
+      seg.copyFrom(MemorySegment.ofArray(image));
+      return driver.moduleLoadData(seg);
+    }
   }
 
   /** The fatbin bytes; throws {@link IllegalStateException} with {@link #missingReason()}. */

@@ -3,8 +3,6 @@ package dev.ringmaster.cuda.kernels;
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -29,12 +27,7 @@ public final class ParallelKernels implements AutoCloseable {
   /** Loads the fatbin into the current context. */
   public ParallelKernels() {
     driver = CudaDriver.get();
-    byte[] image = KernelImage.load();
-    try (Arena a = Arena.ofConfined()) {
-      MemorySegment seg = a.allocate(image.length, 16);
-      seg.copyFrom(MemorySegment.ofArray(image));
-      module = driver.moduleLoadData(seg);
-    }
+    module = KernelImage.loadModule(driver);
     embeddingShard = kernel("rm_embedding_bf16_shard", 6);
     vocabGather = kernel("rm_vocab_gather", 5);
     moeLocalize = kernel("rm_moe_localize", 4);

@@ -3,8 +3,6 @@ package dev.ringmaster.cuda.kernels;
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -117,12 +115,7 @@ public final class RingmasterKernels implements AutoCloseable {
   /** Loads the fatbin into the current context. */
   public RingmasterKernels() {
     driver = CudaDriver.get();
-    byte[] image = KernelImage.load();
-    try (Arena a = Arena.ofConfined()) {
-      MemorySegment seg = a.allocate(image.length, 16);
-      seg.copyFrom(MemorySegment.ofArray(image));
-      module = driver.moduleLoadData(seg);
-    }
+    module = KernelImage.loadModule(driver);
     embedding = kernel("rm_embedding_bf16", 4);
     siluMul = kernel("rm_silu_mul", 7);
     toBf16 = kernel("rm_f32_to_bf16", 3);

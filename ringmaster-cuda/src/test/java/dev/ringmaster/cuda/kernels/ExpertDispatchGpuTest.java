@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.testing.Compare;
 import dev.ringmaster.cuda.testing.DeviceScope;
 import dev.ringmaster.cuda.testing.Gpu;
 import dev.ringmaster.cuda.testing.Rand;
@@ -214,12 +215,7 @@ class ExpertDispatchGpuTest {
         k.moeExpertsFused(
             s.stream(), ws, out.ptr(), x, w13, w2, ids, weights, n, hidden, inter, acc);
       }
-      float[] v = s.read(out, n * hidden);
-      int[] bits = new int[v.length];
-      for (int i = 0; i < v.length; i++) {
-        bits[i] = Float.floatToRawIntBits(v[i]);
-      }
-      return bits;
+      return Compare.bits(s.read(out, n * hidden));
     }
   }
 

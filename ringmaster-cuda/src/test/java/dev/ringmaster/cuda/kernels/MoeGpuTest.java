@@ -224,7 +224,9 @@ class MoeGpuTest {
           long w2d = s.bf16(w2.bits()).ptr();
           float[] all = runMma(s, w13d, w2d, x, experts, weights, n, e, k, hidden, inter);
           float[] again = runMma(s, w13d, w2d, x, experts, weights, n, e, k, hidden, inter);
-          assertThat(bits(again)).as("same batch twice, seed %d", r.seed()).isEqualTo(bits(all));
+          assertThat(Compare.bits(again))
+              .as("same batch twice, seed %d", r.seed())
+              .isEqualTo(Compare.bits(all));
           for (int[] tokens : new int[][] {half, {5}}) {
             int m = tokens.length;
             float[] xs = new float[m * hidden];
@@ -239,9 +241,9 @@ class MoeGpuTest {
             float[] part = runMma(s, w13d, w2d, xs, es, ws, m, e, k, hidden, inter);
             for (int i = 0; i < m; i++) {
               int t = tokens[i];
-              assertThat(bits(Arrays.copyOfRange(part, i * hidden, (i + 1) * hidden)))
+              assertThat(Compare.bits(Arrays.copyOfRange(part, i * hidden, (i + 1) * hidden)))
                   .as("token %d among %d tokens, seed %d", t, m, r.seed())
-                  .isEqualTo(bits(Arrays.copyOfRange(all, t * hidden, (t + 1) * hidden)));
+                  .isEqualTo(Compare.bits(Arrays.copyOfRange(all, t * hidden, (t + 1) * hidden)));
             }
           }
         });
@@ -335,7 +337,10 @@ class MoeGpuTest {
               for (int q = 0; q < pairs; q++) {
                 System.arraycopy(h, q * inter / 2, hByPair, sorted[q] * inter / 2, inter / 2);
               }
-              perPass[v] = new int[][] {hByPair, bits(s.read(ws.y, pairs * hidden)), bits(got)};
+              perPass[v] =
+                  new int[][] {
+                    hByPair, Compare.bits(s.read(ws.y, pairs * hidden)), Compare.bits(got)
+                  };
             }
           }
           String[] what = {"intermediate rows", "pair output rows", "combined output"};
@@ -396,19 +401,11 @@ class MoeGpuTest {
     ws.y.poison(s.stream());
   }
 
-  private static int[] bits(float[] v) {
-    int[] b = new int[v.length];
-    for (int i = 0; i < v.length; i++) {
-      b[i] = Float.floatToRawIntBits(v[i]);
-    }
-    return b;
-  }
-
   /**
    * Distinct experts per token, skewed towards low ids so some experts get many tokens and high ids
    * often none; the first {@code hot} tokens send their first slot to expert 0.
    */
-  private static void route(Rand r, int n, int e, int k, int hot, int[] experts, float[] weights) {
+  static void route(Rand r, int n, int e, int k, int hot, int[] experts, float[] weights) {
     for (int t = 0; t < n; t++) {
       for (int j = 0; j < k; j++) {
         int pick;

@@ -78,15 +78,15 @@ class SmallBatchMoeGpuTest {
                       n,
                       routing);
               String as = seed + ", round " + round;
-              assertThat(bits(s.read(logits, n * e)))
+              assertThat(Compare.bits(s.read(logits, n * e)))
                   .as("logits, %s", as)
-                  .isEqualTo(bits(s.read(wantLogits, n * e)));
+                  .isEqualTo(Compare.bits(s.read(wantLogits, n * e)));
               assertThat(s.readInts(ex, n * k))
                   .as("experts, %s", as)
                   .isEqualTo(s.readInts(wantE, n * k));
-              assertThat(bits(s.read(w, n * k)))
+              assertThat(Compare.bits(s.read(w, n * k)))
                   .as("weights, %s", as)
-                  .isEqualTo(bits(s.read(wantW, n * k)));
+                  .isEqualTo(Compare.bits(s.read(wantW, n * k)));
             }
           }
         });
@@ -109,8 +109,9 @@ class SmallBatchMoeGpuTest {
     Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
     float[] x = r.uniform(n * hidden, 1f);
     float[] prior = r.uniform(n * hidden, 1f);
-    int[] experts = distinctExperts(r, n, e, k);
-    float[] weights = r.uniform(n * k, 1f);
+    int[] experts = new int[n * k];
+    float[] weights = new float[n * k];
+    MoeGpuTest.route(r, n, e, k, n, experts, weights);
     Gpu.run(
         s -> {
           try (MoeWorkspace a = new MoeWorkspace(n, e, k, hidden, inter);
@@ -153,9 +154,9 @@ class SmallBatchMoeGpuTest {
                     hidden,
                     inter,
                     acc);
-            assertThat(bits(s.read(got, n * hidden)))
+            assertThat(Compare.bits(s.read(got, n * hidden)))
                 .as("seed %d", r.seed())
-                .isEqualTo(bits(s.read(want, n * hidden)));
+                .isEqualTo(Compare.bits(s.read(want, n * hidden)));
           }
         });
   }
@@ -168,8 +169,9 @@ class SmallBatchMoeGpuTest {
     Rand.Bf16 w2 = r.bf16(e * hidden * inter, 0.1f);
     float[] x = r.uniform(n * hidden, 1f);
     float[] prior = r.uniform(n * hidden, 1f);
-    int[] experts = distinctExperts(r, n, e, k);
-    float[] weights = r.uniform(n * k, 1f);
+    int[] experts = new int[n * k];
+    float[] weights = new float[n * k];
+    MoeGpuTest.route(r, n, e, k, n, experts, weights);
     int[] local = experts.clone();
     for (int p = 0; p < local.length; p++) {
       if (p % 3 != 0) {
@@ -212,32 +214,5 @@ class SmallBatchMoeGpuTest {
                 "skipped pairs, seed " + r.seed(), s.read(out, n * hidden), want, 1e-4);
           }
         });
-  }
-
-  private static int[] distinctExperts(Rand r, int n, int e, int k) {
-    int[] experts = new int[n * k];
-    for (int t = 0; t < n; t++) {
-      for (int j = 0; j < k; j++) {
-        int pick;
-        boolean dup;
-        do {
-          pick = r.nextInt(e);
-          dup = false;
-          for (int q = 0; q < j; q++) {
-            dup |= experts[t * k + q] == pick;
-          }
-        } while (dup);
-        experts[t * k + j] = pick;
-      }
-    }
-    return experts;
-  }
-
-  private static int[] bits(float[] v) {
-    int[] b = new int[v.length];
-    for (int i = 0; i < v.length; i++) {
-      b[i] = Float.floatToRawIntBits(v[i]);
-    }
-    return b;
   }
 }

@@ -6,6 +6,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 public final class Compare {
   private Compare() {}
 
+  /**
+   * The raw bit patterns of {@code v}, for bit-for-bit comparisons that AssertJ checks in linear
+   * time and that tell NaN payloads and signed zeros apart.
+   */
+  public static int[] bits(float[] v) {
+    int[] b = new int[v.length];
+    for (int i = 0; i < v.length; i++) {
+      b[i] = Float.floatToRawIntBits(v[i]);
+    }
+    return b;
+  }
+
   /** Relative error {@code ||got - want|| / ||want||} in f64. */
   public static double relativeError(float[] got, float[] want) {
     double num = 0;
