@@ -10,11 +10,13 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | mla B L | prefill]
+#   scripts/gpu-tests.sh bench DIR [pdl | mla B L | mlafused | prefill]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          mla B L: only MLA decode of batch B at context L,
-#                                          e.g. under ncu; prefill: only the MLA prefill paths)
+#                                          e.g. under ncu; mlafused: the fused MLA decode launch
+#                                          against the separate kernels; prefill: only the MLA
+#                                          prefill paths)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels

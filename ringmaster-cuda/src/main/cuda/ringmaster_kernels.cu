@@ -10,6 +10,7 @@
 #include "moe_mma.cu"
 #include "mla_attention.cu"
 #include "mla_mma.cu"
+#include "mla_decode_fused.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"
 #include "tensor_parallel.cu"

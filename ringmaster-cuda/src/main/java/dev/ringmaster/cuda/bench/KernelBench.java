@@ -41,14 +41,15 @@ public final class KernelBench {
   /**
    * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
    * programmatic dependent launch ({@link PdlChainBench}); {@code mla BATCH CONTEXT} runs only the
-   * MLA decode of that shape (16 heads), e.g. under a profiler; {@code prefill} only the MLA
-   * prefill rows.
+   * MLA decode of that shape (16 heads), e.g. under a profiler; {@code mlafused} the fused MLA
+   * decode launch against the separate kernels; {@code prefill} only the MLA prefill rows.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
-      throw new IllegalArgumentException("usage: KernelBench [pdl | mla BATCH CONTEXT | prefill]");
+      throw new IllegalArgumentException(
+            "usage: KernelBench [pdl | mla BATCH CONTEXT | mlafused | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -59,6 +60,17 @@ public final class KernelBench {
               KernelBench b = new KernelBench(s, k);
               if (mlaOnly) {
                 b.mla(Integer.parseInt(args[1]), 16, Integer.parseInt(args[2]));
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("mlafused")) {
+                // The fused launch against the separate kernels (CUDA and tensor cores).
+                for (int len : new int[] {512, 4096, 32768}) {
+                  for (int batch : new int[] {1, 2, 4, 8}) {
+                    b.mla(batch, 16, len);
+                    b.mlaFused(batch, 16, len);
+                  }
+                }
                 b.print();
                 return;
               }
@@ -379,6 +391,44 @@ public final class KernelBench {
               batch,
               len,
               splits),
+          ms,
+          bytes / (ms * 1e6));
+    }
+  }
+
+  /** MLA decode through the fused launch ({@link dev.ringmaster.cuda.kernels.MlaFusedDecode}). */
+  private void mlaFused(int batch, int heads, int len) {
+    try (MlaInputs m = MlaInputs.decode(this, batch, heads, len)) {
+      double ms =
+          time(
+              i ->
+                  k.mlaFusedDecode()
+                      .attention(
+                          stream,
+                          m.out.ptr(),
+                          m.q.ptr(),
+                          m.kvB.ptr(),
+                          m.cache.ptr(),
+                          m.table.ptr(),
+                          m.blocksPerSeq,
+                          m.seqs.ptr(),
+                          m.positions.ptr(),
+                          batch,
+                          heads,
+                          MlaInputs.NOPE,
+                          MlaInputs.ROPE,
+                          MlaInputs.V,
+                          MlaInputs.LORA,
+                          MlaInputs.BLOCK,
+                          MlaInputs.SCALE));
+      double bytes = 2.0 * batch * len * (MlaInputs.LORA + MlaInputs.ROPE);
+      row(
+          String.format(
+              Locale.ROOT,
+              "mla decode fused, %d heads, batch %d, context %d, 8 splits",
+              heads,
+              batch,
+              len),
           ms,
           bytes / (ms * 1e6));
     }

@@ -111,6 +111,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel sample;
   private final List<Kernel> all = new ArrayList<>();
   private final SmallBatchMoe smallBatchMoe;
+  private final MlaFusedDecode mlaFusedDecode;
 
   /** Loads the fatbin into the current context. */
   public RingmasterKernels() {
@@ -150,6 +151,12 @@ public final class RingmasterKernels implements AutoCloseable {
     argmax = kernel("rm_argmax", 3);
     sample = kernel("rm_sample", 8);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
+    mlaFusedDecode = new MlaFusedDecode(this::kernel);
+  }
+
+  /** MLA decode attention of a few tokens in one launch, loaded with these. */
+  public MlaFusedDecode mlaFusedDecode() {
+    return mlaFusedDecode;
   }
 
   /**

@@ -40,6 +40,13 @@ final class GpuOps implements AutoCloseable {
    */
   static final int MOE_PAIR_TOKENS = Integer.getInteger("ringmaster.cuda.moePairTokens", 0);
 
+  /**
+   * Most tokens of a step whose MLA attention runs as one fused launch ({@link
+   * dev.ringmaster.cuda.kernels.MlaFusedDecode}) instead of absorb, split, combine and out_v; 0
+   * turns it off ({@code -Dringmaster.cuda.mlaFusedTokens}).
+   */
+  static final int MLA_FUSED_TOKENS = Integer.getInteger("ringmaster.cuda.mlaFusedTokens", 4);
+
   final RingmasterKernels kernels;
   final CudaStream stream;
 

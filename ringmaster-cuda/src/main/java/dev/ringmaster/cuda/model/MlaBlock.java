@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.MlaFusedDecode;
 import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.arch.RopeTable;
@@ -123,7 +124,27 @@ final class MlaBlock {
       k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
     }
     mark.accept("mla.q_kv_rope_append");
-    if (segments == null || segments.gemmRuns().isEmpty()) {
+    if (n <= GpuOps.MLA_FUSED_TOKENS && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora)) {
+      k.mlaFusedDecode()
+          .attention(
+              ops.stream,
+              act.attn.ptr(),
+              act.q.ptr(),
+              w.kvB().ptr(),
+              layerCache,
+              in.blockTable.ptr(),
+              in.maxBlocksPerSeq,
+              in.tokenSeq.ptr(),
+              in.positions.ptr(),
+              n,
+              heads,
+              nope,
+              ropeDim,
+              vDim,
+              kvLora,
+              blockSize,
+              scale);
+    } else if (segments == null || segments.gemmRuns().isEmpty()) {
       k.mlaAttention(
           ops.stream,
           act.mla,

@@ -30,7 +30,12 @@ class MlaGpuTest {
      * As {@link #GEMM_PREFILL}, with the runs in the expanded form (per-head keys and values
      * up-projected from the latents, 1e-2).
      */
-    EXPANDED_PREFILL
+    EXPANDED_PREFILL,
+    /**
+     * The fused kernel (absorb, attention in 8 splits, combine and out_v in one launch by a cluster
+     * per token and head), f32 throughout (1e-4); only shapes it supports.
+     */
+    FUSED
   }
 
   @ParameterizedTest
@@ -45,7 +50,11 @@ class MlaGpuTest {
     "128,128,64,128,512,64,4100,false,64",
     "16,128,64,128,512,64,1;70;300,false,200",
     // latent width not a multiple of 8 (scalar projection paths), 13 prefill tokens (partial block)
-    "3,24,16,20,100,16,13,true,2"
+    "3,24,16,20,100,16,13,true,2",
+    // wider no-rope query and value heads (4 value rows per warp in the fused kernel), a shorter
+    // rotary part
+    "8,192,64,256,512,16,1;33;2;200,false,1",
+    "4,64,32,64,512,16,77;5,true,3"
   })
   void pagedAbsorbedAttentionMatchesReference(
       int heads,
@@ -62,6 +71,9 @@ class MlaGpuTest {
       boolean gemm = path == Path.GEMM_PREFILL || path == Path.EXPANDED_PREFILL;
       boolean expandable = nope % 8 == 0 && vDim % 8 == 0 && ropeDim % 8 == 0;
       if (path == Path.EXPANDED_PREFILL && !expandable) {
+        continue;
+      }
+      if (path == Path.FUSED && !MlaFusedDecode.supports(nope, ropeDim, vDim, lora)) {
         continue;
       }
       if (!gemm || (prefill && (lora + ropeDim) % 8 == 0)) {
@@ -179,6 +191,26 @@ class MlaGpuTest {
                   blockSize,
                   splits,
                   scale);
+            } else if (path == Path.FUSED) {
+              k.mlaFusedDecode()
+                  .attention(
+                      s.stream(),
+                      out.ptr(),
+                      s.f32(q).ptr(),
+                      s.bf16(kvB.bits()).ptr(),
+                      cache.ptr(),
+                      s.i32(table).ptr(),
+                      maxBlocksF,
+                      s.i32(tokenSeq).ptr(),
+                      s.i32(tokenPos).ptr(),
+                      t,
+                      heads,
+                      nope,
+                      ropeDim,
+                      vDim,
+                      lora,
+                      blockSize,
+                      scale);
             } else {
               k.mlaAttention(
                   s.stream(),
@@ -201,7 +233,7 @@ class MlaGpuTest {
                   splits,
                   scale);
             }
-            double tol = path == Path.CUDA_CORES ? 1e-4 : 1e-2;
+            double tol = path == Path.CUDA_CORES || path == Path.FUSED ? 1e-4 : 1e-2;
             Compare.assertClose(
                 "mla " + path + " seed " + r.seed(), s.read(out, t * heads * vDim), want, tol);
           } finally {

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -17,12 +18,20 @@ import org.junit.jupiter.api.Test;
  * dependent launch on, a kernel's blocks may run while the previous kernel of the stream is still
  * writing, and only the prologue's {@code griddepcontrol.wait} orders them after it. A kernel that
  * reads or writes global memory before it would race. Reads the sources (no GPU, no nvcc).
+ *
+ * <p>The one kind of access allowed before the wait: loads of weights, which no kernel writes, so
+ * that their DRAM latency overlaps the previous kernel's tail. Kernels doing that are listed in
+ * {@link #LOAD_WEIGHTS_FIRST} and must still call the prologue before anything else touches memory.
  */
 class PdlPrologueTest {
   private static final Pattern KERNEL = Pattern.compile("\\bRM_KERNEL\\b");
-  private static final Pattern LAUNCH_BOUNDS = Pattern.compile("__launch_bounds__\\s*\\([^)]*\\)");
+  private static final Pattern ATTRIBUTES =
+      Pattern.compile("(__launch_bounds__|__cluster_dims__)\\s*\\([^)]*\\)");
   private static final Pattern NAME = Pattern.compile("(\\w+)\\s*\\(");
   private static final Pattern PROLOGUE = Pattern.compile("rm_pdl_prologue\\s*\\(\\s*\\)\\s*;");
+
+  /** Kernels whose bodies load weights (and only weights) before {@code rm_pdl_prologue();}. */
+  static final Set<String> LOAD_WEIGHTS_FIRST = Set.of("rm_mla_decode_fused");
 
   /** One kernel definition: its name and whether its body starts with the prologue call. */
   record Definition(String file, String name, boolean prologueFirst) {}
@@ -99,12 +108,13 @@ class PdlPrologueTest {
         out.add(new Definition(file, "declaration at offset " + m.start(), false));
         continue;
       }
-      String signature = LAUNCH_BOUNDS.matcher(code.substring(m.end(), open)).replaceAll(" ");
+      String signature = ATTRIBUTES.matcher(code.substring(m.end(), open)).replaceAll(" ");
       Matcher name = NAME.matcher(signature);
       String kernel = name.find() ? name.group(1) : "unnamed at offset " + m.start();
       String body = code.substring(open + 1).stripLeading();
       Matcher p = PROLOGUE.matcher(body);
-      out.add(new Definition(file, kernel, p.lookingAt()));
+      boolean first = p.lookingAt() || (LOAD_WEIGHTS_FIRST.contains(kernel) && p.find());
+      out.add(new Definition(file, kernel, first));
     }
     return out;
   }
@@ -162,6 +172,14 @@ class PdlPrologueTest {
         }
         RM_KERNEL void __launch_bounds__(128)
             bounded(float* y) { rm_pdl_prologue(); y[0] = 2.f; }
+        RM_KERNEL void __cluster_dims__(8, 1, 1) __launch_bounds__(256)
+            clustered(float* y) { rm_pdl_prologue(); y[0] = 2.f; }
+        RM_KERNEL void rm_mla_decode_fused(const unsigned* w, float* y) {
+          const unsigned v = w[0];
+          rm_pdl_prologue();
+          y[0] = v;
+        }
+        RM_KERNEL void rm_mla_decode_fused_without(float* y) { y[0] = 1.f; }
         RM_KERNEL void missing(float* y) {
           y[0] = 3.f;
         }
@@ -179,6 +197,9 @@ class PdlPrologueTest {
         .containsExactly(
             new Definition("t.cu", "good", true),
             new Definition("t.cu", "bounded", true),
+            new Definition("t.cu", "clustered", true),
+            new Definition("t.cu", "rm_mla_decode_fused", true),
+            new Definition("t.cu", "rm_mla_decode_fused_without", false),
             new Definition("t.cu", "missing", false),
             new Definition("t.cu", "late", false),
             new Definition("t.cu", "quoted", false));
