@@ -49,7 +49,7 @@ public final class KernelBench {
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
-            "usage: KernelBench [pdl | mla BATCH CONTEXT | mlafused | prefill]");
+          "usage: KernelBench [pdl | mla BATCH CONTEXT | mlafused | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());

@@ -45,7 +45,7 @@ final class GpuOps implements AutoCloseable {
    * dev.ringmaster.cuda.kernels.MlaFusedDecode}) instead of absorb, split, combine and out_v; 0
    * turns it off ({@code -Dringmaster.cuda.mlaFusedTokens}).
    */
-  static final int MLA_FUSED_TOKENS = Integer.getInteger("ringmaster.cuda.mlaFusedTokens", 4);
+  static final int MLA_FUSED_TOKENS = Integer.getInteger("ringmaster.cuda.mlaFusedTokens", 1);
 
   final RingmasterKernels kernels;
   final CudaStream stream;
