@@ -8,10 +8,9 @@
 //   1. block s absorbs latent columns [64 s, 64 s + 64) of the head's query (W_UK^T q_nope); its
 //      weight loads are issued before the programmatic-dependent-launch wait, since weights do not
 //      depend on the previous kernel; the cluster then gathers the whole absorbed query;
-//   2. block s attends over its split of the positions, ceil(len / 8) of them: each warp walks
-//      every 8th position with its own online softmax, four positions at a time, the next four
-//      positions' cache rows loading while it computes these (enough bytes in flight for long
-//      contexts to stream at DRAM speed); the eight warps' states are then merged in shared memory;
+//   2. block s attends over its split of the positions, ceil(len / 8) of them, in tiles of 64:
+//      scores (one warp per position, the cache row in 16-byte loads), then the tile's softmax
+//      weights times the latent rows (threads over 8-dim chunks, rows again from L1);
 //   3. every block combines the eight splits' (max, sum, context) in split order, exactly as
 //      rm_mla_combine does, and projects its vDim / 8 value rows through W_UV.
 // Same math as the separate kernels in f32; sums in other orders, so equal within rounding.
@@ -28,77 +27,8 @@ constexpr int kMlaFusedCols = kMlaFusedLora / kMlaFusedSplits;
 constexpr int kMlaFusedMaxRope = 64;  // ropeDim <= 64: at most 8 lanes hold a rotary chunk
 constexpr int kMlaFusedMaxNope = 256;
 constexpr int kMlaFusedMaxOutRows = 4;  // per warp: vDim <= 8 splits x 8 warps x 4 = 256
-constexpr int kMlaFusedGroup = 4;       // positions a warp computes at once (and has in flight)
-
-// One warp's group of kMlaFusedGroup positions, every 8th from p: the cache rows' 16-byte chunks
-// this lane needs (latent chunks lane and lane + 32, rotary chunk lane), or zeros past end. Cached
-// loads: the clusters of the other heads read the same rows, from L2.
-__device__ __forceinline__ void mla_fused_load(uint4 (&kv)[kMlaFusedGroup][3], const uint16_t* cache,
-                                               const int* table, int blockSize, int D, int p,
-                                               int end, int lane, int ropeChunks) {
-#pragma unroll
-  for (int u = 0; u < kMlaFusedGroup; u++) {
-    const int pu = p + u * kMlaFusedWarps;
-    if (pu < end) {
-      const uint16_t* row =
-          cache + (static_cast<size_t>(table[pu / blockSize]) * blockSize + pu % blockSize) * D;
-      kv[u][0] = __ldg(reinterpret_cast<const uint4*>(row + lane * 8));
-      kv[u][1] = __ldg(reinterpret_cast<const uint4*>(row + (lane + 32) * 8));
-      kv[u][2] = lane < ropeChunks ? __ldg(reinterpret_cast<const uint4*>(row + kMlaFusedLora + lane * 8))
-                                   : make_uint4(0u, 0u, 0u, 0u);
-    } else {
-      kv[u][0] = kv[u][1] = kv[u][2] = make_uint4(0u, 0u, 0u, 0u);
-    }
-  }
-}
-
-// Online-softmax update of one warp's state (max m, sum l, this lane's 16 latent dims of the
-// context) with a loaded group whose first position is p (positions past end do not count).
-__device__ __forceinline__ void mla_fused_attend(const uint4 (&kv)[kMlaFusedGroup][3],
-                                                 const float (&qv)[3][8], int p, int end,
-                                                 float scale, float& m, float& l,
-                                                 float (&acc)[16]) {
-  float dot[kMlaFusedGroup];
-#pragma unroll
-  for (int u = 0; u < kMlaFusedGroup; u++) {
-    dot[u] = 0.f;
-#pragma unroll
-    for (int part = 0; part < 3; part++) {
-      float kf[8];
-      bf16x8_to_f32(kv[u][part], kf);
-#pragma unroll
-      for (int e = 0; e < 8; e++) dot[u] += qv[part][e] * kf[e];
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-    for (int u = 0; u < kMlaFusedGroup; u++) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
-  }
-  float mNew = m;
-#pragma unroll
-  for (int u = 0; u < kMlaFusedGroup; u++) {
-    dot[u] = p + u * kMlaFusedWarps < end ? dot[u] * scale : -INFINITY;
-    mNew = fmaxf(mNew, dot[u]);
-  }
-  const float corr = expf(m - mNew);  // the group's first position counts, so mNew is finite
-  l *= corr;
-#pragma unroll
-  for (int e = 0; e < 16; e++) acc[e] *= corr;
-#pragma unroll
-  for (int u = 0; u < kMlaFusedGroup; u++) {
-    const float w = expf(dot[u] - mNew);  // 0 past end
-    l += w;
-#pragma unroll
-    for (int part = 0; part < 2; part++) {
-      float kf[8];
-      bf16x8_to_f32(kv[u][part], kf);
-#pragma unroll
-      for (int e = 0; e < 8; e++) acc[part * 8 + e] += w * kf[e];
-    }
-  }
-  m = mNew;
-}
+constexpr int kMlaFusedTile = 64;       // positions scored per pass
+constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // position groups, pass 2
 
 // out[t, h * vDim + j] = attention output of token t, head h, value dim j (as rm_mla_out_v writes
 // it); q: [T, heads, nope + ropeDim] with the rotary part already rotated; kvB: [heads * (nope +
@@ -117,8 +47,9 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __shared__ float absorbPart[kMlaFusedWarps][kMlaFusedCols];
   __shared__ float qLatPart[kMlaFusedCols];  // this block's absorbed columns, read by the cluster
   __shared__ float qs[kMlaFusedLora + kMlaFusedMaxRope];
-  __shared__ float warpMax[kMlaFusedWarps], warpSum[kMlaFusedWarps];
-  __shared__ float warpAcc[kMlaFusedWarps][kMlaFusedLora];
+  __shared__ float sc[kMlaFusedTile];
+  __shared__ float accPart[kMlaFusedGroups][kMlaFusedLora];
+  __shared__ float lPart[kMlaFusedGroups];
   __shared__ float ctxPart[kMlaFusedLora];  // this split's unnormalised context, read by the cluster
   __shared__ float mlPart[2];               // this split's max and sum, read by the cluster
   __shared__ float ctx[kMlaFusedLora];
@@ -129,7 +60,8 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   const int qk = nope + ropeDim, D = kMlaFusedLora + ropeDim;
   const uint16_t* headW = kvB + static_cast<size_t>(h) * (nope + vDim) * kMlaFusedLora;
 
-  // Weights first, before the wait: W_UK rows warp, warp + 8, ... at this lane's two columns.
+  // Weights first, before the wait: W_UK rows warp, warp + 8, ... at this lane's two columns, and
+  // this warp's W_UV rows at the lane's chunks lane and lane + 32.
   constexpr int kNopeRows = kMlaFusedMaxNope / kMlaFusedWarps;
   uint32_t wk[kNopeRows];
   const int c0 = s * kMlaFusedCols + 2 * lane;
@@ -138,6 +70,15 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
     const int d = warp + kMlaFusedWarps * i;
     wk[i] = d < nope ? __ldcs(reinterpret_cast<const unsigned*>(headW + static_cast<size_t>(d) * kMlaFusedLora + c0))
                      : 0u;
+  }
+  const int rowsPer = vDim / kMlaFusedSplits;
+  uint4 wv[kMlaFusedMaxOutRows][2];
+#pragma unroll
+  for (int i = 0; i < kMlaFusedMaxOutRows; i++) {
+    const int r = warp + kMlaFusedWarps * i;
+    const uint16_t* row = headW + static_cast<size_t>(nope + s * rowsPer + r) * kMlaFusedLora;
+    wv[i][0] = r < rowsPer ? load_stream_u4(row + lane * 8) : make_uint4(0u, 0u, 0u, 0u);
+    wv[i][1] = r < rowsPer ? load_stream_u4(row + (lane + 32) * 8) : make_uint4(0u, 0u, 0u, 0u);
   }
   rm_pdl_prologue();
 
@@ -179,7 +120,7 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   const int begin = min(len, s * chunk), end = min(len, begin + chunk);
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   const int ropeChunks = ropeDim >> 3;
-  // This lane's query chunks: latent chunks lane and lane + 32, rotary chunk lane.
+  // This lane's query chunks for scoring: latent chunks lane and lane + 32, rotary chunk lane.
   float qv[3][8];
 #pragma unroll
   for (int u = 0; u < 8; u++) {
@@ -187,65 +128,79 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
     qv[1][u] = qs[(lane + 32) * 8 + u];
     qv[2][u] = lane < ropeChunks ? qs[kMlaFusedLora + lane * 8 + u] : 0.f;
   }
-  float acc[16] = {};
-  float m = -INFINITY, l = 0.f;
-  {
-    // Two register buffers in turn: a group computes while the next one loads.
-    constexpr int kStep = kMlaFusedGroup * kMlaFusedWarps;
-    uint4 bufA[kMlaFusedGroup][3], bufB[kMlaFusedGroup][3];
-    int p = begin + warp;
-    mla_fused_load(bufA, cache, table, blockSize, D, p, end, lane, ropeChunks);
-    while (p < end) {
-      mla_fused_load(bufB, cache, table, blockSize, D, p + kStep, end, lane, ropeChunks);
-      mla_fused_attend(bufA, qv, p, end, scale, m, l, acc);
-      p += kStep;
-      if (p >= end) break;
-      mla_fused_load(bufA, cache, table, blockSize, D, p + kStep, end, lane, ropeChunks);
-      mla_fused_attend(bufB, qv, p, end, scale, m, l, acc);
-      p += kStep;
+  const int pc = tid & 63, pg = tid >> 6;  // pass 2: latent chunk and position group
+  float acc[8] = {};
+  float lAcc = 0.f, m = -INFINITY;
+  for (int p0 = begin; p0 < end; p0 += kMlaFusedTile) {
+    const int n = min(kMlaFusedTile, end - p0);
+    // Pass 1: scores, a warp per position, four positions' loads in flight at once.
+    for (int i0 = warp; i0 < n; i0 += 4 * kMlaFusedWarps) {
+      uint4 kv[4][3];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int i = i0 + u * kMlaFusedWarps;
+        const int p = p0 + min(i, n - 1);
+        const uint16_t* row =
+            cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+        kv[u][0] = __ldg(reinterpret_cast<const uint4*>(row + lane * 8));
+        kv[u][1] = __ldg(reinterpret_cast<const uint4*>(row + (lane + 32) * 8));
+        kv[u][2] = lane < ropeChunks ? __ldg(reinterpret_cast<const uint4*>(row + kMlaFusedLora + lane * 8))
+                                     : make_uint4(0u, 0u, 0u, 0u);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        float dot = 0.f;
+#pragma unroll
+        for (int part = 0; part < 3; part++) {
+          float kf[8];
+          bf16x8_to_f32(kv[u][part], kf);
+#pragma unroll
+          for (int e = 0; e < 8; e++) dot += qv[part][e] * kf[e];
+        }
+        dot = warp_sum(dot);
+        const int i = i0 + u * kMlaFusedWarps;
+        if (lane == 0 && i < n) sc[i] = dot * scale;
+      }
     }
-  }
-  // This warp's W_UV rows (lane chunks lane and lane + 32), loading while the states merge.
-  const int rowsPer = vDim / kMlaFusedSplits;
-  uint4 wv[kMlaFusedMaxOutRows][2];
+    __syncthreads();
+    float tileMax = -INFINITY;
+    for (int i = 0; i < n; i++) tileMax = fmaxf(tileMax, sc[i]);
+    const float mNew = fmaxf(m, tileMax);
+    const float corr = expf(m - mNew);
+    m = mNew;
+    // Pass 2: this thread's 8 latent dims over positions pg, pg + 4, ... of the tile.
+    lAcc *= corr;
 #pragma unroll
-  for (int i = 0; i < kMlaFusedMaxOutRows; i++) {
-    const int r = warp + kMlaFusedWarps * i;
-    const uint16_t* row = headW + static_cast<size_t>(nope + s * rowsPer + r) * kMlaFusedLora;
-    wv[i][0] = r < rowsPer ? load_stream_u4(row + lane * 8) : make_uint4(0u, 0u, 0u, 0u);
-    wv[i][1] = r < rowsPer ? load_stream_u4(row + (lane + 32) * 8) : make_uint4(0u, 0u, 0u, 0u);
-  }
-  // Merge the warps' states in warp order: this split's (max, sum, unnormalised context).
-  if (lane == 0) {
-    warpMax[warp] = m;
-    warpSum[warp] = l;
+    for (int e = 0; e < 8; e++) acc[e] *= corr;
+    for (int i = pg; i < n; i += kMlaFusedGroups) {
+      const int p = p0 + i;
+      const uint16_t* row =
+          cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+      float kf[8];
+      bf16x8_to_f32(__ldg(reinterpret_cast<const uint4*>(row + pc * 8)), kf);
+      const float w = expf(sc[i] - mNew);
+      lAcc += w;
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[e] += w * kf[e];
+    }
+    __syncthreads();  // sc is rewritten by the next tile
   }
 #pragma unroll
-  for (int part = 0; part < 2; part++) {
-#pragma unroll
-    for (int e = 0; e < 8; e++) warpAcc[warp][(lane + 32 * part) * 8 + e] = acc[part * 8 + e];
-  }
+  for (int e = 0; e < 8; e++) accPart[pg][pc * 8 + e] = acc[e];
+  if (pc == 0) lPart[pg] = lAcc;
   __syncthreads();
-  float mBlock = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kMlaFusedWarps; w++) mBlock = fmaxf(mBlock, warpMax[w]);
-  float wScale[kMlaFusedWarps];
-#pragma unroll
-  for (int w = 0; w < kMlaFusedWarps; w++) {
-    wScale[w] = warpMax[w] == -INFINITY ? 0.f : expf(warpMax[w] - mBlock);
-  }
   for (int c = tid; c < kMlaFusedLora; c += kMlaFusedThreads) {
     float v = 0.f;
 #pragma unroll
-    for (int w = 0; w < kMlaFusedWarps; w++) v += wScale[w] * warpAcc[w][c];
+    for (int g = 0; g < kMlaFusedGroups; g++) v += accPart[g][c];
     ctxPart[c] = v;
   }
   if (tid == 0) {
-    float lBlock = 0.f;
+    float l = 0.f;
 #pragma unroll
-    for (int w = 0; w < kMlaFusedWarps; w++) lBlock += wScale[w] * warpSum[w];
-    mlPart[0] = mBlock;  // -inf for an empty split, whose sum and context are 0
-    mlPart[1] = lBlock;
+    for (int g = 0; g < kMlaFusedGroups; g++) l += lPart[g];
+    mlPart[0] = m;  // -inf for an empty split, whose sum and context are 0
+    mlPart[1] = l;
   }
   cluster.sync();
 

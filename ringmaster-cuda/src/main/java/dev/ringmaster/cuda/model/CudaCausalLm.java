@@ -6,6 +6,7 @@ import dev.ringmaster.cuda.GpuThread;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceInfo;
 import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.MlaFusedDecode;
 import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.arch.BatchLayout;
@@ -71,6 +72,16 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private BlockPool pool;
   private DecoderStack stack;
   private DecodeGraphs graphs;
+
+  /**
+   * The decode sizes that take the fused MLA launch, captured again without it, for steps whose
+   * context is longer than {@link GpuOps#MLA_FUSED_MAX_CONTEXT}; null when there are none.
+   */
+  private DecodeGraphs longContextGraphs;
+
+  /** Most tokens of a short-context step that take the fused MLA launch (0 under parallelism). */
+  private int mlaFusedTokens;
+
   private GroupedExperts grouped;
   private MlaPrefillAttention mlaPrefill;
   private PrefillSegments segments;
@@ -180,6 +191,14 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
     ops.kernels.setProgrammaticDependentLaunch(options.pdl());
+    // The fused MLA launch is not yet checked under tensor parallelism: separate kernels there.
+    mlaFusedTokens =
+        shard.parallel()
+                || !MlaFusedDecode.supports(
+                    cfg.qkNopeHeadDim(), cfg.qkRopeHeadDim(), cfg.vHeadDim(), cfg.kvLoraRank())
+            ? 0
+            : GpuOps.MLA_FUSED_TOKENS;
+    ops.mlaFusedTokens = mlaFusedTokens;
     act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
@@ -234,7 +253,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     int blockSize = options.blockSize();
     int tableRows = Math.max(logitRows, 1024);
     long bytesPerBlock = BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth);
-    long graphReserve = 64L * (1 << 20) * sizes.size();
+    long graphReserve =
+        64L * (1 << 20) * (sizes.size() + sizes.stream().filter(b -> b <= mlaFusedTokens).count());
     long free = CudaDriverAccess.memoryInfo()[0];
     long budget = MemoryPlan.kvBudget(total, fraction, weights.bytes, free, graphReserve);
     long blocks = budget / bytesPerBlock;
@@ -275,9 +295,21 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 }
               },
               reportsProgress);
+      List<Integer> fusedSizes = sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
+      if (!fusedSizes.isEmpty()) {
+        ops.mlaFusedTokens = 0;
+        longContextGraphs =
+            new DecodeGraphs(
+                fusedSizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)), false);
+        ops.mlaFusedTokens = mlaFusedTokens;
+      }
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
     long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
+    if (longContextGraphs != null) {
+      graphBytes +=
+          longContextGraphs.bytesPerSize().values().stream().mapToLong(Long::longValue).sum();
+    }
     long activationBytes =
         act.bytes()
             + ops.scratchBytes()
@@ -376,6 +408,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** Whether this model's kernels launch as programmatic dependent launches ({@code pdl}). */
   boolean programmaticDependentLaunch() {
     return ops.kernels.programmaticDependentLaunch();
+  }
+
+  /** Whether decode sizes were captured a second time for long contexts (without fused MLA). */
+  boolean capturedLongContextGraphs() {
+    return longContextGraphs != null;
   }
 
   /** Where the GPU's memory went (weights, activations, graphs, KV cache). */
@@ -513,13 +550,22 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     if (StepProfiler.enabled() && profiledSizes.add(-padded)) {
       profileDecode(padded);
     }
+    int maxLen = 0;
+    for (int s = 0; s < n; s++) {
+      maxLen = Math.max(maxLen, pos[s] + 1);
+    }
+    boolean longContext = maxLen > GpuOps.MLA_FUSED_MAX_CONTEXT;
     if (bucket > 0) {
-      graphs.replay(bucket, stream);
+      boolean separate =
+          longContext && longContextGraphs != null && longContextGraphs.holds(bucket);
+      (separate ? longContextGraphs : graphs).replay(bucket, stream);
       if (collectives != null) {
         collectives.replayed(bucket);
       }
     } else {
+      ops.mlaFusedTokens = longContext ? 0 : mlaFusedTokens;
       stack.decodeStep(padded, decodeSplits(padded));
+      ops.mlaFusedTokens = mlaFusedTokens;
     }
     return collect(rows, 0, greedy, rows.length);
   }
@@ -622,6 +668,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           RingmasterKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
+      ops.mlaFusedTokens = maxLen > GpuOps.MLA_FUSED_MAX_CONTEXT ? 0 : mlaFusedTokens;
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
@@ -690,6 +737,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             }
             closeAll(
                 graphs,
+                longContextGraphs,
                 pool,
                 inputs,
                 grouped,

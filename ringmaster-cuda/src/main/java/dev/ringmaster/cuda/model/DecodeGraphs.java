@@ -50,6 +50,11 @@ final class DecodeGraphs implements AutoCloseable {
     return k == null ? -1 : k;
   }
 
+  /** Whether a graph of size {@code bs} was captured. */
+  boolean holds(int bs) {
+    return graphs.containsKey(bs);
+  }
+
   /** Replays the graph of size {@code bs}. */
   void replay(int bs, CudaStream stream) {
     graphs.get(bs).launch(stream);

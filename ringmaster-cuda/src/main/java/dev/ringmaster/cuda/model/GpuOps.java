@@ -41,11 +41,29 @@ final class GpuOps implements AutoCloseable {
   static final int MOE_PAIR_TOKENS = Integer.getInteger("ringmaster.cuda.moePairTokens", 0);
 
   /**
-   * Most tokens of a step whose MLA attention runs as one fused launch ({@link
+   * Most tokens of a step whose MLA attention may run as one fused launch ({@link
    * dev.ringmaster.cuda.kernels.MlaFusedDecode}) instead of absorb, split, combine and out_v; 0
-   * turns it off ({@code -Dringmaster.cuda.mlaFusedTokens}).
+   * turns it off ({@code -Dringmaster.cuda.mlaFusedTokens}). Default 1: on an H200 it took batch 1
+   * from 3.08 to 2.74 ms a step (V2-Lite, 512-token context); at 2 tokens it gained nothing, at 4
+   * it lost 8%.
    */
   static final int MLA_FUSED_TOKENS = Integer.getInteger("ringmaster.cuda.mlaFusedTokens", 1);
+
+  /**
+   * Longest context for which a step takes the fused MLA launch ({@code
+   * -Dringmaster.cuda.mlaFusedMaxContext}). Each of its clusters serves one head, so every head
+   * rereads the whole cache: past ~1.5k tokens the separate kernels, which read each cache row once
+   * for all heads of a block, are faster (H200: 13 against 22 us at 512 tokens, 63 against 40 at
+   * 4096).
+   */
+  static final int MLA_FUSED_MAX_CONTEXT =
+      Integer.getInteger("ringmaster.cuda.mlaFusedMaxContext", 1024);
+
+  /**
+   * Most tokens for which the steps launched from now on take the fused MLA launch: {@link
+   * #MLA_FUSED_TOKENS}, or 0 while the model launches or captures a long-context step.
+   */
+  int mlaFusedTokens = MLA_FUSED_TOKENS;
 
   final RingmasterKernels kernels;
   final CudaStream stream;

@@ -124,7 +124,7 @@ final class MlaBlock {
       k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
     }
     mark.accept("mla.q_kv_rope_append");
-    if (n <= GpuOps.MLA_FUSED_TOKENS && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora)) {
+    if (n <= ops.mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora)) {
       k.mlaFusedDecode()
           .attention(
               ops.stream,
