@@ -64,6 +64,105 @@ RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, c
   gemv_row(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
 }
 
+// Row g of the stacked matrices [W1; W2] (M1 + M2 rows of K columns) for one token: its weights and
+// its output element, y1[g] or y2[g - M1]. A single GEMV is the stack with M2 = 0.
+struct StackedRows {
+  float* y1;
+  const uint16_t* W1;
+  int M1;
+  float* y2;
+  const uint16_t* W2;
+  int K;
+
+  __device__ __forceinline__ const uint16_t* weights(int g) const {
+    return g < M1 ? W1 + static_cast<size_t>(g) * K : W2 + static_cast<size_t>(g - M1) * K;
+  }
+
+  __device__ __forceinline__ float* out(int g) const { return g < M1 ? y1 + g : y2 + (g - M1); }
+};
+
+// One token, R consecutive rows of the stack per warp, so that a warp has R rows' loads in flight
+// (R = 2: 16 chunks a lane, twice a lone row's, as rm_gemv_swiglu_bf16's two rows; R = 4: as many
+// with half the unroll, to hold the registers) and the grid has R times fewer warps. Each row is
+// the sum gemv_group<1, 8> gives it (warp_rows_dot's order depends on neither R nor UNROLL), so
+// the output is bit-identical to rm_gemv_bf16 / rm_gemv2_bf16 at n = 1. A warp's rows past the end
+// re-read the last row and are not stored.
+template <int R>
+__device__ __forceinline__ void gemv1_rows(const StackedRows& m, int rows, const float* x) {
+  constexpr int kUnroll = R == 4 ? 4 : 8;
+  const int g0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;
+  if (g0 >= rows) return;
+  const uint16_t* w[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) w[r] = m.weights(min(g0 + r, rows - 1));
+  const float* const xr[1] = {x};
+  float acc[R][1];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r][0] = 0.f;
+  warp_rows_dot<R, 1, kUnroll>(w, xr, 1, m.K, acc);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const float s = warp_sum(acc[r][0]);
+    if (g0 + r < rows && (threadIdx.x & 31) == 0) *m.out(g0 + r) = s;
+  }
+}
+
+// One token, S warps per row of the stack (blockDim.x / (32 * S) rows per block): more, lighter
+// warps in flight than one warp per row. Warp s of a row sums the row's chunks s * 32 + lane, then
+// every 32 * S chunks on (group_rows_dot over 32 * S lanes, unrolled 8 / S deep: K = 2048 in one
+// group, with fewer registers); the row's first warp then adds the S warp sums in warp order.
+// Deterministic, but associated differently from the one-warp kernels, so equal to them only
+// within float rounding.
+template <int S>
+__device__ __forceinline__ void gemv1_split(const StackedRows& m, int rows, const float* x) {
+  __shared__ float part[32];  // one warp sum per warp of the block (at most 32 warps)
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = blockIdx.x * ((blockDim.x >> 5) / S) + warp / S;
+  if (g < rows) {
+    const uint16_t* const w[1] = {m.weights(g)};
+    const float* const xr[1] = {x};
+    float acc[1][1] = {{0.f}};
+    group_rows_dot<1, 1, 8 / S, 32 * S>(w, xr, 1, m.K, (warp % S) * 32 + lane, acc);
+    const float p = warp_sum(acc[0][0]);
+    if (lane == 0) part[warp] = p;
+  }
+  __syncthreads();
+  if (g < rows && warp % S == 0 && lane == 0) {
+    float s = part[warp];
+#pragma unroll
+    for (int i = 1; i < S; i++) s += part[warp + i];
+    *m.out(g) = s;
+  }
+}
+
+// y1 = W1 x (M1 rows) and y2 = W2 x (M2 rows, 0 for a single GEMV) for one token, K columns: the
+// n = 1 variants of rm_gemv_bf16 / rm_gemv2_bf16 the host can choose instead. Mapping:
+//   rm_gemv1_r2_bf16, rm_gemv1_r4_bf16            2 or 4 rows per warp (gemv1_rows), bit-identical;
+//   rm_gemv1_splitk2_bf16, rm_gemv1_splitk4_bf16  2 or 4 warps per row (gemv1_split), deterministic.
+RM_KERNEL void rm_gemv1_r2_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
+                                const uint16_t* W2, int M2, const float* x, int K) {
+  rm_pdl_prologue();
+  gemv1_rows<2>(StackedRows{y1, W1, M1, y2, W2, K}, M1 + M2, x);
+}
+
+RM_KERNEL void rm_gemv1_r4_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
+                                const uint16_t* W2, int M2, const float* x, int K) {
+  rm_pdl_prologue();
+  gemv1_rows<4>(StackedRows{y1, W1, M1, y2, W2, K}, M1 + M2, x);
+}
+
+RM_KERNEL void rm_gemv1_splitk2_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
+                                     const uint16_t* W2, int M2, const float* x, int K) {
+  rm_pdl_prologue();
+  gemv1_split<2>(StackedRows{y1, W1, M1, y2, W2, K}, M1 + M2, x);
+}
+
+RM_KERNEL void rm_gemv1_splitk4_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
+                                     const uint16_t* W2, int M2, const float* x, int K) {
+  rm_pdl_prologue();
+  gemv1_split<4>(StackedRows{y1, W1, M1, y2, W2, K}, M1 + M2, x);
+}
+
 // The gate|up projection of a SwiGLU MLP with the activation fused in: out[t, j] =
 // silu(W[j] . x[t]) * (W[inter + j] . x[t]) for j < inter, W bf16 [2 * inter, K] (gate rows then up
 // rows, as the fused gate_up weight is stored). Replaces a GEMV into a [n, 2 * inter] buffer plus

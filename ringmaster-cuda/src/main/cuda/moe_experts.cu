@@ -102,11 +102,14 @@ RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, con
   }
 }
 
-// One down-projection row for up to NT pairs: y[p, d] = weight[p] * (w . h[p]).
-template <int NT, int UNROLL>
-__device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* w, const float* h,
-                                              const float* routeWeights, const int* pairs, int nt,
-                                              int d, int hidden, int inter) {
+// R consecutive down-projection rows d0 .. d0 + R - 1 (w[r] is row d0 + r; rows at or past
+// `hidden` repeat the last one and are not stored) for up to NT pairs: y[p, d] = weight[p] *
+// (w . h[p]).
+template <int R, int NT, int UNROLL>
+__device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* const (&w)[R],
+                                              const float* h, const float* routeWeights,
+                                              const int* pairs, int nt, int d0, int hidden,
+                                              int inter) {
   const float* hr[NT];
   int pair[NT];
 #pragma unroll
@@ -114,42 +117,85 @@ __device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* w, const
     pair[j] = pairs[j < nt ? j : 0];
     hr[j] = h + static_cast<size_t>(pair[j]) * inter;
   }
-  float acc[NT];
+  float acc[R][NT];
 #pragma unroll
-  for (int j = 0; j < NT; j++) acc[j] = 0.f;
-  warp_row_dot<NT, UNROLL>(w, hr, nt, inter, acc);
+  for (int r = 0; r < R; r++) {
 #pragma unroll
-  for (int j = 0; j < NT; j++) {
-    const float s = warp_sum(acc[j]);
-    if (j < nt && (threadIdx.x & 31) == 0) {
-      y[static_cast<size_t>(pair[j]) * hidden + d] = routeWeights[pair[j]] * s;
+    for (int j = 0; j < NT; j++) acc[r][j] = 0.f;
+  }
+  warp_rows_dot<R, NT, UNROLL>(w, hr, nt, inter, acc);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+      const float s = warp_sum(acc[r][j]);
+      if (j < nt && (R == 1 || d0 + r < hidden) && (threadIdx.x & 31) == 0) {
+        y[static_cast<size_t>(pair[j]) * hidden + d0 + r] = routeWeights[pair[j]] * s;
+      }
     }
   }
 }
 
-// y[p, d] = routeWeights[p] * (down_e[d] . h[p]).
-// Mapping: grid (ceil(hidden / warps-per-block), min(pairs, E)); one warp per output dim d of the
-// active expert, its pairs at most 8 at a time (specialised like rm_moe_gate_up).
-RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const float* routeWeights,
-                           const int* offsets, const int* sortedPairs, const int* activeExperts,
-                           const int* activeCount, int hidden, int inter) {
-  rm_pdl_prologue();
+// y[p, d] = routeWeights[p] * (down_e[d] . h[p]), R output rows per warp (rm_moe_down: 1).
+// Mapping: grid (ceil(hidden / (R * warps-per-block)), min(pairs, E)); one warp per R consecutive
+// output dims of the active expert, its pairs at most 8 at a time (specialised like rm_moe_gate_up).
+// A pass streams R rows at once: R = 2 keeps twice a single row's loads in flight (16 chunks per
+// lane for a lone token, as rm_moe_gate_up's gate and up rows), R = 4 as many as R = 2 with half
+// the unroll, to hold the registers. Every output is the same sum as with R = 1 (warp_rows_dot's
+// order does not depend on R or UNROLL), so the variants are bit-identical.
+template <int R>
+__device__ __forceinline__ void moe_down_rows(float* y, const uint16_t* w2, const float* h,
+                                              const float* routeWeights, const int* offsets,
+                                              const int* sortedPairs, const int* activeExperts,
+                                              const int* activeCount, int hidden, int inter) {
+  constexpr int kDiv = R == 4 ? 2 : 1;
   if (static_cast<int>(blockIdx.y) >= *activeCount) return;
-  const int d = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (d >= hidden) return;
+  const int d0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * R;
+  if (d0 >= hidden) return;
   const int e = activeExperts[blockIdx.y];
-  const uint16_t* w = w2 + (static_cast<size_t>(e) * hidden + d) * inter;
+  const uint16_t* w[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const int d = R == 1 ? d0 : min(d0 + r, hidden - 1);
+    w[r] = w2 + (static_cast<size_t>(e) * hidden + d) * inter;
+  }
   const int begin = offsets[e], end = offsets[e + 1];
   for (int c = begin; c < end; c += kMoeTokensPerPass) {
     const int nt = min(kMoeTokensPerPass, end - c);
     if (nt == 1) {
-      moe_down_pass<1, 8>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+      moe_down_pass<R, 1, 8 / kDiv>(y, w, h, routeWeights, sortedPairs + c, nt, d0, hidden, inter);
     } else if (nt <= 4) {
-      moe_down_pass<4, 4>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+      moe_down_pass<R, 4, 4 / kDiv>(y, w, h, routeWeights, sortedPairs + c, nt, d0, hidden, inter);
     } else {
-      moe_down_pass<8, 2>(y, w, h, routeWeights, sortedPairs + c, nt, d, hidden, inter);
+      moe_down_pass<R, 8, 2 / kDiv>(y, w, h, routeWeights, sortedPairs + c, nt, d0, hidden, inter);
     }
   }
+}
+
+RM_KERNEL void rm_moe_down(float* y, const uint16_t* w2, const float* h, const float* routeWeights,
+                           const int* offsets, const int* sortedPairs, const int* activeExperts,
+                           const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
+  moe_down_rows<1>(y, w2, h, routeWeights, offsets, sortedPairs, activeExperts, activeCount, hidden,
+                   inter);
+}
+
+RM_KERNEL void rm_moe_down_r2(float* y, const uint16_t* w2, const float* h,
+                              const float* routeWeights, const int* offsets,
+                              const int* sortedPairs, const int* activeExperts,
+                              const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
+  moe_down_rows<2>(y, w2, h, routeWeights, offsets, sortedPairs, activeExperts, activeCount, hidden,
+                   inter);
+}
+
+RM_KERNEL void rm_moe_down_r4(float* y, const uint16_t* w2, const float* h,
+                              const float* routeWeights, const int* offsets,
+                              const int* sortedPairs, const int* activeExperts,
+                              const int* activeCount, int hidden, int inter) {
+  rm_pdl_prologue();
+  moe_down_rows<4>(y, w2, h, routeWeights, offsets, sortedPairs, activeExperts, activeCount, hidden,
+                   inter);
 }
 
 // out[t, d] = (accumulate ? out[t, d] : 0) + sum_{slot < topK} y[t*topK + slot, d].

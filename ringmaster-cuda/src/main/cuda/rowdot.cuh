@@ -3,37 +3,41 @@
 #pragma once
 #include "common.cuh"
 
-// acc[r][j] += w[r][0..K) . xr[j][0..K) for r < R, j < nt (nt <= NT), partial per lane: the caller
-// reduces the warp with warp_sum. When K % 8 == 0 each lane streams 16-byte weight chunks (8 bf16),
-// R * UNROLL of them in flight before the first use; the activations are read as two float4 per
-// chunk (they stay in L1/L2, being shared by all warps). Otherwise a scalar path handles any K.
-template <int R, int NT, int UNROLL>
-__device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
-                                              const float* const (&xr)[NT], int nt, int K,
-                                              float (&acc)[R][NT]) {
-  const int lane = threadIdx.x & 31;
+// acc[r][j] += w[r][0..K) . xr[j][0..K) for r < R, j < nt (nt <= NT), partial per thread, summed
+// by a group of LANES threads (a warp, or the warps that split a row's K) of which this thread is
+// `lane`: the caller reduces the group (warp_sum per warp). When K % 8 == 0 each thread streams
+// 16-byte weight chunks (8 bf16) lane, lane + LANES, ..., R * UNROLL of them in flight before the
+// first use; the activations are read as two float4 per chunk (they stay in L1/L2, being shared by
+// all warps). Otherwise a scalar path handles any K.
+template <int R, int NT, int UNROLL, int LANES>
+__device__ __forceinline__ void group_rows_dot(const uint16_t* const (&w)[R],
+                                               const float* const (&xr)[NT], int nt, int K,
+                                               int lane, float (&acc)[R][NT]) {
   if ((K & 7) == 0) {
-    // Predicated groups of UNROLL chunks: a lane's chunks c, c + 32, ... are summed in that order
-    // whatever UNROLL is, and a row whose chunk count is not a multiple of 32 * UNROLL (K = 1408:
-    // 5.5 chunks per lane) still has all of a lane's loads of the group in flight at once.
+    // Predicated groups of UNROLL chunks: a thread's chunks c, c + LANES, ... are summed in that
+    // order whatever UNROLL (and R) is, and a row whose chunk count is not a multiple of LANES *
+    // UNROLL (K = 1408 over a warp: 5.5 chunks per lane) still has all of a thread's loads of the
+    // group in flight at once.
     const int chunks = K >> 3;
-    for (int c = lane; c < chunks; c += 32 * UNROLL) {
+    for (int c = lane; c < chunks; c += LANES * UNROLL) {
       uint4 wv[R][UNROLL];
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
-          wv[r][u] = c + 32 * u < chunks ? load_stream_u4(w[r] + static_cast<size_t>(c + 32 * u) * 8)
-                                         : make_uint4(0u, 0u, 0u, 0u);
+          wv[r][u] = c + LANES * u < chunks
+                         ? load_stream_u4(w[r] + static_cast<size_t>(c + LANES * u) * 8)
+                         : make_uint4(0u, 0u, 0u, 0u);
         }
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
-        if (c + 32 * u >= chunks) break;
+        if (c + LANES * u >= chunks) break;
 #pragma unroll
         for (int j = 0; j < NT; j++) {
           if (j < nt) {
-            const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(c + 32 * u) * 8);
+            const float4* xp =
+                reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(c + LANES * u) * 8);
             const float4 a = __ldg(xp), b = __ldg(xp + 1);
 #pragma unroll
             for (int r = 0; r < R; r++) {
@@ -47,7 +51,7 @@ __device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
       }
     }
   } else {
-    for (int k = lane; k < K; k += 32) {
+    for (int k = lane; k < K; k += LANES) {
 #pragma unroll
       for (int r = 0; r < R; r++) {
         const float wk = bf16_bits_to_f32(w[r][k]);
@@ -58,6 +62,16 @@ __device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
       }
     }
   }
+}
+
+// One warp's dot products: group_rows_dot over the warp's 32 lanes. A row's sum (per lane, then
+// warp_sum) does not depend on R or UNROLL, so kernels that give a warp more rows or a deeper
+// unroll produce the same bits as warp_row_dot.
+template <int R, int NT, int UNROLL>
+__device__ __forceinline__ void warp_rows_dot(const uint16_t* const (&w)[R],
+                                              const float* const (&xr)[NT], int nt, int K,
+                                              float (&acc)[R][NT]) {
+  group_rows_dot<R, NT, UNROLL, 32>(w, xr, nt, K, threadIdx.x & 31, acc);
 }
 
 // Single-row form.

@@ -40,16 +40,18 @@ public final class KernelBench {
 
   /**
    * Runs the benchmark: every row without arguments; with {@code pdl}, only the rows that measure
-   * programmatic dependent launch ({@link PdlChainBench}); {@code mla BATCH CONTEXT} runs only the
-   * MLA decode of that shape (16 heads), e.g. under a profiler; {@code mlafused} the fused MLA
-   * decode launch against the separate kernels; {@code prefill} only the MLA prefill rows.
+   * programmatic dependent launch ({@link PdlChainBench}); {@code rows} only the rows that compare
+   * the GEMV and expert down-projection variants (rows per warp, split-K: {@link
+   * RowsPerWarpBench}); {@code mla BATCH CONTEXT} runs only the MLA decode of that shape (16
+   * heads), e.g. under a profiler; {@code mlafused} the fused MLA decode launch against the
+   * separate kernels; {@code prefill} only the MLA prefill rows.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
-          "usage: KernelBench [pdl | mla BATCH CONTEXT | mlafused | prefill]");
+          "usage: KernelBench [pdl | rows | mla BATCH CONTEXT | mlafused | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -83,6 +85,11 @@ public final class KernelBench {
                 b.print();
                 return;
               }
+              if (args.length > 0 && args[0].equals("rows")) {
+                RowsPerWarpBench.run(b, k, s);
+                b.print();
+                return;
+              }
               PdlChainBench.run(b, k, s);
               if (pdlOnly) {
                 b.print();
@@ -91,6 +98,7 @@ public final class KernelBench {
               b.gemv(4096, 4096);
               b.gemv(2048, 16384);
               b.gemv(16384, 2048);
+              RowsPerWarpBench.run(b, k, s);
               for (int batch : new int[] {1, 8, 32, 128}) {
                 b.moe(batch, 64, 6, 2048, 1408, 0);
               }

@@ -69,6 +69,15 @@ public final class RingmasterKernels implements AutoCloseable {
   /** Threads per block of the tensor-core expert kernels (kMoeMmaThreads). */
   private static final int MMA_THREADS = 128;
 
+  /** System property choosing {@link #useMoeDownRowsPerWarp} when the kernels load. */
+  public static final String MOE_DOWN_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.moeDownRowsPerWarp";
+
+  /** System property choosing {@link #useGemvRowsPerWarp} when the kernels load. */
+  public static final String GEMV_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.gemvRowsPerWarp";
+
+  /** System property choosing {@link #useGemvSplitK} when the kernels load. */
+  public static final String GEMV_SPLIT_K_PROPERTY = "ringmaster.cuda.gemvSplitK";
+
   private final CudaDriver driver;
   private final long module;
   private final Kernel embedding;
@@ -82,6 +91,9 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeAlign;
   private final Kernel moeGateUp;
   private final Kernel moeDown;
+  private final Kernel moeDownR2;
+  private final Kernel moeDownR4;
+  private int moeDownRowsPerWarp;
   private final Kernel moeCombine;
   private final Kernel moeGather;
   private final Kernel moeScatter;
@@ -95,6 +107,12 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel mlaAppend;
   private final Kernel mlaKvRopeAppend;
   private final Kernel gemv2;
+  private final Kernel gemv1R2;
+  private final Kernel gemv1R4;
+  private final Kernel gemv1SplitK2;
+  private final Kernel gemv1SplitK4;
+  private int gemvRowsPerWarp;
+  private int gemvSplitK;
   private final Kernel gemvSwiglu;
   private final Kernel mlaSplit;
   private final Kernel mlaCombine;
@@ -128,6 +146,9 @@ public final class RingmasterKernels implements AutoCloseable {
     moeAlign = kernel("rm_moe_align", 7);
     moeGateUp = kernel("rm_moe_gate_up", 10);
     moeDown = kernel("rm_moe_down", 10);
+    moeDownR2 = kernel("rm_moe_down_r2", 10);
+    moeDownR4 = kernel("rm_moe_down_r4", 10);
+    useMoeDownRowsPerWarp(Integer.getInteger(MOE_DOWN_ROWS_PER_WARP_PROPERTY, 1));
     moeCombine = kernel("rm_moe_combine", 6);
     moeGather = kernel("rm_moe_gather_bf16", 5);
     moeScatter = kernel("rm_moe_scatter_weighted", 5);
@@ -141,6 +162,12 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaAppend = kernel("rm_mla_cache_append", 5);
     mlaKvRopeAppend = kernel("rm_mla_kv_rope_append", 17);
     gemv2 = kernel("rm_gemv2_bf16", 9);
+    gemv1R2 = kernel("rm_gemv1_r2_bf16", 8);
+    gemv1R4 = kernel("rm_gemv1_r4_bf16", 8);
+    gemv1SplitK2 = kernel("rm_gemv1_splitk2_bf16", 8);
+    gemv1SplitK4 = kernel("rm_gemv1_splitk4_bf16", 8);
+    useGemvRowsPerWarp(Integer.getInteger(GEMV_ROWS_PER_WARP_PROPERTY, 1));
+    useGemvSplitK(Integer.getInteger(GEMV_SPLIT_K_PROPERTY, 1));
     gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
     mlaSplit = kernel("rm_mla_decode_split", 15);
     mlaCombine = kernel("rm_mla_combine", 8);
@@ -257,8 +284,14 @@ public final class RingmasterKernels implements AutoCloseable {
     rope.launch(s, tokens, heads, 1, dim / 2, 0);
   }
 
-  /** {@code y[t, m] = W[m, :] . x[t, :]} for {@code n} tokens (bf16 W [M, K], f32 x, y). */
+  /**
+   * {@code y[t, m] = W[m, :] . x[t, :]} for {@code n} tokens (bf16 W [M, K], f32 x, y). A lone
+   * token runs the variant {@link #useGemvSplitK} or {@link #useGemvRowsPerWarp} chose, if any.
+   */
   public void gemv(CudaStream s, long y, long w, long x, int m, int k, int n) {
+    if (n == 1 && gemvOneToken(s, y, w, m, y, w, 0, x, k)) {
+      return;
+    }
     gemv.arg(0, y).arg(1, w).arg(2, x).arg(3, m).arg(4, k).arg(5, n);
     gemv.launch(s, blocks(m, 4), 1, 1, 128, 0);
   }
@@ -266,12 +299,82 @@ public final class RingmasterKernels implements AutoCloseable {
   /**
    * Two GEMVs over the same {@code x} in one launch: {@code y1 = W1 x} ({@code m1} rows) and {@code
    * y2 = W2 x} ({@code m2} rows), both bf16 with {@code k} columns, for {@code n} tokens; the same
-   * sums as two {@link #gemv} calls.
+   * sums as two {@link #gemv} calls (a lone token: with the same variant).
    */
   public void gemv2(
       CudaStream s, long y1, long w1, int m1, long y2, long w2, int m2, long x, int k, int n) {
+    if (n == 1 && gemvOneToken(s, y1, w1, m1, y2, w2, m2, x, k)) {
+      return;
+    }
     gemv2.arg(0, y1).arg(1, w1).arg(2, m1).arg(3, y2).arg(4, w2).arg(5, m2);
     gemv2.arg(6, x).arg(7, k).arg(8, n).launch(s, blocks((long) m1 + m2, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * Launches the one-token GEMV variant chosen, over the rows of {@code W1} then {@code W2} ({@code
+   * m2} = 0 for a single GEMV); false when none is chosen, and the caller runs the general kernel.
+   * Blocks hold 4 rows, as the general kernel's: with split-K, {@code 4 * S} warps.
+   */
+  private boolean gemvOneToken(
+      CudaStream s, long y1, long w1, int m1, long y2, long w2, int m2, long x, int k) {
+    long rows = (long) m1 + m2;
+    Kernel f;
+    int grid;
+    int threads = 128;
+    if (gemvSplitK > 1) {
+      f = gemvSplitK == 2 ? gemv1SplitK2 : gemv1SplitK4;
+      grid = blocks(rows, 4);
+      threads *= gemvSplitK;
+    } else if (gemvRowsPerWarp > 1) {
+      f = gemvRowsPerWarp == 2 ? gemv1R2 : gemv1R4;
+      grid = blocks((rows + gemvRowsPerWarp - 1) / gemvRowsPerWarp, 4);
+    } else {
+      return false;
+    }
+    f.arg(0, y1).arg(1, w1).arg(2, m1).arg(3, y2).arg(4, w2).arg(5, m2).arg(6, x).arg(7, k);
+    f.launch(s, grid, 1, 1, threads, 0);
+    return true;
+  }
+
+  /**
+   * Weight rows per warp of {@link #gemv} and {@link #gemv2} for a lone token: 1 (the general
+   * kernel, default), 2 or 4 (a warp streams that many rows at once, in a grid that many times
+   * smaller). The output is bit-identical whichever is chosen. {@link #useGemvSplitK} above 1 takes
+   * precedence. Read at each launch, so a graph captures the choice made then; the default comes
+   * from {@code -D}{@value #GEMV_ROWS_PER_WARP_PROPERTY}. For benchmarks and tests.
+   */
+  public void useGemvRowsPerWarp(int rows) {
+    gemvRowsPerWarp = oneTwoOrFour("GEMV rows per warp", rows);
+  }
+
+  /** Weight rows per warp of a one-token {@link #gemv} (1, 2 or 4). */
+  public int gemvRowsPerWarp() {
+    return gemvRowsPerWarp;
+  }
+
+  /**
+   * Warps per weight row of {@link #gemv} and {@link #gemv2} for a lone token: 1 (the general
+   * kernel, default), 2 or 4 (each warp sums an interleaved share of the row's columns; the shares
+   * are added in warp order). Deterministic, but the sums are associated differently, so outputs
+   * differ from the one-warp kernels by float rounding (GPU tests hold them to a relative error of
+   * 1e-5 against an f64 reference, as the general kernel). Takes precedence over {@link
+   * #useGemvRowsPerWarp}. Read at each launch; the default comes from {@code -D}{@value
+   * #GEMV_SPLIT_K_PROPERTY}. For benchmarks and tests.
+   */
+  public void useGemvSplitK(int warps) {
+    gemvSplitK = oneTwoOrFour("GEMV split-K warps", warps);
+  }
+
+  /** Warps per weight row of a one-token {@link #gemv} (1, 2 or 4). */
+  public int gemvSplitK() {
+    return gemvSplitK;
+  }
+
+  private static int oneTwoOrFour(String what, int v) {
+    if (v != 1 && v != 2 && v != 4) {
+      throw new IllegalArgumentException(what + " must be 1, 2 or 4, not " + v);
+    }
+    return v;
   }
 
   /**
@@ -477,10 +580,40 @@ public final class RingmasterKernels implements AutoCloseable {
     moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
     moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
     moeGateUp.launch(s, blocks(inter, 4), active, 1, 128, 0);
-    moeDown.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
-    moeDown.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
-    moeDown.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
-    moeDown.launch(s, blocks(hidden, 4), active, 1, 128, 0);
+    moeDown(s, ws, w2, weights, n, hidden, inter);
+  }
+
+  /**
+   * The down projection of {@link #moeExpertsFused} alone: {@code y[p] = weights[p] * W2[e] h[p]}
+   * into {@link MoeWorkspace#pairRowsPtr()} for the pairs of {@code n} tokens that {@code ws} holds
+   * aligned by expert, with their intermediate rows, from an earlier run of the same routing. With
+   * {@link #useMoeDownRowsPerWarp}'s choice of kernel. Public so that benchmarks can time it alone.
+   */
+  public void moeDown(
+      CudaStream s, MoeWorkspace ws, long w2, long weights, int n, int hidden, int inter) {
+    int rows = moeDownRowsPerWarp;
+    Kernel f = rows == 1 ? moeDown : rows == 2 ? moeDownR2 : moeDownR4;
+    f.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
+    f.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
+    f.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
+    f.launch(
+        s, blocks((hidden + rows - 1) / rows, 4), Math.min(n * ws.topK, ws.numExperts), 1, 128, 0);
+  }
+
+  /**
+   * Output rows per warp of the CUDA-core down projection ({@link #moeExpertsFused}, {@link
+   * #moeDown}): 1 (default), 2 or 4. A warp streams that many rows of its expert at once, in a grid
+   * that many times smaller; the outputs are bit-identical whichever is chosen. Read at each
+   * launch, so a graph captures the choice made then; the default comes from {@code -D}{@value
+   * #MOE_DOWN_ROWS_PER_WARP_PROPERTY}. For benchmarks and tests.
+   */
+  public void useMoeDownRowsPerWarp(int rows) {
+    moeDownRowsPerWarp = oneTwoOrFour("MoE down rows per warp", rows);
+  }
+
+  /** Output rows per warp of the CUDA-core down projection (1, 2 or 4). */
+  public int moeDownRowsPerWarp() {
+    return moeDownRowsPerWarp;
   }
 
   /**
