@@ -13,7 +13,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The CUDA-core routed experts with 2 and 4 down-projection rows per warp ({@link
- * RingmasterKernels#useMoeDownRowsPerWarp}) against 1, the default kernel: every pair's weighted
+ * RingmasterKernels#useMoeDownRowsPerWarp}) against 1 (one row per warp): every pair's weighted
  * output row and the combined output bit for bit, and the output within the CPU reference's 1e-4
  * (as MoeGpuTest). Shapes: hidden (the down rows) not a multiple of 2 or 4, inter (the down K) not
  * a multiple of 256 and not a multiple of 8 (the scalar path), tokens that give an expert 1, up to
