@@ -68,7 +68,9 @@ class FusedDecodeOpsGpuTest {
           DeviceBuffer gu = s.poisoned((long) n * 2 * inter);
           DeviceBuffer separate = s.poisoned((long) n * inter);
           DeviceBuffer fused = s.poisoned((long) n * inter);
-          kk.gemv(s.stream(), gu.ptr(), wp, xp, 2 * inter, k, n);
+          // The SwiGLU GEMV repeats the one-warp-per-row GEMV's sums.
+          GemvVariantsGpuTest.withOneWarpPerRow(
+              kk, () -> kk.gemv(s.stream(), gu.ptr(), wp, xp, 2 * inter, k, n));
           kk.siluMul(
               s.stream(), separate.ptr(), inter, gu.ptr(), gu.ptr(4L * inter), 2 * inter, n, inter);
           kk.gemvSwiglu(s.stream(), fused.ptr(), wp, xp, inter, k, n);

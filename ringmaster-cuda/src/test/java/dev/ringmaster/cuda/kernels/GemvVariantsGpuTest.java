@@ -24,6 +24,23 @@ import org.junit.jupiter.params.provider.CsvSource;
 class GemvVariantsGpuTest {
   private static final int[] VARIANTS = {2, 4};
 
+  /**
+   * Runs {@code launches} with the one-warp-per-row GEMV selected, then restores the selection: for
+   * tests whose reference is that kernel's exact sums (the fused kernels repeat them).
+   */
+  static void withOneWarpPerRow(RingmasterKernels kk, Runnable launches) {
+    int split = kk.gemvSplitK();
+    int rows = kk.gemvRowsPerWarp();
+    kk.useGemvSplitK(1);
+    kk.useGemvRowsPerWarp(1);
+    try {
+      launches.run();
+    } finally {
+      kk.useGemvSplitK(split);
+      kk.useGemvRowsPerWarp(rows);
+    }
+  }
+
   @ParameterizedTest
   @CsvSource({
     // rows of W1, rows of W2 (0: one GEMV), K, tokens

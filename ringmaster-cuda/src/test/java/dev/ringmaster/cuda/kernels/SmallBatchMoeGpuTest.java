@@ -57,16 +57,8 @@ class SmallBatchMoeGpuTest {
           DeviceBuffer wantE = s.alloc(4L * n * k);
           DeviceBuffer wantW = s.poisoned((long) n * k);
           // The one-warp-per-row GEMV, whose sums the routing kernel's GEMV repeats.
-          int split = kk.gemvSplitK();
-          int rows = kk.gemvRowsPerWarp();
-          kk.useGemvSplitK(1);
-          kk.useGemvRowsPerWarp(1);
-          try {
-            kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n);
-          } finally {
-            kk.useGemvSplitK(split);
-            kk.useGemvRowsPerWarp(rows);
-          }
+          GemvVariantsGpuTest.withOneWarpPerRow(
+              kk, () -> kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n));
           kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
           try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8)) {
             // Twice: the second launch shows that the first left the block counter at zero.
