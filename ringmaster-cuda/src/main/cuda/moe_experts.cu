@@ -17,10 +17,10 @@ constexpr int kMoeTokensPerPass = 8;
 // fixed (atomics) but each pair's result does not depend on it.
 // Mapping: a single block; shared counters per expert (dynamic shared memory: 2*E ints), a serial
 // scan by thread 0 (E is at most a few hundred), then a scatter.
-RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, int* activeCount,
-                            const int* experts, int pairs, int numExperts) {
-  rm_pdl_prologue();
-  extern __shared__ int counts[];
+// The body of rm_moe_align for the calling block; counts: 2 * numExperts ints of shared memory.
+__device__ __forceinline__ void align_pairs(int* offsets, int* sortedPairs, int* activeExperts,
+                                            int* activeCount, const int* experts, int pairs,
+                                            int numExperts, int* counts) {
   int* cursor = counts + numExperts;
   for (int e = threadIdx.x; e < numExperts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
@@ -46,6 +46,13 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
     const int slot = atomicAdd(&cursor[experts[p]], 1);
     sortedPairs[slot] = p;
   }
+}
+
+RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, int* activeCount,
+                            const int* experts, int pairs, int numExperts) {
+  rm_pdl_prologue();
+  extern __shared__ int counts[];
+  align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, pairs, numExperts, counts);
 }
 
 // Gate and up rows of one intermediate index for up to NT pairs: h[p, i] = silu(g) * u.

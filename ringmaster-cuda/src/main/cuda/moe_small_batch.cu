@@ -1,7 +1,8 @@
 // The MoE layer of a decode step of one or two tokens in three launches instead of six (the model
-// runs rm_router_route in every GEMV-sized step; the pair kernels only on request, see
-// SmallBatchMoe):
+// runs rm_router_route in every GEMV-sized step, rm_router_route_align in the smallest; the pair
+// kernels only on request, see SmallBatchMoe):
 //   rm_router_route       router GEMV, then the routing of every token by the grid's last block;
+//   rm_router_route_align the same in one block, which then also groups the pairs by expert;
 //   rm_moe_gate_up_pairs  h[p] = silu(W_gate[e] x[t]) * (W_up[e] x[t]) straight from the routed
 //                         pairs (no grouping by expert: a token's experts are distinct, so a lone
 //                         token streams each expert once either way);
@@ -42,6 +43,37 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
                 topKGroups, normTopK, routedScaling);
   }
   if (threadIdx.x == 0) *counter = 0u;
+}
+
+// rm_router_route and rm_moe_align in ONE block, for the smallest steps: the router GEMV (a warp
+// per logit row, as rm_gemv_bf16), the routing of every token, then the pairs grouped by expert
+// for rm_moe_gate_up / rm_moe_down. At batch 1 the router GEMV is 64 rows (256 KB), which one SM
+// streams in about the time the many-block kernel spends on its ticket and its last block's
+// routing; and the align launch goes. Same results: the logits are rm_gemv_bf16's one-warp sums
+// and the routing is route_token (its block reductions add the extra warps' zeros exactly).
+// Mapping: one block (kRouterAlignThreads); dynamic shared memory 12 * E bytes (route_token's
+// arrays, then align_pairs' counters).
+constexpr int kRouterAlignThreads = 1024;
+
+RM_KERNEL void __launch_bounds__(kRouterAlignThreads)
+    rm_router_route_align(float* logits, int* experts, float* weights, int* offsets,
+                          int* sortedPairs, int* activeExperts, int* activeCount,
+                          const uint16_t* W, const float* x, int K, int tokens, const float* bias,
+                          int numExperts, int topK, int scoring, int selection, int numGroups,
+                          int topKGroups, int normTopK, float routedScaling) {
+  rm_pdl_prologue();
+  extern __shared__ int alignCounts[];
+  for (int row = threadIdx.x >> 5; row < numExperts; row += kRouterAlignThreads / 32) {
+    gemv_row(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
+  }
+  __syncthreads();  // the block's global writes are visible to its own threads after the barrier
+  for (int t = 0; t < tokens; t++) {
+    route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection, numGroups,
+                topKGroups, normTopK, routedScaling);
+  }
+  __syncthreads();
+  align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, tokens * topK, numExperts,
+              alignCounts);
 }
 
 // h[p, i] = silu(gate_e[i] . x[t]) * (up_e[i] . x[t]) for pair p = t * topK + slot, e = experts[p]

@@ -535,12 +535,33 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean tensorCores) {
+    moeExpertPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, tensorCores, false);
+  }
+
+  /**
+   * {@link #moeExpertPairs}; with {@code aligned}, {@code ws} already holds the pairs grouped by
+   * expert for this routing ({@link SmallBatchMoe#routerRouteAlign}), so the CUDA-core kernels
+   * start without {@link #moeAlign}.
+   */
+  public void moeExpertPairs(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long w2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean tensorCores,
+      boolean aligned) {
     if (tensorCores) {
       checkMma(hidden, inter);
       int passTokens = moeMmaPassTokens(n, ws.topK, ws.numExperts);
       mmaPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, passTokens);
     } else {
-      fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter);
+      fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, aligned);
     }
   }
 
@@ -561,7 +582,7 @@ public final class RingmasterKernels implements AutoCloseable {
       int hidden,
       int inter,
       boolean accumulate) {
-    fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter);
+    fusedPairs(s, ws, x, w13, w2, experts, weights, n, hidden, inter, false);
     moeCombine(s, out, ws.y.ptr(), n, hidden, ws.topK, accumulate);
   }
 
@@ -575,8 +596,10 @@ public final class RingmasterKernels implements AutoCloseable {
       long weights,
       int n,
       int hidden,
-      int inter) {
-    int active = moeAlignForExperts(s, ws, experts, n);
+      int inter,
+      boolean aligned) {
+    int active =
+        aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
     moeGateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
     moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
     moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);

@@ -17,11 +17,13 @@ import java.util.function.BiFunction;
  */
 public final class SmallBatchMoe {
   private final Kernel routerRoute;
+  private final Kernel routerRouteAlign;
   private final Kernel gateUpPairs;
   private final Kernel downSum;
 
   SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel) {
     routerRoute = kernel.apply("rm_router_route", 17);
+    routerRouteAlign = kernel.apply("rm_router_route_align", 20);
     gateUpPairs = kernel.apply("rm_moe_gate_up_pairs", 7);
     downSum = kernel.apply("rm_moe_down_sum", 10);
   }
@@ -51,6 +53,39 @@ public final class SmallBatchMoe {
     int warps = threads / 32;
     int blocks = (r.numExperts() + warps - 1) / warps;
     routerRoute.launch(s, blocks, 1, 1, threads, 12 * r.numExperts());
+  }
+
+  /** Most tokens {@link #routerRouteAlign} takes (its GEMV runs on one SM). */
+  public static final int ROUTE_ALIGN_MAX_TOKENS = 4;
+
+  /**
+   * {@link #routerRoute} and {@link RingmasterKernels#moeAlign} in one launch of one block, for at
+   * most {@value #ROUTE_ALIGN_MAX_TOKENS} tokens: the same logits, routing and grouping of the
+   * pairs by expert (into {@code ws}, as {@link RingmasterKernels#moeExpertPairs} with {@code
+   * aligned} expects). Replaces two launches, and the many-block kernel's ticket, at batch 1.
+   */
+  public void routerRouteAlign(
+      CudaStream s,
+      MoeWorkspace ws,
+      long logits,
+      long experts,
+      long weights,
+      long gate,
+      long x,
+      int k,
+      long bias,
+      int n,
+      MoeRouting r) {
+    if (n > ROUTE_ALIGN_MAX_TOKENS || n > ws.maxTokens) {
+      throw new IllegalArgumentException(
+          n + " tokens: the one-block routing takes at most " + ROUTE_ALIGN_MAX_TOKENS);
+    }
+    routerRouteAlign.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.offsets.ptr());
+    routerRouteAlign.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
+    routerRouteAlign.arg(6, ws.activeCount.ptr()).arg(7, gate).arg(8, x).arg(9, k).arg(10, n);
+    routerRouteAlign.arg(11, bias);
+    r.bind(routerRouteAlign, 12);
+    routerRouteAlign.launch(s, 1, 1, 1, 1024, 12 * r.numExperts());
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.kernels.MoeRouting;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.cuda.kernels.SmallBatchMoe;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.MoeConfig;
 
@@ -93,7 +94,15 @@ final class FeedForwardBlock {
       ops.forkSide();
       ops.swigluGemv(ops.side, act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.act.ptr(), n);
     }
-    route(ops, act, m, n);
+    // At batch 1-4 without other consumers of the routing, one block routes and groups the pairs.
+    boolean aligned =
+        allToAll == null
+            && !(useGrouped && grouped != null)
+            && !ops.pairExperts(n)
+            && ops.fusedRouting(m.gate(), n)
+            && n <= SmallBatchMoe.ROUTE_ALIGN_MAX_TOKENS
+            && !k.moeUsesTensorCores(n, hidden, expertInter);
+    route(ops, act, m, n, aligned);
     if (afterRouting != null) {
       afterRouting.accept(n);
     }
@@ -166,7 +175,8 @@ final class FeedForwardBlock {
           n,
           hidden,
           expertInter,
-          k.moeUsesTensorCores(n, hidden, expertInter));
+          k.moeUsesTensorCores(n, hidden, expertInter),
+          aligned);
       if (sharedAside) {
         ops.joinSide();
       }
@@ -179,10 +189,28 @@ final class FeedForwardBlock {
 
   /**
    * Router logits and routing of {@code n} tokens into {@code act.expertIds} / {@code
-   * act.expertWeights}: one launch in decode-sized steps, else a linear layer and the routing
-   * kernel (the same results).
+   * act.expertWeights}: one launch in decode-sized steps (which with {@code align} also groups the
+   * pairs by expert into {@code act.moe}), else a linear layer and the routing kernel (the same
+   * results).
    */
-  private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n) {
+  private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n, boolean align) {
+    if (align) {
+      ops.kernels
+          .smallBatchMoe()
+          .routerRouteAlign(
+              ops.stream,
+              act.moe,
+              act.routerLogits.ptr(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              m.gate().ptr(),
+              act.normed.ptr(),
+              m.gate().cols(),
+              m.scoreBias(),
+              n,
+              routing);
+      return;
+    }
     if (ops.fusedRouting(m.gate(), n)) {
       ops.kernels
           .smallBatchMoe()

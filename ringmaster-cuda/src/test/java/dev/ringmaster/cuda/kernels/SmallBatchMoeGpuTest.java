@@ -96,6 +96,101 @@ class SmallBatchMoeGpuTest {
 
   @ParameterizedTest
   @CsvSource({
+    // tokens, experts, topK, hidden, scoring, selection, groups, topKGroups, norm, scaling, bias
+    "1,64,6,2048,SOFTMAX,GREEDY,1,1,false,1.0,false",
+    "4,64,6,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
+    "1,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
+    "3,160,6,512,SOFTMAX,GROUP_LIMITED_GREEDY,8,3,false,16.0,false",
+    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
+  })
+  void oneBlockRoutingAndAlignEqualTheSeparateKernels(
+      int n,
+      int e,
+      int k,
+      int hidden,
+      MoeConfig.Scoring scoring,
+      MoeConfig.Selection selection,
+      int groups,
+      int topKGroups,
+      boolean norm,
+      double scaling,
+      boolean hasBias) {
+    Rand r = new Rand();
+    Rand.Bf16 gate = r.bf16(e * hidden, 0.05f);
+    float[] x = r.uniform(n * hidden, 1f);
+    float[] bias = hasBias ? r.uniform(e, 0.1f) : null;
+    MoeRouting routing =
+        MoeRouting.of(
+            new MoeConfig(
+                e, k, 32, 0, scoring, selection, groups, topKGroups, norm, scaling, hasBias));
+    String seed = "seed " + r.seed();
+    Gpu.run(
+        s -> {
+          RingmasterKernels kk = Gpu.kernels();
+          DeviceBuffer g = s.bf16(gate.bits());
+          DeviceBuffer xs = s.f32(x);
+          long biasP = hasBias ? s.f32(bias).ptr() : 0;
+          DeviceBuffer wantLogits = s.poisoned((long) n * e);
+          DeviceBuffer wantE = s.alloc(4L * n * k);
+          DeviceBuffer wantW = s.poisoned((long) n * k);
+          try (MoeWorkspace want = new MoeWorkspace(n, e, k, hidden, 8);
+              MoeWorkspace got = new MoeWorkspace(n, e, k, hidden, 8)) {
+            GemvVariantsGpuTest.withOneWarpPerRow(
+                kk, () -> kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n));
+            kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
+            kk.moeAlign(s.stream(), want, wantE.ptr(), n);
+            DeviceBuffer logits = s.poisoned((long) n * e);
+            DeviceBuffer ex = s.alloc(4L * n * k);
+            DeviceBuffer w = s.poisoned((long) n * k);
+            got.offsets.poison(s.stream());
+            got.sortedPairs.poison(s.stream());
+            kk.smallBatchMoe()
+                .routerRouteAlign(
+                    s.stream(),
+                    got,
+                    logits.ptr(),
+                    ex.ptr(),
+                    w.ptr(),
+                    g.ptr(),
+                    xs.ptr(),
+                    hidden,
+                    biasP,
+                    n,
+                    routing);
+            assertThat(Compare.bits(s.read(logits, n * e)))
+                .as("logits, %s", seed)
+                .isEqualTo(Compare.bits(s.read(wantLogits, n * e)));
+            assertThat(s.readInts(ex, n * k))
+                .as("experts, %s", seed)
+                .isEqualTo(s.readInts(wantE, n * k));
+            assertThat(Compare.bits(s.read(w, n * k)))
+                .as("weights, %s", seed)
+                .isEqualTo(Compare.bits(s.read(wantW, n * k)));
+            int[] offsets = s.readInts(got.offsets, e + 1);
+            assertThat(offsets).as("offsets, %s", seed).isEqualTo(s.readInts(want.offsets, e + 1));
+            int active = s.readInts(got.activeCount, 1)[0];
+            assertThat(active)
+                .as("active experts, %s", seed)
+                .isEqualTo(s.readInts(want.activeCount, 1)[0]);
+            assertThat(s.readInts(got.activeExperts, active))
+                .as("active expert ids, %s", seed)
+                .isEqualTo(s.readInts(want.activeExperts, active));
+            // Within an expert the pairs' order depends on atomics: compare each expert's set.
+            int[] gotPairs = s.readInts(got.sortedPairs, n * k);
+            int[] wantPairs = s.readInts(want.sortedPairs, n * k);
+            for (int x0 = 0; x0 < e; x0++) {
+              int[] a = java.util.Arrays.copyOfRange(gotPairs, offsets[x0], offsets[x0 + 1]);
+              int[] b = java.util.Arrays.copyOfRange(wantPairs, offsets[x0], offsets[x0 + 1]);
+              java.util.Arrays.sort(a);
+              java.util.Arrays.sort(b);
+              assertThat(a).as("pairs of expert %d, %s", x0, seed).isEqualTo(b);
+            }
+          }
+        });
+  }
+
+  @ParameterizedTest
+  @CsvSource({
     // tokens, experts, topK, hidden, inter, accumulate
     "1,64,6,2048,1408,true",
     "1,64,6,2048,1408,false",
