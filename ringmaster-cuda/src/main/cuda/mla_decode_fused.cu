@@ -30,6 +30,11 @@ constexpr int kMlaFusedMaxOutRows = 4;  // per warp: vDim <= 8 splits x 8 warps 
 constexpr int kMlaFusedTile = 64;       // positions scored per pass
 constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // position groups, pass 2
 
+// kv: null when the cache already holds every position; else the step's kv_a output [T, kvStride]
+// (latent then unrotated key) whose normalised, rotated row this kernel appends at slots[t] of
+// cacheOut (== cache) with kvNorm, eps, invFreq, attnScaling and interleaved as
+// rm_mla_kv_rope_append takes them, q's rotary part then being unrotated (for one token per
+// sequence: a token's own row is the only one it cannot find in the cache).
 // out[t, h * vDim + j] = attention output of token t, head h, value dim j (as rm_mla_out_v writes
 // it); q: [T, heads, nope + ropeDim] with the rotary part already rotated; kvB: [heads * (nope +
 // vDim), kvLora] bf16 (W_UK rows then W_UV rows per head); cache, blockTable, tokenSeq, tokenPos as
@@ -37,11 +42,13 @@ constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // posi
 // 256, vDim % 8 == 0 and <= 256 (RingmasterKernels.mlaFusedSupports).
 // Mapping: grid (8, heads, tokens), clusters of 8 along x (block x = its split and cluster rank),
 // 256 threads.
-RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFusedThreads)
+RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFusedThreads, 1)
     rm_mla_decode_fused(float* out, const float* q, const uint16_t* kvB, const uint16_t* cache,
                         const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq,
                         const int* tokenPos, int heads, int nope, int ropeDim, int vDim,
-                        int blockSize, float scale) {
+                        int blockSize, float scale, const float* kv, int kvStride,
+                        const float* kvNorm, float eps, const float* invFreq, float attnScaling,
+                        int interleaved, uint16_t* cacheOut, const int* slots) {
   namespace cg = cooperative_groups;
   __shared__ float qNope[kMlaFusedMaxNope];
   __shared__ float absorbPart[kMlaFusedWarps][kMlaFusedCols];
@@ -53,6 +60,9 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __shared__ float ctxPart[kMlaFusedLora];  // this split's unnormalised context, read by the cluster
   __shared__ float mlPart[2];               // this split's max and sum, read by the cluster
   __shared__ float ctx[kMlaFusedLora];
+  __shared__ float normScratch[32];
+  // The step's own cache row (normalised latent, rotated key) as bf16, when this kernel appends it.
+  __shared__ __align__(16) uint16_t curRow[kMlaFusedLora + kMlaFusedMaxRope];
 
   cg::cluster_group cluster = cg::this_cluster();
   const int s = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
@@ -85,7 +95,50 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   // 1. Absorption of this block's 64 latent columns.
   const float* qr = q + (static_cast<size_t>(t) * heads + h) * qk;
   for (int i = tid; i < nope; i += kMlaFusedThreads) qNope[i] = qr[i];
-  for (int i = tid; i < ropeDim; i += kMlaFusedThreads) qs[kMlaFusedLora + i] = qr[nope + i];
+  const int len = tokenPos[t] + 1;
+  const int chunk = (len + kMlaFusedSplits - 1) / kMlaFusedSplits;
+  // With kv (rm_mla_kv_rope_append's work folded in): this block rotates its head's rotary query
+  // itself, and the block whose split holds the new position builds that cache row from kv's
+  // latent and key (as rm_mla_kv_rope_append writes it) and reads it from shared memory; the
+  // blocks of head 0 write it to the cache, where later steps find it.
+  const bool appends = kv != nullptr;
+  const bool holdsNew = appends && s == (len - 1) / chunk;
+  if (!appends) {
+    for (int i = tid; i < ropeDim; i += kMlaFusedThreads) qs[kMlaFusedLora + i] = qr[nope + i];
+  } else {
+    const int half = ropeDim / 2;
+    for (int i = tid; i < half; i += kMlaFusedThreads) {
+      const float angle = static_cast<float>(len - 1) * invFreq[i];
+      const float c = cosf(angle) * attnScaling, sn = sinf(angle) * attnScaling;
+      const float* base = qr + nope;
+      const float x0 = interleaved ? base[2 * i] : base[i];
+      const float x1 = interleaved ? base[2 * i + 1] : base[half + i];
+      qs[kMlaFusedLora + i] = x0 * c - x1 * sn;
+      qs[kMlaFusedLora + half + i] = x1 * c + x0 * sn;
+      if (holdsNew) {
+        const float* key = kv + static_cast<size_t>(t) * kvStride + kMlaFusedLora;
+        const float k0 = interleaved ? key[2 * i] : key[i];
+        const float k1 = interleaved ? key[2 * i + 1] : key[half + i];
+        curRow[kMlaFusedLora + i] = f32_to_bf16_bits(k0 * c - k1 * sn);
+        curRow[kMlaFusedLora + half + i] = f32_to_bf16_bits(k1 * c + k0 * sn);
+      }
+    }
+    if (holdsNew) {
+      const float* lat = kv + static_cast<size_t>(t) * kvStride;
+      float ss = 0.f;
+      for (int k = tid; k < kMlaFusedLora; k += kMlaFusedThreads) ss += lat[k] * lat[k];
+      ss = block_sum(ss, normScratch);
+      const float inv = 1.f / sqrtf(ss / kMlaFusedLora + eps);
+      for (int k = tid; k < kMlaFusedLora; k += kMlaFusedThreads) {
+        curRow[k] = f32_to_bf16_bits(kvNorm[k] * (lat[k] * inv));
+      }
+      __syncthreads();
+      if (h == 0) {
+        uint16_t* dst = cacheOut + static_cast<size_t>(slots[t]) * D;
+        for (int k = tid; k < D; k += kMlaFusedThreads) dst[k] = curRow[k];
+      }
+    }
+  }
   __syncthreads();
   {
     float a0 = 0.f, a1 = 0.f;
@@ -115,8 +168,6 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __syncthreads();
 
   // 2. Attention over this split's positions.
-  const int len = tokenPos[t] + 1;
-  const int chunk = (len + kMlaFusedSplits - 1) / kMlaFusedSplits;
   const int begin = min(len, s * chunk), end = min(len, begin + chunk);
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   const int ropeChunks = ropeDim >> 3;
@@ -146,6 +197,12 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
         kv[u][1] = __ldg(reinterpret_cast<const uint4*>(row + (lane + 32) * 8));
         kv[u][2] = lane < ropeChunks ? __ldg(reinterpret_cast<const uint4*>(row + kMlaFusedLora + lane * 8))
                                      : make_uint4(0u, 0u, 0u, 0u);
+        if (holdsNew && p == len - 1) {
+          const uint4* cur = reinterpret_cast<const uint4*>(curRow);
+          kv[u][0] = cur[lane];
+          kv[u][1] = cur[lane + 32];
+          kv[u][2] = lane < ropeChunks ? cur[64 + lane] : make_uint4(0u, 0u, 0u, 0u);
+        }
       }
 #pragma unroll
       for (int u = 0; u < 4; u++) {
@@ -177,7 +234,9 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
       const uint16_t* row =
           cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
       float kf[8];
-      bf16x8_to_f32(__ldg(reinterpret_cast<const uint4*>(row + pc * 8)), kf);
+      bf16x8_to_f32(holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
+                                             : __ldg(reinterpret_cast<const uint4*>(row + pc * 8)),
+                    kf);
       const float w = expf(sc[i] - mNew);
       lAcc += w;
 #pragma unroll

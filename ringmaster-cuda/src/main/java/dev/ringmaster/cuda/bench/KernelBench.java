@@ -428,7 +428,8 @@ public final class KernelBench {
                           MlaInputs.V,
                           MlaInputs.LORA,
                           MlaInputs.BLOCK,
-                          MlaInputs.SCALE));
+                          MlaInputs.SCALE,
+                          null));
       double bytes = 2.0 * batch * len * (MlaInputs.LORA + MlaInputs.ROPE);
       row(
           String.format(

@@ -21,7 +21,7 @@ public final class MlaFusedDecode {
   private final Kernel fused;
 
   MlaFusedDecode(BiFunction<String, Integer, Kernel> kernel) {
-    fused = kernel.apply("rm_mla_decode_fused", 14);
+    fused = kernel.apply("rm_mla_decode_fused", 23);
   }
 
   /**
@@ -47,6 +47,8 @@ public final class MlaFusedDecode {
    * ropeDim]} (rotary part already rotated) against the cached positions {@code 0 .. tokenPos[i]}
    * of sequence {@code tokenSeq[i]} through {@code blockTable} (the arguments of {@link
    * RingmasterKernels#mlaAttention}), through {@code kvB [heads * (nope + vDim), kvLora]} (bf16).
+   * {@code append}: null when the cache already holds every token's row, else the rows to append
+   * first (and {@code q}'s rotary part still unrotated).
    */
   public void attention(
       CudaStream s,
@@ -65,7 +67,8 @@ public final class MlaFusedDecode {
       int vDim,
       int kvLora,
       int blockSize,
-      float scale) {
+      float scale,
+      Append append) {
     if (!supports(nope, ropeDim, vDim, kvLora)) {
       throw new IllegalArgumentException(
           "fused MLA decode takes kvLora 512 and rope/nope/v dims of at most 64/256/256 (multiples"
@@ -84,6 +87,33 @@ public final class MlaFusedDecode {
     fused.arg(0, out).arg(1, q).arg(2, kvB).arg(3, cache).arg(4, blockTable);
     fused.arg(5, maxBlocksPerSeq).arg(6, tokenSeq).arg(7, tokenPos).arg(8, heads).arg(9, nope);
     fused.arg(10, ropeDim).arg(11, vDim).arg(12, blockSize).arg(13, scale);
+    if (append == null) {
+      fused.arg(14, 0L).arg(15, 0).arg(16, 0L).arg(17, 0f).arg(18, 0L).arg(19, 0f).arg(20, 0);
+      fused.arg(21, 0L).arg(22, 0L);
+    } else {
+      fused.arg(14, append.kv()).arg(15, append.kvStride()).arg(16, append.kvNorm());
+      fused.arg(17, append.eps()).arg(18, append.invFreq()).arg(19, append.attnScaling());
+      fused.arg(20, append.interleaved() ? 1 : 0).arg(21, cache).arg(22, append.slots());
+    }
     fused.launch(s, SPLITS, heads, t, 256, 0);
   }
+
+  /**
+   * The step's new cache rows, for {@link #attention} to build and append itself instead of {@link
+   * RingmasterKernels#mlaKvRopeAppend} (same arguments): {@code kv [t, kvStride]} holds each
+   * token's latent then its unrotated rotary key (kv_a's output), normalised with {@code kvNorm}
+   * and {@code eps}, rotated at the token's position ({@code invFreq}, {@code attnScaling}, {@code
+   * interleaved}) and written at {@code slots[i]}. The query's rotary part is then read unrotated.
+   * For steps with one token per sequence (a token's own row is the only one it cannot read from
+   * the cache).
+   */
+  public record Append(
+      long kv,
+      int kvStride,
+      long kvNorm,
+      float eps,
+      long invFreq,
+      float attnScaling,
+      boolean interleaved,
+      long slots) {}
 }

@@ -72,7 +72,24 @@ final class MlaBlock {
       ops.rmsNorm(act.qa.ptr(), act.qa.ptr(), w.qANorm(), n, w.qA().rows(), LATENT_NORM_EPS);
       ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
     }
-    if (GpuOps.FUSED_DECODE_OPS) {
+    boolean fusedAttention =
+        n <= ops.mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
+    // The fused attention then appends the step's cache rows itself (one launch fewer).
+    MlaFusedDecode.Append append =
+        fusedAttention && GpuOps.FUSED_DECODE_OPS
+            ? new MlaFusedDecode.Append(
+                act.kva.ptr(),
+                kvWidth,
+                w.kvANorm(),
+                LATENT_NORM_EPS,
+                act.invFreq.ptr(),
+                ropeScaling,
+                interleaved,
+                in.slots.ptr())
+            : null;
+    if (append != null) {
+      mark.accept("mla.q_kv");
+    } else if (GpuOps.FUSED_DECODE_OPS) {
       k.mlaKvRopeAppend(
           ops.stream,
           act.kva.ptr(),
@@ -123,8 +140,10 @@ final class MlaBlock {
           interleaved);
       k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
     }
-    mark.accept("mla.q_kv_rope_append");
-    if (n <= ops.mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora)) {
+    if (append == null) {
+      mark.accept("mla.q_kv_rope_append");
+    }
+    if (fusedAttention) {
       k.mlaFusedDecode()
           .attention(
               ops.stream,
@@ -143,7 +162,8 @@ final class MlaBlock {
               vDim,
               kvLora,
               blockSize,
-              scale);
+              scale,
+              append);
     } else if (segments == null || segments.gemmRuns().isEmpty()) {
       k.mlaAttention(
           ops.stream,

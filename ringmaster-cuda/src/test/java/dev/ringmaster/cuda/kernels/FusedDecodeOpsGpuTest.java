@@ -210,7 +210,7 @@ class FusedDecodeOpsGpuTest {
         });
   }
 
-  private static short[] rowOf(
+  static short[] rowOf(
       DeviceBuffer cache, dev.ringmaster.cuda.testing.DeviceScope s, int slot, int d) {
     short[] all = cache.downloadShorts(s.stream(), (slot + 1) * d);
     return java.util.Arrays.copyOfRange(all, slot * d, (slot + 1) * d);

@@ -210,7 +210,8 @@ class MlaGpuTest {
                       vDim,
                       lora,
                       blockSize,
-                      scale);
+                      scale,
+                      null);
             } else {
               k.mlaAttention(
                   s.stream(),
