@@ -1,8 +1,8 @@
 // The MoE layer of a decode step of one or two tokens in three launches instead of six (the model
-// runs rm_router_route in every GEMV-sized step, rm_router_route_align in the smallest; the pair
-// kernels only on request, see SmallBatchMoe):
-//   rm_router_route       router GEMV, then the routing of every token by the grid's last block;
-//   rm_router_route_align the same in one block, which then also groups the pairs by expert;
+// runs rm_router_route in every GEMV-sized step; the pair kernels only on request, see
+// SmallBatchMoe):
+//   rm_router_route       router GEMV, then the routing of every token by the grid's last block,
+//                         which can also group the pairs by expert (rm_moe_align's work);
 //   rm_moe_gate_up_pairs  h[p] = silu(W_gate[e] x[t]) * (W_up[e] x[t]) straight from the routed
 //                         pairs (no grouping by expert: a token's experts are distinct, so a lone
 //                         token streams each expert once either way);
@@ -16,16 +16,18 @@
 #include "moe_experts.cu"
 #include "moe_route.cu"
 
-// logits[t, m] = W[m] . x[t] (bf16 W [E, K]) for `tokens` tokens, then route_token for each token.
+// logits[t, m] = W[m] . x[t] (bf16 W [E, K]) for `tokens` tokens, then route_token for each token;
+// with offsets non-null, then rm_moe_align's grouping of the pairs by expert (same outputs).
 // Mapping: as rm_gemv_bf16 (a warp per logit row; blocks of rm_moe_route's size); every block takes a ticket
 // after its rows are written (threadfence first), and the block that takes the last one routes all
-// tokens (the block's threads as rm_moe_route's; dynamic shared memory 12 * E bytes) and resets the
-// counter for the next launch. `counter` is one int, zero before the first launch.
+// tokens (the block's threads as rm_moe_route's; dynamic shared memory 12 * E bytes), aligns, and
+// resets the counter for the next launch. `counter` is one int, zero before the first launch.
 RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsigned* counter,
                                const uint16_t* W, const float* x, int K, int tokens,
                                const float* bias, int numExperts, int topK, int scoring,
                                int selection, int numGroups, int topKGroups, int normTopK,
-                               float routedScaling) {
+                               float routedScaling, int* offsets, int* sortedPairs,
+                               int* activeExperts, int* activeCount) {
   rm_pdl_prologue();
   __shared__ bool last;
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -42,38 +44,13 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
     route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection, numGroups,
                 topKGroups, normTopK, routedScaling);
   }
+  if (offsets != nullptr) {
+    extern __shared__ int alignCounts[];
+    __syncthreads();  // the block's expert ids are visible to its threads after the barrier
+    align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, tokens * topK,
+                numExperts, alignCounts);
+  }
   if (threadIdx.x == 0) *counter = 0u;
-}
-
-// rm_router_route and rm_moe_align in ONE block, for the smallest steps: the router GEMV (a warp
-// per logit row, as rm_gemv_bf16), the routing of every token, then the pairs grouped by expert
-// for rm_moe_gate_up / rm_moe_down. At batch 1 the router GEMV is 64 rows (256 KB), which one SM
-// streams in about the time the many-block kernel spends on its ticket and its last block's
-// routing; and the align launch goes. Same results: the logits are rm_gemv_bf16's one-warp sums
-// and the routing is route_token (its block reductions add the extra warps' zeros exactly).
-// Mapping: one block (kRouterAlignThreads); dynamic shared memory 12 * E bytes (route_token's
-// arrays, then align_pairs' counters).
-constexpr int kRouterAlignThreads = 1024;
-
-RM_KERNEL void __launch_bounds__(kRouterAlignThreads)
-    rm_router_route_align(float* logits, int* experts, float* weights, int* offsets,
-                          int* sortedPairs, int* activeExperts, int* activeCount,
-                          const uint16_t* W, const float* x, int K, int tokens, const float* bias,
-                          int numExperts, int topK, int scoring, int selection, int numGroups,
-                          int topKGroups, int normTopK, float routedScaling) {
-  rm_pdl_prologue();
-  extern __shared__ int alignCounts[];
-  for (int row = threadIdx.x >> 5; row < numExperts; row += kRouterAlignThreads / 32) {
-    gemv_row(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
-  }
-  __syncthreads();  // the block's global writes are visible to its own threads after the barrier
-  for (int t = 0; t < tokens; t++) {
-    route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection, numGroups,
-                topKGroups, normTopK, routedScaling);
-  }
-  __syncthreads();
-  align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, tokens * topK, numExperts,
-              alignCounts);
 }
 
 // h[p, i] = silu(gate_e[i] . x[t]) * (up_e[i] . x[t]) for pair p = t * topK + slot, e = experts[p]

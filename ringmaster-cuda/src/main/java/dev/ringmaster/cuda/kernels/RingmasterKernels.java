@@ -540,8 +540,8 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * {@link #moeExpertPairs}; with {@code aligned}, {@code ws} already holds the pairs grouped by
-   * expert for this routing ({@link SmallBatchMoe#routerRouteAlign}), so the CUDA-core kernels
-   * start without {@link #moeAlign}.
+   * expert for this routing ({@link SmallBatchMoe#routerRoute} with {@code align}), so the
+   * CUDA-core kernels start without {@link #moeAlign}.
    */
   public void moeExpertPairs(
       CudaStream s,

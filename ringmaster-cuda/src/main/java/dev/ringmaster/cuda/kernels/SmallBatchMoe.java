@@ -17,13 +17,11 @@ import java.util.function.BiFunction;
  */
 public final class SmallBatchMoe {
   private final Kernel routerRoute;
-  private final Kernel routerRouteAlign;
   private final Kernel gateUpPairs;
   private final Kernel downSum;
 
   SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel) {
-    routerRoute = kernel.apply("rm_router_route", 17);
-    routerRouteAlign = kernel.apply("rm_router_route_align", 20);
+    routerRoute = kernel.apply("rm_router_route", 21);
     gateUpPairs = kernel.apply("rm_moe_gate_up_pairs", 7);
     downSum = kernel.apply("rm_moe_down_sum", 10);
   }
@@ -31,7 +29,9 @@ public final class SmallBatchMoe {
   /**
    * {@code logits = x . gate^T} (bf16 {@code gate [numExperts, k]}) for {@code n} tokens, then the
    * routing of {@link RingmasterKernels#moeRoute} (same arguments) into {@code experts} and {@code
-   * weights}, in one launch; uses {@code ws}'s block counter.
+   * weights}, in one launch; uses {@code ws}'s block counter. With {@code align} the routing block
+   * then also groups the pairs by expert into {@code ws}, as {@link RingmasterKernels#moeAlign}
+   * does (for {@link RingmasterKernels#moeExpertPairs} with {@code aligned}): one launch fewer.
    */
   public void routerRoute(
       CudaStream s,
@@ -44,48 +44,19 @@ public final class SmallBatchMoe {
       int k,
       long bias,
       int n,
-      MoeRouting r) {
+      MoeRouting r,
+      boolean align) {
     routerRoute.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.ticket.ptr());
     routerRoute.arg(4, gate).arg(5, x).arg(6, k).arg(7, n).arg(8, bias);
     r.bind(routerRoute, 9);
+    routerRoute.arg(17, align ? ws.offsets.ptr() : 0L).arg(18, align ? ws.sortedPairs.ptr() : 0L);
+    routerRoute.arg(19, align ? ws.activeExperts.ptr() : 0L);
+    routerRoute.arg(20, align ? ws.activeCount.ptr() : 0L);
     // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
     int threads = RingmasterKernels.routingThreads(r.numExperts());
     int warps = threads / 32;
     int blocks = (r.numExperts() + warps - 1) / warps;
     routerRoute.launch(s, blocks, 1, 1, threads, 12 * r.numExperts());
-  }
-
-  /** Most tokens {@link #routerRouteAlign} takes (its GEMV runs on one SM). */
-  public static final int ROUTE_ALIGN_MAX_TOKENS = 4;
-
-  /**
-   * {@link #routerRoute} and {@link RingmasterKernels#moeAlign} in one launch of one block, for at
-   * most {@value #ROUTE_ALIGN_MAX_TOKENS} tokens: the same logits, routing and grouping of the
-   * pairs by expert (into {@code ws}, as {@link RingmasterKernels#moeExpertPairs} with {@code
-   * aligned} expects). Replaces two launches, and the many-block kernel's ticket, at batch 1.
-   */
-  public void routerRouteAlign(
-      CudaStream s,
-      MoeWorkspace ws,
-      long logits,
-      long experts,
-      long weights,
-      long gate,
-      long x,
-      int k,
-      long bias,
-      int n,
-      MoeRouting r) {
-    if (n > ROUTE_ALIGN_MAX_TOKENS || n > ws.maxTokens) {
-      throw new IllegalArgumentException(
-          n + " tokens: the one-block routing takes at most " + ROUTE_ALIGN_MAX_TOKENS);
-    }
-    routerRouteAlign.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.offsets.ptr());
-    routerRouteAlign.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
-    routerRouteAlign.arg(6, ws.activeCount.ptr()).arg(7, gate).arg(8, x).arg(9, k).arg(10, n);
-    routerRouteAlign.arg(11, bias);
-    r.bind(routerRouteAlign, 12);
-    routerRouteAlign.launch(s, 1, 1, 1, 1024, 12 * r.numExperts());
   }
 
   /**

@@ -2,7 +2,6 @@ package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.kernels.MoeRouting;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
-import dev.ringmaster.cuda.kernels.SmallBatchMoe;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.MoeConfig;
 
@@ -94,13 +93,12 @@ final class FeedForwardBlock {
       ops.forkSide();
       ops.swigluGemv(ops.side, act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.act.ptr(), n);
     }
-    // At batch 1-4 without other consumers of the routing, one block routes and groups the pairs.
+    // Where the CUDA-core grouped experts follow, the routing launch also groups the pairs.
     boolean aligned =
         allToAll == null
             && !(useGrouped && grouped != null)
             && !ops.pairExperts(n)
             && ops.fusedRouting(m.gate(), n)
-            && n <= SmallBatchMoe.ROUTE_ALIGN_MAX_TOKENS
             && !k.moeUsesTensorCores(n, hidden, expertInter);
     route(ops, act, m, n, aligned);
     if (afterRouting != null) {
@@ -194,23 +192,6 @@ final class FeedForwardBlock {
    * results).
    */
   private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n, boolean align) {
-    if (align) {
-      ops.kernels
-          .smallBatchMoe()
-          .routerRouteAlign(
-              ops.stream,
-              act.moe,
-              act.routerLogits.ptr(),
-              act.expertIds.ptr(),
-              act.expertWeights.ptr(),
-              m.gate().ptr(),
-              act.normed.ptr(),
-              m.gate().cols(),
-              m.scoreBias(),
-              n,
-              routing);
-      return;
-    }
     if (ops.fusedRouting(m.gate(), n)) {
       ops.kernels
           .smallBatchMoe()
@@ -225,7 +206,8 @@ final class FeedForwardBlock {
               m.gate().cols(),
               m.scoreBias(),
               n,
-              routing);
+              routing,
+              align);
       return;
     }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);

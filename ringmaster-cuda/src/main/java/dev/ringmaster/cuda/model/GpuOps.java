@@ -60,6 +60,13 @@ final class GpuOps implements AutoCloseable {
       Integer.getInteger("ringmaster.cuda.mlaFusedMaxContext", 1024);
 
   /**
+   * Whether the fused MLA launch also builds and appends the step's cache rows (one launch fewer
+   * than rm_mla_kv_rope_append first); {@code -Dringmaster.cuda.mlaFusedAppend=false} to compare.
+   */
+  static final boolean MLA_FUSED_APPEND =
+      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaFusedAppend", "true"));
+
+  /**
    * Most tokens for which the steps launched from now on take the fused MLA launch: {@link
    * #MLA_FUSED_TOKENS}, or 0 while the model launches or captures a long-context step.
    */

@@ -76,7 +76,7 @@ final class MlaBlock {
         n <= ops.mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
     // The fused attention then appends the step's cache rows itself (one launch fewer).
     MlaFusedDecode.Append append =
-        fusedAttention && GpuOps.FUSED_DECODE_OPS
+        fusedAttention && GpuOps.FUSED_DECODE_OPS && GpuOps.MLA_FUSED_APPEND
             ? new MlaFusedDecode.Append(
                 act.kva.ptr(),
                 kvWidth,

@@ -78,7 +78,8 @@ class SmallBatchMoeGpuTest {
                       hidden,
                       biasP,
                       n,
-                      routing);
+                      routing,
+                      false);
               String as = seed + ", round " + round;
               assertThat(Compare.bits(s.read(logits, n * e)))
                   .as("logits, %s", as)
@@ -101,9 +102,10 @@ class SmallBatchMoeGpuTest {
     "4,64,6,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
     "1,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
     "3,160,6,512,SOFTMAX,GROUP_LIMITED_GREEDY,8,3,false,16.0,false",
-    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
+    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true",
+    "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
   })
-  void oneBlockRoutingAndAlignEqualTheSeparateKernels(
+  void routingThatAlignsEqualsTheSeparateKernels(
       int n,
       int e,
       int k,
@@ -145,7 +147,7 @@ class SmallBatchMoeGpuTest {
             got.offsets.poison(s.stream());
             got.sortedPairs.poison(s.stream());
             kk.smallBatchMoe()
-                .routerRouteAlign(
+                .routerRoute(
                     s.stream(),
                     got,
                     logits.ptr(),
@@ -156,7 +158,8 @@ class SmallBatchMoeGpuTest {
                     hidden,
                     biasP,
                     n,
-                    routing);
+                    routing,
+                    true);
             assertThat(Compare.bits(s.read(logits, n * e)))
                 .as("logits, %s", seed)
                 .isEqualTo(Compare.bits(s.read(wantLogits, n * e)));
