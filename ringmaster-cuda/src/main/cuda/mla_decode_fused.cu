@@ -42,7 +42,7 @@ constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // posi
 // 256, vDim % 8 == 0 and <= 256 (RingmasterKernels.mlaFusedSupports).
 // Mapping: grid (8, heads, tokens), clusters of 8 along x (block x = its split and cluster rank),
 // 256 threads.
-RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFusedThreads, 1)
+RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFusedThreads, 2)
     rm_mla_decode_fused(float* out, const float* q, const uint16_t* kvB, const uint16_t* cache,
                         const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq,
                         const int* tokenPos, int heads, int nope, int ropeDim, int vDim,
