@@ -93,9 +93,11 @@ final class FeedForwardBlock {
       ops.forkSide();
       ops.swigluGemv(ops.side, act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.act.ptr(), n);
     }
-    // Where the CUDA-core grouped experts follow, the routing launch also groups the pairs.
+    // Where the CUDA-core grouped experts follow, the routing launch also groups the pairs; not
+    // under expert parallelism, whose filter (afterRouting) drops other ranks' pairs afterwards.
     boolean aligned =
         allToAll == null
+            && afterRouting == null
             && !(useGrouped && grouped != null)
             && !ops.pairExperts(n)
             && ops.fusedRouting(m.gate(), n)
