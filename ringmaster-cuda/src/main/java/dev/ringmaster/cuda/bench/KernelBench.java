@@ -279,28 +279,10 @@ public final class KernelBench {
     DeviceBuffer x = randomF32(n * hidden);
     DeviceBuffer out = DeviceBuffer.allocate(4L * n * hidden);
     int routings = 8;
-    int[] experts = new int[routings * n * topK];
-    float[] weights = new float[routings * n * topK];
-    long activeTotal = 0;
-    for (int r = 0; r < routings; r++) {
-      boolean[] used = new boolean[e];
-      for (int t = 0; t < n; t++) {
-        boolean[] mine = new boolean[e];
-        for (int j = 0; j < topK; j++) {
-          int pick;
-          do {
-            pick = random.nextInt(e);
-          } while (mine[pick]);
-          mine[pick] = true;
-          used[pick] = true;
-          experts[(r * n + t) * topK + j] = pick;
-          weights[(r * n + t) * topK + j] = 1f / topK;
-        }
-      }
-      for (boolean u : used) {
-        activeTotal += u ? 1 : 0;
-      }
-    }
+    RandomRoutings routed = RandomRoutings.of(random, routings, n, e, topK);
+    int[] experts = routed.experts();
+    float[] weights = routed.weights();
+    long activeTotal = routed.activeTotal();
     DeviceBuffer de = DeviceBuffer.allocate(4L * experts.length);
     de.upload(stream, experts);
     DeviceBuffer dw = DeviceBuffer.allocate(4L * weights.length);

@@ -60,29 +60,10 @@ final class RowsPerWarpBench {
     DeviceBuffer x = b.randomF32(n * HIDDEN);
     DeviceBuffer out = DeviceBuffer.allocate(4L * n * HIDDEN);
     int pairs = n * TOP_K;
-    SplittableRandom random = new SplittableRandom(n);
-    int[] experts = new int[ROUTINGS * pairs];
-    float[] weights = new float[ROUTINGS * pairs];
-    long activeTotal = 0;
-    for (int r = 0; r < ROUTINGS; r++) {
-      boolean[] used = new boolean[EXPERTS];
-      for (int t = 0; t < n; t++) {
-        boolean[] mine = new boolean[EXPERTS];
-        for (int j = 0; j < TOP_K; j++) {
-          int pick;
-          do {
-            pick = random.nextInt(EXPERTS);
-          } while (mine[pick]);
-          mine[pick] = true;
-          used[pick] = true;
-          experts[r * pairs + t * TOP_K + j] = pick;
-          weights[r * pairs + t * TOP_K + j] = 1f / TOP_K;
-        }
-      }
-      for (boolean u : used) {
-        activeTotal += u ? 1 : 0;
-      }
-    }
+    RandomRoutings routed = RandomRoutings.of(new SplittableRandom(n), ROUTINGS, n, EXPERTS, TOP_K);
+    int[] experts = routed.experts();
+    float[] weights = routed.weights();
+    long activeTotal = routed.activeTotal();
     DeviceBuffer de = DeviceBuffer.allocate(4L * experts.length);
     de.upload(s, experts);
     DeviceBuffer dw = DeviceBuffer.allocate(4L * weights.length);

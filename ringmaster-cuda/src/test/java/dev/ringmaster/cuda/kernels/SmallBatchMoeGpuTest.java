@@ -24,7 +24,9 @@ class SmallBatchMoeGpuTest {
     "2,64,6,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
     "4,160,6,512,SOFTMAX,GROUP_LIMITED_GREEDY,8,3,false,16.0,false",
     "3,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
-    "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
+    "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true",
+    "1,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
+    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
   })
   void routerRouteEqualsTheGemvAndTheRoutingKernel(
       int n,
@@ -60,12 +62,18 @@ class SmallBatchMoeGpuTest {
           GemvVariantsGpuTest.withOneWarpPerRow(
               kk, () -> kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n));
           kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
-          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8)) {
-            // Twice: the second launch shows that the first left the block counter at zero.
-            for (int round = 0; round < 2; round++) {
+          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8);
+              MoeWorkspace want = new MoeWorkspace(n, e, k, hidden, 8)) {
+            kk.moeAlign(s.stream(), want, wantE.ptr(), n);
+            // Twice without grouping the pairs (the second launch shows that the first left the
+            // block counter at zero), then once grouping them as rm_moe_align does.
+            for (int round = 0; round < 3; round++) {
+              boolean align = round == 2;
               DeviceBuffer logits = s.poisoned((long) n * e);
               DeviceBuffer ex = s.alloc(4L * n * k);
               DeviceBuffer w = s.poisoned((long) n * k);
+              ws.offsets.poison(s.stream());
+              ws.sortedPairs.poison(s.stream());
               kk.smallBatchMoe()
                   .routerRoute(
                       s.stream(),
@@ -79,7 +87,7 @@ class SmallBatchMoeGpuTest {
                       biasP,
                       n,
                       routing,
-                      false);
+                      align);
               String as = seed + ", round " + round;
               assertThat(Compare.bits(s.read(logits, n * e)))
                   .as("logits, %s", as)
@@ -90,106 +98,40 @@ class SmallBatchMoeGpuTest {
               assertThat(Compare.bits(s.read(w, n * k)))
                   .as("weights, %s", as)
                   .isEqualTo(Compare.bits(s.read(wantW, n * k)));
+              if (align) {
+                assertGroupedAlike(s, ws, want, e, n * k, as);
+              }
             }
           }
         });
   }
 
-  @ParameterizedTest
-  @CsvSource({
-    // tokens, experts, topK, hidden, scoring, selection, groups, topKGroups, norm, scaling, bias
-    "1,64,6,2048,SOFTMAX,GREEDY,1,1,false,1.0,false",
-    "4,64,6,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
-    "1,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
-    "3,160,6,512,SOFTMAX,GROUP_LIMITED_GREEDY,8,3,false,16.0,false",
-    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true",
-    "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
-  })
-  void routingThatAlignsEqualsTheSeparateKernels(
-      int n,
+  /**
+   * Expert offsets, active experts and each expert's set of pairs equal (order within: atomics).
+   */
+  private static void assertGroupedAlike(
+      dev.ringmaster.cuda.testing.DeviceScope s,
+      MoeWorkspace got,
+      MoeWorkspace want,
       int e,
-      int k,
-      int hidden,
-      MoeConfig.Scoring scoring,
-      MoeConfig.Selection selection,
-      int groups,
-      int topKGroups,
-      boolean norm,
-      double scaling,
-      boolean hasBias) {
-    Rand r = new Rand();
-    Rand.Bf16 gate = r.bf16(e * hidden, 0.05f);
-    float[] x = r.uniform(n * hidden, 1f);
-    float[] bias = hasBias ? r.uniform(e, 0.1f) : null;
-    MoeRouting routing =
-        MoeRouting.of(
-            new MoeConfig(
-                e, k, 32, 0, scoring, selection, groups, topKGroups, norm, scaling, hasBias));
-    String seed = "seed " + r.seed();
-    Gpu.run(
-        s -> {
-          RingmasterKernels kk = Gpu.kernels();
-          DeviceBuffer g = s.bf16(gate.bits());
-          DeviceBuffer xs = s.f32(x);
-          long biasP = hasBias ? s.f32(bias).ptr() : 0;
-          DeviceBuffer wantLogits = s.poisoned((long) n * e);
-          DeviceBuffer wantE = s.alloc(4L * n * k);
-          DeviceBuffer wantW = s.poisoned((long) n * k);
-          try (MoeWorkspace want = new MoeWorkspace(n, e, k, hidden, 8);
-              MoeWorkspace got = new MoeWorkspace(n, e, k, hidden, 8)) {
-            GemvVariantsGpuTest.withOneWarpPerRow(
-                kk, () -> kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n));
-            kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
-            kk.moeAlign(s.stream(), want, wantE.ptr(), n);
-            DeviceBuffer logits = s.poisoned((long) n * e);
-            DeviceBuffer ex = s.alloc(4L * n * k);
-            DeviceBuffer w = s.poisoned((long) n * k);
-            got.offsets.poison(s.stream());
-            got.sortedPairs.poison(s.stream());
-            kk.smallBatchMoe()
-                .routerRoute(
-                    s.stream(),
-                    got,
-                    logits.ptr(),
-                    ex.ptr(),
-                    w.ptr(),
-                    g.ptr(),
-                    xs.ptr(),
-                    hidden,
-                    biasP,
-                    n,
-                    routing,
-                    true);
-            assertThat(Compare.bits(s.read(logits, n * e)))
-                .as("logits, %s", seed)
-                .isEqualTo(Compare.bits(s.read(wantLogits, n * e)));
-            assertThat(s.readInts(ex, n * k))
-                .as("experts, %s", seed)
-                .isEqualTo(s.readInts(wantE, n * k));
-            assertThat(Compare.bits(s.read(w, n * k)))
-                .as("weights, %s", seed)
-                .isEqualTo(Compare.bits(s.read(wantW, n * k)));
-            int[] offsets = s.readInts(got.offsets, e + 1);
-            assertThat(offsets).as("offsets, %s", seed).isEqualTo(s.readInts(want.offsets, e + 1));
-            int active = s.readInts(got.activeCount, 1)[0];
-            assertThat(active)
-                .as("active experts, %s", seed)
-                .isEqualTo(s.readInts(want.activeCount, 1)[0]);
-            assertThat(s.readInts(got.activeExperts, active))
-                .as("active expert ids, %s", seed)
-                .isEqualTo(s.readInts(want.activeExperts, active));
-            // Within an expert the pairs' order depends on atomics: compare each expert's set.
-            int[] gotPairs = s.readInts(got.sortedPairs, n * k);
-            int[] wantPairs = s.readInts(want.sortedPairs, n * k);
-            for (int x0 = 0; x0 < e; x0++) {
-              int[] a = java.util.Arrays.copyOfRange(gotPairs, offsets[x0], offsets[x0 + 1]);
-              int[] b = java.util.Arrays.copyOfRange(wantPairs, offsets[x0], offsets[x0 + 1]);
-              java.util.Arrays.sort(a);
-              java.util.Arrays.sort(b);
-              assertThat(a).as("pairs of expert %d, %s", x0, seed).isEqualTo(b);
-            }
-          }
-        });
+      int pairs,
+      String as) {
+    int[] offsets = s.readInts(got.offsets, e + 1);
+    assertThat(offsets).as("offsets, %s", as).isEqualTo(s.readInts(want.offsets, e + 1));
+    int active = s.readInts(got.activeCount, 1)[0];
+    assertThat(active).as("active experts, %s", as).isEqualTo(s.readInts(want.activeCount, 1)[0]);
+    assertThat(s.readInts(got.activeExperts, active))
+        .as("active expert ids, %s", as)
+        .isEqualTo(s.readInts(want.activeExperts, active));
+    int[] gotPairs = s.readInts(got.sortedPairs, pairs);
+    int[] wantPairs = s.readInts(want.sortedPairs, pairs);
+    for (int x = 0; x < e; x++) {
+      int[] a = java.util.Arrays.copyOfRange(gotPairs, offsets[x], offsets[x + 1]);
+      int[] b = java.util.Arrays.copyOfRange(wantPairs, offsets[x], offsets[x + 1]);
+      java.util.Arrays.sort(a);
+      java.util.Arrays.sort(b);
+      assertThat(a).as("pairs of expert %d, %s", x, as).isEqualTo(b);
+    }
   }
 
   @ParameterizedTest
