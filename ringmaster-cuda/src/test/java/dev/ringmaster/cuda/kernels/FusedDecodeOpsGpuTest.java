@@ -102,12 +102,16 @@ class FusedDecodeOpsGpuTest {
     float[] norm = r.uniform(kvLora, 1f);
     int[] pos = new int[n];
     int blockSize = 16;
-    int pool = n + 5;
+    // 7 and the pool size coprime, so t -> 7t + 3 (mod pool) gives distinct rows out of order (a
+    // pool of n + 5 rows gave both tokens of n = 2 row 3: whichever block wrote last won, in
+    // either cache).
+    int pool = 7 * n + 5;
     int[] slots = new int[n];
     for (int t = 0; t < n; t++) {
       pos[t] = r.nextInt(50_000);
-      slots[t] = (t * 7 + 3) % pool; // distinct rows of the cache, out of order
+      slots[t] = (t * 7 + 3) % pool;
     }
+    assertThat(java.util.Arrays.stream(slots).distinct().count()).as("distinct slots").isEqualTo(n);
     // CPU: the latent normalised, the key and each head's rotary query rotated.
     float[] wantKv = kv.clone();
     float[] wantQ = q.clone();
