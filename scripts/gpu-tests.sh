@@ -10,11 +10,12 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | rows | mla B L | mlafused | prefill]
+#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          rows: only the GEMV / expert down-projection variants,
-#                                          rows per warp and split-K;
+#                                          rows per warp and split-K; router: a one-token MoE
+#                                          router taken apart;
 #                                          mla B L: only MLA decode of batch B at context L,
 #                                          e.g. under ncu; mlafused: the fused MLA decode launch
 #                                          against the separate kernels; prefill: only the MLA

@@ -43,15 +43,16 @@ public final class KernelBench {
    * programmatic dependent launch ({@link PdlChainBench}); {@code rows} only the rows that compare
    * the GEMV and expert down-projection variants (rows per warp, split-K: {@link
    * RowsPerWarpBench}); {@code mla BATCH CONTEXT} runs only the MLA decode of that shape (16
-   * heads), e.g. under a profiler; {@code mlafused} the fused MLA decode launch against the
-   * separate kernels; {@code prefill} only the MLA prefill rows.
+   * heads), e.g. under a profiler; {@code router} a one-token MoE router taken apart ({@link
+   * RouterBench}); {@code mlafused} the fused MLA decode launch against the separate kernels;
+   * {@code prefill} only the MLA prefill rows.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
-          "usage: KernelBench [pdl | rows | mla BATCH CONTEXT | mlafused | prefill]");
+          "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -62,6 +63,11 @@ public final class KernelBench {
               KernelBench b = new KernelBench(s, k);
               if (mlaOnly) {
                 b.mla(Integer.parseInt(args[1]), 16, Integer.parseInt(args[2]));
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("router")) {
+                RouterBench.run(b, k, s);
                 b.print();
                 return;
               }
