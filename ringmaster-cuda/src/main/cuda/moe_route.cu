@@ -116,6 +116,85 @@ __device__ __forceinline__ void route_token(int t, int* experts, float* weights,
   __syncthreads();  // the next token's routing reuses the shared arrays
 }
 
+constexpr int kWarpRouteMaxPerLane = 8;  // experts per lane: E <= 256
+
+// route_token for greedy selection (selection 0) and E <= 256, by ONE warp with shuffles only: lane
+// l holds experts l, l + 32, ... in registers. No barriers, where the block version pays two per
+// reduction and one per pick. Bit-identical to route_token run by rm_moe_route's block of
+// routingThreads(E) = 32 * ceil(E / 32) threads, one expert a thread: maxima and arg-maxima do not
+// depend on order (arg-max ties go to the lower id); the softmax sum is each 32-expert group's
+// warp sum, then those partial sums combined as block_sum's final xor butterfly combines them (an
+// xor butterfly leaves the same sum in every lane, IEEE addition being commutative).
+__device__ __forceinline__ void route_token_warp(int t, int* experts, float* weights,
+                                                 const float* logits, const float* bias,
+                                                 int numExperts, int topK, int scoring,
+                                                 int normTopK, float routedScaling) {
+  const int lane = threadIdx.x & 31;
+  const int E = numExperts;
+  const float* row = logits + static_cast<size_t>(t) * E;
+  float sc[kWarpRouteMaxPerLane], ch[kWarpRouteMaxPerLane];
+  unsigned taken = 0u;  // bit j: expert lane + 32 j picked
+  if (scoring == 0) {
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kWarpRouteMaxPerLane; j++) {
+      const int i = lane + 32 * j;
+      sc[j] = i < E ? __ldcg(row + i) : -INFINITY;
+      m = fmaxf(m, sc[j]);
+    }
+    m = warp_max(m);
+    float part[kWarpRouteMaxPerLane];
+#pragma unroll
+    for (int j = 0; j < kWarpRouteMaxPerLane; j++) {
+      const int i = lane + 32 * j;
+      sc[j] = i < E ? expf(sc[j] - m) : 0.f;
+      part[j] = warp_sum(sc[j]);  // 0 for groups past E, as block_sum's absent warps
+    }
+    // block_sum's last step over the partial sums at lanes 0-7 (zeros above): xor steps 16 and 8
+    // add zeros; then 4, 2, 1.
+    const float s = ((part[0] + part[4]) + (part[2] + part[6])) +
+                    ((part[1] + part[5]) + (part[3] + part[7]));
+    const float inv = 1.f / s;
+#pragma unroll
+    for (int j = 0; j < kWarpRouteMaxPerLane; j++) sc[j] *= inv;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kWarpRouteMaxPerLane; j++) {
+      const int i = lane + 32 * j;
+      sc[j] = i < E ? 1.f / (1.f + expf(-__ldcg(row + i))) : 0.f;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kWarpRouteMaxPerLane; j++) {
+    const int i = lane + 32 * j;
+    ch[j] = bias != nullptr && i < E ? sc[j] + bias[i] : sc[j];
+  }
+  float sum = 0.f, mine = 0.f;  // lane j keeps pick j's weight
+  for (int k = 0; k < topK; k++) {
+    float v = -INFINITY;
+    int idx = -1;
+#pragma unroll
+    for (int j = 0; j < kWarpRouteMaxPerLane; j++) {
+      const int i = lane + 32 * j;
+      if (i < E && !((taken >> j) & 1u) && better(ch[j], i, v, idx)) {
+        v = ch[j];
+        idx = i;
+      }
+    }
+    warp_argmax(v, idx);
+    if ((idx & 31) == lane) taken |= 1u << (idx >> 5);
+    if (lane == 0) experts[t * topK + k] = idx;
+    if (lane == k) mine = v;  // greedy: the weight is the picked choice
+    sum += v;
+  }
+  const float denom = normTopK ? (scoring == 1 ? sum + 1e-20f : sum) : 1.f;
+  if (lane < topK) {
+    float w = mine;
+    if (normTopK) w /= denom;
+    weights[t * topK + lane] = w * routedScaling;
+  }
+}
+
 // Mapping: one block per token (blockDim.x a multiple of 32, experts in dynamic shared memory as
 // scores[E] then choice[E] then taken[E]); group scores by one thread per group, group choice by
 // thread 0 (groups are few), each of the topK picks by a block arg-max.

@@ -40,9 +40,19 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int t = 0; t < tokens; t++) {
-    route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection, numGroups,
-                topKGroups, normTopK, routedScaling);
+  if (selection == 0 && numExperts <= 32 * kWarpRouteMaxPerLane && topK <= 32) {
+    // Greedy routing by the first warp alone: shuffles instead of the block's barriers.
+    if (threadIdx.x < 32) {
+      for (int t = 0; t < tokens; t++) {
+        route_token_warp(t, experts, weights, logits, bias, numExperts, topK, scoring, normTopK,
+                         routedScaling);
+      }
+    }
+  } else {
+    for (int t = 0; t < tokens; t++) {
+      route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection,
+                  numGroups, topKGroups, normTopK, routedScaling);
+    }
   }
   if (offsets != nullptr) {
     extern __shared__ int alignCounts[];

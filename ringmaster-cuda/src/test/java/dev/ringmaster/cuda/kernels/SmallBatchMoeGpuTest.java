@@ -13,7 +13,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The small-batch MoE kernels against the general path they replace: bit for bit (same sums in the
- * same order), and against the double-precision reference where pairs are skipped.
+ * same order), and against the double-precision reference where pairs are skipped. The routing
+ * kernel routes greedy selections with one warp and the others with its block, both against the
+ * block routing of rm_moe_route.
  */
 @Tag("gpu")
 class SmallBatchMoeGpuTest {
@@ -26,7 +28,12 @@ class SmallBatchMoeGpuTest {
     "3,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
     "9,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true",
     "1,256,8,7168,SIGMOID,NOAUX_TC,8,4,true,2.5,true",
-    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true"
+    "2,72,5,100,SIGMOID,NOAUX_TC,4,2,false,1.0,true",
+    // greedy selection: routed by one warp (up to 256 experts, 8 a lane)
+    "1,256,8,7168,SIGMOID,GREEDY,1,1,true,2.5,true",
+    "3,72,5,100,SOFTMAX,GREEDY,1,1,true,1.0,false",
+    "1,200,6,512,SOFTMAX,GREEDY,1,1,false,16.0,false",
+    "2,16,6,64,SOFTMAX,GREEDY,1,1,false,1.0,false"
   })
   void routerRouteEqualsTheGemvAndTheRoutingKernel(
       int n,
