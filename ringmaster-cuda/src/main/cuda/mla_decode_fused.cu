@@ -5,6 +5,9 @@
 // (docs/cuda-performance.md, v8). Here the eight blocks of a (token, head) form a thread-block
 // cluster and exchange their pieces through distributed shared memory instead of global memory
 // and further launches:
+//   0. optionally (kv given) the step's own cache row is built here from the kv_a output, as
+//      rm_mla_kv_rope_append builds it, by the block whose split holds the new position, and
+//      written to the cache by head 0's blocks; each block rotates its head's rotary query;
 //   1. block s absorbs latent columns [64 s, 64 s + 64) of the head's query (W_UK^T q_nope); its
 //      weight loads are issued before the programmatic-dependent-launch wait, since weights do not
 //      depend on the previous kernel; the cluster then gathers the whole absorbed query;
@@ -36,12 +39,13 @@ constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // posi
 // rm_mla_kv_rope_append takes them, q's rotary part then being unrotated (for one token per
 // sequence: a token's own row is the only one it cannot find in the cache).
 // out[t, h * vDim + j] = attention output of token t, head h, value dim j (as rm_mla_out_v writes
-// it); q: [T, heads, nope + ropeDim] with the rotary part already rotated; kvB: [heads * (nope +
-// vDim), kvLora] bf16 (W_UK rows then W_UV rows per head); cache, blockTable, tokenSeq, tokenPos as
-// for rm_mla_decode_split. Requires kvLora == 512, ropeDim % 8 == 0 and <= 64, nope % 8 == 0 and <=
-// 256, vDim % 8 == 0 and <= 256 (RingmasterKernels.mlaFusedSupports).
+// it); q: [T, heads, nope + ropeDim], the rotary part already rotated unless kv is given; kvB:
+// [heads * (nope + vDim), kvLora] bf16 (W_UK rows then W_UV rows per head); cache, blockTable,
+// tokenSeq, tokenPos as for rm_mla_decode_split. Requires kvLora == 512, ropeDim % 8 == 0 and <= 64, nope % 8 == 0 and <=
+// 256, vDim % 8 == 0 and <= 256 (MlaFusedDecode.supports).
 // Mapping: grid (8, heads, tokens), clusters of 8 along x (block x = its split and cluster rank),
-// 256 threads.
+// 256 threads, launch bounds for two blocks an SM (126 registers: with 151, one block an SM, the
+// batch-1 step measured 0.2 ms slower).
 RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFusedThreads, 2)
     rm_mla_decode_fused(float* out, const float* q, const uint16_t* kvB, const uint16_t* cache,
                         const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq,
