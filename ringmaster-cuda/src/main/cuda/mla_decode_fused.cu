@@ -290,7 +290,10 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
     }
     ctx[c] = v / denom;
   }
-  cluster.sync();  // no block leaves (or reuses its shared memory) while another still reads it
+  // This block is done reading its peers' shared memory: arrive now, and wait only before leaving
+  // (no block may exit while another still reads it), so the value projection runs meanwhile.
+  auto readDone = cluster.barrier_arrive();
+  __syncthreads();  // ctx is whole for every thread of the block
 
   // The value projection of this block's rows of the head.
 #pragma unroll
@@ -309,4 +312,5 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
     sum = warp_sum(sum);
     if (lane == 0) out[(static_cast<size_t>(t) * heads + h) * vDim + s * rowsPer + r] = sum;
   }
+  cluster.barrier_wait(std::move(readDone));
 }
