@@ -42,7 +42,11 @@ class FusedDecodeOpsGpuTest {
           String seed = "seed " + r.seed();
           assertThat(s.read(b1, n * m1)).as(seed).containsExactly(s.read(a1, n * m1));
           assertThat(s.read(b2, n * m2)).as(seed).containsExactly(s.read(a2, n * m2));
-          Compare.assertClose("gemv2 y1 " + seed, s.read(b1, n * m1), gemv(w1, x, m1, k, n), 1e-5);
+          Compare.assertClose(
+              "gemv2 y1 " + seed,
+              s.read(b1, n * m1),
+              GemvGpuTest.reference(w1.values(), x, m1, k, n),
+              1e-5);
         });
   }
 
@@ -52,7 +56,7 @@ class FusedDecodeOpsGpuTest {
     Rand r = new Rand();
     Rand.Bf16 w = r.bf16(2 * inter * k, 0.5f);
     float[] x = r.uniform(n * k, 1f);
-    float[] gateUp = gemv(w, x, 2 * inter, k, n);
+    float[] gateUp = GemvGpuTest.reference(w.values(), x, 2 * inter, k, n);
     float[] want = new float[n * inter];
     for (int t = 0; t < n; t++) {
       for (int j = 0; j < inter; j++) {
@@ -218,19 +222,5 @@ class FusedDecodeOpsGpuTest {
       DeviceBuffer cache, dev.ringmaster.cuda.testing.DeviceScope s, int slot, int d) {
     short[] all = cache.downloadShorts(s.stream(), (slot + 1) * d);
     return java.util.Arrays.copyOfRange(all, slot * d, (slot + 1) * d);
-  }
-
-  private static float[] gemv(Rand.Bf16 w, float[] x, int m, int k, int n) {
-    float[] y = new float[n * m];
-    for (int t = 0; t < n; t++) {
-      for (int i = 0; i < m; i++) {
-        double s = 0;
-        for (int c = 0; c < k; c++) {
-          s += (double) w.values()[i * k + c] * x[t * k + c];
-        }
-        y[t * m + i] = (float) s;
-      }
-    }
-    return y;
   }
 }

@@ -25,21 +25,27 @@ class GemvGpuTest {
     Rand r = new Rand();
     Rand.Bf16 w = r.bf16(m * k, 0.5f);
     float[] x = r.uniform(n * k, 1f);
-    float[] want = new float[n * m];
-    for (int t = 0; t < n; t++) {
-      for (int i = 0; i < m; i++) {
-        double s = 0;
-        for (int c = 0; c < k; c++) {
-          s += (double) w.values()[i * k + c] * x[t * k + c];
-        }
-        want[t * m + i] = (float) s;
-      }
-    }
+    float[] want = reference(w.values(), x, m, k, n);
     Gpu.run(
         s -> {
           DeviceBuffer y = s.poisoned((long) n * m);
           Gpu.kernels().gemv(s.stream(), y.ptr(), s.bf16(w.bits()).ptr(), s.f32(x).ptr(), m, k, n);
           Compare.assertClose("gemv seed " + r.seed(), s.read(y, n * m), want, 1e-5);
         });
+  }
+
+  /** {@code y[t, i] = W[i] . x[t]} in f64 for {@code n} tokens ({@code W [m, k]}), as floats. */
+  static float[] reference(float[] w, float[] x, int m, int k, int n) {
+    float[] y = new float[n * m];
+    for (int t = 0; t < n; t++) {
+      for (int i = 0; i < m; i++) {
+        double s = 0;
+        for (int c = 0; c < k; c++) {
+          s += (double) w[i * k + c] * x[t * k + c];
+        }
+        y[t * m + i] = (float) s;
+      }
+    }
+    return y;
   }
 }

@@ -61,7 +61,8 @@ class GemvVariantsGpuTest {
     int m = m1 + m2;
     Rand.Bf16 w = r.bf16(m * k, 0.5f);
     float[] x = r.uniform(n * k, 1f);
-    float[] want = reference(w.values(), x, m1, m2, k, n);
+    // The stacked [W1; W2] rows in the layout run() returns: one GEMV of m1 + m2 rows.
+    float[] want = GemvGpuTest.reference(w.values(), x, m, k, n);
     String seed = "seed " + r.seed();
     Gpu.run(
         s -> {
@@ -119,22 +120,6 @@ class GemvVariantsGpuTest {
     for (int t = 0; t < n; t++) {
       System.arraycopy(a, t * m1, out, t * (m1 + m2), m1);
       System.arraycopy(b, t * m2, out, t * (m1 + m2) + m1, m2);
-    }
-    return out;
-  }
-
-  /** f64 sums of the stacked {@code [W1; W2]} rows, laid out as {@link #run} returns them. */
-  private static float[] reference(float[] w, float[] x, int m1, int m2, int k, int n) {
-    int m = m1 + m2;
-    float[] out = new float[n * m];
-    for (int t = 0; t < n; t++) {
-      for (int i = 0; i < m; i++) {
-        double s = 0;
-        for (int c = 0; c < k; c++) {
-          s += (double) w[i * k + c] * x[t * k + c];
-        }
-        out[t * m + i] = (float) s;
-      }
     }
     return out;
   }
