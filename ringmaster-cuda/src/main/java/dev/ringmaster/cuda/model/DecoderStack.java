@@ -116,6 +116,7 @@ final class DecoderStack {
     mark("embedding");
     long mlpOut = act.mlpOut.ptr();
     boolean mlpPartial = true;
+    mlp.deferCombine(tp == null && GpuOps.COMBINE_INTO_NORM && !ops.profiling);
     for (int l = 0; l < w.layers.length; l++) {
       LayerWeights lw = w.layers[l];
       if (l == 0) {
@@ -148,11 +149,27 @@ final class DecoderStack {
   /**
    * {@code hidden += x; normed = weight * rmsnorm(hidden)}; on a tensor-parallel rank a {@code
    * partial} {@code x} is this rank's partial sum, allreduced first (an all-to-all MoE output is
-   * complete on every rank already).
+   * complete on every rank already). Where the MoE layer before left its experts' sum ({@link
+   * FeedForwardBlock#takePendingCombine}), {@code x} holds only the shared experts' output and the
+   * sum is added here.
    */
   private void addRmsNorm(long x, boolean partial, long weight, int n) {
     int h = cfg.hiddenSize();
-    if (tp != null && partial) {
+    FeedForwardBlock.PendingCombine sum = mlp.takePendingCombine();
+    if (sum != null) {
+      // The MoE layer left its experts' sum: added here, in the norm's launch.
+      ops.kernels.moeCombineRmsNorm(
+          ops.stream,
+          act.normed.ptr(),
+          act.hidden.ptr(),
+          sum.shared() ? x : 0,
+          sum.pairRows(),
+          sum.topK(),
+          weight,
+          n,
+          h,
+          eps);
+    } else if (tp != null && partial) {
       tp.reduceAddRmsNorm(
           ops, act.normed.ptr(), act.hidden.ptr(), x, weight, n, h, eps, this::mark);
     } else {

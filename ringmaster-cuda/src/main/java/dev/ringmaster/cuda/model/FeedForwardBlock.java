@@ -19,6 +19,16 @@ final class FeedForwardBlock {
   private final java.util.function.IntConsumer afterRouting;
   private final ExpertAllToAll allToAll;
 
+  /**
+   * The routed experts' rows that {@link #forward} left unsummed for the next norm: {@code
+   * pairRows} ({@code [n * topK, hidden]}, pair order) to be added, with the shared experts' output
+   * when {@code shared}, to the residual ({@link DecoderStack}).
+   */
+  record PendingCombine(long pairRows, int topK, boolean shared) {}
+
+  private boolean deferCombine;
+  private PendingCombine pending;
+
   FeedForwardBlock(ModelConfig cfg, GroupedExperts grouped) {
     this(cfg, grouped, cfg.moe() == null ? 0 : cfg.moe().expertIntermediateSize(), null, null);
   }
@@ -42,6 +52,22 @@ final class FeedForwardBlock {
     this.expertInter = expertInter;
     this.afterRouting = afterRouting;
     this.allToAll = allToAll;
+  }
+
+  /**
+   * Whether the next {@link #forward} calls leave the CUDA-core experts' sum to the caller ({@link
+   * #takePendingCombine}); also drops any sum left before.
+   */
+  void deferCombine(boolean defer) {
+    deferCombine = defer;
+    pending = null;
+  }
+
+  /** The sum the last {@link #forward} left to the caller, or null; cleared. */
+  PendingCombine takePendingCombine() {
+    PendingCombine p = pending;
+    pending = null;
+    return p;
   }
 
   /**
@@ -180,8 +206,12 @@ final class FeedForwardBlock {
       if (sharedAside) {
         ops.joinSide();
       }
-      k.moeCombine(
-          ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
+      if (deferCombine) {
+        pending = new PendingCombine(act.moe.pairRowsPtr(), moe.topK(), shared);
+      } else {
+        k.moeCombine(
+            ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
+      }
     }
     mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
     return act.mlpOut.ptr();

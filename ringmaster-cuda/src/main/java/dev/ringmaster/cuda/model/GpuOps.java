@@ -31,6 +31,15 @@ final class GpuOps implements AutoCloseable {
       Boolean.parseBoolean(System.getProperty("ringmaster.cuda.sharedExpertStream", "true"));
 
   /**
+   * Whether the sum of a MoE layer's routed (and shared) expert rows is left to the next norm,
+   * which adds it in the same launch ({@code rm_moe_combine_rmsnorm}: one launch fewer per layer,
+   * the same bits); one GPU only, never while profiling. {@code
+   * -Dringmaster.cuda.combineIntoNorm=false} launches the sum apart, to compare.
+   */
+  static final boolean COMBINE_INTO_NORM =
+      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.combineIntoNorm", "true"));
+
+  /**
    * Most tokens for which a MoE layer runs its routed experts straight from the routed pairs
    * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#experts}: no grouping by expert, no separate
    * sum; tokens sharing an expert stream it once each); default 0, off: two launches fewer per
