@@ -135,78 +135,6 @@ __device__ __forceinline__ void gemv1_split(const StackedRows& m, int rows, cons
   }
 }
 
-// gemv1_split<S> in two halves around the PDL wait: the constructor issues the first group of each
-// thread's weight loads (weights are never written by a step, so they may stream while the previous
-// kernel still runs, and the blocks resident by then start with their weights in registers); finish,
-// after rm_pdl_prologue, reads x and sums. The rest of a row (past the first group's 32 * S * 8 * (8
-// / S) columns) follows as in gemv1_split, in the same per-thread order, so the sums are the same
-// bits as gemv1_split<S>.
-template <int S>
-struct Gemv1SplitPreload {
-  static constexpr int kLanes = 32 * S, kUnroll = 8 / S;
-  int g;  // this warp's row of the stack
-  int t;  // this thread's place among the row's kLanes threads
-  const uint16_t* w;
-  uint4 wv[kUnroll];
-
-  __device__ __forceinline__ Gemv1SplitPreload(const StackedRows& m, int rows) {
-    const int warp = threadIdx.x >> 5;
-    g = blockIdx.x * ((blockDim.x >> 5) / S) + warp / S;
-    t = (warp % S) * 32 + (threadIdx.x & 31);
-    w = g < rows ? m.weights(g) : nullptr;
-    const int chunks = m.K >> 3;
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      const int c = t + kLanes * u;
-      wv[u] = w != nullptr && (m.K & 7) == 0 && c < chunks
-                  ? load_stream_u4(w + static_cast<size_t>(c) * 8)
-                  : make_uint4(0u, 0u, 0u, 0u);
-    }
-  }
-
-  __device__ __forceinline__ void finish(const StackedRows& m, int rows, const float* x) {
-    __shared__ float part[32];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (g < rows) {
-      float acc[1][1] = {{0.f}};
-      if ((m.K & 7) == 0) {
-        // group_rows_dot's first group, from the registers: the same expression, the same order.
-        const int chunks = m.K >> 3;
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-          const int c = t + kLanes * u;
-          if (c >= chunks) break;
-          const float4* xp = reinterpret_cast<const float4*>(x + static_cast<size_t>(c) * 8);
-          const float4 a = __ldg(xp), b = __ldg(xp + 1);
-          float wf[8];
-          bf16x8_to_f32(wv[u], wf);
-          acc[0][0] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
-                       wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
-        }
-        const int done = kLanes * kUnroll;  // chunks of the first group
-        if (chunks > done) {
-          const uint16_t* const rest[1] = {w + static_cast<size_t>(done) * 8};
-          const float* const xrest[1] = {x + static_cast<size_t>(done) * 8};
-          group_rows_dot<1, 1, kUnroll, kLanes>(rest, xrest, 1, m.K - done * 8, t, acc);
-        }
-      } else {
-        const uint16_t* const wr[1] = {w};
-        const float* const xr[1] = {x};
-        group_rows_dot<1, 1, kUnroll, kLanes>(wr, xr, 1, m.K, t, acc);
-      }
-      const float p = warp_sum(acc[0][0]);
-      if (lane == 0) part[warp] = p;
-    }
-    __syncthreads();
-    if (g < rows && warp % S == 0 && lane == 0) {
-      float s = part[warp];
-#pragma unroll
-      for (int i = 1; i < S; i++) s += part[warp + i];
-      *m.out(g) = s;
-    }
-  }
-};
-
 // y1 = W1 x (M1 rows) and y2 = W2 x (M2 rows, 0 for a single GEMV) for one token, K columns: the
 // n = 1 variants of rm_gemv_bf16 / rm_gemv2_bf16 the host can choose instead. Mapping:
 //   rm_gemv1_r2_bf16, rm_gemv1_r4_bf16            2 or 4 rows per warp (gemv1_rows), bit-identical;
@@ -233,16 +161,6 @@ RM_KERNEL void rm_gemv1_splitk4_bf16(float* y1, const uint16_t* W1, int M1, floa
                                      const uint16_t* W2, int M2, const float* x, int K) {
   rm_pdl_prologue();
   gemv1_split<4>(StackedRows{y1, W1, M1, y2, W2, K}, M1 + M2, x);
-}
-
-// rm_gemv1_splitk4_bf16 with each thread's first weight loads issued before the PDL wait
-// (Gemv1SplitPreload): the same arguments and the same bits.
-RM_KERNEL void rm_gemv1_splitk4_pre_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
-                                         const uint16_t* W2, int M2, const float* x, int K) {
-  const StackedRows m{y1, W1, M1, y2, W2, K};
-  Gemv1SplitPreload<4> pre(m, M1 + M2);
-  rm_pdl_prologue();
-  pre.finish(m, M1 + M2, x);
 }
 
 // The gate|up projection of a SwiGLU MLP with the activation fused in: out[t, j] =

@@ -85,16 +85,11 @@ __device__ __forceinline__ void moe_gate_up_pass(float* h, const uint16_t* wg, c
 // Mapping: grid (ceil(inter / warps-per-block), min(pairs, E)); blockIdx.y picks the active expert,
 // blocks past *activeCount exit; one warp per intermediate row i, streaming that row's gate and up
 // weights together for the expert's pairs, at most 8 at a time; the pass is specialised for 1, up to
-// 4 and up to 8 pairs so that a lone token keeps 16 loads of 16 bytes in flight per lane. With
-// ONE_PAIR, every pass takes a single pair (UNROLL1 chunks of each row in flight per lane): the
-// kernel then compiles to the lone-pair path alone, with the registers of that path only, so that
-// more warps stay resident in one-token steps (each pair's sum does not depend on the pass width,
-// so the result is the same bits for any number of pairs).
-template <bool ONE_PAIR, int UNROLL1>
-__device__ __forceinline__ void moe_gate_up_rows(float* h, const uint16_t* w13, const float* x,
-                                                 const int* offsets, const int* sortedPairs,
-                                                 const int* activeExperts, const int* activeCount,
-                                                 int hidden, int inter, int topK) {
+// 4 and up to 8 pairs so that a lone token keeps 16 loads of 16 bytes in flight per lane.
+RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, const int* offsets,
+                              const int* sortedPairs, const int* activeExperts,
+                              const int* activeCount, int hidden, int inter, int topK) {
+  rm_pdl_prologue();
   if (static_cast<int>(blockIdx.y) >= *activeCount) return;
   const int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (i >= inter) return;
@@ -102,45 +97,16 @@ __device__ __forceinline__ void moe_gate_up_rows(float* h, const uint16_t* w13, 
   const uint16_t* wg = w13 + (static_cast<size_t>(e) * 2 * inter + i) * hidden;
   const uint16_t* wu = wg + static_cast<size_t>(inter) * hidden;
   const int begin = offsets[e], end = offsets[e + 1];
-  for (int c = begin; c < end; c += ONE_PAIR ? 1 : kMoeTokensPerPass) {
-    const int nt = ONE_PAIR ? 1 : min(kMoeTokensPerPass, end - c);
-    if (ONE_PAIR || nt == 1) {
-      moe_gate_up_pass<1, UNROLL1>(h, wg, wu, x, sortedPairs + c, 1, i, hidden, inter, topK);
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
+      moe_gate_up_pass<1, 8>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
     } else if (nt <= 4) {
       moe_gate_up_pass<4, 4>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
     } else {
       moe_gate_up_pass<8, 2>(h, wg, wu, x, sortedPairs + c, nt, i, hidden, inter, topK);
     }
   }
-}
-
-RM_KERNEL void rm_moe_gate_up(float* h, const uint16_t* w13, const float* x, const int* offsets,
-                              const int* sortedPairs, const int* activeExperts,
-                              const int* activeCount, int hidden, int inter, int topK) {
-  rm_pdl_prologue();
-  moe_gate_up_rows<false, 8>(h, w13, x, offsets, sortedPairs, activeExperts, activeCount, hidden,
-                             inter, topK);
-}
-
-// rm_moe_gate_up for steps whose experts have one pair each (one token), same arguments and bits:
-// _one8 keeps 16 chunks in flight per lane as the general kernel's lone-pair pass; _one4 8, in
-// two rounds, with fewer registers and so more resident warps.
-RM_KERNEL void rm_moe_gate_up_one8(float* h, const uint16_t* w13, const float* x,
-                                   const int* offsets, const int* sortedPairs,
-                                   const int* activeExperts, const int* activeCount, int hidden,
-                                   int inter, int topK) {
-  rm_pdl_prologue();
-  moe_gate_up_rows<true, 8>(h, w13, x, offsets, sortedPairs, activeExperts, activeCount, hidden,
-                            inter, topK);
-}
-
-RM_KERNEL void rm_moe_gate_up_one4(float* h, const uint16_t* w13, const float* x,
-                                   const int* offsets, const int* sortedPairs,
-                                   const int* activeExperts, const int* activeCount, int hidden,
-                                   int inter, int topK) {
-  rm_pdl_prologue();
-  moe_gate_up_rows<true, 4>(h, w13, x, offsets, sortedPairs, activeExperts, activeCount, hidden,
-                            inter, topK);
 }
 
 // R consecutive down-projection rows d0 .. d0 + R - 1 (w[r] is row d0 + r; rows at or past
@@ -184,7 +150,7 @@ __device__ __forceinline__ void moe_down_pass(float* y, const uint16_t* const (&
 // lane for a lone token, as rm_moe_gate_up's gate and up rows), R = 4 as many as R = 2 with half
 // the unroll, to hold the registers. Every output is the same sum as with R = 1 (warp_rows_dot's
 // order does not depend on R or UNROLL), so the variants are bit-identical.
-template <int R, bool ONE_PAIR = false>
+template <int R>
 __device__ __forceinline__ void moe_down_rows(float* y, const uint16_t* w2, const float* h,
                                               const float* routeWeights, const int* offsets,
                                               const int* sortedPairs, const int* activeExperts,
@@ -201,9 +167,9 @@ __device__ __forceinline__ void moe_down_rows(float* y, const uint16_t* w2, cons
     w[r] = w2 + (static_cast<size_t>(e) * hidden + d) * inter;
   }
   const int begin = offsets[e], end = offsets[e + 1];
-  for (int c = begin; c < end; c += ONE_PAIR ? 1 : kMoeTokensPerPass) {
-    const int nt = ONE_PAIR ? 1 : min(kMoeTokensPerPass, end - c);
-    if (ONE_PAIR || nt == 1) {
+  for (int c = begin; c < end; c += kMoeTokensPerPass) {
+    const int nt = min(kMoeTokensPerPass, end - c);
+    if (nt == 1) {
       moe_down_pass<R, 1, 8 / kDiv>(y, w, h, routeWeights, sortedPairs + c, nt, d0, hidden, inter);
     } else if (nt <= 4) {
       moe_down_pass<R, 4, 4 / kDiv>(y, w, h, routeWeights, sortedPairs + c, nt, d0, hidden, inter);
@@ -237,17 +203,6 @@ RM_KERNEL void rm_moe_down_r4(float* y, const uint16_t* w2, const float* h,
   rm_pdl_prologue();
   moe_down_rows<4>(y, w2, h, routeWeights, offsets, sortedPairs, activeExperts, activeCount, hidden,
                    inter);
-}
-
-// rm_moe_down_r4 compiled for one pair per expert only (one-token steps): the same bits, with the
-// registers of the lone-pair pass alone.
-RM_KERNEL void rm_moe_down_r4_one(float* y, const uint16_t* w2, const float* h,
-                                  const float* routeWeights, const int* offsets,
-                                  const int* sortedPairs, const int* activeExperts,
-                                  const int* activeCount, int hidden, int inter) {
-  rm_pdl_prologue();
-  moe_down_rows<4, true>(y, w2, h, routeWeights, offsets, sortedPairs, activeExperts, activeCount,
-                         hidden, inter);
 }
 
 // out[t, d] = (accumulate ? out[t, d] : 0) + sum_{slot < topK} y[t*topK + slot, d].

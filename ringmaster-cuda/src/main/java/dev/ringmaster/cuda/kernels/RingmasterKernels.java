@@ -72,14 +72,8 @@ public final class RingmasterKernels implements AutoCloseable {
   /** System property choosing {@link #useMoeDownRowsPerWarp} when the kernels load. */
   public static final String MOE_DOWN_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.moeDownRowsPerWarp";
 
-  /** System property choosing {@link #useMoeOneTokenUnroll} when the kernels load. */
-  public static final String MOE_ONE_TOKEN_UNROLL_PROPERTY = "ringmaster.cuda.moeOneTokenUnroll";
-
   /** System property choosing {@link #useGemvRowsPerWarp} when the kernels load. */
   public static final String GEMV_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.gemvRowsPerWarp";
-
-  /** System property choosing {@link #useGemvPreloadRows} when the kernels load. */
-  public static final String GEMV_PRELOAD_ROWS_PROPERTY = "ringmaster.cuda.gemvPreloadRows";
 
   /** System property choosing {@link #useGemvSplitK} when the kernels load. */
   public static final String GEMV_SPLIT_K_PROPERTY = "ringmaster.cuda.gemvSplitK";
@@ -100,10 +94,6 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel moeDownR2;
   private final Kernel moeDownR4;
   private int moeDownRowsPerWarp;
-  private final Kernel moeGateUpOne8;
-  private final Kernel moeGateUpOne4;
-  private final Kernel moeDownR4One;
-  private int moeOneTokenUnroll;
   private final Kernel moeCombine;
   private final Kernel moeCombineRmsNorm;
   private final Kernel moeGather;
@@ -122,8 +112,6 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel gemv1R4;
   private final Kernel gemv1SplitK2;
   private final Kernel gemv1SplitK4;
-  private final Kernel gemv1SplitK4Pre;
-  private int gemvPreloadRows;
   private int gemvRowsPerWarp;
   private int gemvSplitK;
   private final Kernel gemvSwiglu;
@@ -162,10 +150,6 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDownR2 = kernel("rm_moe_down_r2", 10);
     moeDownR4 = kernel("rm_moe_down_r4", 10);
     useMoeDownRowsPerWarp(Integer.getInteger(MOE_DOWN_ROWS_PER_WARP_PROPERTY, 4));
-    moeGateUpOne8 = kernel("rm_moe_gate_up_one8", 10);
-    moeGateUpOne4 = kernel("rm_moe_gate_up_one4", 10);
-    moeDownR4One = kernel("rm_moe_down_r4_one", 10);
-    useMoeOneTokenUnroll(Integer.getInteger(MOE_ONE_TOKEN_UNROLL_PROPERTY, 8));
     moeCombine = kernel("rm_moe_combine", 6);
     moeCombineRmsNorm = kernel("rm_moe_combine_rmsnorm", 8);
     moeGather = kernel("rm_moe_gather_bf16", 5);
@@ -186,8 +170,6 @@ public final class RingmasterKernels implements AutoCloseable {
     gemv1SplitK4 = kernel("rm_gemv1_splitk4_bf16", 8);
     useGemvRowsPerWarp(Integer.getInteger(GEMV_ROWS_PER_WARP_PROPERTY, 1));
     useGemvSplitK(Integer.getInteger(GEMV_SPLIT_K_PROPERTY, 4));
-    gemv1SplitK4Pre = kernel("rm_gemv1_splitk4_pre_bf16", 8);
-    useGemvPreloadRows(Integer.getInteger(GEMV_PRELOAD_ROWS_PROPERTY, 4));
     gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
     mlaSplit = kernel("rm_mla_decode_split", 15);
     mlaCombine = kernel("rm_mla_combine", 8);
@@ -341,11 +323,7 @@ public final class RingmasterKernels implements AutoCloseable {
     Kernel f;
     int grid;
     int threads = 128;
-    if (gemvSplitK == 4 && gemvPreloadRows > 0) {
-      f = gemv1SplitK4Pre;
-      grid = blocks(rows, gemvPreloadRows);
-      threads = 32 * 4 * gemvPreloadRows;
-    } else if (gemvSplitK > 1) {
+    if (gemvSplitK > 1) {
       f = gemvSplitK == 2 ? gemv1SplitK2 : gemv1SplitK4;
       grid = blocks(rows, 4);
       threads *= gemvSplitK;
@@ -388,26 +366,6 @@ public final class RingmasterKernels implements AutoCloseable {
    */
   public void useGemvSplitK(int warps) {
     gemvSplitK = oneTwoOrFour("GEMV split-K warps", warps);
-  }
-
-  /**
-   * Whether the one-token split-K GEMV (with {@link #useGemvSplitK} at 4) issues each thread's
-   * first weight loads before its wait on the previous kernel (programmatic dependent launch), so
-   * that the blocks resident while that kernel runs already hold their weights: 0 turns it off; 1,
-   * 2 or 4 (default) are the rows per block of that kernel. The outputs are the same bits either
-   * way. Read at each launch; the default comes from {@code -D}{@value
-   * #GEMV_PRELOAD_ROWS_PROPERTY}. For benchmarks and tests.
-   */
-  public void useGemvPreloadRows(int rowsPerBlock) {
-    if (rowsPerBlock != 0) {
-      oneTwoOrFour("GEMV preload rows per block", rowsPerBlock);
-    }
-    gemvPreloadRows = rowsPerBlock;
-  }
-
-  /** Rows per block of the preloading one-token GEMV (0: it is off). */
-  public int gemvPreloadRows() {
-    return gemvPreloadRows;
   }
 
   /** Warps per weight row of a one-token {@link #gemv} (1, 2 or 4). */
@@ -644,14 +602,10 @@ public final class RingmasterKernels implements AutoCloseable {
       boolean aligned) {
     int active =
         aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
-    Kernel gateUp = moeGateUp;
-    if (n == 1 && moeOneTokenUnroll != 0) {
-      gateUp = moeOneTokenUnroll == 8 ? moeGateUpOne8 : moeGateUpOne4;
-    }
-    gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
-    gateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
-    gateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
-    gateUp.launch(s, blocks(inter, 4), active, 1, 128, 0);
+    moeGateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, x).arg(3, ws.offsets.ptr());
+    moeGateUp.arg(4, ws.sortedPairs.ptr()).arg(5, ws.activeExperts.ptr());
+    moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
+    moeGateUp.launch(s, blocks(inter, 4), active, 1, 128, 0);
     moeDown(s, ws, w2, weights, n, hidden, inter);
   }
 
@@ -665,9 +619,6 @@ public final class RingmasterKernels implements AutoCloseable {
       CudaStream s, MoeWorkspace ws, long w2, long weights, int n, int hidden, int inter) {
     int rows = moeDownRowsPerWarp;
     Kernel f = rows == 1 ? moeDown : rows == 2 ? moeDownR2 : moeDownR4;
-    if (f == moeDownR4 && n == 1 && moeOneTokenUnroll != 0) {
-      f = moeDownR4One;
-    }
     f.arg(0, ws.y.ptr()).arg(1, w2).arg(2, ws.h.ptr()).arg(3, weights);
     f.arg(4, ws.offsets.ptr()).arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
     f.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter);
@@ -685,26 +636,6 @@ public final class RingmasterKernels implements AutoCloseable {
    */
   public void useMoeDownRowsPerWarp(int rows) {
     moeDownRowsPerWarp = oneTwoOrFour("MoE down rows per warp", rows);
-  }
-
-  /**
-   * The CUDA-core expert kernels of one-token steps (every expert has one pair): 0 runs the general
-   * kernels; 4 or 8 the builds of {@code rm_moe_gate_up} (that many chunks of each row in flight
-   * per lane) and of {@code rm_moe_down_r4} that hold only the lone-pair path, with fewer registers
-   * (gate/up on sm_90: 114 or 74 registers against 134), so more warps stay resident. The outputs
-   * are the same bits whichever is chosen. Read at each launch; the default (8) comes from {@code
-   * -D}{@value #MOE_ONE_TOKEN_UNROLL_PROPERTY}. For benchmarks and tests.
-   */
-  public void useMoeOneTokenUnroll(int unroll) {
-    if (unroll != 0 && unroll != 4 && unroll != 8) {
-      throw new IllegalArgumentException("MoE one-token unroll must be 0, 4 or 8, not " + unroll);
-    }
-    moeOneTokenUnroll = unroll;
-  }
-
-  /** The CUDA-core one-token expert kernels' unroll (0: the general kernels). */
-  public int moeOneTokenUnroll() {
-    return moeOneTokenUnroll;
   }
 
   /** Output rows per warp of the CUDA-core down projection (1, 2 or 4). */

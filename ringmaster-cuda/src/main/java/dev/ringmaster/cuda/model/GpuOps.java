@@ -33,7 +33,8 @@ final class GpuOps implements AutoCloseable {
   /**
    * Whether the sum of a MoE layer's routed (and shared) expert rows is left to the next norm,
    * which adds it in the same launch ({@code rm_moe_combine_rmsnorm}: one launch fewer per layer,
-   * the same bits); one GPU only, never while profiling. {@code
+   * the same bits); one GPU only, never while profiling. On an H200 (V2-Lite, batch 1) the step
+   * measured 2.51-2.52 ms against 2.52-2.58 without it, within the run-to-run spread. {@code
    * -Dringmaster.cuda.combineIntoNorm=false} launches the sum apart, to compare.
    */
   static final boolean COMBINE_INTO_NORM =

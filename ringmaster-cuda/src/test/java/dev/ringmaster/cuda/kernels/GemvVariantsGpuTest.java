@@ -16,16 +16,13 @@ import org.junit.jupiter.params.provider.CsvSource;
  * RingmasterKernels#useGemvSplitK}) against the general kernel, through {@link
  * RingmasterKernels#gemv} ({@code m2} = 0) and {@link RingmasterKernels#gemv2}: 2 and 4 rows per
  * warp bit for bit; split-K over 2 and 4 warps the same bits on a second run and within 1e-5
- * relative error of the f64 reference (the general kernel's bound, GemvGpuTest), and split-K 4 the
- * same bits with and without its weight loads before the PDL wait ({@link
- * RingmasterKernels#useGemvPreloadRows}, every block size). More than one token runs the general
- * kernel whatever is chosen. Shapes: row counts that are not multiples of 2, 4 or a block's 4 rows,
- * K not a multiple of 256 and K not a multiple of 8 (the scalar path).
+ * relative error of the f64 reference (the general kernel's bound, GemvGpuTest). More than one
+ * token runs the general kernel whatever is chosen. Shapes: row counts that are not multiples of 2,
+ * 4 or a block's 4 rows, K not a multiple of 256 and K not a multiple of 8 (the scalar path).
  */
 @Tag("gpu")
 class GemvVariantsGpuTest {
   private static final int[] VARIANTS = {2, 4};
-  private static final int[] PRELOAD_ROWS = {0, 1, 2, 4};
 
   /**
    * Runs {@code launches} with the one-warp-per-row GEMV selected, then restores the selection: for
@@ -72,7 +69,6 @@ class GemvVariantsGpuTest {
           RingmasterKernels kk = Gpu.kernels();
           int rowsBefore = kk.gemvRowsPerWarp();
           int splitBefore = kk.gemvSplitK();
-          int preloadBefore = kk.gemvPreloadRows();
           long wp = s.bf16(w.bits()).ptr();
           long xp = s.f32(x).ptr();
           try {
@@ -95,16 +91,6 @@ class GemvVariantsGpuTest {
               assertThat(Compare.bits(run(s, kk, wp, xp, m1, m2, k, n)))
                   .as("split-K %d warps run twice, %s", warps, seed)
                   .isEqualTo(Compare.bits(got));
-              if (warps == 4) {
-                // Weights loaded before the PDL wait, at each block size: the same sums.
-                for (int pre : PRELOAD_ROWS) {
-                  kk.useGemvPreloadRows(pre);
-                  assertThat(Compare.bits(run(s, kk, wp, xp, m1, m2, k, n)))
-                      .as("split-K 4 warps, preload rows per block %d, %s", pre, seed)
-                      .isEqualTo(Compare.bits(got));
-                }
-                kk.useGemvPreloadRows(preloadBefore);
-              }
               if (n > 1) {
                 assertThat(Compare.bits(got))
                     .as("split-K %d warps, %d tokens (general kernel), %s", warps, n, seed)
@@ -114,7 +100,6 @@ class GemvVariantsGpuTest {
           } finally {
             kk.useGemvRowsPerWarp(rowsBefore);
             kk.useGemvSplitK(splitBefore);
-            kk.useGemvPreloadRows(preloadBefore);
           }
         });
   }

@@ -13,12 +13,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The CUDA-core routed experts with 2 and 4 down-projection rows per warp ({@link
- * RingmasterKernels#useMoeDownRowsPerWarp}) and the one-token kernels ({@link
- * RingmasterKernels#useMoeOneTokenUnroll} 4 and 8, taken at one token) against 1 row per warp and
- * the general kernels: every pair's weighted output row and the combined output bit for bit, and
- * the output within the CPU reference's 1e-4 (as MoeGpuTest). Shapes: hidden (the down rows) not a
- * multiple of 2 or 4, inter (the down K) not a multiple of 256 and not a multiple of 8 (the scalar
- * path), tokens that give an expert 1, up to 4, up to 8 and more than 8 pairs (several passes).
+ * RingmasterKernels#useMoeDownRowsPerWarp}) against 1 (one row per warp): every pair's weighted
+ * output row and the combined output bit for bit, and the output within the CPU reference's 1e-4
+ * (as MoeGpuTest). Shapes: hidden (the down rows) not a multiple of 2 or 4, inter (the down K) not
+ * a multiple of 256 and not a multiple of 8 (the scalar path), tokens that give an expert 1, up to
+ * 4, up to 8 and more than 8 pairs (several passes).
  */
 @Tag("gpu")
 class MoeDownRowsGpuTest {
@@ -26,7 +25,6 @@ class MoeDownRowsGpuTest {
   @CsvSource({
     // tokens, experts, topK, hidden, inter, tokens sent to expert 0
     "1,8,6,2048,1408,0", // DeepSeek-V2-Lite's expert shape (8 experts keep the weights small)
-    "1,10,4,130,36,0", // one token (the one-token kernels), inter % 8 != 0
     "2,8,6,2048,1408,0",
     "4,8,6,2048,1408,4",
     "3,8,2,37,40,0",
@@ -51,22 +49,17 @@ class MoeDownRowsGpuTest {
         s -> {
           RingmasterKernels kk = Gpu.kernels();
           int before = kk.moeDownRowsPerWarp();
-          int unrollBefore = kk.moeOneTokenUnroll();
           long w13d = s.bf16(w13.bits()).ptr();
           long w2d = s.bf16(w2.bits()).ptr();
           long xd = s.f32(x).ptr();
           long ed = s.i32(experts).ptr();
           long wd = s.f32(weights).ptr();
-          // Down rows per warp and the one-token kernels' unroll (0: the general kernels); the
-          // first is the reference.
-          int[] rowsPerWarp = {1, 2, 4, 4, 4, 1};
-          int[] oneToken = {0, 0, 0, 4, 8, 8};
+          int[] rowsPerWarp = {1, 2, 4};
           int[][] pairRows = new int[rowsPerWarp.length][];
           int[][] outs = new int[rowsPerWarp.length][];
           try {
             for (int v = 0; v < rowsPerWarp.length; v++) {
               kk.useMoeDownRowsPerWarp(rowsPerWarp[v]);
-              kk.useMoeOneTokenUnroll(oneToken[v]);
               try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
                 CudaDriver.get().memsetD8Async(ws.h.ptr(), 0xff, ws.h.bytes(), s.stream().handle());
                 ws.y.poison(s.stream());
@@ -74,33 +67,20 @@ class MoeDownRowsGpuTest {
                 kk.moeExpertsFused(
                     s.stream(), ws, out.ptr(), xd, w13d, w2d, ed, wd, n, hidden, inter, false);
                 float[] got = s.read(out, n * hidden);
-                Compare.assertClose(
-                    rowsPerWarp[v]
-                        + " rows per warp, one-token unroll "
-                        + oneToken[v]
-                        + ", "
-                        + seed,
-                    got,
-                    want,
-                    1e-4);
+                Compare.assertClose(rowsPerWarp[v] + " rows per warp, " + seed, got, want, 1e-4);
                 pairRows[v] = Compare.bits(s.read(ws.y, pairs * hidden));
                 outs[v] = Compare.bits(got);
               }
             }
           } finally {
             kk.useMoeDownRowsPerWarp(before);
-            kk.useMoeOneTokenUnroll(unrollBefore);
           }
           for (int v = 1; v < rowsPerWarp.length; v++) {
             assertThat(pairRows[v])
-                .as(
-                    "pair output rows, %d rows per warp, unroll %d, %s",
-                    rowsPerWarp[v], oneToken[v], seed)
+                .as("pair output rows, %d rows per warp, %s", rowsPerWarp[v], seed)
                 .isEqualTo(pairRows[0]);
             assertThat(outs[v])
-                .as(
-                    "combined output, %d rows per warp, unroll %d, %s",
-                    rowsPerWarp[v], oneToken[v], seed)
+                .as("combined output, %d rows per warp, %s", rowsPerWarp[v], seed)
                 .isEqualTo(outs[0]);
           }
         });

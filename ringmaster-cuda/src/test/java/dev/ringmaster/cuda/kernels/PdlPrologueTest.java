@@ -31,8 +31,7 @@ class PdlPrologueTest {
   private static final Pattern PROLOGUE = Pattern.compile("rm_pdl_prologue\\s*\\(\\s*\\)\\s*;");
 
   /** Kernels whose bodies load weights (and only weights) before {@code rm_pdl_prologue();}. */
-  static final Set<String> LOAD_WEIGHTS_FIRST =
-      Set.of("rm_mla_decode_fused", "rm_gemv1_splitk4_pre_bf16");
+  static final Set<String> LOAD_WEIGHTS_FIRST = Set.of("rm_mla_decode_fused");
 
   /** One kernel definition: its name and whether its body starts with the prologue call. */
   record Definition(String file, String name, boolean prologueFirst) {}
