@@ -12,8 +12,9 @@
 //      weight loads are issued before the programmatic-dependent-launch wait, since weights do not
 //      depend on the previous kernel; the cluster then gathers the whole absorbed query;
 //   2. block s attends over its split of the positions, ceil(len / 8) of them, in tiles of 64:
-//      scores (one warp per position, the cache row in 16-byte loads), then the tile's softmax
-//      weights times the latent rows (threads over 8-dim chunks, rows again from L1);
+//      scores (one warp per position, the cache row in 16-byte loads), the tile's max by every
+//      warp in shuffles and each position's weight once into shared memory, then the weights
+//      times the latent rows (threads over 8-dim chunks, four rows' loads in flight, from L1);
 //   3. every block combines the eight splits' (max, sum, context) in split order, exactly as
 //      rm_mla_combine does, and projects its vDim / 8 value rows through W_UV.
 // Same math as the separate kernels in f32; sums in other orders, so equal within rounding.
@@ -59,6 +60,7 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __shared__ float qLatPart[kMlaFusedCols];  // this block's absorbed columns, read by the cluster
   __shared__ float qs[kMlaFusedLora + kMlaFusedMaxRope];
   __shared__ float sc[kMlaFusedTile];
+  __shared__ float pw[kMlaFusedTile];  // the tile's softmax weights exp(score - running max)
   __shared__ float accPart[kMlaFusedGroups][kMlaFusedLora];
   __shared__ float lPart[kMlaFusedGroups];
   __shared__ float ctxPart[kMlaFusedLora];  // this split's unnormalised context, read by the cluster
@@ -101,6 +103,12 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   for (int i = tid; i < nope; i += kMlaFusedThreads) qNope[i] = qr[i];
   const int len = tokenPos[t] + 1;
   const int chunk = (len + kMlaFusedSplits - 1) / kMlaFusedSplits;
+  const int begin = min(len, s * chunk), end = min(len, begin + chunk);
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  // The split's first cache block, read now so that its latency overlaps the absorption rather
+  // than heading the first tile's loads.
+  const int firstBlockIdx = begin / blockSize;
+  const int firstBlock = begin < end ? table[firstBlockIdx] : 0;
   // With kv (rm_mla_kv_rope_append's work folded in): this block rotates its head's rotary query
   // itself, and the block whose split holds the new position builds that cache row from kv's
   // latent and key (as rm_mla_kv_rope_append writes it) and reads it from shared memory; the
@@ -172,8 +180,6 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __syncthreads();
 
   // 2. Attention over this split's positions.
-  const int begin = min(len, s * chunk), end = min(len, begin + chunk);
-  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   const int ropeChunks = ropeDim >> 3;
   // This lane's query chunks for scoring: latent chunks lane and lane + 32, rotary chunk lane.
   float qv[3][8];
@@ -195,8 +201,11 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
       for (int u = 0; u < 4; u++) {
         const int i = i0 + u * kMlaFusedWarps;
         const int p = p0 + min(i, n - 1);
+        const int b = p / blockSize;
         const uint16_t* row =
-            cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+            cache +
+            (static_cast<size_t>(b == firstBlockIdx ? firstBlock : table[b]) * blockSize +
+             p % blockSize) * D;
         kv[u][0] = __ldg(reinterpret_cast<const uint4*>(row + lane * 8));
         kv[u][1] = __ldg(reinterpret_cast<const uint4*>(row + (lane + 32) * 8));
         kv[u][2] = lane < ropeChunks ? __ldg(reinterpret_cast<const uint4*>(row + kMlaFusedLora + lane * 8))
@@ -224,29 +233,65 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
       }
     }
     __syncthreads();
+    // The tile's max by every warp at once (two scores a lane, then shuffles; the max is exact in
+    // any order), then each position's weight once, by the first n threads.
     float tileMax = -INFINITY;
-    for (int i = 0; i < n; i++) tileMax = fmaxf(tileMax, sc[i]);
+    for (int i = lane; i < n; i += 32) tileMax = fmaxf(tileMax, sc[i]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, o));
     const float mNew = fmaxf(m, tileMax);
     const float corr = expf(m - mNew);
     m = mNew;
-    // Pass 2: this thread's 8 latent dims over positions pg, pg + 4, ... of the tile.
+    if (tid < n) pw[tid] = expf(sc[tid] - mNew);
+    // Pass 2 (after the barrier that publishes pw): this thread's 8 latent dims over positions
+    // pg, pg + 4, ... of the tile, summed in that order, four positions' loads in flight at once.
     lAcc *= corr;
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[e] *= corr;
-    for (int i = pg; i < n; i += kMlaFusedGroups) {
-      const int p = p0 + i;
-      const uint16_t* row =
-          cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
-      float kf[8];
-      bf16x8_to_f32(holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
-                                             : __ldg(reinterpret_cast<const uint4*>(row + pc * 8)),
-                    kf);
-      const float w = expf(sc[i] - mNew);
-      lAcc += w;
+    uint4 raw[4];
 #pragma unroll
-      for (int e = 0; e < 8; e++) acc[e] += w * kf[e];
+    for (int u = 0; u < 4; u++) {
+      const int i = pg + u * kMlaFusedGroups;
+      const int p = p0 + min(i, n - 1);
+      const int b = p / blockSize;
+      const uint16_t* row =
+          cache +
+          (static_cast<size_t>(b == firstBlockIdx ? firstBlock : table[b]) * blockSize +
+           p % blockSize) * D;
+      raw[u] = holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
+                                        : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
     }
-    __syncthreads();  // sc is rewritten by the next tile
+    __syncthreads();
+    for (int i0 = pg; i0 < n; i0 += 4 * kMlaFusedGroups) {
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const int i = i0 + u * kMlaFusedGroups;
+        if (i >= n) break;
+        float kf[8];
+        bf16x8_to_f32(raw[u], kf);
+        const float w = pw[i];
+        lAcc += w;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] += w * kf[e];
+      }
+      // The next four positions of this thread's group, if any.
+      const int next = i0 + 4 * kMlaFusedGroups;
+      if (next < n) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const int i = next + u * kMlaFusedGroups;
+          const int p = p0 + min(i, n - 1);
+          const int b = p / blockSize;
+          const uint16_t* row =
+              cache +
+              (static_cast<size_t>(b == firstBlockIdx ? firstBlock : table[b]) * blockSize +
+               p % blockSize) * D;
+          raw[u] = holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
+                                            : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
+        }
+      }
+    }
+    __syncthreads();  // sc and pw are rewritten by the next tile
   }
 #pragma unroll
   for (int e = 0; e < 8; e++) accPart[pg][pc * 8 + e] = acc[e];

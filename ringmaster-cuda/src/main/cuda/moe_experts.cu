@@ -55,6 +55,47 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
   align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, pairs, numExperts, counts);
 }
 
+// align_pairs for at most 32 pairs by one whole warp (lane p holds pair p), with shuffles and no
+// barriers or shared memory: the same offsets, active list and count, and within an expert the
+// pairs in ascending order (align_pairs leaves that order to its atomics; no result depends on it).
+// experts[0 .. pairs) must be visible to the warp (written by it before a __syncwarp, or earlier).
+__device__ __forceinline__ void align_pairs_warp(int* offsets, int* sortedPairs, int* activeExperts,
+                                                 int* activeCount, const int* experts, int pairs,
+                                                 int numExperts) {
+  const int lane = threadIdx.x & 31;
+  const int e = lane < pairs ? experts[lane] : -1;  // negative: another rank's pair, not sorted
+  const unsigned same = __match_any_sync(0xffffffffu, e);
+  const bool valid = e >= 0;
+  const bool leader = valid && (same & ((1u << lane) - 1u)) == 0u;  // lowest lane of its expert
+  // Pairs and distinct experts below this lane's expert, and below each expert this lane writes
+  // the offset of (lane, lane + 32, ...; numExperts + 1 offsets in all).
+  int pairsBelow = 0, activeBelow = 0;
+  constexpr int kMaxOffsetsPerLane = 9;  // numExperts <= 287
+  int below[kMaxOffsetsPerLane] = {};
+  for (int q = 0; q < 32; q++) {
+    const int eq = __shfl_sync(0xffffffffu, e, q);
+    const bool lq = __shfl_sync(0xffffffffu, leader, q);
+    if (eq < 0) continue;
+    if (eq < e) {
+      pairsBelow++;
+      activeBelow += lq ? 1 : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxOffsetsPerLane; j++) below[j] += eq < lane + 32 * j ? 1 : 0;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxOffsetsPerLane; j++) {
+    if (lane + 32 * j <= numExperts) offsets[lane + 32 * j] = below[j];
+  }
+  if (valid) sortedPairs[pairsBelow + __popc(same & ((1u << lane) - 1u))] = lane;
+  if (leader) activeExperts[activeBelow] = e;
+  const unsigned leaders = __ballot_sync(0xffffffffu, leader);
+  if (lane == 0) *activeCount = __popc(leaders);
+}
+
+// Most experts align_pairs_warp takes (its offsets, 9 per lane).
+constexpr int kAlignWarpMaxExperts = 32 * 9 - 1;
+
 // Gate and up rows of one intermediate index for up to NT pairs: h[p, i] = silu(g) * u.
 template <int NT, int UNROLL>
 __device__ __forceinline__ void moe_gate_up_pass(float* h, const uint16_t* wg, const uint16_t* wu,

@@ -22,6 +22,8 @@
 // after its rows are written (threadfence first), and the block that takes the last one routes all
 // tokens (the block's threads as rm_moe_route's; dynamic shared memory 12 * E bytes), aligns, and
 // resets the counter for the next launch. `counter` is one int, zero before the first launch.
+// Greedy selections are routed by the block's first warp alone (route_token_warp), which also
+// aligns up to 32 pairs (align_pairs_warp): no barrier between the ticket and the end.
 RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsigned* counter,
                                const uint16_t* W, const float* x, int K, int tokens,
                                const float* bias, int numExperts, int topK, int scoring,
@@ -47,6 +49,16 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
         route_token_warp(t, experts, weights, logits, bias, numExperts, topK, scoring, normTopK,
                          routedScaling);
       }
+      if (offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts) {
+        // And the grouping by the same warp: its expert ids are visible to it after the sync.
+        __syncwarp();
+        align_pairs_warp(offsets, sortedPairs, activeExperts, activeCount, experts, tokens * topK,
+                         numExperts);
+      }
+    }
+    if (offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts) {
+      if (threadIdx.x == 0) *counter = 0u;
+      return;
     }
   } else {
     for (int t = 0; t < tokens; t++) {

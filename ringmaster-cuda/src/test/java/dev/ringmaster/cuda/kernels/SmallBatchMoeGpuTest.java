@@ -15,7 +15,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The small-batch MoE kernels against the general path they replace: bit for bit (same sums in the
  * same order), and against the double-precision reference where pairs are skipped. The routing
  * kernel routes greedy selections with one warp and the others with its block, both against the
- * block routing of rm_moe_route.
+ * block routing of rm_moe_route; the warp also groups up to 32 greedy pairs by expert (offsets,
+ * active experts and each expert's pairs against rm_moe_align's).
  */
 @Tag("gpu")
 class SmallBatchMoeGpuTest {
@@ -33,7 +34,9 @@ class SmallBatchMoeGpuTest {
     "1,256,8,7168,SIGMOID,GREEDY,1,1,true,2.5,true",
     "3,72,5,100,SOFTMAX,GREEDY,1,1,true,1.0,false",
     "1,200,6,512,SOFTMAX,GREEDY,1,1,false,16.0,false",
-    "2,16,6,64,SOFTMAX,GREEDY,1,1,false,1.0,false"
+    "2,16,6,64,SOFTMAX,GREEDY,1,1,false,1.0,false",
+    // 36 pairs: greedy routing by the warp, grouping by the block (the warp groups up to 32)
+    "6,64,6,256,SOFTMAX,GREEDY,1,1,false,1.0,false"
   })
   void routerRouteEqualsTheGemvAndTheRoutingKernel(
       int n,
