@@ -55,6 +55,10 @@ RM_KERNEL void rm_moe_align(int* offsets, int* sortedPairs, int* activeExperts, 
   align_pairs(offsets, sortedPairs, activeExperts, activeCount, experts, pairs, numExperts, counts);
 }
 
+constexpr int kAlignWarpOffsetsPerLane = 9;  // align_pairs_warp's offsets a lane writes
+// Most experts align_pairs_warp takes (numExperts + 1 offsets over the warp's lanes).
+constexpr int kAlignWarpMaxExperts = 32 * kAlignWarpOffsetsPerLane - 1;
+
 // align_pairs for at most 32 pairs by one whole warp (lane p holds pair p), with shuffles and no
 // barriers or shared memory: the same offsets, active list and count, and within an expert the
 // pairs in ascending order (align_pairs leaves that order to its atomics; no result depends on it).
@@ -70,8 +74,7 @@ __device__ __forceinline__ void align_pairs_warp(int* offsets, int* sortedPairs,
   // Pairs and distinct experts below this lane's expert, and below each expert this lane writes
   // the offset of (lane, lane + 32, ...; numExperts + 1 offsets in all).
   int pairsBelow = 0, activeBelow = 0;
-  constexpr int kMaxOffsetsPerLane = 9;  // numExperts <= 287
-  int below[kMaxOffsetsPerLane] = {};
+  int below[kAlignWarpOffsetsPerLane] = {};
   for (int q = 0; q < 32; q++) {
     const int eq = __shfl_sync(0xffffffffu, e, q);
     const bool lq = __shfl_sync(0xffffffffu, leader, q);
@@ -81,10 +84,10 @@ __device__ __forceinline__ void align_pairs_warp(int* offsets, int* sortedPairs,
       activeBelow += lq ? 1 : 0;
     }
 #pragma unroll
-    for (int j = 0; j < kMaxOffsetsPerLane; j++) below[j] += eq < lane + 32 * j ? 1 : 0;
+    for (int j = 0; j < kAlignWarpOffsetsPerLane; j++) below[j] += eq < lane + 32 * j ? 1 : 0;
   }
 #pragma unroll
-  for (int j = 0; j < kMaxOffsetsPerLane; j++) {
+  for (int j = 0; j < kAlignWarpOffsetsPerLane; j++) {
     if (lane + 32 * j <= numExperts) offsets[lane + 32 * j] = below[j];
   }
   if (valid) sortedPairs[pairsBelow + __popc(same & ((1u << lane) - 1u))] = lane;
@@ -92,9 +95,6 @@ __device__ __forceinline__ void align_pairs_warp(int* offsets, int* sortedPairs,
   const unsigned leaders = __ballot_sync(0xffffffffu, leader);
   if (lane == 0) *activeCount = __popc(leaders);
 }
-
-// Most experts align_pairs_warp takes (its offsets, 9 per lane).
-constexpr int kAlignWarpMaxExperts = 32 * 9 - 1;
 
 // Gate and up rows of one intermediate index for up to NT pairs: h[p, i] = silu(g) * u.
 template <int NT, int UNROLL>

@@ -44,19 +44,21 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
   __threadfence();
   if (selection == 0 && numExperts <= 32 * kWarpRouteMaxPerLane && topK <= 32) {
     // Greedy routing by the first warp alone: shuffles instead of the block's barriers.
+    const bool warpAligns =
+        offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts;
     if (threadIdx.x < 32) {
       for (int t = 0; t < tokens; t++) {
         route_token_warp(t, experts, weights, logits, bias, numExperts, topK, scoring, normTopK,
                          routedScaling);
       }
-      if (offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts) {
+      if (warpAligns) {
         // And the grouping by the same warp: its expert ids are visible to it after the sync.
         __syncwarp();
         align_pairs_warp(offsets, sortedPairs, activeExperts, activeCount, experts, tokens * topK,
                          numExperts);
       }
     }
-    if (offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts) {
+    if (warpAligns) {
       if (threadIdx.x == 0) *counter = 0u;
       return;
     }
