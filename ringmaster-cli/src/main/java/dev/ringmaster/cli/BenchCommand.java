@@ -171,8 +171,8 @@ final class BenchCommand implements Runnable {
     }
 
     private int run(Path dir) throws Exception {
-      try (dev.ringmaster.model.arch.LanguageModel lm = engine.open(dir)) {
-        if (profile && !(lm instanceof dev.ringmaster.model.arch.StepProfileReporting)) {
+      try (dev.ringmaster.runtime.LanguageModel lm = engine.open(dir)) {
+        if (profile && !(lm instanceof dev.ringmaster.runtime.StepProfileReporting)) {
           throw new UserError(
               PROFILE_WHERE
                   + " (this run: "

@@ -2,9 +2,9 @@ package dev.ringmaster.cli;
 
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.tokenizer.Tokenizer;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.server.RingmasterServer;
 import dev.ringmaster.server.ServerConfig;
 import dev.ringmaster.server.ServingModel;

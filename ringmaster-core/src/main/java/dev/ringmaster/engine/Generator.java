@@ -1,8 +1,8 @@
 package dev.ringmaster.engine;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.function.IntPredicate;

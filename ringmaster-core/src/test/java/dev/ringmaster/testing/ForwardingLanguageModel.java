@@ -1,9 +1,9 @@
 package dev.ringmaster.testing;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 
 /**
  * A model that passes every call to another one; tests override {@link #forward} to watch or

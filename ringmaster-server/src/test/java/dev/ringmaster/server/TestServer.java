@@ -6,8 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.model.arch.CausalLm;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.tokenizer.Tokenizer;
+import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -58,7 +58,7 @@ final class TestServer implements AutoCloseable {
           }
 
           @Override
-          public dev.ringmaster.model.arch.KvCache newCache() {
+          public dev.ringmaster.runtime.KvCache newCache() {
             return lm.newCache();
           }
 
@@ -70,8 +70,8 @@ final class TestServer implements AutoCloseable {
           @Override
           public float[] forward(
               int[] tokens,
-              dev.ringmaster.model.arch.BatchLayout layout,
-              dev.ringmaster.model.arch.KvCache[] caches,
+              dev.ringmaster.runtime.BatchLayout layout,
+              dev.ringmaster.runtime.KvCache[] caches,
               int[] rows) {
             hook.accept(tokens);
             return lm.forward(tokens, layout, caches, rows);

@@ -1,8 +1,8 @@
 package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.ringmaster.engine.batch;
 
-import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.runtime.KvCache;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;

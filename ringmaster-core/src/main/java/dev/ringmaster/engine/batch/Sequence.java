@@ -1,7 +1,7 @@
 package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.Sampler;
-import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.runtime.KvCache;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;

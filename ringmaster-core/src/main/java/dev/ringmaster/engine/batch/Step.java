@@ -1,7 +1,7 @@
 package dev.ringmaster.engine.batch;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
 import java.util.List;
 
 /**
@@ -53,6 +53,6 @@ record Step(List<Sequence> seqs, int[] counts, boolean[] samples) {
     return new Inputs(tokens, new BatchLayout(seqStart, positions), caches, logitRows);
   }
 
-  /** Arguments of one {@link dev.ringmaster.model.arch.LanguageModel#forward} call. */
+  /** Arguments of one {@link dev.ringmaster.runtime.LanguageModel#forward} call. */
   record Inputs(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {}
 }

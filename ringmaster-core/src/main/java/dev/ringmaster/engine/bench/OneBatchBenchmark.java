@@ -1,10 +1,10 @@
 package dev.ringmaster.engine.bench;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.CollectiveReporting;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
-import dev.ringmaster.model.arch.StepProfileReporting;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.CollectiveReporting;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.StepProfileReporting;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Arrays;

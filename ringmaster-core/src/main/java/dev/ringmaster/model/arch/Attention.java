@@ -1,5 +1,8 @@
 package dev.ringmaster.model.arch;
 
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+
 /** A self-attention block with its projections; reads and extends the sequences' caches. */
 public interface Attention {
   /**

@@ -7,6 +7,9 @@ import dev.ringmaster.backend.cpu.Numerics;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
 

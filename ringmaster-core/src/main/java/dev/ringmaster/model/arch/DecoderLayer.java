@@ -1,6 +1,8 @@
 package dev.ringmaster.model.arch;
 
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
 
 /**
  * One pre-norm decoder layer: {@code h = x + attn(norm1(x)); x' = h + mlp(norm2(h))}. Under tensor

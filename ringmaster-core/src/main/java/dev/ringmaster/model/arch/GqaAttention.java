@@ -1,6 +1,8 @@
 package dev.ringmaster.model.arch;
 
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
 import java.util.stream.IntStream;
 
 /**

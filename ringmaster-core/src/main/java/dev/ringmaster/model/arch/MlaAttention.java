@@ -2,6 +2,8 @@ package dev.ringmaster.model.arch;
 
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
 import java.util.stream.IntStream;
 
 /**

@@ -7,6 +7,10 @@ import dev.ringmaster.parallel.CollectiveStats;
 import dev.ringmaster.parallel.LocalRanks;
 import dev.ringmaster.parallel.LocalWorld;
 import dev.ringmaster.parallel.ProcessGroup;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.CollectiveReporting;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.nio.file.Path;
 import java.util.List;
 

@@ -1,10 +1,10 @@
 package dev.ringmaster.model.multinode;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.CollectiveReporting;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.CollectiveReporting;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,8 +1,8 @@
 package dev.ringmaster.model.multinode;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.util.HashMap;

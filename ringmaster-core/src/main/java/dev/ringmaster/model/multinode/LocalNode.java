@@ -1,6 +1,6 @@
 package dev.ringmaster.model.multinode;
 
-import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.runtime.LanguageModel;
 import java.util.function.Consumer;
 
 /**

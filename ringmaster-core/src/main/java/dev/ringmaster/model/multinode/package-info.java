@@ -13,7 +13,7 @@
  * layout, logit rows, which cache each sequence uses and its length, caches freed since the last
  * step) and every node answers when its ranks are done; {@link
  * dev.ringmaster.model.multinode.DistributedLm} is node 0's side, a {@link
- * dev.ringmaster.model.arch.LanguageModel} the engine uses like any other.
+ * dev.ringmaster.runtime.LanguageModel} the engine uses like any other.
  *
  * <p>Failures are never silent: a node that fails, or whose connection drops, fails the step on
  * node 0 with a {@link dev.ringmaster.model.multinode.NodeFailureException} naming the node, the

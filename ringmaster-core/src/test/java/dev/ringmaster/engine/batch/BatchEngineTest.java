@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
-import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.CausalLm;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;

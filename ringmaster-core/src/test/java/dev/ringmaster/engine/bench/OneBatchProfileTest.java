@@ -2,11 +2,11 @@ package dev.ringmaster.engine.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ringmaster.model.arch.BatchLayout;
 import dev.ringmaster.model.arch.CausalLm;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
-import dev.ringmaster.model.arch.StepProfileReporting;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.StepProfileReporting;
 import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.RepoPaths;
 import java.io.ByteArrayOutputStream;

@@ -3,11 +3,11 @@ package dev.ringmaster.model.multinode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;

@@ -1,6 +1,6 @@
 package dev.ringmaster.cuda.model;
 
-import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.runtime.KvCache;
 import java.util.Arrays;
 
 /**

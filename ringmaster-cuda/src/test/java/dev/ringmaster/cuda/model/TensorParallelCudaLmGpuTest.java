@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ringmaster.cuda.collective.DeviceWorld;
 import dev.ringmaster.cuda.driver.CudaDriver;
-import dev.ringmaster.model.arch.BatchLayout;
-import dev.ringmaster.model.arch.KvCache;
-import dev.ringmaster.model.arch.LanguageModel;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -3,7 +3,7 @@ package dev.ringmaster.server.nativeapi;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
-import dev.ringmaster.model.arch.KvCache;
+import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.Json;
 import dev.ringmaster.server.http.Endpoint;

@@ -1,10 +1,10 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.runtime;
 
 import dev.ringmaster.model.config.ModelConfig;
 
 /**
- * A loaded language model that runs batched forward steps over sequences' caches: one rank ({@link
- * CausalLm}) or several tensor/expert-parallel ranks ({@link ParallelCausalLm}).
+ * A loaded language model that runs batched forward steps over sequences' caches, whatever its
+ * backend (CPU or CUDA) and rank layout (one rank, tensor/expert-parallel ranks, several nodes).
  */
 public interface LanguageModel extends AutoCloseable {
   /** The model's configuration. */

@@ -1,4 +1,4 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.runtime;
 
 /**
  * Where each token of a forward batch belongs: the batch holds the new tokens of several sequences,

@@ -1,4 +1,4 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.runtime;
 
 import java.util.Map;
 

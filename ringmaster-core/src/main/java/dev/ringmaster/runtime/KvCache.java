@@ -1,4 +1,4 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.runtime;
 
 import dev.ringmaster.model.config.ModelConfig;
 import java.util.Arrays;
@@ -183,7 +183,7 @@ public final class KvCache implements AutoCloseable {
    * its second row from {@code srcB} at {@code i * strideB + offB}, and both are written at the
    * token's position.
    */
-  static void storeNewTokens(
+  public static void storeNewTokens(
       BatchLayout layout,
       KvCache[] caches,
       int layer,

@@ -1,0 +1,7 @@
+/**
+ * The contract between the engine and a loaded model, whatever its backend or rank layout: {@link
+ * dev.ringmaster.runtime.LanguageModel} runs batched steps over sequences' {@link
+ * dev.ringmaster.runtime.KvCache}s laid out by a {@link dev.ringmaster.runtime.BatchLayout}. The
+ * engine depends on this package only, never on a backend's model classes.
+ */
+package dev.ringmaster.runtime;
