@@ -1,6 +1,8 @@
 package dev.ringmaster.cli;
 
 import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.model.CausalLm;
+import dev.ringmaster.backend.cpu.model.ParallelCausalLm;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.collective.DeviceWorld;
@@ -8,8 +10,6 @@ import dev.ringmaster.cuda.model.CudaCausalLm;
 import dev.ringmaster.cuda.model.CudaModelOptions;
 import dev.ringmaster.cuda.model.CudaNodeBackend;
 import dev.ringmaster.cuda.model.TensorParallelCudaLm;
-import dev.ringmaster.model.arch.CausalLm;
-import dev.ringmaster.model.arch.ParallelCausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.ShardPlan;
 import dev.ringmaster.model.config.ModelConfig;

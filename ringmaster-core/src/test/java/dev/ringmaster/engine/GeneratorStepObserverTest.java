@@ -3,7 +3,7 @@ package dev.ringmaster.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.testing.GoldenFixture;
 import dev.ringmaster.testing.RepoPaths;
 import java.util.ArrayList;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.testing.RepoPaths;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,6 +1,6 @@
 package dev.ringmaster.model.multinode;
 
-import dev.ringmaster.model.arch.ParallelCausalLm;
+import dev.ringmaster.backend.cpu.model.ParallelCausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.AllReduceTable;

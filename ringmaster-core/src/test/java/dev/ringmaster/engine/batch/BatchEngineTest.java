@@ -3,9 +3,9 @@ package dev.ringmaster.engine.batch;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
-import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;

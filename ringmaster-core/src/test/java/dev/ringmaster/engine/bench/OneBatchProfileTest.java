@@ -2,7 +2,7 @@ package dev.ringmaster.engine.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ringmaster.model.arch.CausalLm;
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.testing.RepoPaths;
 import java.io.IOException;

@@ -2,6 +2,7 @@ package dev.ringmaster.model.arch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.testing.GoldenFixture;
 import java.util.List;

@@ -3,6 +3,8 @@ package dev.ringmaster.model.arch;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
+import dev.ringmaster.backend.cpu.model.ParallelCausalLm;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.runtime.BatchLayout;

@@ -2,6 +2,7 @@ package dev.ringmaster.model.multinode;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.engine.batch.BatchConfig;
@@ -11,7 +12,6 @@ import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.RequestOutcome;
 import dev.ringmaster.engine.batch.TokenEvent;
 import dev.ringmaster.engine.batch.TokenListener;
-import dev.ringmaster.model.arch.CausalLm;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.runtime.BatchLayout;

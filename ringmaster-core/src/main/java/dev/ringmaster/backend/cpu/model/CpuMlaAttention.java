@@ -1,32 +1,25 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import java.util.stream.IntStream;
 
 /**
- * Multi-head latent attention (DeepSeek-V2/V3) in the absorbed form: the cache holds only the
- * normalised KV latent and the shared rotary key; each query head is projected into latent space
- * through its slice of {@code kv_b_proj} (W_UK), attends over latents, and the latent context is
- * projected back through the value slice (W_UV). Mathematically equal to the expanded form
- * transformers computes.
+ * The CPU's multi-head latent attention core (DeepSeek-V2/V3) in the absorbed form, after the query
+ * and KV down-projections: normalises the KV latent, rotates the rotary parts, appends the latents
+ * and shared rotary keys to the caches, projects each query head into latent space through its
+ * slice of {@code kv_b_proj} (W_UK), attends over latents and projects the latent context back
+ * through the value slice (W_UV). Mathematically equal to the expanded form transformers computes.
  */
-public final class MlaAttention implements Attention {
+final class CpuMlaAttention {
   /**
    * transformers builds q_a_layernorm and kv_a_layernorm with the default eps, not the config's.
    */
   private static final double LATENT_NORM_EPS = 1e-6;
 
-  private final Linear qProj;
-  private final Linear qA;
-  private final float[] qANorm;
-  private final Linear qB;
-  private final Linear kvA;
-  private final float[] kvANorm;
-  private final float[] kvB;
-  private final Linear oProj;
   private final RopeTable rope;
   private final int heads;
   private final int nope;
@@ -35,30 +28,8 @@ public final class MlaAttention implements Attention {
   private final int kvLora;
   private final float scale;
 
-  /**
-   * Creates the block; exactly one of {@code qProj} and ({@code qA}, {@code qANorm}, {@code qB}) is
-   * given. {@code kvB} is {@code kv_b_proj}'s weight as f32 {@code [heads*(nope+v), kvLora]}.
-   */
-  public MlaAttention(
-      ModelConfig cfg,
-      int heads,
-      Linear qProj,
-      Linear qA,
-      float[] qANorm,
-      Linear qB,
-      Linear kvA,
-      float[] kvANorm,
-      float[] kvB,
-      Linear oProj,
-      RopeTable rope) {
-    this.qProj = qProj;
-    this.qA = qA;
-    this.qANorm = qANorm;
-    this.qB = qB;
-    this.kvA = kvA;
-    this.kvANorm = kvANorm;
-    this.kvB = kvB;
-    this.oProj = oProj;
+  /** The attention of a rank holding {@code heads} of the model's heads. */
+  CpuMlaAttention(ModelConfig cfg, int heads, RopeTable rope) {
     this.rope = rope;
     this.heads = heads;
     this.nope = cfg.qkNopeHeadDim();
@@ -73,22 +44,22 @@ public final class MlaAttention implements Attention {
     this.scale = (float) s;
   }
 
-  @Override
-  public void forward(float[] out, float[] x, BatchLayout layout, KvCache[] caches, int layer) {
+  /**
+   * Attention of the step's tokens: {@code q} {@code [t, heads * qk]} and {@code kva} {@code [t,
+   * kvLora + rope]} (both rotated and normalised in place); returns the context {@code [t, heads *
+   * v]}. {@code kvB} is kv_b_proj as f32 {@code [heads * (nope + v), kvLora]}.
+   */
+  float[] forward(
+      float[] q,
+      float[] kva,
+      float[] kvANorm,
+      float[] kvB,
+      BatchLayout layout,
+      KvCache[] caches,
+      int layer) {
     int t = layout.numTokens();
     int qkDim = nope + ropeDim;
-    float[] q = new float[t * heads * qkDim];
-    if (qProj != null) {
-      qProj.apply(q, x, t);
-    } else {
-      float[] qa = new float[t * qA.out()];
-      qA.apply(qa, x, t);
-      CpuOps.rmsNorm(qa, 0, t, qA.out(), qA.out(), qANorm, LATENT_NORM_EPS);
-      qB.apply(q, qa, t);
-    }
     int kvaWidth = kvLora + ropeDim;
-    float[] kva = new float[t * kvaWidth];
-    kvA.apply(kva, x, t);
     CpuOps.rmsNorm(kva, 0, t, kvLora, kvaWidth, kvANorm, LATENT_NORM_EPS);
     float[] scratch = new float[Math.max(ropeDim, 1)];
     for (int i = 0; i < t; i++) {
@@ -108,12 +79,13 @@ public final class MlaAttention implements Attention {
             job -> {
               int i = job / heads;
               int h = job % heads;
-              attendOne(q, i, h, layout.positions()[i], caches[seqOf[i]], layer, attn);
+              attendOne(q, i, h, layout.positions()[i], caches[seqOf[i]], layer, kvB, attn);
             });
-    oProj.apply(out, attn, t);
+    return attn;
   }
 
-  private void attendOne(float[] q, int i, int h, int pos, KvCache cache, int layer, float[] attn) {
+  private void attendOne(
+      float[] q, int i, int h, int pos, KvCache cache, int layer, float[] kvB, float[] attn) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
     int rowBase = h * (nope + vDim);

@@ -1,5 +1,8 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.model.arch.ParallelConfig;
+import dev.ringmaster.model.arch.RankContext;
+import dev.ringmaster.model.arch.ShardPlan;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;

@@ -1,7 +1,9 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.model.arch.ExpertPlacement;
+import dev.ringmaster.model.arch.RankContext;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -18,7 +20,7 @@ import java.util.List;
  * each rank routes its own slice of the tokens, sends each (token, expert) pair's hidden state to
  * the expert's owner, gets the expert output back, combines, and all ranks gather the full output.
  */
-public final class MoeMlp implements Mlp {
+final class CpuMoe {
   private final Router router;
   private final DenseMlp[] experts;
   private final ExpertPlacement placement;
@@ -41,7 +43,7 @@ public final class MoeMlp implements Mlp {
    * @param hidden hidden size
    * @param a2a the rank context when tokens are dispatched by all-to-all, else null
    */
-  public MoeMlp(
+  CpuMoe(
       Router router,
       DenseMlp[] experts,
       ExpertPlacement placement,
@@ -60,6 +62,11 @@ public final class MoeMlp implements Mlp {
     this.a2a = a2a;
   }
 
+  /** Whether the output is complete on every rank (all-to-all dispatch), not a partial sum. */
+  boolean outputReplicated() {
+    return a2a != null;
+  }
+
   /** Index into {@link #experts} of expert {@code id}, or -1 when another rank owns it. */
   private int localSlot(int id) {
     if (placement == null) {
@@ -68,8 +75,8 @@ public final class MoeMlp implements Mlp {
     return placement.owner(id) == rank ? placement.localIndex(id) : -1;
   }
 
-  @Override
-  public void forward(float[] out, float[] x, int n) {
+  /** Writes the layer's output for {@code n} tokens of {@code x} to {@code out}. */
+  void forward(float[] out, float[] x, int n) {
     if (a2a != null) {
       forwardAllToAll(out, x, n);
       return;

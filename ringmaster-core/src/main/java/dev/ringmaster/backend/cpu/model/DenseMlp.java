@@ -1,4 +1,4 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuOps;
 
@@ -10,8 +10,8 @@ import dev.ringmaster.backend.cpu.CpuOps;
  * @param up up projection {@code [inter, hidden]}
  * @param down down projection {@code [hidden, inter]}
  */
-public record DenseMlp(Linear gate, Linear up, Linear down) implements Mlp {
-  @Override
+public record DenseMlp(Linear gate, Linear up, Linear down) {
+  /** Computes the MLP's output for {@code n} tokens of {@code x} into {@code out}. */
   public void forward(float[] out, float[] x, int n) {
     int inter = gate.out();
     float[] g = new float[n * inter];

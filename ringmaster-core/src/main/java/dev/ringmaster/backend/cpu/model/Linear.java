@@ -1,4 +1,4 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;

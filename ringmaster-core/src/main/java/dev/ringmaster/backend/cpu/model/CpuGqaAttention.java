@@ -1,71 +1,41 @@
-package dev.ringmaster.model.arch;
+package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import java.util.stream.IntStream;
 
 /**
- * Grouped-query attention with per-head RMSNorm of queries and keys before the rotation
- * (Qwen3-MoE). The cache holds rotated keys and values of the KV heads.
+ * The CPU's grouped-query attention core (Qwen3-MoE), after the projections and the per-head query
+ * and key norms: rotates queries and keys, appends keys and values of the KV heads to the caches
+ * and attends.
  */
-public final class GqaAttention implements Attention {
-  private final Linear qProj;
-  private final Linear kProj;
-  private final Linear vProj;
-  private final Linear oProj;
-  private final float[] qNorm;
-  private final float[] kNorm;
-  private final double eps;
+final class CpuGqaAttention {
   private final RopeTable rope;
   private final int heads;
   private final int kvHeads;
   private final int headDim;
   private final float scale;
 
-  /** Creates the block for {@code heads} query heads sharing {@code kvHeads} KV heads. */
-  public GqaAttention(
-      int heads,
-      int kvHeads,
-      int headDim,
-      Linear qProj,
-      Linear kProj,
-      Linear vProj,
-      Linear oProj,
-      float[] qNorm,
-      float[] kNorm,
-      double eps,
-      RopeTable rope) {
+  /** The attention of a rank holding {@code heads} query heads sharing {@code kvHeads} KV heads. */
+  CpuGqaAttention(int heads, int kvHeads, int headDim, RopeTable rope) {
     this.heads = heads;
     this.kvHeads = kvHeads;
     this.headDim = headDim;
-    this.qProj = qProj;
-    this.kProj = kProj;
-    this.vProj = vProj;
-    this.oProj = oProj;
-    this.qNorm = qNorm;
-    this.kNorm = kNorm;
-    this.eps = eps;
     this.rope = rope;
     this.scale = (float) (1.0 / Math.sqrt(headDim));
   }
 
-  @Override
-  public void forward(float[] out, float[] x, BatchLayout layout, KvCache[] caches, int layer) {
+  /**
+   * Attention of the step's tokens: {@code q} {@code [t, heads * hd]}, {@code k} and {@code v}
+   * {@code [t, kvHeads * hd]} (queries and keys rotated in place); returns the context {@code [t,
+   * heads * hd]}.
+   */
+  float[] forward(
+      float[] q, float[] k, float[] v, BatchLayout layout, KvCache[] caches, int layer) {
     int t = layout.numTokens();
     int kvWidth = kvHeads * headDim;
-    float[] q = new float[t * heads * headDim];
-    float[] k = new float[t * kvWidth];
-    float[] v = new float[t * kvWidth];
-    qProj.apply(q, x, t);
-    kProj.apply(k, x, t);
-    vProj.apply(v, x, t);
-    if (qNorm != null) {
-      CpuOps.rmsNorm(q, 0, t * heads, headDim, headDim, qNorm, eps);
-    }
-    if (kNorm != null) {
-      CpuOps.rmsNorm(k, 0, t * kvHeads, headDim, headDim, kNorm, eps);
-    }
     float[] scratch = new float[headDim];
     for (int i = 0; i < t; i++) {
       int pos = layout.positions()[i];
@@ -78,7 +48,7 @@ public final class GqaAttention implements Attention {
     }
     KvCache.storeNewTokens(layout, caches, layer, k, kvWidth, 0, v, kvWidth, 0);
     float[] attn = new float[t * heads * headDim];
-    int[] seqOf = MlaAttention.seqOfToken(layout);
+    int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;
     IntStream.range(0, t * heads)
         .parallel()
@@ -101,6 +71,6 @@ public final class GqaAttention implements Attention {
                 CpuOps.axpy(scores[s], values, s * kvWidth + kvOff, attn, qOff, headDim);
               }
             });
-    oProj.apply(out, attn, t);
+    return attn;
   }
 }

@@ -1,0 +1,136 @@
+package dev.ringmaster.backend.cpu.model;
+
+import dev.ringmaster.model.arch.DecoderModel;
+import dev.ringmaster.model.arch.RankContext;
+import dev.ringmaster.model.arch.ShardPlan;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.ops.ModelWeights;
+import dev.ringmaster.model.weights.WeightStore;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.util.Progress;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+
+/**
+ * A causal language model on the CPU backend, or one tensor-parallel rank of it: the model's {@link
+ * DecoderModel} run over {@link CpuModelOps}. Weights stay memory-mapped in their disk format
+ * (row-parallel shards are copied); compute is f32. A rank holds a contiguous slice of the
+ * vocabulary for the embedding and the LM head (vocab-parallel).
+ */
+public final class CausalLm implements LanguageModel {
+  private final ModelConfig cfg;
+  private final WeightStore store;
+  private final Arena shardCopies;
+  private final DecoderModel model;
+  private final ModelWeights<CpuTensor> weights;
+  private final CpuModelOps.Blocks blocks;
+  private final RankContext rank;
+
+  private CausalLm(
+      ModelConfig cfg,
+      WeightStore store,
+      Arena shardCopies,
+      DecoderModel model,
+      ModelWeights<CpuTensor> weights,
+      RankContext rank) {
+    this.cfg = cfg;
+    this.store = store;
+    this.shardCopies = shardCopies;
+    this.model = model;
+    this.weights = weights;
+    this.rank = rank;
+    this.blocks = new CpuModelOps.Blocks(cfg, rank, weights);
+  }
+
+  /** Loads a model directory (config.json and safetensors weights) on one rank. */
+  public static CausalLm load(Path dir) {
+    return load(dir, RankContext.single());
+  }
+
+  /** Loads this rank's shard of a model directory. */
+  public static CausalLm load(Path dir, RankContext rank) {
+    ModelConfig cfg = ModelConfigParser.parse(dir);
+    ShardPlan.check(cfg, rank.parallel());
+    WeightStore store = WeightStore.open(dir);
+    Arena copies = Arena.ofShared();
+    try {
+      DecoderModel model = DecoderModel.of(cfg);
+      CpuWeightSource src = new CpuWeightSource(store, copies);
+      ModelWeights<CpuTensor> weights;
+      try (Progress p =
+          rank.rank() == 0 ? Progress.start("loading layers", cfg.numLayers(), "layers") : null) {
+        weights = model.load(src, rank, p);
+      }
+      return new CausalLm(cfg, store, copies, model, weights, rank);
+    } catch (RuntimeException e) {
+      copies.close();
+      store.close();
+      throw e;
+    }
+  }
+
+  @Override
+  public ModelConfig config() {
+    return cfg;
+  }
+
+  @Override
+  public long weightBytes() {
+    return store.totalBytes();
+  }
+
+  @Override
+  public KvCache newCache() {
+    if (cfg.architecture().usesMla()) {
+      return new KvCache(cfg); // the latent cache is replicated on every rank
+    }
+    // GQA: this rank caches only its share of the KV heads.
+    int width = rank.share(cfg.numKvHeads()) * cfg.headDim();
+    return new KvCache(cfg.numLayers(), width, width);
+  }
+
+  /**
+   * Runs the new tokens of a batch of sequences through the model, appending them to the caches,
+   * and returns logits {@code [rows, vocab]} for the requested rows. On a tensor-parallel rank
+   * every rank calls this together with the same arguments (and its own caches).
+   *
+   * @param tokens token ids, {@code layout.numTokens()} of them
+   * @param layout sequence and position of each token
+   * @param caches one cache per sequence; their lengths are advanced past the new tokens
+   * @param logitRows indices of the tokens whose logits are wanted
+   */
+  @Override
+  public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      int start = layout.seqStart()[s];
+      int end = layout.seqStart()[s + 1];
+      if (end > start && layout.positions()[start] != caches[s].length()) {
+        throw new IllegalArgumentException(
+            "sequence "
+                + s
+                + ": new tokens start at position "
+                + layout.positions()[start]
+                + " but its cache holds "
+                + caches[s].length());
+      }
+    }
+    CpuModelOps ops = new CpuModelOps(blocks, tokens, layout, caches, logitRows);
+    model.forward(ops, weights);
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      int end = layout.seqStart()[s + 1];
+      if (end > layout.seqStart()[s]) {
+        caches[s].setLength(layout.positions()[end - 1] + 1);
+      }
+    }
+    return ops.logits();
+  }
+
+  @Override
+  public void close() {
+    shardCopies.close();
+    store.close();
+  }
+}

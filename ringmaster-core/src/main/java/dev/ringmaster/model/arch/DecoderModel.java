@@ -1,0 +1,147 @@
+package dev.ringmaster.model.arch;
+
+import static dev.ringmaster.model.ops.Act.ATTN_OUT;
+import static dev.ringmaster.model.ops.Act.HIDDEN;
+import static dev.ringmaster.model.ops.Act.MLP_OUT;
+import static dev.ringmaster.model.ops.Act.NORMED;
+
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.MoeConfig;
+import dev.ringmaster.model.ops.ExpertTensors;
+import dev.ringmaster.model.ops.FeedForwardWeights;
+import dev.ringmaster.model.ops.LayerWeights;
+import dev.ringmaster.model.ops.ModelOps;
+import dev.ringmaster.model.ops.ModelWeights;
+import dev.ringmaster.model.ops.WeightSource;
+import dev.ringmaster.model.ops.WeightSource.Slice;
+import dev.ringmaster.util.Progress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+
+/**
+ * The decoder-only mixture-of-experts transformer every supported family shares, written once for
+ * every backend and rank layout: embedding, pre-norm decoder layers ({@code h += attn(norm(h)); h
+ * += mlp(norm(h))}, each residual add fused into the next norm), final norm and LM head. Its
+ * attention comes from the model's {@link AttentionFamily}; a layer's MLP is dense below {@code
+ * first_k_dense_replace} and a mixture of experts from there.
+ *
+ * <p>Loading asks a {@link WeightSource} for this rank's share of every tensor: its heads, its
+ * share of every MLP's intermediate dimension, and either its share of every expert (tensor
+ * parallelism) or whole experts of its own range (expert parallelism); norms, routers and the MLA
+ * down-projections are replicated, embedding and LM head hold a slice of the vocabulary.
+ */
+public final class DecoderModel {
+  private final ModelConfig cfg;
+  private final AttentionFamily family;
+
+  private DecoderModel(ModelConfig cfg, AttentionFamily family) {
+    this.cfg = cfg;
+    this.family = family;
+  }
+
+  /** The model of {@code cfg}'s architecture. */
+  public static DecoderModel of(ModelConfig cfg) {
+    return new DecoderModel(cfg, AttentionFamily.of(cfg));
+  }
+
+  /** The configuration. */
+  public ModelConfig config() {
+    return cfg;
+  }
+
+  /**
+   * Runs one step: the token ids, positions and caches are the ones {@code ops} was given; ends
+   * with the logits of the requested rows.
+   */
+  public <T> void forward(ModelOps<T> ops, ModelWeights<T> w) {
+    double eps = cfg.rmsNormEps();
+    ops.embedding(w.embed());
+    boolean mlpPartial = true;
+    List<LayerWeights<T>> layers = w.layers();
+    for (int l = 0; l < layers.size(); l++) {
+      LayerWeights<T> lw = layers.get(l);
+      if (l == 0) {
+        ops.rmsNorm(NORMED, HIDDEN, lw.inputNorm(), eps);
+      } else {
+        ops.addRmsNorm(MLP_OUT, mlpPartial, lw.inputNorm(), eps);
+      }
+      family.forward(ops, lw.attention(), l);
+      ops.addRmsNorm(ATTN_OUT, true, lw.postAttentionNorm(), eps);
+      mlpPartial =
+          switch (lw.feedForward()) {
+            case FeedForwardWeights.Dense<T> d -> {
+              ops.denseMlp(MLP_OUT, NORMED, d);
+              yield true;
+            }
+            case FeedForwardWeights.Moe<T> m -> !ops.moe(MLP_OUT, NORMED, m, l);
+          };
+    }
+    ops.addRmsNorm(MLP_OUT, mlpPartial, w.finalNorm(), eps);
+    ops.lmHead(w.lmHead());
+  }
+
+  /** Loads this rank's weights; {@code progress} (or null) counts the layers. */
+  public <T> ModelWeights<T> load(WeightSource<T> src, RankContext rank, Progress progress) {
+    int v = cfg.vocabSize();
+    int h = cfg.hiddenSize();
+    Slice vocab = new Slice(rank.start(v), rank.share(v));
+    T embed = src.linearRows("model.embed_tokens", v, h, vocab, false);
+    List<LayerWeights<T>> layers = new ArrayList<>(cfg.numLayers());
+    for (int l = 0; l < cfg.numLayers(); l++) {
+      layers.add(layer(src, rank, l));
+      if (progress != null) {
+        progress.step(1);
+      }
+    }
+    T norm = src.vector("model.norm.weight", h);
+    T head =
+        cfg.tieWordEmbeddings() && !src.contains("lm_head.weight")
+            ? embed
+            : src.linearRows("lm_head", v, h, vocab, false);
+    return new ModelWeights<>(embed, List.copyOf(layers), norm, head);
+  }
+
+  private <T> LayerWeights<T> layer(WeightSource<T> src, RankContext rank, int l) {
+    String p = "model.layers." + l + ".";
+    int h = cfg.hiddenSize();
+    return new LayerWeights<>(
+        src.vector(p + "input_layernorm.weight", h),
+        family.load(src, p + "self_attn", rank),
+        src.vector(p + "post_attention_layernorm.weight", h),
+        cfg.isMoeLayer(l)
+            ? moe(src, rank, p + "mlp")
+            : dense(src, rank, p + "mlp", cfg.intermediateSize(), true));
+  }
+
+  /** A SwiGLU MLP; {@code split} shards its intermediate dimension across the ranks. */
+  private <T> FeedForwardWeights.Dense<T> dense(
+      WeightSource<T> src, RankContext rank, String p, int inter, boolean split) {
+    int h = cfg.hiddenSize();
+    Slice part = split ? new Slice(rank.start(inter), rank.share(inter)) : Slice.all(inter);
+    boolean downBias = src.contains(p + ".down_proj.bias") && (!split || rank.rank() == 0);
+    return new FeedForwardWeights.Dense<>(
+        src.gateUp(p + ".gate_proj", p + ".up_proj", inter, h, part),
+        src.linearCols(p + ".down_proj", h, inter, part, downBias));
+  }
+
+  private <T> FeedForwardWeights.Moe<T> moe(WeightSource<T> src, RankContext rank, String p) {
+    MoeConfig m = cfg.moe();
+    int h = cfg.hiddenSize();
+    int e = m.numExperts();
+    int inter = m.expertIntermediateSize();
+    ParallelConfig par = rank.parallel();
+    boolean ep = par.expertParallel();
+    int[] owned = ep ? par.placementFor(e).expertsOf(rank.rank()) : IntStream.range(0, e).toArray();
+    // Under EP each owned expert is whole; under TP every expert is split by intermediate dim.
+    Slice part = ep ? Slice.all(inter) : new Slice(rank.start(inter), rank.share(inter));
+    boolean a2a = par.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL && rank.size() > 1;
+    return new FeedForwardWeights.Moe<>(
+        src.linearRows(p + ".gate", e, h, Slice.all(e), false),
+        m.hasScoreCorrectionBias() ? src.vector(p + ".gate.e_score_correction_bias", e) : null,
+        src.experts(new ExpertTensors(p + ".experts"), e, owned, h, inter, part),
+        m.sharedIntermediateSize() > 0
+            ? dense(src, rank, p + ".shared_experts", m.sharedIntermediateSize(), !a2a)
+            : null);
+  }
+}
