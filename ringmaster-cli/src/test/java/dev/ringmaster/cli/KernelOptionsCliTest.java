@@ -125,6 +125,14 @@ class KernelOptionsCliTest {
         .isEqualTo(KernelTuning.defaults().with("mla-stages", 2).with("gemv-split-k", 2));
   }
 
+  @Test
+  void theCudaDocsListEveryKeyWithItsDefault() throws Exception {
+    String doc = Files.readString(CliTest.repo().resolve("docs/cuda.md"));
+    for (KernelTuning.Key k : KernelTuning.keys()) {
+      assertThat(doc).contains("| `" + k.name() + "` | " + k.defaultValue() + " |");
+    }
+  }
+
   @CommandLine.Command(name = "probe")
   static final class Probe {
     @CommandLine.Mixin EngineOptions engine = new EngineOptions();
