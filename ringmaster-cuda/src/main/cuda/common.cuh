@@ -10,7 +10,7 @@
 
 // Programmatic dependent launch (PDL). The first statement of every RM_KERNEL (PdlPrologueTest
 // checks it). When the host launches a kernel with the programmatic stream serialization
-// attribute (the default; -Dringmaster.cuda.pdl=false turns it off), the driver may start its blocks while the previous
+// attribute (the default; --kernel-option pdl=false turns it off), the driver may start its blocks while the previous
 // kernel of the stream still runs; then:
 // - griddepcontrol.wait blocks until the previous grid has completed and its memory operations
 //   are visible (PTX ISA, griddepcontrol). Being first, it precedes every global read (RAW) and

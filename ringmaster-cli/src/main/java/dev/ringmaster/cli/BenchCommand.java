@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.backend.DType;
 import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
-import dev.ringmaster.cuda.model.StepProfiler;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -148,6 +147,7 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
+      engine.tuning(); // check the kernel options before reading any model file
       Path dir = DefaultModel.resolve(model);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
@@ -155,19 +155,8 @@ final class BenchCommand implements Runnable {
       if (profile && "cpu".equals(engine.device)) {
         throw new UserError(PROFILE_WHERE + " (this run: --device cpu)");
       }
-      String before = System.getProperty(StepProfiler.PROPERTY);
-      if (profile) {
-        System.setProperty(StepProfiler.PROPERTY, "true");
-      }
-      try {
-        return run(dir);
-      } finally {
-        if (before == null) {
-          System.clearProperty(StepProfiler.PROPERTY);
-        } else {
-          System.setProperty(StepProfiler.PROPERTY, before);
-        }
-      }
+      engine.profile = profile;
+      return run(dir);
     }
 
     private int run(Path dir) throws Exception {
@@ -191,6 +180,7 @@ final class BenchCommand implements Runnable {
         var node = m.createObjectNode();
         node.put("model", dir.toString());
         node.put("device", engine.resolvedDevice);
+        node.set("kernel_tuning", m.valueToTree(engine.tuning().toMap()));
         if (lm instanceof dev.ringmaster.cuda.model.CudaCausalLm gpu) {
           node.set("memory_plan", m.valueToTree(gpu.memoryPlan().toJson()));
         } else if (lm instanceof dev.ringmaster.cuda.model.TensorParallelCudaLm gpus) {

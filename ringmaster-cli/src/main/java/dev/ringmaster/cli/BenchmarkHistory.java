@@ -128,7 +128,7 @@ final class BenchmarkHistory {
       System.arraycopy(args, 0, cmd, 1, args.length);
       Process p =
           new ProcessBuilder(cmd)
-              .directory(Path.of(System.getProperty("ringmaster.home", ".")).toFile())
+              .directory(DefaultModel.home().toFile())
               .redirectErrorStream(true)
               .start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();

@@ -14,6 +14,7 @@ import dev.ringmaster.parallel.bench.BenchmarkOptions;
 import dev.ringmaster.parallel.bench.BenchmarkResult;
 import dev.ringmaster.parallel.bench.BusBandwidthPlot;
 import dev.ringmaster.parallel.bench.CollectiveBenchmark;
+import dev.ringmaster.runtime.KernelTuning;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -207,7 +208,8 @@ final class CollectivesBenchCommand implements Callable<Integer> {
             algorithm,
             dist.disableCustomAllReduce,
             8 << 20,
-            Duration.ofSeconds(dist.nodes.distTimeoutSeconds));
+            Duration.ofSeconds(dist.nodes.distTimeoutSeconds),
+            KernelTuning.defaults().pdl());
     try (DeviceWorld world = DeviceWorld.create(wo)) {
       System.err.print(world.topology().format());
       world.log().forEach(l -> System.err.println("world: " + l));

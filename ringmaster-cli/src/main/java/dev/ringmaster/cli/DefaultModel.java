@@ -10,6 +10,16 @@ final class DefaultModel {
 
   private DefaultModel() {}
 
+  /**
+   * The Ringmaster install directory: the system property {@code ringmaster.home}, which the
+   * launcher script {@code ringmaster} sets to its own directory (the one way it passes that to the
+   * JVM), else the working directory. It locates the embedded model and the checkout whose commit a
+   * benchmark record names; it never selects what the engine computes or which kernels run.
+   */
+  static Path home() {
+    return Path.of(System.getProperty("ringmaster.home", "."));
+  }
+
   static Path resolve(Path given) {
     if (given != null) {
       if (!Files.isDirectory(given)) {
@@ -17,8 +27,7 @@ final class DefaultModel {
       }
       return given;
     }
-    String home = System.getProperty("ringmaster.home", ".");
-    Path dir = Path.of(home).resolve(RELATIVE);
+    Path dir = home().resolve(RELATIVE);
     if (!Files.isDirectory(dir)) {
       throw new UserError(
           "no --model given and the embedded default model is missing at "

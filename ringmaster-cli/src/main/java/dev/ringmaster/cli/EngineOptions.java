@@ -21,6 +21,7 @@ import dev.ringmaster.model.multinode.FollowerNode;
 import dev.ringmaster.model.multinode.NodeBackend;
 import dev.ringmaster.model.multinode.NodeLayout;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.LanguageModel;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -71,13 +72,87 @@ final class EngineOptions {
       description = "GPU: use NCCL for every allreduce (no peer-memory kernels).")
   boolean disableCustomAllReduce;
 
-  @Option(names = "--cpu-threads", description = "CPU kernel threads (default: all cores).")
+  @Option(
+      names = "--cpu-threads",
+      description =
+          "CPU kernel threads (default: all cores); the same as --kernel-option cpu-threads=N.")
   Integer cpuThreads;
 
   @Option(
       names = "--cpu-vector-bits",
-      description = "CPU vector width: 128, 256, 512 or 0 for the CPU's preferred width.")
+      description =
+          "CPU vector width: 128, 256, 512 or 0 for the CPU's preferred width; the same as"
+              + " --kernel-option cpu-vector-bits=N.")
   Integer cpuVectorBits;
+
+  @Option(
+      names = "--kernel-option",
+      paramLabel = "KEY=VALUE",
+      description =
+          "A kernel choice, repeatable (keys, meanings and defaults are listed below); applied"
+              + " after --kernel-config.")
+  List<String> kernelOptions;
+
+  @Option(
+      names = "--kernel-config",
+      paramLabel = "FILE.json",
+      description =
+          "Kernel choices from a JSON object of the keys listed below, e.g."
+              + " {\"mla-fused-tokens\": 0, \"pdl\": false} (the kernel_tuning object of a --json"
+              + " output reads back as one).")
+  Path kernelConfig;
+
+  /**
+   * Set by {@code bench one-batch --profile}: the GPU model times one eager step per size by op
+   * group.
+   */
+  boolean profile;
+
+  private KernelTuning tuning;
+
+  /**
+   * The kernel choices of the flags: the defaults, then {@code --kernel-config}, then each {@code
+   * --kernel-option}, then {@code --cpu-threads} and {@code --cpu-vector-bits}. Fails with a {@link
+   * UserError} naming the bad key or value (before any model loads: {@link #open} and {@link
+   * #follow} ask for it first).
+   */
+  KernelTuning tuning() {
+    if (tuning == null) {
+      try {
+        KernelTuning t =
+            kernelConfig != null
+                ? KernelTuning.fromJsonFile(kernelConfig)
+                : KernelTuning.defaults();
+        t = t.withOptions(kernelOptions != null ? kernelOptions : List.of());
+        if (cpuThreads != null) {
+          t = t.with("cpu-threads", cpuThreads);
+        }
+        if (cpuVectorBits != null) {
+          t = t.with("cpu-vector-bits", cpuVectorBits);
+        }
+        tuning = t;
+      } catch (IllegalArgumentException e) {
+        throw new UserError(e.getMessage());
+      }
+    }
+    return tuning;
+  }
+
+  /**
+   * Adds the list of kernel options ({@link KernelTuning#help}) to the help of every command of
+   * {@code cl} that takes these flags.
+   */
+  static void addKernelOptionHelp(picocli.CommandLine cl) {
+    var spec = cl.getCommandSpec();
+    if (spec.findOption("--kernel-option") != null) {
+      List<String> lines = new java.util.ArrayList<>();
+      lines.add("");
+      lines.add("Kernel options (--kernel-option KEY=VALUE, or keys of a --kernel-config object):");
+      KernelTuning.help().lines().forEach(l -> lines.add(l.replace("%", "%%")));
+      spec.usageMessage().footer(lines.toArray(String[]::new));
+    }
+    cl.getSubcommands().values().forEach(EngineOptions::addKernelOptionHelp);
+  }
 
   @Option(
       names = "--mem-fraction-static",
@@ -150,6 +225,7 @@ final class EngineOptions {
    * that drives every node.
    */
   LanguageModel open(Path dir) {
+    tuning();
     resolvedDevice = resolveDevice(dir);
     if (nodes.multiNode()) {
       NodeLayout layout = nodes.layout();
@@ -171,18 +247,14 @@ final class EngineOptions {
    * finishes; returns the exit status.
    */
   int follow(Path dir) {
+    tuning();
     resolvedDevice = resolveDevice(dir);
     NodeLayout layout = nodes.layout();
     return FollowerNode.serve(layout, fingerprint(dir), backend(dir, layout), System.err);
   }
 
   private void applyCpuSettings() {
-    if (cpuThreads != null) {
-      CpuKernels.setThreads(cpuThreads);
-    }
-    if (cpuVectorBits != null) {
-      CpuKernels.setVectorBits(cpuVectorBits);
-    }
+    CpuKernels.apply(tuning());
   }
 
   /** This node's share of the ranks, checked before any node is contacted. */
@@ -208,8 +280,8 @@ final class EngineOptions {
 
   /**
    * The flags that shape the ranks and their steps, as a command line would give them (for
-   * benchmark history records): device, nodes, parallelism, allreduce choice and, on the GPU, the
-   * graph and custom-allreduce switches.
+   * benchmark history records): device, nodes, parallelism, allreduce choice, on the GPU the
+   * custom-allreduce switch, and the kernel options that differ from the defaults.
    */
   String describe() {
     ParallelConfig p = parallel();
@@ -227,14 +299,18 @@ final class EngineOptions {
     if (disableCustomAllReduce) {
       sb.append(" --disable-custom-all-reduce");
     }
+    String kernels = tuning().describe();
+    if (!kernels.isEmpty()) {
+      sb.append(' ').append(kernels);
+    }
     return sb.toString();
   }
 
   /**
-   * What every node must agree on: the model files (in {@link Fingerprint#of}) and the flags that
-   * shape the ranks and their steps.
+   * What every node must agree on: the model files (in {@link Fingerprint#of}), the flags that
+   * shape the ranks and their steps, and every kernel choice.
    */
-  private Map<String, String> fingerprint(Path dir) {
+  Map<String, String> fingerprint(Path dir) {
     ParallelConfig p = parallel();
     Map<String, String> s = new LinkedHashMap<>();
     s.put("--device", resolvedDevice);
@@ -243,6 +319,8 @@ final class EngineOptions {
     s.put("--ep-size", String.valueOf(p.epSize()));
     s.put("--moe-a2a-backend", p.a2a().toString());
     s.put("--allreduce", allReduceAlgorithm().toString());
+    // One entry per kernel option, so that a refusal names the option that differs.
+    tuning().toMap().forEach((k, v) -> s.put("--kernel-option " + k, String.valueOf(v)));
     if (resolvedDevice.equals("cuda")) {
       CudaModelOptions o = cudaOptions();
       s.put("--disable-custom-all-reduce", String.valueOf(disableCustomAllReduce));
@@ -343,7 +421,8 @@ final class EngineOptions {
           d.blockSize(),
           d.gemvMaxTokens(),
           d.moeGroupedMinTokens(),
-          d.pdl());
+          tuning(),
+          profile);
     } catch (IllegalArgumentException e) {
       throw new UserError(e.getMessage());
     }

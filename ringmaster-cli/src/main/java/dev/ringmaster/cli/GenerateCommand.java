@@ -89,6 +89,7 @@ final class GenerateCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    engine.tuning(); // check the kernel options before reading any model file
     Path dir = DefaultModel.resolve(model);
     if (engine.follower()) {
       return engine.follow(dir); // node 0 generates; this node runs its ranks
@@ -183,6 +184,7 @@ final class GenerateCommand implements Callable<Integer> {
         o.put("prefill_tokens_per_s", r.prefillTokensPerSecond());
         o.put("decode_tokens_per_s", r.decodeTokensPerSecond());
         o.put("model", dir.toString());
+        o.set("kernel_tuning", m.valueToTree(engine.tuning().toMap()));
         out.println(m.writeValueAsString(o));
       } else {
         if (stream != null) {

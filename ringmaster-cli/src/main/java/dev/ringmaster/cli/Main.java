@@ -33,6 +33,7 @@ public final class Main implements Runnable {
   public static CommandLine commandLine() {
     CommandLine cl = new CommandLine(new Main());
     cl.setExecutionExceptionHandler(Main::handleError);
+    EngineOptions.addKernelOptionHelp(cl);
     return cl;
   }
 

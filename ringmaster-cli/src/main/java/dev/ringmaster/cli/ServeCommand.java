@@ -93,6 +93,7 @@ final class ServeCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     cpuKvFraction(); // check the flag before loading the model
+    engine.tuning();
     Path dir = DefaultModel.resolve(model);
     if (engine.follower()) {
       return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks

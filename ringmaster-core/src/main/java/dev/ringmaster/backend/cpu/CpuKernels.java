@@ -1,32 +1,36 @@
 package dev.ringmaster.backend.cpu;
 
 import dev.ringmaster.backend.DType;
-import java.util.Locale;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.function.IntConsumer;
 import jdk.incubator.vector.FloatVector;
 
 /**
  * Process-wide settings of the CPU kernels: the float vector width they are compiled for and the
- * persistent thread pool they run on.
- *
- * <p>Both start from system properties, read once: {@value #VECTOR_BITS_PROPERTY} ({@code 128},
- * {@code 256}, {@code 512} or {@code preferred}, the default: the widest the JIT compiles to SIMD
- * on this CPU) and {@value #THREADS_PROPERTY} (default: available processors). Both can be changed
- * later, for example by a benchmark; widths above the preferred one still work, but the Vector API
- * then emulates them slowly.
+ * persistent thread pool they run on. They start at the preferred width (the widest the JIT
+ * compiles to SIMD on this CPU) and one thread per core; {@link #apply} sets both from a run's
+ * {@link KernelTuning} ({@code cpu-vector-bits}, {@code cpu-threads}) before its model loads.
+ * Benchmarks and tests may change them between runs; widths above the preferred one still work, but
+ * the Vector API then emulates them slowly.
  */
 public final class CpuKernels {
-  /** System property selecting the vector width in bits. */
-  public static final String VECTOR_BITS_PROPERTY = "ringmaster.cpu.vectorBits";
-
-  /** System property selecting the number of threads (the calling thread included). */
-  public static final String THREADS_PROPERTY = "ringmaster.cpu.threads";
-
-  private static volatile int vectorBits =
-      parseVectorBits(System.getProperty(VECTOR_BITS_PROPERTY));
+  private static volatile int vectorBits = preferredVectorBits();
   private static volatile CpuThreadPool pool;
 
   private CpuKernels() {}
+
+  /**
+   * Sets the vector width and thread count from {@code tuning} (0 meaning the preferred width and
+   * one thread per core); the thread pool is replaced only when its size changes.
+   */
+  public static synchronized void apply(KernelTuning tuning) {
+    setVectorBits(tuning.cpuVectorBits());
+    int threads =
+        tuning.cpuThreads() == 0 ? Runtime.getRuntime().availableProcessors() : tuning.cpuThreads();
+    if (threads != threads()) {
+      setThreads(threads);
+    }
+  }
 
   /** The widest float vector, in bits, that the JIT compiles to SIMD instructions here. */
   public static int preferredVectorBits() {
@@ -69,27 +73,10 @@ public final class CpuKernels {
     pool().run(tasks, body);
   }
 
-  /** Parses a {@value #VECTOR_BITS_PROPERTY} value; null or {@code preferred} mean preferred. */
-  static int parseVectorBits(String value) {
-    if (value == null || value.isBlank()) {
-      return preferredVectorBits();
-    }
-    String v = value.strip().toLowerCase(Locale.ROOT);
-    if (v.equals("preferred") || v.equals("max")) {
-      return preferredVectorBits();
-    }
-    try {
-      return checkVectorBits(Integer.parseInt(v));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(
-          VECTOR_BITS_PROPERTY + " must be 128, 256, 512 or preferred, got '" + value + "'", e);
-    }
-  }
-
   private static int checkVectorBits(int bits) {
     if (bits != 128 && bits != 256 && bits != 512) {
       throw new IllegalArgumentException(
-          "vector width must be 128, 256 or 512 bits (or preferred), got " + bits);
+          "vector width must be 128, 256 or 512 bits (or 0 for preferred), got " + bits);
     }
     return bits;
   }
@@ -103,28 +90,11 @@ public final class CpuKernels {
     if (p == null) {
       synchronized (CpuKernels.class) {
         if (pool == null) {
-          pool = new CpuThreadPool(defaultThreads());
+          pool = new CpuThreadPool(Runtime.getRuntime().availableProcessors());
         }
         p = pool;
       }
     }
     return p;
-  }
-
-  private static int defaultThreads() {
-    String value = System.getProperty(THREADS_PROPERTY);
-    if (value == null || value.isBlank()) {
-      return Runtime.getRuntime().availableProcessors();
-    }
-    try {
-      int threads = Integer.parseInt(value.strip());
-      if (threads >= 1) {
-        return threads;
-      }
-    } catch (NumberFormatException e) {
-      // reported below
-    }
-    throw new IllegalArgumentException(
-        THREADS_PROPERTY + " must be a positive integer, got '" + value + "'");
   }
 }

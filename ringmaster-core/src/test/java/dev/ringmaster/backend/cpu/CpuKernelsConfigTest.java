@@ -3,6 +3,7 @@ package dev.ringmaster.backend.cpu;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ringmaster.runtime.KernelTuning;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
@@ -13,18 +14,18 @@ class CpuKernelsConfigTest {
   }
 
   @Test
-  void parsesVectorWidths() {
-    int preferred = CpuKernels.preferredVectorBits();
-    assertThat(CpuKernels.parseVectorBits(null)).isEqualTo(preferred);
-    assertThat(CpuKernels.parseVectorBits("preferred")).isEqualTo(preferred);
-    assertThat(CpuKernels.parseVectorBits(" 512 ")).isEqualTo(512);
-    assertThat(CpuKernels.parseVectorBits("128")).isEqualTo(128);
-    assertThatThrownBy(() -> CpuKernels.parseVectorBits("64"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("128, 256 or 512");
-    assertThatThrownBy(() -> CpuKernels.parseVectorBits("wide"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining(CpuKernels.VECTOR_BITS_PROPERTY);
+  void applyTakesWidthAndThreadsFromTheTuning() {
+    int threads = CpuKernels.threads();
+    try {
+      CpuKernels.apply(KernelTuning.defaults().with("cpu-vector-bits", 128).with("cpu-threads", 3));
+      assertThat(CpuKernels.vectorBits()).isEqualTo(128);
+      assertThat(CpuKernels.threads()).isEqualTo(3);
+      CpuKernels.apply(KernelTuning.defaults());
+      assertThat(CpuKernels.vectorBits()).isEqualTo(CpuKernels.preferredVectorBits());
+      assertThat(CpuKernels.threads()).isEqualTo(Runtime.getRuntime().availableProcessors());
+    } finally {
+      CpuKernels.setThreads(threads);
+    }
   }
 
   @Test

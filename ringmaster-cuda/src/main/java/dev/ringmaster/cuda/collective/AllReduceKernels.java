@@ -2,7 +2,6 @@ package dev.ringmaster.cuda.collective;
 
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
-import dev.ringmaster.cuda.driver.Kernel;
 import dev.ringmaster.cuda.driver.LaunchConfig;
 import dev.ringmaster.cuda.kernels.KernelImage;
 import java.lang.foreign.Arena;
@@ -16,10 +15,10 @@ import java.lang.foreign.ValueLayout;
  * value, so the argument block has a 128-byte first slot and 8-byte slots after it. Load once per
  * GPU context; use from that GPU's thread only.
  *
- * <p>Unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false} they launch as programmatic
- * dependent launches like the model's kernels (they wait for the previous kernel first, too). A
- * dependent launched early cannot take the slots of an allreduce block its peers wait for: it
- * launches only once every block of the allreduce is resident (see {@code rm_pdl_prologue}).
+ * <p>With {@code pdl} (the run's {@code KernelTuning.pdl}) they launch as programmatic dependent
+ * launches like the model's kernels (they wait for the previous kernel first, too). A dependent
+ * launched early cannot take the slots of an allreduce block its peers wait for: it launches only
+ * once every block of the allreduce is resident (see {@code rm_pdl_prologue}).
  */
 final class AllReduceKernels implements AutoCloseable {
   /** {@code RM_AR_MAX_RANKS}. */
@@ -41,8 +40,11 @@ final class AllReduceKernels implements AutoCloseable {
   private final Launch fused;
   private final Launch rmsNorm;
   private final int maxBlocks;
+  private final boolean pdlLaunches;
 
-  AllReduceKernels(int multiprocessors) {
+  /** Loads the kernels; {@code pdl}: launch them as programmatic dependent launches. */
+  AllReduceKernels(int multiprocessors, boolean pdl) {
+    pdlLaunches = pdl;
     module = KernelImage.loadModule(driver);
     oneShot = new Launch("rm_ar_oneshot", true, 5);
     twoShot = new Launch("rm_ar_twoshot", true, 5);
@@ -113,7 +115,7 @@ final class AllReduceKernels implements AutoCloseable {
     private final long function;
     private final MemorySegment params;
     private final MemorySegment[] slots;
-    private final LaunchConfig pdl = Kernel.pdlRequested() ? new LaunchConfig() : null;
+    private final LaunchConfig pdl = pdlLaunches ? new LaunchConfig() : null;
 
     Launch(String name, boolean peersFirst, int arity) {
       this.name = name;

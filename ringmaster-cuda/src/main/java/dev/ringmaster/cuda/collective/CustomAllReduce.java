@@ -30,9 +30,15 @@ public final class CustomAllReduce {
   /**
    * Sets up the ranks of {@code gpus} (rank i on {@code gpus.get(i)}): allocates staging buffers of
    * {@code maxBytes} and zeroed signal blocks, and enables peer access both ways between every
-   * pair. Throws {@link IllegalStateException} if some pair has no peer access.
+   * pair. Throws {@link IllegalStateException} if some pair has no peer access. The kernels launch
+   * as programmatic dependent launches.
    */
   public static CustomAllReduce create(List<GpuThread> gpus, long maxBytes) {
+    return create(gpus, maxBytes, true);
+  }
+
+  /** As {@link #create(List, long)}; {@code pdl}: programmatic dependent launches or plain ones. */
+  public static CustomAllReduce create(List<GpuThread> gpus, long maxBytes, boolean pdl) {
     int n = gpus.size();
     if (n > AllReduceKernels.MAX_RANKS) {
       throw new IllegalStateException(
@@ -80,7 +86,7 @@ public final class CustomAllReduce {
                 // SM), so ranks that share a GPU split its multiprocessors between them.
                 int sms = g.device().multiprocessors() / ranksOn(gpus, g.device().ordinal());
                 return new Rank(
-                    rank, staging, signals, buf, sig, new AllReduceKernels(sms), maxBytes);
+                    rank, staging, signals, buf, sig, new AllReduceKernels(sms, pdl), maxBytes);
               });
       staging[r] = ranks[r].staging.ptr();
       signals[r] = ranks[r].signal.ptr();

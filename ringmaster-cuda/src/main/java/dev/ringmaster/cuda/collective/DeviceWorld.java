@@ -35,6 +35,8 @@ public final class DeviceWorld implements AutoCloseable {
    * @param disableCustomAllReduce {@code --disable-custom-all-reduce}: NCCL only
    * @param customMaxBytes the peer kernels' staging buffer size (largest custom message)
    * @param initTimeout how long to wait for the other nodes
+   * @param pdl launch the collectives' own kernels as programmatic dependent launches (the run's
+   *     {@code KernelTuning.pdl})
    */
   public record Options(
       int gpus,
@@ -42,9 +44,13 @@ public final class DeviceWorld implements AutoCloseable {
       AllReduceAlgorithm algorithm,
       boolean disableCustomAllReduce,
       long customMaxBytes,
-      Duration initTimeout) {
+      Duration initTimeout,
+      boolean pdl) {
 
-    /** One node, {@code gpus} GPUs, AUTO, custom allreduce up to 8 MiB, 5 minute timeout. */
+    /**
+     * One node, {@code gpus} GPUs, AUTO, custom allreduce up to 8 MiB, 5 minute timeout,
+     * programmatic dependent launch on.
+     */
     public static Options of(int gpus) {
       return new Options(
           gpus,
@@ -52,12 +58,19 @@ public final class DeviceWorld implements AutoCloseable {
           AllReduceAlgorithm.AUTO,
           false,
           8 << 20,
-          Duration.ofMinutes(5));
+          Duration.ofMinutes(5),
+          true);
     }
 
     /** These options with another algorithm and custom setting. */
     public Options with(AllReduceAlgorithm a, boolean disableCustom) {
-      return new Options(gpus, dist, a, disableCustom, customMaxBytes, initTimeout);
+      return new Options(gpus, dist, a, disableCustom, customMaxBytes, initTimeout, pdl);
+    }
+
+    /** These options with the collectives' own kernels launched with PDL or without. */
+    public Options withPdl(boolean on) {
+      return new Options(
+          gpus, dist, algorithm, disableCustomAllReduce, customMaxBytes, initTimeout, on);
     }
   }
 
@@ -112,7 +125,9 @@ public final class DeviceWorld implements AutoCloseable {
       threads.add(GpuThread.start(i));
     }
     CustomAllReduce custom =
-        facts.customPossible() ? CustomAllReduce.create(threads, o.customMaxBytes()) : null;
+        facts.customPossible()
+            ? CustomAllReduce.create(threads, o.customMaxBytes(), o.pdl())
+            : null;
     AllReduceRule.Decision defaults = AllReduceRule.defaults(facts);
     log.addAll(defaults.log());
     this.comms = new NcclCommunicator[o.gpus()];
@@ -132,7 +147,8 @@ public final class DeviceWorld implements AutoCloseable {
                           worldSize,
                           o.algorithm(),
                           custom == null ? null : custom.rank(local),
-                          defaults.table())));
+                          defaults.table(),
+                          o.pdl())));
     }
     for (int i = 0; i < comms.length; i++) {
       comms[i] = await(pending.get(i));

@@ -23,13 +23,15 @@ public final class NcclCommunicator implements DeviceCommunicator {
   private final CollectiveStats stats = new CollectiveStats();
   private volatile DeviceAllReduceTable table;
   private AllReduceKernels normKernels; // for the unfused add + RMSNorm, loaded on first use
+  private final boolean pdl;
   private DeviceBuffer barrierScratch;
   private CudaStream barrierStream;
   private boolean closed;
 
   /**
-   * Wraps {@code comm} (rank {@code rank} of {@code worldSize}); {@code custom} may be null. Call
-   * on the rank's GPU thread.
+   * Wraps {@code comm} (rank {@code rank} of {@code worldSize}); {@code custom} may be null; {@code
+   * pdl}: this communicator's own kernels launch as programmatic dependent launches. Call on the
+   * rank's GPU thread.
    */
   public NcclCommunicator(
       long comm,
@@ -37,7 +39,9 @@ public final class NcclCommunicator implements DeviceCommunicator {
       int worldSize,
       AllReduceAlgorithm algorithm,
       CustomAllReduce.Rank custom,
-      DeviceAllReduceTable table) {
+      DeviceAllReduceTable table,
+      boolean pdl) {
+    this.pdl = pdl;
     this.comm = comm;
     this.rank = rank;
     this.worldSize = worldSize;
@@ -152,7 +156,7 @@ public final class NcclCommunicator implements DeviceCommunicator {
       float eps,
       CudaStream stream) {
     if (normKernels == null) {
-      normKernels = new AllReduceKernels(1);
+      normKernels = new AllReduceKernels(1, pdl);
     }
     normKernels.addRmsNorm(out, residual, x, weight, rows, hidden, eps, stream);
   }

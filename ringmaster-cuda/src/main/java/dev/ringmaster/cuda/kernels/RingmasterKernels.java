@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.kernels;
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -36,13 +37,10 @@ public final class RingmasterKernels implements AutoCloseable {
    * tokens keep fewer loads in flight (1.8 TB/s at batch 32, 2-5 tokens per active expert; 2.9 TB/s
    * at batch 8), where the tensor-core kernels, whose bytes in flight do not depend on the token
    * count, should stream at 3.5 TB/s or more. 8 is the first captured batch size where that is
-   * expected to hold; KernelBench's batch 1 and 4 rows place it. Override with the system property
-   * {@value #MOE_MMA_MIN_TOKENS_PROPERTY} or {@link #setMoeMmaMinTokens}.
+   * expected to hold; KernelBench's batch 1 and 4 rows place it. The default of the kernel option
+   * {@code moe-mma-min-tokens}; {@link #setMoeMmaMinTokens} changes it for benchmarks and tests.
    */
   public static final int MOE_MMA_MIN_TOKENS = 8;
-
-  /** System property overriding {@link #MOE_MMA_MIN_TOKENS} (read when the kernels load). */
-  public static final String MOE_MMA_MIN_TOKENS_PROPERTY = "ringmaster.moe.mmaMinTokens";
 
   /** Tokens per weight pass of the decode tensor-core expert kernels (kMoeMmaPassTokens). */
   public static final int MOE_MMA_PASS_TOKENS = 32;
@@ -68,15 +66,6 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /** Threads per block of the tensor-core expert kernels (kMoeMmaThreads). */
   private static final int MMA_THREADS = 128;
-
-  /** System property choosing {@link #useMoeDownRowsPerWarp} when the kernels load. */
-  public static final String MOE_DOWN_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.moeDownRowsPerWarp";
-
-  /** System property choosing {@link #useGemvRowsPerWarp} when the kernels load. */
-  public static final String GEMV_ROWS_PER_WARP_PROPERTY = "ringmaster.cuda.gemvRowsPerWarp";
-
-  /** System property choosing {@link #useGemvSplitK} when the kernels load. */
-  public static final String GEMV_SPLIT_K_PROPERTY = "ringmaster.cuda.gemvSplitK";
 
   private final CudaDriver driver;
   private final long module;
@@ -121,8 +110,8 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel mlaSplitMma2;
   private final Kernel mlaGatherCtx;
   private final Kernel mlaPrefillSoftmax;
-  private boolean mlaTensorCores = true;
-  private int mlaStages = Integer.getInteger("ringmaster.cuda.mlaStages", 1);
+  private boolean mlaTensorCores;
+  private int mlaStages;
   // Per cache-tile stage count (index 1 or 2): the shared memory granted / refused so far.
   private final int[] mmaSharedGranted = new int[3];
   private final int[] mmaSharedRefused = {0, Integer.MAX_VALUE, Integer.MAX_VALUE};
@@ -132,8 +121,17 @@ public final class RingmasterKernels implements AutoCloseable {
   private final SmallBatchMoe smallBatchMoe;
   private final MlaFusedDecode mlaFusedDecode;
 
-  /** Loads the fatbin into the current context. */
+  /** Loads the fatbin into the current context, with the default kernel choices. */
   public RingmasterKernels() {
+    this(KernelTuning.defaults());
+  }
+
+  /**
+   * Loads the fatbin into the current context; {@code tuning} gives the kernel variants ({@code
+   * pdl}, {@code mla-tensor-cores}, {@code mla-stages}, {@code moe-mma-min-tokens}, {@code
+   * moe-down-rows-per-warp}, {@code gemv-rows-per-warp}, {@code gemv-split-k}).
+   */
+  public RingmasterKernels(KernelTuning tuning) {
     driver = CudaDriver.get();
     module = KernelImage.loadModule(driver);
     embedding = kernel("rm_embedding_bf16", 4);
@@ -149,7 +147,7 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDown = kernel("rm_moe_down", 10);
     moeDownR2 = kernel("rm_moe_down_r2", 10);
     moeDownR4 = kernel("rm_moe_down_r4", 10);
-    useMoeDownRowsPerWarp(Integer.getInteger(MOE_DOWN_ROWS_PER_WARP_PROPERTY, 4));
+    useMoeDownRowsPerWarp(tuning.moeDownRowsPerWarp());
     moeCombine = kernel("rm_moe_combine", 6);
     moeCombineRmsNorm = kernel("rm_moe_combine_rmsnorm", 8);
     moeGather = kernel("rm_moe_gather_bf16", 5);
@@ -158,7 +156,7 @@ public final class RingmasterKernels implements AutoCloseable {
     moeDownMma = kernel("rm_moe_down_mma", 10);
     moeGateUpMma64 = kernel("rm_moe_gate_up_mma64", 10);
     moeDownMma64 = kernel("rm_moe_down_mma64", 10);
-    setMoeMmaMinTokens(Integer.getInteger(MOE_MMA_MIN_TOKENS_PROPERTY, MOE_MMA_MIN_TOKENS));
+    setMoeMmaMinTokens(tuning.moeMmaMinTokens());
     mlaAbsorbQ = kernel("rm_mla_absorb_q", 9);
     mlaOutV = kernel("rm_mla_out_v", 8);
     mlaAppend = kernel("rm_mla_cache_append", 5);
@@ -168,8 +166,8 @@ public final class RingmasterKernels implements AutoCloseable {
     gemv1R4 = kernel("rm_gemv1_r4_bf16", 8);
     gemv1SplitK2 = kernel("rm_gemv1_splitk2_bf16", 8);
     gemv1SplitK4 = kernel("rm_gemv1_splitk4_bf16", 8);
-    useGemvRowsPerWarp(Integer.getInteger(GEMV_ROWS_PER_WARP_PROPERTY, 1));
-    useGemvSplitK(Integer.getInteger(GEMV_SPLIT_K_PROPERTY, 4));
+    useGemvRowsPerWarp(tuning.gemvRowsPerWarp());
+    useGemvSplitK(tuning.gemvSplitK());
     gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
     mlaSplit = kernel("rm_mla_decode_split", 15);
     mlaCombine = kernel("rm_mla_combine", 8);
@@ -181,6 +179,9 @@ public final class RingmasterKernels implements AutoCloseable {
     sample = kernel("rm_sample", 8);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
+    useMlaTensorCores(tuning.mlaTensorCores());
+    useMlaStages(tuning.mlaStages());
+    setProgrammaticDependentLaunch(tuning.pdl());
   }
 
   /** MLA decode attention of a few tokens in one launch, loaded with these. */
@@ -203,9 +204,9 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * Programmatic dependent launch for every kernel of this set from now on (graphs keep what they
-   * were captured with). On unless {@code -D}{@value Kernel#PDL_PROPERTY}{@code =false}. Safe after
-   * any kind of work in the stream: each kernel waits in {@code griddepcontrol.wait} for the
-   * previous one, a cuBLAS or NCCL kernel included, to complete before it touches memory.
+   * were captured with). The constructor's tuning sets it ({@code pdl}, default on). Safe after any
+   * kind of work in the stream: each kernel waits in {@code griddepcontrol.wait} for the previous
+   * one, a cuBLAS or NCCL kernel included, to complete before it touches memory.
    */
   public void setProgrammaticDependentLaunch(boolean on) {
     all.forEach(k -> k.programmaticDependentLaunch(on));
@@ -342,8 +343,8 @@ public final class RingmasterKernels implements AutoCloseable {
    * Weight rows per warp of {@link #gemv} and {@link #gemv2} for a lone token: 1 (the general
    * kernel, default), 2 or 4 (a warp streams that many rows at once, in a grid that many times
    * smaller). The output is bit-identical whichever is chosen. {@link #useGemvSplitK} above 1 takes
-   * precedence. Read at each launch, so a graph captures the choice made then; the default comes
-   * from {@code -D}{@value #GEMV_ROWS_PER_WARP_PROPERTY}. For benchmarks and tests.
+   * precedence. Read at each launch, so a graph captures the choice made then; the constructor's
+   * tuning sets it ({@code gemv-rows-per-warp}). For benchmarks and tests.
    */
   public void useGemvRowsPerWarp(int rows) {
     gemvRowsPerWarp = oneTwoOrFour("GEMV rows per warp", rows);
@@ -361,8 +362,8 @@ public final class RingmasterKernels implements AutoCloseable {
    * and q|kv_a from 8.2 to 5.7 us, the decode step by ~0.05 ms. Deterministic, but the sums are
    * associated differently, so outputs differ from the one-warp kernels by float rounding (GPU
    * tests hold them to a relative error of 1e-5 against an f64 reference, as the general kernel).
-   * Takes precedence over {@link #useGemvRowsPerWarp}. Read at each launch; the default comes from
-   * {@code -D}{@value #GEMV_SPLIT_K_PROPERTY}. For benchmarks and tests.
+   * Takes precedence over {@link #useGemvRowsPerWarp}. Read at each launch; the constructor's
+   * tuning sets it ({@code gemv-split-k}). For benchmarks and tests.
    */
   public void useGemvSplitK(int warps) {
     gemvSplitK = oneTwoOrFour("GEMV split-K warps", warps);
@@ -631,8 +632,8 @@ public final class RingmasterKernels implements AutoCloseable {
    * #moeDown}): 1, 2 or 4 (default). A warp streams that many rows of its expert at once, in a grid
    * that many times smaller; the outputs are bit-identical whichever is chosen. On an H200 4 rows
    * took V2-Lite's batch-1 down projection from 13.7 to 12.0 us (batch 4: 42.2 to 34.3 us). Read at
-   * each launch, so a graph captures the choice made then; the default comes from {@code -D}{@value
-   * #MOE_DOWN_ROWS_PER_WARP_PROPERTY}. For benchmarks and tests.
+   * each launch, so a graph captures the choice made then; the constructor's tuning sets it ({@code
+   * moe-down-rows-per-warp}). For benchmarks and tests.
    */
   public void useMoeDownRowsPerWarp(int rows) {
     moeDownRowsPerWarp = oneTwoOrFour("MoE down rows per warp", rows);
@@ -836,7 +837,8 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * Chooses the tensor-core decode kernel (default, where the shape allows) or the CUDA-core one;
-   * both compute the same split partials. For tests and benchmarks.
+   * both compute the same split partials; the constructor's tuning sets it ({@code
+   * mla-tensor-cores}). For tests and benchmarks.
    */
   public void useMlaTensorCores(boolean on) {
     mlaTensorCores = on;
@@ -845,7 +847,7 @@ public final class RingmasterKernels implements AutoCloseable {
   /**
    * Cache tiles in flight per block of the tensor-core decode kernel: 1 (one tile's copy at a time,
    * two blocks per SM) or 2 (the next tile copies while this one is computed, one block per SM).
-   * Default 1, or {@code -Dringmaster.cuda.mlaStages}. For benchmarks and tests.
+   * The constructor's tuning sets it ({@code mla-stages}, default 1). For benchmarks and tests.
    */
   public void useMlaStages(int stages) {
     if (stages != 1 && stages != 2) {

@@ -11,7 +11,7 @@ import java.util.function.BiFunction;
  * equal the general path's bit for bit ({@link RingmasterKernels#gemv} + {@link
  * RingmasterKernels#moeRoute}; {@link RingmasterKernels#moeExpertsFused}). Tokens that share an
  * expert stream it once each, so this suits one or two tokens. The model takes the routing kernel
- * in every GEMV-sized step; the pair kernels only where {@code -Dringmaster.cuda.moePairTokens}
+ * in every GEMV-sized step; the pair kernels only where {@code --kernel-option moe-pair-tokens}
  * asks (their down projection, a warp per output row over all slots, has a sixth of the grouped
  * kernel's warps and measured slower at batch 1 on an H200).
  */

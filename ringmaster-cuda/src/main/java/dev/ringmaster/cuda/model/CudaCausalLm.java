@@ -14,6 +14,7 @@ import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.StepProfileReporting;
@@ -35,21 +36,6 @@ import java.util.Map;
 public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** Context length the decode split count is chosen for (graphs cannot see the real one). */
   private static final int DECODE_NOMINAL_CONTEXT = 2048;
-
-  /**
-   * Prefill attention as GEMMs (set {@code -Dringmaster.cuda.mlaPrefillGemm=false} to measure the
-   * split kernels instead); {@code -Dringmaster.cuda.mlaTensorCores=false} likewise selects the
-   * CUDA-core decode kernel.
-   */
-  private static final boolean PREFILL_GEMM =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaPrefillGemm", "true"));
-
-  /**
-   * Whether prefill runs take MLA's expanded form where its scratch holds the context ({@code
-   * -Dringmaster.cuda.mlaExpandedPrefill=false}: the absorbed form always, to compare).
-   */
-  private static final boolean EXPANDED_PREFILL =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaExpandedPrefill", "true"));
 
   /** Longest context the prefill GEMM path gathers (its scratch: 151 MB at D = 576). */
   private static final int PREFILL_GEMM_MAX_CONTEXT = 131_072;
@@ -75,7 +61,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /**
    * The decode sizes that take the fused MLA launch, captured again without it, for steps whose
-   * context is longer than {@link GpuOps#MLA_FUSED_MAX_CONTEXT}; null when there are none.
+   * context is longer than the {@code mla-fused-max-context} kernel option; null when there are
+   * none.
    */
   private DecodeGraphs longContextGraphs;
 
@@ -189,16 +176,15 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             Math.max(
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
-    ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens());
-    ops.kernels.setProgrammaticDependentLaunch(options.pdl());
+    KernelTuning tuning = options.tuning();
+    ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning);
     // The fused MLA launch is not yet checked under tensor parallelism: separate kernels there.
     mlaFusedTokens =
         shard.parallel()
                 || !MlaFusedDecode.supports(
                     cfg.qkNopeHeadDim(), cfg.qkRopeHeadDim(), cfg.vHeadDim(), cfg.kvLoraRank())
             ? 0
-            : GpuOps.MLA_FUSED_TOKENS;
-    ops.mlaFusedTokens = mlaFusedTokens;
+            : tuning.mlaFusedTokens();
     act = new Activations(cfg, maxTokens, logitRows, shard);
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
@@ -215,10 +201,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               cfg.moe().numExperts(),
               cfg.moe().topK(),
               cfg.hiddenSize(),
-              shard.expertInter(cfg.moe().expertIntermediateSize()));
+              shard.expertInter(cfg.moe().expertIntermediateSize()),
+              options.profile());
     }
 
-    if (PREFILL_GEMM
+    if (tuning.mlaPrefillGemm()
         && maxTokens >= PrefillSegments.MIN_GEMM_TOKENS
         && (cfg.kvLoraRank() + cfg.qkRopeHeadDim()) % 8 == 0) {
       mlaPrefill =
@@ -231,13 +218,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               Math.min(cfg.maxPositionEmbeddings(), PREFILL_GEMM_MAX_CONTEXT),
               maxTokens,
               MlaPrefillAttention.DEFAULT_SCORE_BUDGET,
-              EXPANDED_PREFILL ? MlaPrefillAttention.DEFAULT_EXPANDED_BYTES : 0);
+              tuning.mlaExpandedPrefill() ? MlaPrefillAttention.DEFAULT_EXPANDED_BYTES : 0);
       segments = new PrefillSegments(maxTokens);
     }
-    if (!Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaTensorCores", "true"))) {
-      ops.kernels.useMlaTensorCores(false);
-    }
-
     if (shard.parallel()) {
       // The collectives' buffers (the all-to-all's grow with step tokens x top-k x hidden: ~2.5 GB
       // for a GLM-5 shape) come before the KV cache is sized from what is free, not after it.
@@ -289,19 +272,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               stream,
               bs -> {
                 if (collectives != null) {
-                  collectives.recordGraph(bs, () -> stack.decodeStep(bs, decodeSplits(bs)));
+                  collectives.recordGraph(
+                      bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
                 } else {
-                  stack.decodeStep(bs, decodeSplits(bs));
+                  stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens);
                 }
               },
               reportsProgress);
       List<Integer> fusedSizes = sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
       if (!fusedSizes.isEmpty()) {
-        ops.mlaFusedTokens = 0;
         longContextGraphs =
             new DecodeGraphs(
-                fusedSizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs)), false);
-        ops.mlaFusedTokens = mlaFusedTokens;
+                fusedSizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs), 0), false);
       }
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
@@ -334,12 +316,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   /**
-   * Fewest chunk tokens for the per-expert GEMMs ({@code -Dringmaster.cuda.moeGroupedMinTokens}
-   * overrides the option, to compare with the tensor-core expert kernels).
+   * Fewest chunk tokens for the per-expert GEMMs (the {@code moe-grouped-min-tokens} kernel option
+   * overrides the automatic choice, to compare with the tensor-core expert kernels).
    */
   private int groupedMinTokens() {
-    Integer forced = Integer.getInteger("ringmaster.cuda.moeGroupedMinTokens");
-    if (forced != null) {
+    int forced = options.tuning().moeGroupedMinTokens();
+    if (forced > 0) {
       return forced;
     }
     // Where the tensor-core expert kernels run, they beat the per-expert cuBLAS GEMMs at every
@@ -547,14 +529,14 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       seq[s] = s;
     }
     inputs.upload(stream, padded, ids, pos, seq, slots, table, padded);
-    if (StepProfiler.enabled() && profiledSizes.add(-padded)) {
-      profileDecode(padded);
-    }
     int maxLen = 0;
     for (int s = 0; s < n; s++) {
       maxLen = Math.max(maxLen, pos[s] + 1);
     }
-    boolean longContext = maxLen > GpuOps.MLA_FUSED_MAX_CONTEXT;
+    boolean longContext = maxLen > options.tuning().mlaFusedMaxContext();
+    if (options.profile() && profiledSizes.add(-padded)) {
+      profileDecode(padded, longContext ? 0 : mlaFusedTokens);
+    }
     if (bucket > 0) {
       boolean separate =
           longContext && longContextGraphs != null && longContextGraphs.holds(bucket);
@@ -563,9 +545,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         collectives.replayed(bucket);
       }
     } else {
-      ops.mlaFusedTokens = longContext ? 0 : mlaFusedTokens;
-      stack.decodeStep(padded, decodeSplits(padded));
-      ops.mlaFusedTokens = mlaFusedTokens;
+      stack.decodeStep(padded, decodeSplits(padded), longContext ? 0 : mlaFusedTokens);
     }
     return collect(rows, 0, greedy, rows.length);
   }
@@ -573,10 +553,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /**
    * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
    * as it runs for real (graph replay when captured). Both runs write the same cache entries.
+   * {@code fusedTokens}: the step's fused-MLA limit, as for {@link DecoderStack#decodeStep}.
    */
-  private void profileDecode(int bs) {
+  private void profileDecode(int bs, int fusedTokens) {
     stack.beginProfile();
-    stack.decodeStep(bs, decodeSplits(bs));
+    stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
     java.util.Map<String, Double> groups = stack.endProfile();
     stepProfiles.put("decode bs=" + bs, groups);
     String line = StepProfiler.format("decode bs=" + bs, groups);
@@ -587,7 +568,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       if (bucket == bs) {
         graphs.replay(bs, stream);
       } else {
-        stack.decodeStep(bs, decodeSplits(bs));
+        stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
       }
       end.record(stream);
       end.synchronize();
@@ -668,26 +649,26 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           RingmasterKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
-      ops.mlaFusedTokens = maxLen > GpuOps.MLA_FUSED_MAX_CONTEXT ? 0 : mlaFusedTokens;
+      int fusedTokens = maxLen > options.tuning().mlaFusedMaxContext() ? 0 : mlaFusedTokens;
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
         stack.usePrefillSegments(segments, mlaPrefill);
       }
       try {
-        if (StepProfiler.enabled() && c0 == 0 && profiledSizes.add(len)) {
+        if (options.profile() && c0 == 0 && profiledSizes.add(len)) {
           // An unprofiled pass first, so the profile shows warm launches (cuBLAS picks and loads
           // its kernels on a shape's first call). Running the chunk twice is idempotent: the
           // second pass appends the same cache rows and computes the same outputs.
-          stack.forward(len, splits, groupedExperts);
+          stack.forward(len, splits, groupedExperts, fusedTokens);
           stack.beginProfile();
-          stack.forward(len, splits, groupedExperts);
+          stack.forward(len, splits, groupedExperts, fusedTokens);
           java.util.Map<String, Double> groups = stack.endProfile();
           String what = "prefill chunk of " + len + " tokens";
           stepProfiles.put(what, groups);
           System.err.println(StepProfiler.format(what, groups));
         } else {
-          stack.forward(len, splits, groupedExperts);
+          stack.forward(len, splits, groupedExperts, fusedTokens);
         }
       } finally {
         stack.usePrefillSegments(null, null);

@@ -1,6 +1,6 @@
 package dev.ringmaster.cuda.model;
 
-import dev.ringmaster.cuda.driver.Kernel;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.List;
 
 /**
@@ -20,9 +20,11 @@ import java.util.List;
  * @param gemvMaxTokens up to this many tokens a linear layer uses the GEMV kernel (f32
  *     activations), above it cuBLAS (activations rounded to bf16)
  * @param moeGroupedMinTokens fewest prefill-chunk tokens for the per-expert cuBLAS GEMMs
- * @param pdl launch this project's kernels as programmatic dependent launches (each may start while
- *     the previous kernel finishes and waits for it on the GPU); on by default, off with {@code
- *     -Dringmaster.cuda.pdl=false}; results are bit-identical either way
+ * @param tuning the kernel choices ({@code --kernel-option}, {@code --kernel-config}): programmatic
+ *     dependent launch, fused launches, attention and expert kernel variants
+ * @param profile time one eagerly launched step per decode batch size and prefill chunk size by op
+ *     group ({@code bench one-batch --profile}); such steps run the shared experts in line and the
+ *     expert sum apart from the next norm, so that the op groups stay apart
  */
 public record CudaModelOptions(
     int device,
@@ -35,7 +37,8 @@ public record CudaModelOptions(
     int blockSize,
     int gemvMaxTokens,
     int moeGroupedMinTokens,
-    boolean pdl) {
+    KernelTuning tuning,
+    boolean profile) {
 
   /** SGLang's default chunked prefill size for large GPUs. */
   public static final int DEFAULT_CHUNKED_PREFILL = 8192;
@@ -59,9 +62,12 @@ public record CudaModelOptions(
       throw new IllegalArgumentException(
           "chunked prefill size and block size must be positive, gemv tokens not negative");
     }
+    if (tuning == null) {
+      throw new IllegalArgumentException("kernel tuning must be given (KernelTuning.defaults())");
+    }
   }
 
-  /** GPU 0, everything derived, graphs on, PDL as {@code -Dringmaster.cuda.pdl} says. */
+  /** GPU 0, everything derived, graphs on, the default kernel choices, no profiling. */
   public static CudaModelOptions defaults() {
     return new CudaModelOptions(
         0,
@@ -74,11 +80,17 @@ public record CudaModelOptions(
         64,
         4,
         128,
-        Kernel.pdlRequested());
+        KernelTuning.defaults(),
+        false);
   }
 
-  /** These options with programmatic dependent launch on or off. */
-  public CudaModelOptions withPdl(boolean on) {
+  /** Whether this project's kernels launch as programmatic dependent launches ({@code pdl}). */
+  public boolean pdl() {
+    return tuning.pdl();
+  }
+
+  /** These options with other kernel choices. */
+  public CudaModelOptions withTuning(KernelTuning t) {
     return new CudaModelOptions(
         device,
         memFractionStatic,
@@ -90,7 +102,30 @@ public record CudaModelOptions(
         blockSize,
         gemvMaxTokens,
         moeGroupedMinTokens,
+        t,
+        profile);
+  }
+
+  /** These options with profiling on or off. */
+  public CudaModelOptions withProfile(boolean on) {
+    return new CudaModelOptions(
+        device,
+        memFractionStatic,
+        cudaGraphMaxBs,
+        cudaGraphBs,
+        disableCudaGraph,
+        chunkedPrefillSize,
+        maxTotalTokens,
+        blockSize,
+        gemvMaxTokens,
+        moeGroupedMinTokens,
+        tuning,
         on);
+  }
+
+  /** These options with programmatic dependent launch on or off. */
+  public CudaModelOptions withPdl(boolean on) {
+    return withTuning(tuning.with("pdl", on));
   }
 
   /** These options with a cap on KV tokens. */
@@ -106,7 +141,8 @@ public record CudaModelOptions(
         blockSize,
         gemvMaxTokens,
         moeGroupedMinTokens,
-        pdl);
+        tuning,
+        profile);
   }
 
   /** These options with explicit graph sizes, or graphs off when {@code sizes} is empty. */
@@ -122,7 +158,8 @@ public record CudaModelOptions(
         blockSize,
         gemvMaxTokens,
         moeGroupedMinTokens,
-        pdl);
+        tuning,
+        profile);
   }
 
   /** These options with another GEMV/cuBLAS threshold. */
@@ -138,7 +175,8 @@ public record CudaModelOptions(
         blockSize,
         tokens,
         moeGroupedMinTokens,
-        pdl);
+        tuning,
+        profile);
   }
 
   /** These options with another prefill chunk size. */
@@ -154,7 +192,8 @@ public record CudaModelOptions(
         blockSize,
         gemvMaxTokens,
         moeGroupedMinTokens,
-        pdl);
+        tuning,
+        profile);
   }
 
   /** These options with another grouped-GEMM threshold for the routed experts. */
@@ -170,6 +209,7 @@ public record CudaModelOptions(
         blockSize,
         gemvMaxTokens,
         tokens,
-        pdl);
+        tuning,
+        profile);
   }
 }

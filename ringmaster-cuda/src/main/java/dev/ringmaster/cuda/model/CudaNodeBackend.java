@@ -58,7 +58,8 @@ public final class CudaNodeBackend implements NodeBackend {
             world.algorithm(),
             world.disableCustomAllReduce(),
             world.customMaxBytes(),
-            layout.timeout());
+            layout.timeout(),
+            options.pdl());
     TensorParallelCudaLm model = TensorParallelCudaLm.load(dir, options, parallel, o);
     return new LocalNode(model, cause -> {}, null);
   }

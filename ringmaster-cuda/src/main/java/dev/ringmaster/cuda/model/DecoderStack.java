@@ -84,14 +84,12 @@ final class DecoderStack {
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
   void beginProfile() {
     profiler = new StepProfiler(ops.stream);
-    ops.profiling = true;
   }
 
   /** Milliseconds per op group of the profiled launches. */
   java.util.Map<String, Double> endProfile() {
     java.util.Map<String, Double> ms = profiler.finish();
     profiler = null;
-    ops.profiling = false;
     return ms;
   }
 
@@ -105,8 +103,10 @@ final class DecoderStack {
   /**
    * Runs {@code n} tokens through every layer; leaves the final-normed rows in {@code normed}.
    * {@code groupedExperts}: routed experts as per-expert GEMMs (prefill only, syncs with the host).
+   * {@code mlaFusedTokens}: most tokens for which the attention takes the fused MLA launch (0:
+   * never), the model's per-step choice.
    */
-  void forward(int n, int splits, boolean groupedExperts) {
+  void forward(int n, int splits, boolean groupedExperts, int mlaFusedTokens) {
     int h = cfg.hiddenSize();
     if (tp != null) {
       tp.embedding(act.hidden.ptr(), w.embed, in.ids.ptr(), n);
@@ -116,7 +116,8 @@ final class DecoderStack {
     mark("embedding");
     long mlpOut = act.mlpOut.ptr();
     boolean mlpPartial = true;
-    mlp.deferCombine(tp == null && GpuOps.COMBINE_INTO_NORM && !ops.profiling);
+    boolean profiled = profiler != null;
+    mlp.deferCombine(tp == null && ops.tuning.combineIntoNorm() && !profiled);
     for (int l = 0; l < w.layers.length; l++) {
       LayerWeights lw = w.layers[l];
       if (l == 0) {
@@ -134,12 +135,13 @@ final class DecoderStack {
           pool.blockSize(),
           n,
           splits,
+          mlaFusedTokens,
           segments,
           prefill,
           this::mark);
       addRmsNorm(act.attnOut.ptr(), true, lw.postAttentionNorm(), n);
       mark("norms");
-      mlpOut = mlp.forward(ops, act, lw, n, groupedExperts, this::mark);
+      mlpOut = mlp.forward(ops, act, lw, n, groupedExperts, profiled, this::mark);
       mlpPartial = !mlp.replicatedOutput(lw);
     }
     addRmsNorm(mlpOut, mlpPartial, w.finalNorm, n);
@@ -195,9 +197,12 @@ final class DecoderStack {
     ops.kernels.argmax(ops.stream, act.argmax.ptr(), act.logits.ptr(), rows, cfg.vocabSize());
   }
 
-  /** One decode step as a graph captures it: layers, LM head and argmax of all {@code n} rows. */
-  void decodeStep(int n, int splits) {
-    forward(n, splits, false);
+  /**
+   * One decode step as a graph captures it: layers, LM head and argmax of all {@code n} rows
+   * ({@code mlaFusedTokens} as for {@link #forward}).
+   */
+  void decodeStep(int n, int splits, int mlaFusedTokens) {
+    forward(n, splits, false, mlaFusedTokens);
     lmHead(act.normed.ptr(), n);
     argmax(n);
   }

@@ -76,9 +76,9 @@ final class FeedForwardBlock {
    * unless the step is profiled.
    */
   private boolean sharedExpertsAside(
-      GpuOps ops, LayerWeights.MoeWeights m, int n, boolean useGrouped) {
-    return GpuOps.SHARED_EXPERT_STREAM
-        && !ops.profiling
+      GpuOps ops, LayerWeights.MoeWeights m, int n, boolean useGrouped, boolean profiled) {
+    return ops.tuning.sharedExpertStream()
+        && !profiled
         && m.shared() != null
         && allToAll == null
         && !useGrouped
@@ -96,7 +96,8 @@ final class FeedForwardBlock {
   /**
    * Reads {@code act.normed} for {@code n} tokens and returns where the output rows are: {@code
    * act.mlpOut}, or the all-to-all's gathered rows; {@code useGrouped} runs the routed experts as
-   * per-expert GEMMs (host sync: never while capturing a graph).
+   * per-expert GEMMs (host sync: never while capturing a graph); {@code profiled}: the step is
+   * profiled, so the shared experts run in line (the profile's op groups stay apart).
    */
   long forward(
       GpuOps ops,
@@ -104,6 +105,7 @@ final class FeedForwardBlock {
       LayerWeights w,
       int n,
       boolean useGrouped,
+      boolean profiled,
       java.util.function.Consumer<String> mark) {
     if (w.dense() != null) {
       ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
@@ -112,7 +114,7 @@ final class FeedForwardBlock {
     }
     LayerWeights.MoeWeights m = w.moe();
     RingmasterKernels k = ops.kernels;
-    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
+    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped, profiled);
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
       // and the routed experts (small decode steps leave most of the GPU idle in each kernel).

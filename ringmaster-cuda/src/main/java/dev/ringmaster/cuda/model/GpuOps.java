@@ -5,6 +5,7 @@ import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.runtime.KernelTuning;
 
 /**
  * The operations the GPU model is written against, on one stream: the kernels plus the choice
@@ -14,85 +15,20 @@ import dev.ringmaster.cuda.kernels.RingmasterKernels;
  */
 final class GpuOps implements AutoCloseable {
   /**
-   * Whether steps use the fused launches (decode-sized steps {@link #linear2} and the SwiGLU GEMV,
-   * every step MLA's norm-rope-append kernel); {@code -Dringmaster.cuda.fusedDecodeOps=false} runs
-   * the separate kernels, to compare.
+   * The kernel choices of this model ({@code --kernel-option}; docs/cuda-performance.md has the
+   * measurements behind the defaults): {@code fused-decode-ops} (decode-sized steps take {@link
+   * #linear2}, the SwiGLU GEMV and the fused routing; every step MLA's norm-rope-append kernel),
+   * {@code shared-expert-stream}, {@code combine-into-norm}, {@code moe-pair-tokens}, {@code
+   * mla-fused-tokens}, {@code mla-fused-max-context}, {@code mla-fused-append} and the kernel
+   * variants {@link RingmasterKernels} takes.
    */
-  static final boolean FUSED_DECODE_OPS =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.fusedDecodeOps", "true"));
-
-  /**
-   * Whether a MoE layer of a decode-sized step runs its shared experts on a second stream,
-   * concurrently with the router and the routed experts ({@code
-   * -Dringmaster.cuda.sharedExpertStream=false}: one after the other, to compare). Results are the
-   * same either way: the shared output is complete before the routed sum is added to it.
-   */
-  static final boolean SHARED_EXPERT_STREAM =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.sharedExpertStream", "true"));
-
-  /**
-   * Whether the sum of a MoE layer's routed (and shared) expert rows is left to the next norm,
-   * which adds it in the same launch ({@code rm_moe_combine_rmsnorm}: one launch fewer per layer,
-   * the same bits); one GPU only, never while profiling. On an H200 (V2-Lite, batch 1) the step
-   * measured 2.51-2.52 ms against 2.52-2.58 without it, within the run-to-run spread. {@code
-   * -Dringmaster.cuda.combineIntoNorm=false} launches the sum apart, to compare.
-   */
-  static final boolean COMBINE_INTO_NORM =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.combineIntoNorm", "true"));
-
-  /**
-   * Most tokens for which a MoE layer runs its routed experts straight from the routed pairs
-   * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#experts}: no grouping by expert, no separate
-   * sum; tokens sharing an expert stream it once each); default 0, off: two launches fewer per
-   * layer, but on an H200 batch 1 measured 3% slower (3.03-3.07 against 2.92-2.98 ms a step), its
-   * down projection having a sixth of the warps of the grouped kernel's. {@code
-   * -Dringmaster.cuda.moePairTokens=1} turns it on, to compare.
-   */
-  static final int MOE_PAIR_TOKENS = Integer.getInteger("ringmaster.cuda.moePairTokens", 0);
-
-  /**
-   * Most tokens of a step whose MLA attention may run as one fused launch ({@link
-   * dev.ringmaster.cuda.kernels.MlaFusedDecode}) instead of absorb, split, combine and out_v; 0
-   * turns it off ({@code -Dringmaster.cuda.mlaFusedTokens}). Default 1: on an H200 it took batch 1
-   * from 3.08 to 2.74 ms a step (V2-Lite, 512-token context); at 2 tokens it gained nothing, at 4
-   * it lost 8%.
-   */
-  static final int MLA_FUSED_TOKENS = Integer.getInteger("ringmaster.cuda.mlaFusedTokens", 1);
-
-  /**
-   * Longest context for which a step takes the fused MLA launch ({@code
-   * -Dringmaster.cuda.mlaFusedMaxContext}). Each of its clusters serves one head, so every head
-   * rereads the whole cache: past ~1.5k tokens the separate kernels, which read each cache row once
-   * for all heads of a block, are faster (H200: 13 against 22 us at 512 tokens, 63 against 40 at
-   * 4096).
-   */
-  static final int MLA_FUSED_MAX_CONTEXT =
-      Integer.getInteger("ringmaster.cuda.mlaFusedMaxContext", 1024);
-
-  /**
-   * Whether the fused MLA launch also builds and appends the step's cache rows (one launch fewer
-   * than rm_mla_kv_rope_append first); {@code -Dringmaster.cuda.mlaFusedAppend=false} to compare.
-   */
-  static final boolean MLA_FUSED_APPEND =
-      Boolean.parseBoolean(System.getProperty("ringmaster.cuda.mlaFusedAppend", "true"));
-
-  /**
-   * Most tokens for which the steps launched from now on take the fused MLA launch: {@link
-   * #MLA_FUSED_TOKENS}, or 0 while the model launches or captures a long-context step.
-   */
-  int mlaFusedTokens = MLA_FUSED_TOKENS;
+  final KernelTuning tuning;
 
   final RingmasterKernels kernels;
   final CudaStream stream;
 
   /** A second stream for work that overlaps the main one within a step (joined before use). */
   final CudaStream side;
-
-  /**
-   * Set while a step is profiled: the shared experts then run in line, so that the profile's op
-   * groups stay apart (the simulator's calibration reads them by name).
-   */
-  boolean profiling;
 
   private final CudaEvent fork;
   private final CudaEvent join;
@@ -102,11 +38,12 @@ final class GpuOps implements AutoCloseable {
 
   /**
    * Ops for batches of up to {@code maxTokens} tokens whose linear layers have at most {@code
-   * maxInputs} input features.
+   * maxInputs} input features, with the kernel choices of {@code tuning}.
    */
-  GpuOps(CudaStream stream, int maxTokens, int maxInputs, int gemvMaxTokens) {
+  GpuOps(CudaStream stream, int maxTokens, int maxInputs, int gemvMaxTokens, KernelTuning tuning) {
     this.stream = stream;
-    this.kernels = new RingmasterKernels();
+    this.tuning = tuning;
+    this.kernels = new RingmasterKernels(tuning);
     this.blas = new CublasHandle(stream);
     this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
     this.gemvMaxTokens = gemvMaxTokens;
@@ -168,12 +105,12 @@ final class GpuOps implements AutoCloseable {
 
   /** Whether a step of {@code n} tokens runs its routed experts from the routed pairs. */
   boolean pairExperts(int n) {
-    return fusedDecode(n) && n <= MOE_PAIR_TOKENS;
+    return fusedDecode(n) && n <= tuning.moePairTokens();
   }
 
   /** Whether a step of {@code n} tokens takes the fused decode launches. */
   boolean fusedDecode(int n) {
-    return FUSED_DECODE_OPS && n <= gemvMaxTokens;
+    return tuning.fusedDecodeOps() && n <= gemvMaxTokens;
   }
 
   /** The stream's cuBLAS handle, for products that {@link #linear} does not cover. */

@@ -25,10 +25,12 @@ final class GroupedExperts implements AutoCloseable {
   private final DeviceBuffer actBf16;
   private final DeviceBuffer ys;
   private final HostBuffer offsets;
+  private final boolean profile; // prints the experts' load and timings of the first calls
   private boolean loadReported;
   private int calls;
 
-  GroupedExperts(int maxTokens, int numExperts, int topK, int hidden, int inter) {
+  GroupedExperts(int maxTokens, int numExperts, int topK, int hidden, int inter, boolean profile) {
+    this.profile = profile;
     this.numExperts = numExperts;
     this.topK = topK;
     this.hidden = hidden;
@@ -78,7 +80,7 @@ final class GroupedExperts implements AutoCloseable {
         largest = Math.max(largest, off[e] - off[e - 1]);
       }
     }
-    if (StepProfiler.enabled() && !loadReported) {
+    if (profile && !loadReported) {
       loadReported = true;
       System.err.printf(
           "grouped experts: %d pairs, largest expert %d rows (mean %.1f)%n",
@@ -115,7 +117,7 @@ final class GroupedExperts implements AutoCloseable {
             inter);
       }
     }
-    if (StepProfiler.enabled() && ++calls <= 3) {
+    if (profile && ++calls <= 3) {
       System.err.printf(
           "grouped experts: host time to enqueue the GEMMs of one layer (call %d) %.3f ms%n",
           calls, (System.nanoTime() - hostStart) / 1e6);

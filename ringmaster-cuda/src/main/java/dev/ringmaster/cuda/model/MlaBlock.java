@@ -48,7 +48,8 @@ final class MlaBlock {
 
   /**
    * Attention of {@code n} tokens: reads {@code act.normed}, writes {@code act.attnOut}; appends
-   * the tokens to layer {@code layerCache} at {@code in.slots}.
+   * the tokens to layer {@code layerCache} at {@code in.slots}. {@code mlaFusedTokens}: most tokens
+   * for which this step takes the fused MLA launch (0: never), chosen per step by the model.
    */
   void forward(
       GpuOps ops,
@@ -59,6 +60,7 @@ final class MlaBlock {
       int blockSize,
       int n,
       int splits,
+      int mlaFusedTokens,
       PrefillSegments segments,
       MlaPrefillAttention prefill,
       java.util.function.Consumer<String> mark) {
@@ -73,10 +75,10 @@ final class MlaBlock {
       ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
     }
     boolean fusedAttention =
-        n <= ops.mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
+        n <= mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
     // The fused attention then appends the step's cache rows itself (one launch fewer).
     MlaFusedDecode.Append append =
-        fusedAttention && GpuOps.FUSED_DECODE_OPS && GpuOps.MLA_FUSED_APPEND
+        fusedAttention && ops.tuning.fusedDecodeOps() && ops.tuning.mlaFusedAppend()
             ? new MlaFusedDecode.Append(
                 act.kva.ptr(),
                 kvWidth,
@@ -89,7 +91,7 @@ final class MlaBlock {
             : null;
     if (append != null) {
       mark.accept("mla.q_kv");
-    } else if (GpuOps.FUSED_DECODE_OPS) {
+    } else if (ops.tuning.fusedDecodeOps()) {
       k.mlaKvRopeAppend(
           ops.stream,
           act.kva.ptr(),

@@ -12,10 +12,10 @@ import java.util.Map;
  * Where one eagerly launched step spends its GPU time: events recorded between the ops, the time
  * between two marks charged to the label of the later one. Launch gaps count towards the op that
  * follows them, so an eager profile overstates small ops compared with a graph replay; the total is
- * printed beside the step's graph time for that reason. Turned on by {@code
- * RINGMASTER_CUDA_PROFILE=1}.
+ * printed beside the step's graph time for that reason. Turned on by {@link
+ * CudaModelOptions#profile()} ({@code bench one-batch --profile}).
  */
-public final class StepProfiler {
+final class StepProfiler {
   private final CudaStream stream;
   private final List<CudaEvent> events = new ArrayList<>();
   private final List<String> labels = new ArrayList<>();
@@ -23,14 +23,6 @@ public final class StepProfiler {
   StepProfiler(CudaStream stream) {
     this.stream = stream;
     mark("start");
-  }
-
-  /** System property that turns profiling on ({@code bench one-batch --profile} sets it). */
-  public static final String PROPERTY = "ringmaster.cuda.profile";
-
-  /** Whether profiling was asked for ({@code RINGMASTER_CUDA_PROFILE=1} or the property). */
-  static boolean enabled() {
-    return "1".equals(System.getenv("RINGMASTER_CUDA_PROFILE")) || Boolean.getBoolean(PROPERTY);
   }
 
   /** Ends the segment that began at the previous mark and charges it to {@code label}. */

@@ -94,7 +94,8 @@ public final class TensorParallelCudaLm
                 worldOptions.algorithm(),
                 worldOptions.disableCustomAllReduce(),
                 worldOptions.customMaxBytes(),
-                worldOptions.initTimeout()));
+                worldOptions.initTimeout(),
+                options.pdl()));
     world.log().forEach(l -> System.err.println("device world: " + l));
     List<GpuThread> threads = new ArrayList<>();
     List<DeviceCommunicator> comms = new ArrayList<>();

@@ -53,7 +53,7 @@ class FusedMlaModelGpuTest {
     Path dir = tmp.resolve("model");
     RandomModelWriter.write(config, dir, DType.BF16, 7);
     SplittableRandom r = new SplittableRandom(11);
-    int longLen = GpuOps.MLA_FUSED_MAX_CONTEXT + 76;
+    int longLen = dev.ringmaster.runtime.KernelTuning.defaults().mlaFusedMaxContext() + 76;
     for (int len : new int[] {30, longLen}) {
       int[] prompt = r.ints(len, 2, 512).toArray();
       CudaCausalLmGpuTest.Run cpu = CudaCausalLmGpuTest.cpuReference(dir, prompt, STEPS, null);

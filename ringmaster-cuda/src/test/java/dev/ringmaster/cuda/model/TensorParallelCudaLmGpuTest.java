@@ -219,7 +219,8 @@ class TensorParallelCudaLmGpuTest {
         o.blockSize(),
         o.gemvMaxTokens(),
         o.moeGroupedMinTokens(),
-        o.pdl());
+        o.tuning(),
+        o.profile());
   }
 
   /**
