@@ -238,8 +238,7 @@ final class BenchServeCommand implements Callable<Integer> {
       BenchmarkHistory.append(
           history,
           "serve",
-          "ringmaster bench serve "
-              + String.join(" ", spec.commandLine().getParseResult().originalArgs()),
+          commandLine(),
           line,
           "none (absolute figures; compare with bench one-batch at the same batch size)");
     }
@@ -299,6 +298,16 @@ final class BenchServeCommand implements Callable<Integer> {
     } catch (BenchServeException e) {
       throw new UserError(e.getMessage());
     }
+  }
+
+  /** The command as typed (from {@code ringmaster}), arguments with spaces or quotes quoted. */
+  private String commandLine() {
+    StringBuilder sb = new StringBuilder("ringmaster");
+    for (String a : spec.commandLine().getParseResult().originalArgs()) {
+      sb.append(' ');
+      sb.append(a.matches("[A-Za-z0-9_./:,=+@%-]+") ? a : "'" + a.replace("'", "'\\''") + "'");
+    }
+    return sb.toString();
   }
 
   /** A request rate: a positive number, or inf / infinity for all at once. */
