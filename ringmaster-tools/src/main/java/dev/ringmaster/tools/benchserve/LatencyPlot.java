@@ -134,6 +134,10 @@ public final class LatencyPlot {
             .yAxisTitle("fraction <= x")
             .build();
     c.getStyler().setLegendPosition(Styler.LegendPosition.InsideSE);
+    c.getStyler().setYAxisMin(0.0);
+    c.getStyler().setYAxisMax(1.0);
+    c.getStyler().setYAxisDecimalPattern("0.0");
+    c.getStyler().setXAxisDecimalPattern("#,##0.#");
     double[] sorted = v.clone();
     Arrays.sort(sorted);
     double[] ys = new double[sorted.length];
