@@ -10,13 +10,11 @@ public enum Backend {
   /** The native {@code POST /generate} of Ringmaster and SGLang (cumulative text per event). */
   NATIVE("/generate", List.of("sglang", "ringmaster", "sglang-native")),
   /** OpenAI {@code POST /v1/completions}. */
-  COMPLETIONS(
-      "/v1/completions", List.of("openai", "sglang-oai", "vllm", "lmdeploy", "ringmaster-oai")),
+  COMPLETIONS("/v1/completions", List.of("openai", "sglang-oai", "vllm", "lmdeploy")),
   /** OpenAI {@code POST /v1/chat/completions}. */
   CHAT(
       "/v1/chat/completions",
-      List.of(
-          "openai-chat", "sglang-oai-chat", "vllm-chat", "lmdeploy-chat", "ringmaster-oai-chat"));
+      List.of("openai-chat", "sglang-oai-chat", "vllm-chat", "lmdeploy-chat"));
 
   private final String path;
   private final List<String> names;
