@@ -20,14 +20,15 @@ import picocli.CommandLine.Option;
       BenchCommand.CpuMatmul.class,
       BenchCommand.OneBatch.class,
       CollectivesBenchCommand.class,
-      ScalingReportCommand.class
+      ScalingReportCommand.class,
+      BenchServeCommand.class
     })
 final class BenchCommand implements Runnable {
   @Override
   public void run() {
     throw new UserError(
         "choose a benchmark: bench cpu-matmul | bench one-batch | bench collectives | bench"
-            + " scaling");
+            + " scaling | bench serve");
   }
 
   /** {@code ringmaster bench cpu-matmul}: weight streaming GB/s against memory bandwidth. */
