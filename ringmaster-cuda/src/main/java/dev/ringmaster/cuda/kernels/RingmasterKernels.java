@@ -131,6 +131,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final List<Kernel> all = new ArrayList<>();
   private final SmallBatchMoe smallBatchMoe;
   private final MlaFusedDecode mlaFusedDecode;
+  private final GqaAttention gqaAttention;
 
   /** Loads the fatbin into the current context. */
   public RingmasterKernels() {
@@ -181,6 +182,12 @@ public final class RingmasterKernels implements AutoCloseable {
     sample = kernel("rm_sample", 8);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
+    gqaAttention = new GqaAttention(this::kernel);
+  }
+
+  /** Grouped-query attention over a paged KV cache (Qwen3-MoE), loaded with these. */
+  public GqaAttention gqaAttention() {
+    return gqaAttention;
   }
 
   /** MLA decode attention of a few tokens in one launch, loaded with these. */
