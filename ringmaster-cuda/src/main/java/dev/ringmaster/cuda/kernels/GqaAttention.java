@@ -40,6 +40,9 @@ public final class GqaAttention {
   /** Most values of a group's outputs, {@code group * headDim} (kGqaMaxGroupValues). */
   public static final int MAX_GROUP_VALUES = 2048;
 
+  /** Most KV splits of one launch (the combine keeps a weight per split in shared memory). */
+  public static final int MAX_SPLITS = 1024;
+
   /** Bf16 padding of a staged cache row (kGqaRowPad). */
   private static final int ROW_PAD = 8;
 
@@ -159,8 +162,9 @@ public final class GqaAttention {
    * {@code tokenSeq[t]} (block-table row), the context cut into {@code splits} parts of whole
    * {@value #TILE}-position tiles (splits past a short context stay empty). With one split the
    * split kernel writes {@code out} itself (one launch); otherwise its partials go to {@code ws}
-   * and a combine launch merges them. {@code q}: f32 rows {@code qStride} floats apart (rotated:
-   * {@link #qkNormRopeAppend} first). f32 throughout; the cache's bf16 values exactly as stored.
+   * and a combine launch merges them ({@code ws} may be null for one split). {@code q}: f32 rows
+   * {@code qStride} floats apart (rotated: {@link #qkNormRopeAppend} first). f32 throughout; the
+   * cache's bf16 values exactly as stored. At most {@value #MAX_SPLITS} splits.
    */
   public void attention(
       CudaStream s,
@@ -178,14 +182,20 @@ public final class GqaAttention {
       int blockSize,
       int splits,
       float scale) {
-    if (splits < 1 || blockSize < 1) {
+    if (splits < 1 || splits > MAX_SPLITS || blockSize < 1) {
       throw new IllegalArgumentException(
-          "GQA attention needs at least one split and one position a block, got "
+          "GQA attention takes 1 to "
+              + MAX_SPLITS
+              + " splits and at least one position a block, got "
               + splits
               + " splits and blocks of "
               + blockSize);
     }
     if (splits > 1) {
+      if (ws == null) {
+        throw new IllegalArgumentException(
+            splits + " splits need a GqaWorkspace for their partials (none was given)");
+      }
       ws.check(n, splits, shape);
     }
     int heads = shape.heads();
