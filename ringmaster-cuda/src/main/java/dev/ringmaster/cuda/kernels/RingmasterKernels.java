@@ -120,6 +120,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final List<Kernel> all = new ArrayList<>();
   private final SmallBatchMoe smallBatchMoe;
   private final MlaFusedDecode mlaFusedDecode;
+  private final GqaAttention gqaAttention;
 
   /** Loads the fatbin into the current context, with the default kernel choices. */
   public RingmasterKernels() {
@@ -182,6 +183,12 @@ public final class RingmasterKernels implements AutoCloseable {
     useMlaTensorCores(tuning.mlaTensorCores());
     useMlaStages(tuning.mlaStages());
     setProgrammaticDependentLaunch(tuning.pdl());
+    gqaAttention = new GqaAttention(this::kernel);
+  }
+
+  /** Grouped-query attention over a paged KV cache (Qwen3-MoE), loaded with these. */
+  public GqaAttention gqaAttention() {
+    return gqaAttention;
   }
 
   /** MLA decode attention of a few tokens in one launch, loaded with these. */

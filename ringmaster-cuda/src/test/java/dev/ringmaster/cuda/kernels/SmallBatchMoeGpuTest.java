@@ -35,6 +35,9 @@ class SmallBatchMoeGpuTest {
     "3,72,5,100,SOFTMAX,GREEDY,1,1,true,1.0,false",
     "1,200,6,512,SOFTMAX,GREEDY,1,1,false,16.0,false",
     "2,16,6,64,SOFTMAX,GREEDY,1,1,false,1.0,false",
+    // Qwen3-30B-A3B: softmax, greedy top-8 of 128, norm_topk_prob; 4 tokens = 32 pairs
+    "1,128,8,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
+    "4,128,8,2048,SOFTMAX,GREEDY,1,1,true,1.0,false",
     // 36 pairs: greedy routing by the warp, grouping by the block (the warp groups up to 32)
     "6,64,6,256,SOFTMAX,GREEDY,1,1,false,1.0,false"
   })
