@@ -148,7 +148,14 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
+      engine.validate();
+      for (int b : batchSizes) {
+        FlagChecks.atLeast("--batch-size", b, 1);
+      }
+      FlagChecks.atLeast("--input-len", inputLen, 1);
+      FlagChecks.atLeast("--output-len", outputLen, 1);
       Path dir = DefaultModel.resolve(model);
+      FlagChecks.fitsContext(dir, "--input-len plus --output-len", (long) inputLen + outputLen);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
       }

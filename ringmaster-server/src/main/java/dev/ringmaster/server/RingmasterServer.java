@@ -82,12 +82,26 @@ public final class RingmasterServer implements AutoCloseable {
             .build();
   }
 
-  /** Starts serving a model; returns once the port is bound. */
+  /**
+   * Starts serving a model; returns once the port is bound.
+   *
+   * @throws IllegalStateException naming the address when it cannot be bound (a port in use)
+   */
   public static RingmasterServer start(ServingModel model, ServerConfig config) {
     ServerMetrics metrics = new ServerMetrics(model.name(), model.engine());
     RingmasterServer s =
         new RingmasterServer(new ServerContext(model, config, metrics, new RequestRegistry()));
     s.web.start();
+    if (s.web.port() < 0) {
+      // The listener logged why; without this check the server would report port -1 and idle.
+      s.web.stop();
+      throw new IllegalStateException(
+          "cannot listen on "
+              + config.host()
+              + ":"
+              + config.port()
+              + " (is the port in use by another server?)");
+    }
     return s;
   }
 
