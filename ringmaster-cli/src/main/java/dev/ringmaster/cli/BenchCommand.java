@@ -108,8 +108,8 @@ final class BenchCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Prefill and decode latency and throughput of one static batch per batch size, without"
-              + " a server (like sglang.bench_one_batch); each prefill is timed after an untimed"
-              + " warm-up prefill of the same prompts.")
+              + " a server (like sglang.bench_one_batch); each batch size is timed after an"
+              + " untimed warm-up of the same prompts (a prefill and up to 32 decode steps).")
   static final class OneBatch implements Callable<Integer> {
     @Option(names = "--model", description = "Model directory (default: the embedded model).")
     Path model;
