@@ -108,8 +108,8 @@ final class BenchCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Prefill and decode latency and throughput of one static batch per batch size, without"
-              + " a server (like sglang.bench_one_batch); each prefill is timed after an untimed"
-              + " warm-up prefill of the same prompts.")
+              + " a server (like sglang.bench_one_batch); each batch size is timed after an"
+              + " untimed warm-up of the same prompts (a prefill and up to 32 decode steps).")
   static final class OneBatch implements Callable<Integer> {
     @Option(names = "--model", description = "Model directory (default: the embedded model).")
     Path model;
@@ -149,7 +149,14 @@ final class BenchCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       engine.tuning(); // check the kernel options before reading any model file
+      engine.validate();
+      for (int b : batchSizes) {
+        FlagChecks.atLeast("--batch-size", b, 1);
+      }
+      FlagChecks.atLeast("--input-len", inputLen, 1);
+      FlagChecks.atLeast("--output-len", outputLen, 1);
       Path dir = DefaultModel.resolve(model);
+      FlagChecks.fitsContext(dir, "--input-len plus --output-len", (long) inputLen + outputLen);
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
       }

@@ -182,6 +182,34 @@ final class EngineOptions {
               + " CPU).")
   Integer chunkedPrefillSize;
 
+  /** Checks the values of these flags before anything loads (exit status 2 when wrong). */
+  void validate() {
+    FlagChecks.atLeast("--tp-size", tpSize, 1);
+    FlagChecks.atLeast("--ep-size", epSize, 1);
+    FlagChecks.atLeast("--cpu-threads", cpuThreads, 1);
+    if (cpuVectorBits != null && !List.of(0, 128, 256, 512).contains(cpuVectorBits)) {
+      throw new UserError("--cpu-vector-bits must be 0, 128, 256 or 512, got " + cpuVectorBits);
+    }
+    FlagChecks.fraction("--mem-fraction-static", memFractionStatic);
+    FlagChecks.atLeast("--cuda-graph-max-bs", cudaGraphMaxBs, 1);
+    if (cudaGraphBs != null) {
+      for (int b : cudaGraphBs) {
+        FlagChecks.atLeast("--cuda-graph-bs", b, 1);
+      }
+    }
+    FlagChecks.atLeast("--chunked-prefill-size", chunkedPrefillSize, 1);
+    FlagChecks.atLeast("--max-total-tokens", maxTotalTokens, 1);
+    if (!List.of("auto", "cpu", "cuda").contains(device)) {
+      throw new UserError("--device must be auto, cpu or cuda, got " + device);
+    }
+    allReduceAlgorithm();
+    try {
+      parallel();
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
+    }
+  }
+
   /** {@code --chunked-prefill-size}, or {@code def} when not given. */
   int chunkedPrefillSize(int def) {
     return chunkedPrefillSize != null ? chunkedPrefillSize : def;

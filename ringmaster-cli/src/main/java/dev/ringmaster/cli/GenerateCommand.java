@@ -90,12 +90,28 @@ final class GenerateCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     engine.tuning(); // check the kernel options before reading any model file
+    engine.validate();
     Path dir = DefaultModel.resolve(model);
     if (engine.follower()) {
       return engine.follow(dir); // node 0 generates; this node runs its ranks
     }
     if ((prompt == null) == (promptIds == null)) {
       throw new UserError("give either a prompt text or --prompt-ids (exactly one)");
+    }
+    FlagChecks.atLeast("--max-new-tokens", maxNewTokens, 1);
+    FlagChecks.temperature(temperature);
+    FlagChecks.topP(topP);
+    FlagChecks.atLeast("--top-k", topK, 0);
+    FlagChecks.writableFile("--dump-logits", dumpLogits);
+    if (promptIds != null) {
+      if (promptIds.length == 0) {
+        throw new UserError("--prompt-ids is empty");
+      }
+      for (int id : promptIds) {
+        FlagChecks.atLeast("--prompt-ids", id, 0);
+      }
+      FlagChecks.fitsContext(
+          dir, "--prompt-ids plus --max-new-tokens", (long) promptIds.length + maxNewTokens);
     }
     if (forceIds != null && forceIds.length != maxNewTokens) {
       throw new UserError(
@@ -125,6 +141,8 @@ final class GenerateCommand implements Callable<Integer> {
     } else if (chat) {
       throw new UserError("--chat needs a prompt text, not --prompt-ids");
     }
+    FlagChecks.fitsContext(
+        dir, "the prompt plus --max-new-tokens", (long) ids.length + maxNewTokens);
     GenerationDefaults defaults = GenerationDefaults.of(dir);
     SamplingParams params =
         new SamplingParams(

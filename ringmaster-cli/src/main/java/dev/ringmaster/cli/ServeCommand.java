@@ -3,7 +3,6 @@ package dev.ringmaster.cli;
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.model.tokenizer.Tokenizer;
-import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.server.RingmasterServer;
 import dev.ringmaster.server.ServerConfig;
@@ -11,6 +10,8 @@ import dev.ringmaster.server.ServingModel;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -90,10 +91,19 @@ final class ServeCommand implements Callable<Integer> {
       description = "Seconds a shutdown waits for running requests (default: ${DEFAULT-VALUE}).")
   int shutdownTimeout;
 
+  @Option(
+      names = "--allowed-origins",
+      split = ",",
+      description =
+          "Browser origins allowed to call the API (CORS), e.g. https://app.example, or * for any"
+              + " (default: none, no CORS headers).")
+  List<String> allowedOrigins;
+
   @Override
   public Integer call() throws Exception {
     cpuKvFraction(); // check the flag before loading the model
     engine.tuning();
+    validate(); // before the model loads: a wrong flag or a busy port costs no loading time
     Path dir = DefaultModel.resolve(model);
     if (engine.follower()) {
       return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks
@@ -116,7 +126,8 @@ final class ServeCommand implements Callable<Integer> {
             maxRequestBytes,
             maxN,
             Duration.ofSeconds(shutdownTimeout),
-            flags(dir));
+            flags(dir),
+            allowedOrigins != null ? allowedOrigins : List.of());
     RingmasterServer server;
     try {
       server = RingmasterServer.start(new ServingModel(name, dir.toString(), tok, batch), cfg);
@@ -143,17 +154,51 @@ final class ServeCommand implements Callable<Integer> {
     }
     var pool = batch.pool();
     System.err.printf(
-        "ringmaster: model %s (%s); KV cache %d tokens (%d blocks of %d, %.1f MB)%n",
+        "ringmaster: model %s (%s); %s%n",
         name,
         lm.config().architecture().modelType(),
-        pool.capacityTokens(),
-        pool.capacity(),
-        pool.pageSize(),
-        pool.capacityTokens() * KvCache.bytesPerToken(lm.config()) / 1048576.0);
+        kvCacheLine(pool.capacityTokens(), pool.capacity(), pool.pageSize(), lm.kvBytesPerToken()));
     System.out.println("ringmaster: serving at " + server.url());
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  /**
+   * The start-up line on the KV cache: tokens, blocks, and bytes as the model stores them (bf16
+   * rows on the GPU, f32 on the CPU) in GB of 10^9 bytes, the unit of the GPU memory plan.
+   */
+  static String kvCacheLine(long tokens, long blocks, int pageSize, long bytesPerToken) {
+    double bytes = (double) tokens * bytesPerToken;
+    String size =
+        bytes >= 1e9
+            ? String.format(Locale.ROOT, "%.2f GB", bytes / 1e9)
+            : String.format(Locale.ROOT, "%.1f MB", bytes / 1e6);
+    return String.format(
+        Locale.ROOT, "KV cache %d tokens (%d blocks of %d, %s)", tokens, blocks, pageSize, size);
+  }
+
+  /** Every flag checked before anything loads; the port tried, so a busy one fails at once. */
+  private void validate() {
+    engine.validate();
+    FlagChecks.port(port);
+    FlagChecks.atLeast("--page-size", pageSize, 1);
+    FlagChecks.atLeast("--max-running-requests", maxRunningRequests, 1);
+    FlagChecks.atLeast("--max-queued-requests", maxQueuedRequests, 1);
+    FlagChecks.atLeast("--max-request-bytes", maxRequestBytes, 1);
+    FlagChecks.atLeast("--max-n", maxN, 1);
+    FlagChecks.atLeast("--shutdown-timeout", shutdownTimeout, 0);
+    if (allowedOrigins != null) {
+      for (String o : allowedOrigins) {
+        if (o.isBlank()
+            || !(o.equals("*") || o.startsWith("http://") || o.startsWith("https://"))) {
+          throw new UserError(
+              "--allowed-origins takes * or origins such as https://app.example, got '" + o + "'");
+        }
+      }
+    }
+    cpuKvFraction();
+    FlagChecks.portFree(host, port);
   }
 
   /**
@@ -169,7 +214,7 @@ final class ServeCommand implements Callable<Integer> {
   }
 
   private BatchConfig batchConfig(LanguageModel lm) {
-    long bytesPerToken = KvCache.bytesPerToken(lm.config());
+    long bytesPerToken = lm.kvBytesPerToken();
     long tokens;
     if (engine.maxTotalTokens != null) {
       tokens = engine.maxTotalTokens;
@@ -221,6 +266,7 @@ final class ServeCommand implements Callable<Integer> {
     }
     f.put("max_request_bytes", maxRequestBytes);
     f.put("shutdown_timeout_s", shutdownTimeout);
+    f.put("allowed_origins", allowedOrigins != null ? allowedOrigins : List.of());
     return f;
   }
 }

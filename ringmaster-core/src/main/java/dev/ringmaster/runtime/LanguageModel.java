@@ -25,6 +25,14 @@ public interface LanguageModel extends AutoCloseable {
   }
 
   /**
+   * Bytes one token's keys and values take in this model's caches, all layers (and every rank that
+   * stores them) together: what a KV pool of N tokens costs. The CPU caches hold f32.
+   */
+  default long kvBytesPerToken() {
+    return KvCache.bytesPerToken(config());
+  }
+
+  /**
    * Runs the new tokens of a batch of sequences, appending them to the caches, and returns logits
    * {@code [logitRows.length, vocab]}.
    */

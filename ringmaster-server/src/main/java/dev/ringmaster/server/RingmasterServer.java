@@ -1,13 +1,18 @@
 package dev.ringmaster.server;
 
 import dev.ringmaster.server.api.ApiException;
+import dev.ringmaster.server.generation.RequestRegistry;
 import dev.ringmaster.server.http.ApiKeyCheck;
+import dev.ringmaster.server.http.ConnectionWatch;
+import dev.ringmaster.server.http.Cors;
 import dev.ringmaster.server.http.Endpoint;
+import dev.ringmaster.server.http.Http10Connections;
 import dev.ringmaster.server.http.Shell;
 import dev.ringmaster.server.metrics.ServerMetrics;
 import dev.ringmaster.server.nativeapi.GenerateEndpoint;
 import dev.ringmaster.server.nativeapi.HealthEndpoints;
 import dev.ringmaster.server.nativeapi.ServerInfoEndpoint;
+import dev.ringmaster.server.nativeapi.SglangEndpoints;
 import dev.ringmaster.server.nativeapi.TokenizeEndpoints;
 import dev.ringmaster.server.openai.ChatCompletionsEndpoint;
 import dev.ringmaster.server.openai.CompletionsEndpoint;
@@ -15,6 +20,8 @@ import dev.ringmaster.server.openai.ModelsEndpoint;
 import io.helidon.http.DirectHandler;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http1.Http1Config;
+import io.helidon.webserver.http1.Http1ConnectionSelector;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -36,9 +43,15 @@ public final class RingmasterServer implements AutoCloseable {
           "/health",
           "/health_generate",
           "/get_server_info",
+          "/server_info",
+          "/get_model_info",
+          "/abort_request",
+          "/version",
           "/metrics");
 
   private final ServerContext ctx;
+  private final ConnectionWatch connections = new ConnectionWatch();
+  private final Cors cors;
   private final WebServer web;
   private final AtomicInteger inFlight = new AtomicInteger();
   private volatile boolean stopped;
@@ -46,13 +59,19 @@ public final class RingmasterServer implements AutoCloseable {
   private RingmasterServer(ServerContext ctx) {
     this.ctx = ctx;
     ServerConfig cfg = ctx.config();
+    this.cors = new Cors(cfg.allowedOrigins());
     DirectHandler transport = Shell.transportErrors(cfg.maxRequestBytes());
+    Http1ConnectionSelector http11 =
+        Http1ConnectionSelector.builder().config(Http1Config.create()).build();
     this.web =
         WebServer.builder()
             .host(cfg.host())
             .port(cfg.port())
             .shutdownHook(false)
             .maxPayloadSize(cfg.maxRequestBytes())
+            // Ours come first: HTTP/1.1 through the watch, then HTTP/1.0 (Helidon refuses it).
+            .addConnectionSelector(connections.watch(http11))
+            .addConnectionSelector(Http10Connections.selector(connections, http11))
             .directHandlers(
                 d -> {
                   for (DirectHandler.EventType t : DirectHandler.EventType.values()) {
@@ -63,11 +82,26 @@ public final class RingmasterServer implements AutoCloseable {
             .build();
   }
 
-  /** Starts serving a model; returns once the port is bound. */
+  /**
+   * Starts serving a model; returns once the port is bound.
+   *
+   * @throws IllegalStateException naming the address when it cannot be bound (a port in use)
+   */
   public static RingmasterServer start(ServingModel model, ServerConfig config) {
     ServerMetrics metrics = new ServerMetrics(model.name(), model.engine());
-    RingmasterServer s = new RingmasterServer(new ServerContext(model, config, metrics));
+    RingmasterServer s =
+        new RingmasterServer(new ServerContext(model, config, metrics, new RequestRegistry()));
     s.web.start();
+    if (s.web.port() < 0) {
+      // The listener logged why; without this check the server would report port -1 and idle.
+      s.web.stop();
+      throw new IllegalStateException(
+          "cannot listen on "
+              + config.host()
+              + ":"
+              + config.port()
+              + " (is the port in use by another server?)");
+    }
     return s;
   }
 
@@ -81,12 +115,21 @@ public final class RingmasterServer implements AutoCloseable {
     r.post(
         "/v1/chat/completions",
         handler(ApiKeyCheck.require(key, new ChatCompletionsEndpoint(ctx))));
-    r.get("/v1/models", handler(ApiKeyCheck.require(key, new ModelsEndpoint(ctx))));
+    ModelsEndpoint models = new ModelsEndpoint(ctx);
+    SglangEndpoints sglang = new SglangEndpoints(ctx);
+    ServerInfoEndpoint info = new ServerInfoEndpoint(ctx);
+    r.options(handler(cors.preflight()));
+    r.get("/v1/models", handler(ApiKeyCheck.require(key, models)));
+    r.get("/v1/models/{id}", handler(ApiKeyCheck.require(key, models.retrieve())));
+    r.get("/get_model_info", handler(ApiKeyCheck.require(key, sglang.modelInfo())));
+    r.get("/version", handler(ApiKeyCheck.require(key, sglang.version())));
+    r.post("/abort_request", handler(ApiKeyCheck.require(key, sglang.abortRequest())));
+    r.get("/server_info", handler(ApiKeyCheck.require(key, info)));
     r.post("/generate", handler(ApiKeyCheck.require(key, new GenerateEndpoint(ctx))));
     r.post("/tokenize", handler(ApiKeyCheck.require(key, tokenize.tokenize())));
     r.post("/detokenize", handler(ApiKeyCheck.require(key, tokenize.detokenize())));
     r.get("/health_generate", handler(ApiKeyCheck.require(key, health.healthGenerate())));
-    r.get("/get_server_info", handler(ApiKeyCheck.require(key, new ServerInfoEndpoint(ctx))));
+    r.get("/get_server_info", handler(ApiKeyCheck.require(key, info)));
     r.get(
         "/metrics",
         handler(
@@ -109,7 +152,13 @@ public final class RingmasterServer implements AutoCloseable {
   }
 
   private io.helidon.webserver.http.Handler handler(Endpoint e) {
-    io.helidon.webserver.http.Handler inner = Shell.wrap(e, ctx.config().maxRequestBytes());
+    Endpoint withCors =
+        ex -> {
+          cors.decorate(ex);
+          e.handle(ex);
+        };
+    io.helidon.webserver.http.Handler inner =
+        Shell.wrap(withCors, ctx.config().maxRequestBytes(), connections);
     return (req, res) -> {
       inFlight.incrementAndGet();
       try {

@@ -1,21 +1,31 @@
 package dev.ringmaster.server;
 
+import dev.ringmaster.server.generation.ChoiceRequest;
+import dev.ringmaster.server.generation.Generation;
+import dev.ringmaster.server.generation.RequestRegistry;
 import dev.ringmaster.server.metrics.ServerMetrics;
 import java.util.List;
 
 /**
- * What endpoints share: the served model, the server's limits and its metrics.
+ * What endpoints share: the served model, the server's limits, its metrics and the requests in
+ * flight.
  *
  * @param model the served model
  * @param config the server's configuration
  * @param metrics the metrics registry
+ * @param requests the generations in flight by request id
  */
-public record ServerContext(ServingModel model, ServerConfig config, ServerMetrics metrics) {
+public record ServerContext(
+    ServingModel model, ServerConfig config, ServerMetrics metrics, RequestRegistry requests) {
 
-  /** Starts the choices of one request in the engine. */
-  public dev.ringmaster.server.generation.Generation start(
-      List<dev.ringmaster.server.generation.ChoiceRequest> choices) {
-    return dev.ringmaster.server.generation.Generation.start(
-        model.engine(), model.tokenizer(), model.eosIds(), choices, metrics);
+  /** Starts the choices of one request in the engine, not registered for abort. */
+  public Generation start(List<ChoiceRequest> choices) {
+    return Generation.start(model.engine(), model.tokenizer(), model.eosIds(), choices, metrics);
+  }
+
+  /** Starts the choices of one request in the engine, registered under {@code rid} for abort. */
+  public Generation start(List<ChoiceRequest> choices, String rid) {
+    return Generation.start(
+        model.engine(), model.tokenizer(), model.eosIds(), choices, metrics, requests, rid);
   }
 }

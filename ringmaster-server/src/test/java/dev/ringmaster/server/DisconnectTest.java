@@ -55,6 +55,34 @@ class DisconnectTest {
   }
 
   @Test
+  void aDroppedNonStreamingRequestIsCancelled() throws Exception {
+    double abortedBefore = s.metric("ringmaster:num_aborted_requests_total");
+    double genBefore = s.metric("ringmaster:generation_tokens_total");
+    URI u = URI.create(s.url());
+    byte[] b =
+        "{\"prompt\": [5, 6, 7], \"max_tokens\": 200, \"ignore_eos\": true}"
+            .getBytes(StandardCharsets.UTF_8);
+    try (Socket sock = new Socket(u.getHost(), u.getPort())) {
+      OutputStream out = sock.getOutputStream();
+      out.write(
+          ("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  + "Content-Length: "
+                  + b.length
+                  + "\r\n\r\n")
+              .getBytes(StandardCharsets.US_ASCII));
+      out.write(b);
+      out.flush();
+      while (s.engine.stats().running() == 0) {
+        Thread.sleep(5);
+      }
+      Thread.sleep(100); // a few steps run, then the client hangs up without reading
+    }
+    s.awaitDrained();
+    assertThat(s.metric("ringmaster:num_aborted_requests_total") - abortedBefore).isEqualTo(1);
+    assertThat(s.metric("ringmaster:generation_tokens_total") - genBefore).isLessThan(40);
+  }
+
+  @Test
   void droppedStreamsAreCancelledAndFreeTheirBlocks() throws Exception {
     double abortedBefore = s.metric("ringmaster:num_aborted_requests_total");
     double genBefore = s.metric("ringmaster:generation_tokens_total");

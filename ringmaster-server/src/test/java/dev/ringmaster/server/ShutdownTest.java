@@ -45,6 +45,37 @@ class ShutdownTest {
   }
 
   @Test
+  void aRequestStillQueuedAtShutdownGetsARetryable503() throws Exception {
+    dev.ringmaster.engine.batch.BatchConfig one =
+        new dev.ringmaster.engine.batch.BatchConfig(1, 256, 64, 16, 1024);
+    TestServer s = TestServer.start(TestServer.slow(20), withTimeout(Duration.ofMillis(300)), one);
+    CompletableFuture<HttpResponse<String>> running =
+        CompletableFuture.supplyAsync(() -> s.post("/v1/completions", LONG_STREAM));
+    while (s.engine.stats().running() == 0) {
+      Thread.sleep(5);
+    }
+    String queuedBody = "{\"prompt\": [7, 8], \"max_tokens\": 5}";
+    CompletableFuture<HttpResponse<String>> queued =
+        CompletableFuture.supplyAsync(() -> s.post("/v1/completions", queuedBody));
+    String queuedStream = "{\"prompt\": [7, 8], \"max_tokens\": 5, \"stream\": true}";
+    CompletableFuture<HttpResponse<String>> queuedStreaming =
+        CompletableFuture.supplyAsync(() -> s.post("/v1/completions", queuedStream));
+    while (s.engine.stats().queued() < 2) {
+      Thread.sleep(5);
+    }
+    s.close();
+    for (HttpResponse<String> r :
+        java.util.List.of(
+            queued.get(30, TimeUnit.SECONDS), queuedStreaming.get(30, TimeUnit.SECONDS))) {
+      BadInputTest.assertError(r, 503, null);
+      assertThat(r.headers().firstValue("retry-after")).isPresent();
+    }
+    HttpResponse<String> r = running.get(30, TimeUnit.SECONDS);
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(r.body()).contains("\"finish_reason\":\"abort\"");
+  }
+
+  @Test
   void requestsStillRunningAtTheTimeoutAreAborted() throws Exception {
     TestServer s =
         TestServer.start(

@@ -63,12 +63,13 @@ class OneBatchProfileTest {
   }
 
   @Test
-  void eachPrefillRunsOnceUntimedBeforeTheTimedOne() throws Exception {
+  void eachBatchSizeRunsAnUntimedPrefillAndDecodeStepsFirst() throws Exception {
     try (Profiled m =
         new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
       OneBatchBenchmark.run(m, List.of(2), 3, 4, 7, new PrintStream(new ByteArrayOutputStream()));
-      // a warm-up and a timed prefill of 2 x 3 tokens, then 4 decode steps of 2 tokens
-      assertThat(m.callsByTokens).containsExactly(Map.entry(6, 2), Map.entry(2, 4));
+      // a warm-up prefill of 2 x 3 tokens and 4 warm-up decode steps of 2 tokens, then the same
+      // timed
+      assertThat(m.callsByTokens).containsExactly(Map.entry(6, 2), Map.entry(2, 8));
     }
   }
 }

@@ -40,6 +40,14 @@ final class BlockPool implements AutoCloseable {
     freeCount = free.length;
   }
 
+  /**
+   * Bytes one token takes in the pool of a model: a bf16 latent row ({@code kv_lora_rank +
+   * qk_rope_head_dim}) in every layer.
+   */
+  public static long bytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
+    return bytes(cfg.numLayers(), 1, 1, cfg.kvLoraRank() + cfg.qkRopeHeadDim());
+  }
+
   /** Bytes of a pool of {@code numBlocks} blocks. */
   static long bytes(int layers, long numBlocks, int blockSize, int rowWidth) {
     return 2L * layers * numBlocks * blockSize * rowWidth;

@@ -407,6 +407,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return java.util.OptionalLong.of(plan.kvTokens());
   }
 
+  /** The paged latent cache's bf16 rows: {@link BlockPool#bytesPerToken}. */
+  @Override
+  public long kvBytesPerToken() {
+    return BlockPool.bytesPerToken(cfg);
+  }
+
   @Override
   public ModelConfig config() {
     return cfg;

@@ -252,6 +252,16 @@ public final class TensorParallelCudaLm
     return OptionalLong.of(min);
   }
 
+  /** Every rank caches every token's latent, so a token costs one rank's bytes per rank. */
+  @Override
+  public long kvBytesPerToken() {
+    long sum = 0;
+    for (CudaCausalLm r : ranks) {
+      sum += r.kvBytesPerToken();
+    }
+    return sum;
+  }
+
   @Override
   public KvCache newCache() {
     KvCache[] shards = new KvCache[ranks.size()];

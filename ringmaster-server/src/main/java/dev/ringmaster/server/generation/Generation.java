@@ -12,20 +12,32 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * The choices of one HTTP request, running in the engine. The request thread reads their events
  * ({@link #next}) or waits for all of them ({@link #collect}), and cancels them when the client
- * goes away.
+ * goes away. Closing it cancels what still runs and takes it out of the {@link RequestRegistry}.
  */
-public final class Generation {
+public final class Generation implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Generation.class.getName());
+
+  /** How often a waiting request thread looks whether its client is still connected. */
+  private static final long CLIENT_CHECK_MS = 50;
+
   private final BlockingQueue<ChoiceEvent> events = new LinkedBlockingQueue<>();
   private final List<RequestHandle> handles = new ArrayList<>();
   private final int choices;
+  private final BatchEngine engine;
+  private RequestRegistry registry;
+  private String rid;
+  private volatile boolean aborted;
   private int done;
 
-  private Generation(int choices) {
+  private Generation(int choices, BatchEngine engine) {
     this.choices = choices;
+    this.engine = engine;
   }
 
   /**
@@ -40,7 +52,7 @@ public final class Generation {
       int[] eosIds,
       List<ChoiceRequest> requests,
       LatencyObserver observer) {
-    Generation g = new Generation(requests.size());
+    Generation g = new Generation(requests.size(), engine);
     try {
       for (ChoiceRequest r : requests) {
         ChoiceListener l = new ChoiceListener(r, tokenizer, g.events, observer);
@@ -56,6 +68,25 @@ public final class Generation {
         case INVALID -> ApiException.contextExceeded("max_tokens", e.getMessage());
       };
     }
+    return g;
+  }
+
+  /**
+   * Like {@link #start}, and registers the generation under {@code rid} (for {@code
+   * /abort_request}) until it is closed.
+   */
+  public static Generation start(
+      BatchEngine engine,
+      Tokenizer tokenizer,
+      int[] eosIds,
+      List<ChoiceRequest> requests,
+      LatencyObserver observer,
+      RequestRegistry registry,
+      String rid) {
+    Generation g = start(engine, tokenizer, eosIds, requests, observer);
+    g.registry = registry;
+    g.rid = rid;
+    registry.add(rid, g);
     return g;
   }
 
@@ -81,9 +112,58 @@ public final class Generation {
     return e;
   }
 
+  /**
+   * The next event, waiting at most {@code timeoutMs}; null when none came in time or every choice
+   * has ended (see {@link #finished}).
+   */
+  public ChoiceEvent poll(long timeoutMs) throws InterruptedException {
+    if (finished()) {
+      return null;
+    }
+    ChoiceEvent e = events.poll(timeoutMs, TimeUnit.MILLISECONDS);
+    if (e instanceof ChoiceEvent.Done) {
+      done++;
+    }
+    return e;
+  }
+
   /** Cancels every choice (client gone, or the request is abandoned). */
   public void cancel() {
     handles.forEach(RequestHandle::cancel);
+  }
+
+  /** Cancels every choice at the client's request ({@code /abort_request}). */
+  public void abort() {
+    aborted = true;
+    cancel();
+  }
+
+  /**
+   * Whether an aborted choice that produced nothing was stopped by the server's shutdown (not by
+   * the client): such a request never ran and is worth retrying elsewhere.
+   */
+  public boolean abortedByShutdown(ChoiceEvent.Done d) {
+    return d.reason() == FinishReason.ABORT
+        && d.completionTokens() == 0
+        && !aborted
+        && !engine.isAccepting();
+  }
+
+  /** The retryable 503 for a request that shutdown aborted before it produced anything. */
+  public static ApiException shutdownAbort() {
+    return ApiException.unavailable(
+        "shutting_down", "the server shut down before this request ran; retry it", 5);
+  }
+
+  /** Cancels what still runs and leaves the registry. Idempotent. */
+  @Override
+  public void close() {
+    if (!finished()) {
+      cancel();
+    }
+    if (registry != null) {
+      registry.remove(rid, this);
+    }
   }
 
   /**
@@ -92,13 +172,37 @@ public final class Generation {
    * @throws ApiException 500 when a choice failed inside the engine
    */
   public List<ChoiceResult> collect() throws InterruptedException {
+    return collect(() -> false);
+  }
+
+  /**
+   * Waits for every choice and returns them by index, looking every few milliseconds whether the
+   * client is still there: when {@code clientGone} says it left, the choices are cancelled (they
+   * leave the batch at the engine's next step) and {@link ClientLeftException} is thrown.
+   *
+   * @throws ApiException 500 when a choice failed inside the engine, 503 when shutdown aborted it
+   *     before it produced anything
+   */
+  public List<ChoiceResult> collect(BooleanSupplier clientGone) throws InterruptedException {
     List<StringBuilder> text = new ArrayList<>();
     List<List<TokenEvent>> tokens = new ArrayList<>();
     List<List<Boolean>> visible = new ArrayList<>();
     ChoiceEvent.Done[] ends = new ChoiceEvent.Done[choices];
     int base = Integer.MAX_VALUE;
     List<ChoiceEvent> all = new ArrayList<>();
-    for (ChoiceEvent e; (e = next()) != null; ) {
+    long nextCheck = System.nanoTime() + CLIENT_CHECK_MS * 1_000_000;
+    while (!finished()) {
+      ChoiceEvent e = poll(CLIENT_CHECK_MS);
+      if (System.nanoTime() >= nextCheck) {
+        nextCheck = System.nanoTime() + CLIENT_CHECK_MS * 1_000_000;
+        if (clientGone.getAsBoolean()) {
+          cancel();
+          throw new ClientLeftException();
+        }
+      }
+      if (e == null) {
+        continue;
+      }
       all.add(e);
       base = Math.min(base, e.index());
     }
@@ -125,14 +229,31 @@ public final class Generation {
       if (ends[i].reason() == FinishReason.ERROR) {
         throw internalError(ends[i]);
       }
+      if (abortedByShutdown(ends[i])) {
+        throw shutdownAbort();
+      }
       out.add(new ChoiceResult(text.get(i).toString(), tokens.get(i), visible.get(i), ends[i]));
     }
     return out;
   }
 
-  /** The 500 error for a choice that failed in the engine. */
+  /**
+   * The 500 error for a choice that failed in the engine. The fault goes to the log with its stack
+   * trace; the client gets its message only, no exception class or trace.
+   */
   public static ApiException internalError(ChoiceEvent.Done d) {
-    String cause = d.error() == null ? "unknown" : d.error().toString();
-    return ApiException.internal("generation failed inside the engine: " + cause);
+    LOG.log(System.Logger.Level.ERROR, "generation failed inside the engine", d.error());
+    String cause = d.error() == null ? null : d.error().getMessage();
+    return ApiException.internal(
+        "generation failed inside the engine" + (cause == null ? "" : ": " + cause));
+  }
+
+  /** The client disconnected while its request was waiting for the engine. */
+  public static final class ClientLeftException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    ClientLeftException() {
+      super("client disconnected", null, false, false);
+    }
   }
 }

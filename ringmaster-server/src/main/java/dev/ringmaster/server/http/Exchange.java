@@ -18,12 +18,37 @@ public final class Exchange {
   private final ServerRequest req;
   private final ServerResponse res;
   private final long maxBodyBytes;
+  private final ConnectionWatch connections;
   private SseStream sse;
 
-  Exchange(ServerRequest req, ServerResponse res, long maxBodyBytes) {
+  Exchange(ServerRequest req, ServerResponse res, long maxBodyBytes, ConnectionWatch connections) {
     this.req = req;
     this.res = res;
     this.maxBodyBytes = maxBodyBytes;
+    this.connections = connections;
+  }
+
+  /** The request method, e.g. {@code POST}. */
+  public String method() {
+    return req.prologue().method().text();
+  }
+
+  /** The path parameter {@code name} of the matched route, e.g. {@code id} of {@code /x/{id}}. */
+  public String pathParam(String name) {
+    return req.path().pathParameters().first(name).orElse(null);
+  }
+
+  /**
+   * Whether the client closed its connection (a request waiting for the engine then stops). False
+   * while the connection is open or cannot be watched.
+   */
+  public boolean clientGone() {
+    return connections != null && connections.clientGone(req.serverSocketId(), req.socketId());
+  }
+
+  /** Sets a response header (before the response starts). */
+  public void responseHeader(String name, String value) {
+    res.header(HeaderNames.create(name), value);
   }
 
   /** The request path. */
@@ -89,6 +114,12 @@ public final class Exchange {
     res.send(new byte[0]);
   }
 
+  /** Sends an empty response with this status. */
+  public void empty(int status) {
+    res.status(Status.create(status));
+    res.send(new byte[0]);
+  }
+
   /** Sends an error object. */
   public void error(ApiException e) {
     if (e.retryAfterSeconds() > 0) {
@@ -108,14 +139,14 @@ public final class Exchange {
       res.status(Status.OK_200);
       res.header(HeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
       res.header(HeaderNames.CACHE_CONTROL, "no-cache");
-      sse = new SseStream(res.outputStream());
+      sse = new SseStream(res::outputStream);
     }
     return sse;
   }
 
   /** Whether a response has been started. */
   boolean started() {
-    return sse != null || res.isSent();
+    return (sse != null && sse.started()) || res.isSent();
   }
 
   void closeStream() {

@@ -16,10 +16,17 @@ import java.nio.charset.StandardCharsets;
 public final class SseStream {
   private static final byte[] PREFIX = "data: ".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
-  private final OutputStream out;
+  private final java.util.function.Supplier<OutputStream> open;
+  private OutputStream out;
 
-  SseStream(OutputStream out) {
-    this.out = out;
+  /** The response stream is opened (and the headers committed) by the first event. */
+  SseStream(java.util.function.Supplier<OutputStream> open) {
+    this.open = open;
+  }
+
+  /** Whether an event was written, so the status and headers have gone out. */
+  public boolean started() {
+    return out != null;
   }
 
   /**
@@ -38,6 +45,9 @@ public final class SseStream {
 
   private void write(byte[] payload) {
     try {
+      if (out == null) {
+        out = open.get();
+      }
       out.write(PREFIX);
       out.write(payload);
       out.write(END);
@@ -51,6 +61,9 @@ public final class SseStream {
   }
 
   void close() {
+    if (out == null) {
+      return;
+    }
     try {
       out.close();
     } catch (IOException | RuntimeException e) {

@@ -36,6 +36,7 @@ public final class ServerMetrics implements LatencyObserver {
   private final Counter requests;
   private final Counter aborted;
   private final Counter failed;
+  private final GenerationThroughput throughput = new GenerationThroughput();
   private final Histogram ttft;
   private final Histogram itl;
   private final Histogram e2e;
@@ -108,11 +109,18 @@ public final class ServerMetrics implements LatencyObserver {
   @Override
   public void firstToken(double seconds) {
     ttft.labelValues(model).observe(seconds);
+    throughput.token(System.nanoTime());
   }
 
   @Override
   public void interToken(double seconds) {
     itl.labelValues(model).observe(seconds);
+    throughput.token(System.nanoTime());
+  }
+
+  /** Output tokens per second of the most recent generation (SGLang's last_gen_throughput). */
+  public double lastGenerationThroughput() {
+    return throughput.tokensPerSecond();
   }
 
   @Override

@@ -20,6 +20,7 @@ import dev.ringmaster.server.http.SseStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -76,18 +77,15 @@ public final class GenerateEndpoint implements Endpoint {
     for (int[] p : prompts) {
       choices.addAll(choices(sp, p, choices.size(), n, top));
     }
-    Generation g = ctx.start(choices);
-    String rid = Fields.string(body, "rid", "gen-" + Long.toHexString(System.nanoTime()));
+    String rid = Fields.string(body, "rid", "gen-" + UUID.randomUUID().toString().replace("-", ""));
     boolean listOut = batch || n > 1;
-    if (Fields.bool(body, "stream", false)) {
-      stream(g, ex.sse(), prompts, n, rid, returnLogprob);
-      return;
-    }
     List<ChoiceResult> results;
-    try {
-      results = g.collect();
-    } finally {
-      g.cancel();
+    try (Generation g = ctx.start(choices, rid)) {
+      if (Fields.bool(body, "stream", false)) {
+        stream(g, ex.sse(), prompts, n, rid, returnLogprob);
+        return;
+      }
+      results = g.collect(ex::clientGone);
     }
     ArrayNode arr = Json.MAPPER.createArrayNode();
     for (int i = 0; i < results.size(); i++) {
@@ -263,15 +261,16 @@ public final class GenerateEndpoint implements Endpoint {
               sse.send(Json.error(Generation.internalError(d)));
               continue;
             }
+            if (!sse.started() && g.abortedByShutdown(d)) {
+              throw Generation.shutdownAbort(); // nothing sent yet: a retryable 503
+            }
             sse.send(result(text[i].toString(), tokens.get(i), d, rid, i, logprobs));
           }
         }
       }
       sse.done();
     } finally {
-      if (!g.finished()) {
-        g.cancel();
-      }
+      g.close();
     }
   }
 

@@ -3,16 +3,19 @@ package dev.ringmaster.server.nativeapi;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
-import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.server.ServerContext;
+import dev.ringmaster.server.ServerVersion;
 import dev.ringmaster.server.api.Json;
 import dev.ringmaster.server.http.Endpoint;
 import dev.ringmaster.server.http.Exchange;
 import java.util.Map;
 
 /**
- * {@code GET /get_server_info}: the model, the launch flags, the memory breakdown (weights, KV
- * cache, heap) and the KV cache's capacity and use.
+ * {@code GET /get_server_info} and {@code /server_info}, in SGLang's shape: the launch flags at the
+ * top level (as SGLang puts its server args there), {@code internal_states} (a list with one entry
+ * per scheduler: {@code last_gen_throughput} and the like, which {@code sglang.bench_serving} reads
+ * from its first entry), {@code version}; plus the model, the memory breakdown (weights, KV cache,
+ * heap) and the KV cache's capacity and use.
  */
 public final class ServerInfoEndpoint implements Endpoint {
   private final ServerContext ctx;
@@ -27,11 +30,14 @@ public final class ServerInfoEndpoint implements Endpoint {
     BatchEngine engine = ctx.model().engine();
     EngineStats s = engine.stats();
     ObjectNode out = Json.object();
-    out.put("version", "ringmaster 0.1.0");
+    for (Map.Entry<String, Object> f : ctx.config().flags().entrySet()) {
+      out.putPOJO(f.getKey(), f.getValue());
+    }
+    out.put("version", ServerVersion.VERSION);
     out.put("model_path", ctx.model().path());
+    out.put("tokenizer_path", ctx.model().path());
     out.put("served_model_name", ctx.model().name());
     out.put("model_type", engine.model().config().architecture().modelType());
-    out.put("device", "cpu");
     ObjectNode flags = out.putObject("flags");
     for (Map.Entry<String, Object> f : ctx.config().flags().entrySet()) {
       flags.putPOJO(f.getKey(), f.getValue());
@@ -41,8 +47,9 @@ public final class ServerInfoEndpoint implements Endpoint {
     sched.put("max_queued_requests", engine.config().maxQueuedRequests());
     sched.put("chunked_prefill_size", engine.config().chunkedPrefillSize());
     sched.put("page_size", engine.config().pageSize());
-    long bytesPerToken = KvCache.bytesPerToken(engine.model().config());
+    long bytesPerToken = engine.model().kvBytesPerToken();
     long kvTokens = engine.pool().capacityTokens();
+    out.put("max_total_num_tokens", kvTokens);
     ObjectNode mem = out.putObject("memory");
     mem.put("weights_bytes", engine.model().weightBytes());
     mem.put("kv_cache_bytes", bytesPerToken * kvTokens);
@@ -63,6 +70,13 @@ public final class ServerInfoEndpoint implements Endpoint {
     load.put("num_queue_reqs", s.queued());
     load.put("steps", s.steps());
     load.put("preemptions", s.preemptions());
+    ObjectNode state = out.putArray("internal_states").addObject();
+    state.put("last_gen_throughput", ctx.metrics().lastGenerationThroughput());
+    state.putNull("avg_spec_accept_length"); // no speculative decoding runs in this server
+    state.put("num_running_reqs", s.running());
+    state.put("num_queue_reqs", s.queued());
+    state.put("token_usage", s.kvUsage());
+    state.put("max_total_num_tokens", kvTokens);
     ex.ok(out);
   }
 }

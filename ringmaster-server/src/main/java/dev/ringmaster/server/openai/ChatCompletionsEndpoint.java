@@ -44,18 +44,17 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     }
     OpenAiParams params = OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top);
     int[] prompt = render(body);
-    Generation g = ctx.start(params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"));
     String id = Responses.newId("chatcmpl-");
     String model = ctx.model().name();
-    if (params.stream()) {
-      StreamRelay.relay(g, ex.sse(), new Format(), id, model, prompt.length, params.includeUsage());
-      return;
-    }
     List<ChoiceResult> results;
-    try {
-      results = g.collect();
-    } finally {
-      g.cancel();
+    try (Generation g =
+        ctx.start(params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"), id)) {
+      if (params.stream()) {
+        StreamRelay.relay(
+            g, ex.sse(), new Format(), id, model, prompt.length, params.includeUsage());
+        return;
+      }
+      results = g.collect(ex::clientGone);
     }
     ObjectNode out =
         Responses.head(id, "chat.completion", System.currentTimeMillis() / 1000, model);

@@ -50,18 +50,16 @@ public final class CompletionsEndpoint implements Endpoint {
       choices.addAll(params.choices(p, choices.size(), DEFAULT_MAX_TOKENS, ctx.model(), "prompt"));
       promptTokens += p.length;
     }
-    Generation g = ctx.start(choices);
     String id = Responses.newId("cmpl-");
     String model = ctx.model().name();
-    if (params.stream()) {
-      StreamRelay.relay(g, ex.sse(), new Format(), id, model, promptTokens, params.includeUsage());
-      return;
-    }
     List<ChoiceResult> results;
-    try {
-      results = g.collect();
-    } finally {
-      g.cancel();
+    try (Generation g = ctx.start(choices, id)) {
+      if (params.stream()) {
+        StreamRelay.relay(
+            g, ex.sse(), new Format(), id, model, promptTokens, params.includeUsage());
+        return;
+      }
+      results = g.collect(ex::clientGone);
     }
     ObjectNode out =
         Responses.head(id, "text_completion", System.currentTimeMillis() / 1000, model);
@@ -109,13 +107,15 @@ public final class CompletionsEndpoint implements Endpoint {
       if (p.isEmpty()) {
         throw ApiException.invalid("prompt", "'prompt' is an empty list");
       }
-      if (p.size() > MAX_PROMPTS) {
-        throw ApiException.invalid("prompt", "at most " + MAX_PROMPTS + " prompts per request");
-      }
       JsonNode first = p.get(0);
       if (first.isIntegralNumber()) {
+        // A flat list of ints is one prompt, however long; only lists of prompts are counted.
         out.add(Fields.tokenIds("prompt", p, vocab));
       } else {
+        if (p.size() > MAX_PROMPTS) {
+          throw ApiException.invalid(
+              "prompt", "at most " + MAX_PROMPTS + " prompts per request, got " + p.size());
+        }
         for (JsonNode e : p) {
           if (e.isTextual()) {
             out.add(encode(e.textValue()));

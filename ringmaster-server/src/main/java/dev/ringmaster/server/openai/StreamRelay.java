@@ -56,6 +56,9 @@ final class StreamRelay {
               sse.send(Json.error(Generation.internalError(d)));
               continue;
             }
+            if (!sse.started() && g.abortedByShutdown(d)) {
+              throw Generation.shutdownAbort(); // nothing sent yet: a retryable 503
+            }
             sse.send(chunk(format, id, created, model, format.finish(d)));
           }
         }
@@ -68,9 +71,7 @@ final class StreamRelay {
       }
       sse.done();
     } finally {
-      if (!g.finished()) {
-        g.cancel();
-      }
+      g.close();
     }
   }
 
