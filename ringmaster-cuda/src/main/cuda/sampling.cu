@@ -209,7 +209,7 @@ __device__ __forceinline__ float block_inclusive_scan(float v, float* warpSums, 
 // keeps one weight sum per tile in shared memory, scans them, and one warp scans the chosen tile.
 // No allocation, no host synchronisation: capturable in a CUDA graph whose input buffers the host
 // rewrites between replays.
-RM_KERNEL void rm_sample_rows(int* outTokens, float* outLogprobs, int* outTopIds,
+RM_KERNEL void __launch_bounds__(1024) rm_sample_rows(int* outTokens, float* outLogprobs, int* outTopIds,
                               float* outTopLogprobs, int topStride, float* logits, int vocab,
                               const float* temperature, const int* topK, const float* topP,
                               const float* minP, const unsigned long long* seeds,
