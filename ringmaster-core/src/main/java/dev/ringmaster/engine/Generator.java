@@ -78,7 +78,7 @@ public final class Generator {
         stops.add(e);
       }
     }
-    Sampler sampler = new Sampler(params);
+    Sampler sampler = new Sampler(params, prompt);
     int[] out = new int[params.maxNewTokens()];
     int produced = 0;
     String finish = "length";
@@ -102,6 +102,7 @@ public final class Generator {
       int next = chosen(observer, 0, logits, sampler.sample(logits, 0, vocab), vocab);
       t1 = System.nanoTime();
       while (true) {
+        sampler.accept(next);
         out[produced++] = next;
         boolean keepGoing = onToken.test(next);
         if (stops.contains(next)) {

@@ -1,6 +1,8 @@
 package dev.ringmaster.runtime;
 
 import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.runtime.sampling.SampledTokens;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
 
 /**
  * A loaded language model that runs batched forward steps over sequences' caches, whatever its
@@ -51,6 +53,28 @@ public interface LanguageModel extends AutoCloseable {
       out[r] = dev.ringmaster.backend.cpu.CpuOps.argmax(logits, r * vocab, vocab);
     }
     return out;
+  }
+
+  /**
+   * Like {@link #forward} but chooses one token per requested row with {@code sampling}'s row of
+   * the same index ({@code sampling.rows() == logitRows.length}), returning the tokens and the
+   * logprobs the rows asked for. This default computes the logits with {@link #forward} and samples
+   * them on the CPU ({@link dev.ringmaster.runtime.sampling.RowSampler}); a device backend samples
+   * where the logits live and copies back only tokens and logprobs, with the same distribution per
+   * row.
+   */
+  default SampledTokens forwardSample(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
+    if (sampling.rows() != logitRows.length) {
+      throw new IllegalArgumentException(
+          "the sampling batch has "
+              + sampling.rows()
+              + " rows but "
+              + logitRows.length
+              + " logits rows were requested");
+    }
+    float[] logits = forward(tokens, layout, caches, logitRows);
+    return sampling.sampleOnCpu(logits, config().vocabSize());
   }
 
   /** Prefill or extend one sequence and return the logits of every new token. */

@@ -25,7 +25,9 @@ class CudaRuntimeTest {
       assertThat(magic).isEqualTo(0xBA55ED50);
       String text = new String(fatbin, StandardCharsets.ISO_8859_1);
       for (String kernel :
-          new String[] {"rm_gemv_bf16", "rm_moe_gate_up", "rm_mla_decode_split", "rm_sample"}) {
+          new String[] {
+            "rm_gemv_bf16", "rm_moe_gate_up", "rm_mla_decode_split", "rm_sample_rows"
+          }) {
         assertThat(text).contains(kernel);
       }
     }

@@ -3,6 +3,8 @@ package dev.ringmaster.engine.batch;
 import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.sampling.SampledTokens;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,6 +35,7 @@ public final class BatchEngine implements AutoCloseable {
   private final Scheduler scheduler;
   private final int vocab;
   private final int context;
+  private final SamplingBatch sampling = new SamplingBatch();
   private final LinkedBlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
   private final AtomicLong steps = new AtomicLong();
@@ -113,6 +116,13 @@ public final class BatchEngine implements AutoCloseable {
         throw new EngineRejectedException(
             Reason.INVALID,
             "token id " + id + " is outside the vocabulary (0.." + (vocab - 1) + ")");
+      }
+    }
+    for (int id : r.params().logitBias().keySet()) {
+      if (id >= vocab) {
+        throw new EngineRejectedException(
+            Reason.INVALID,
+            "logit_bias token id " + id + " is outside the vocabulary (0.." + (vocab - 1) + ")");
       }
     }
     if (r.params().maxNewTokens() < 1) {
@@ -287,14 +297,30 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
-  private float[] forward(Step step, int from, int to) {
+  /**
+   * Runs sequences {@code [from, to)} of the step and chooses the next token of each that samples:
+   * through {@link LanguageModel#forwardGreedy} when every such row takes the argmax of its raw
+   * logits without logprobs (a device computes it where the logits are), else {@link
+   * LanguageModel#forwardSample}.
+   */
+  private SampledTokens forward(Step step, int from, int to) {
     Step.Inputs in = step.inputs(from, to);
     int[] before = new int[to - from];
     for (int i = 0; i < before.length; i++) {
       before[i] = in.caches()[i].length();
     }
+    sampling.clear();
+    for (int i = from; i < to; i++) {
+      if (step.samples()[i]) {
+        step.seqs().get(i).addSamplingRow(sampling);
+      }
+    }
     try {
-      return model.forward(in.tokens(), in.layout(), in.caches(), in.logitRows());
+      if (sampling.allRawGreedy()) {
+        return SampledTokens.tokensOnly(
+            model.forwardGreedy(in.tokens(), in.layout(), in.caches(), in.logitRows()));
+      }
+      return model.forwardSample(in.tokens(), in.layout(), in.caches(), in.logitRows(), sampling);
     } catch (RuntimeException | Error e) {
       // Roll back whatever the failed step appended, so a retry starts from the same state.
       for (int i = 0; i < before.length; i++) {
@@ -305,18 +331,27 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
-  private void emit(Step step, int from, int to, float[] logits) {
+  private void emit(Step step, int from, int to, SampledTokens sampled) {
     int row = 0;
     for (int i = from; i < to; i++) {
       if (!step.samples()[i]) {
         continue;
       }
       Sequence s = step.seqs().get(i);
-      int off = row++ * vocab;
-      int token = s.sampler.sample(logits, off, vocab);
+      int r = row++;
+      int token = sampled.tokens()[r];
       boolean stop = s.stopIds.contains(token);
+      int top = Math.min(s.request.topLogprobs(), vocab);
       TokenEvent event =
-          Logprobs.event(logits, off, vocab, token, s.generated(), stop, s.request.topLogprobs());
+          top < 0
+              ? new TokenEvent(token, s.generated(), stop, Float.NaN, new int[0], new float[0])
+              : new TokenEvent(
+                  token,
+                  s.generated(),
+                  stop,
+                  sampled.logprobs()[r],
+                  sampled.topIds(r, top),
+                  sampled.topLogprobs(r, top));
       s.append(token);
       boolean more;
       try {

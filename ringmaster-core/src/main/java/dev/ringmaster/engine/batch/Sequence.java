@@ -1,7 +1,9 @@
 package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.Sampler;
+import dev.ringmaster.engine.TokenCounts;
 import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
@@ -15,7 +17,10 @@ import java.util.Set;
 final class Sequence {
   final EngineRequest request;
   final RequestHandle handle;
-  final Sampler sampler;
+
+  /** Seen tokens with output counts, kept only when the request has penalties. */
+  private final TokenCounts counts;
+
   final Set<Integer> stopIds;
   final int promptLength;
   final int maxTokens;
@@ -29,7 +34,7 @@ final class Sequence {
   Sequence(EngineRequest request, RequestHandle handle, int contextLength) {
     this.request = request;
     this.handle = handle;
-    this.sampler = new Sampler(request.params());
+    this.counts = request.params().hasPenalties() ? new TokenCounts(request.promptIds()) : null;
     this.stopIds = new HashSet<>(request.params().stopTokenIds());
     if (!request.params().ignoreEos()) {
       for (int e : request.eosIds()) {
@@ -60,6 +65,14 @@ final class Sequence {
       tokens = Arrays.copyOf(tokens, tokens.length * 2);
     }
     tokens[length++] = token;
+    if (counts != null) {
+      counts.addOutput(token);
+    }
+  }
+
+  /** Appends this sequence's sampling row (for its next output token) to {@code batch}. */
+  void addSamplingRow(SamplingBatch batch) {
+    Sampler.addRow(batch, request.params(), generated(), counts, request.topLogprobs());
   }
 
   /** Tokens already in the cache. */

@@ -46,14 +46,15 @@ public final class KernelBench {
    * heads), e.g. under a profiler; {@code router} a one-token MoE router taken apart ({@link
    * RouterBench}); {@code mlafused} the fused MLA decode launch against the separate kernels;
    * {@code prefill} only the MLA prefill rows; {@code gqa} only the grouped-query attention rows
-   * ({@link GqaBench}).
+   * ({@link GqaBench}); {@code sampling} only the device sampler's rows ({@link SamplerBench}).
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
     boolean mlaOnly = args.length > 0 && args[0].equals("mla");
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
-          "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa]");
+          "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa |"
+              + " sampling]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -89,6 +90,11 @@ public final class KernelBench {
                     b.mlaPrefill(16, len, path);
                   }
                 }
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("sampling")) {
+                SamplerBench.run(b, k, s);
                 b.print();
                 return;
               }
@@ -153,6 +159,7 @@ public final class KernelBench {
                 }
               }
               GqaBench.run(b, k, s);
+              SamplerBench.run(b, k, s);
               b.print();
             }
           });

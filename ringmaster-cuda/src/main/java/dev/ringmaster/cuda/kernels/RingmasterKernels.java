@@ -116,11 +116,11 @@ public final class RingmasterKernels implements AutoCloseable {
   private final int[] mmaSharedGranted = new int[3];
   private final int[] mmaSharedRefused = {0, Integer.MAX_VALUE, Integer.MAX_VALUE};
   private final Kernel argmax;
-  private final Kernel sample;
   private final List<Kernel> all = new ArrayList<>();
   private final SmallBatchMoe smallBatchMoe;
   private final MlaFusedDecode mlaFusedDecode;
   private final GqaAttention gqaAttention;
+  private final DeviceSampler deviceSampler;
 
   /** Loads the fatbin into the current context, with the default kernel choices. */
   public RingmasterKernels() {
@@ -177,18 +177,26 @@ public final class RingmasterKernels implements AutoCloseable {
     mlaGatherCtx = kernel("rm_mla_gather_ctx", 5);
     mlaPrefillSoftmax = kernel("rm_mla_prefill_softmax", 7);
     argmax = kernel("rm_argmax", 3);
-    sample = kernel("rm_sample", 8);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
     useMlaTensorCores(tuning.mlaTensorCores());
     useMlaStages(tuning.mlaStages());
     setProgrammaticDependentLaunch(tuning.pdl());
     gqaAttention = new GqaAttention(this::kernel);
+    deviceSampler = new DeviceSampler(this::kernel);
   }
 
   /** Grouped-query attention over a paged KV cache (Qwen3-MoE), loaded with these. */
   public GqaAttention gqaAttention() {
     return gqaAttention;
+  }
+
+  /**
+   * The sampling kernel (bias, penalties, temperature, top-k/p, min-p, logprobs), loaded with
+   * these.
+   */
+  public DeviceSampler deviceSampler() {
+    return deviceSampler;
   }
 
   /** MLA decode attention of a few tokens in one launch, loaded with these. */
@@ -1093,25 +1101,6 @@ public final class RingmasterKernels implements AutoCloseable {
   /** {@code out[r] = argmax logits[r, :]} (lowest index on ties) for {@code rows} rows. */
   public void argmax(CudaStream s, long out, long logits, int rows, int vocab) {
     argmax.arg(0, out).arg(1, logits).arg(2, vocab).launch(s, rows, 1, 1, 1024, 0);
-  }
-
-  /**
-   * Samples one token per row with per-row {@code temperature} (f32), {@code topK} (i32, 0 = off),
-   * {@code topP} (f32, 1 = off), {@code seeds} and {@code offsets} (u64) arrays on the device.
-   */
-  public void sample(
-      CudaStream s,
-      long out,
-      long logits,
-      int rows,
-      int vocab,
-      long temperature,
-      long topK,
-      long topP,
-      long seeds,
-      long offsets) {
-    sample.arg(0, out).arg(1, logits).arg(2, vocab).arg(3, temperature).arg(4, topK);
-    sample.arg(5, topP).arg(6, seeds).arg(7, offsets).launch(s, rows, 1, 1, 1024, 0);
   }
 
   @Override

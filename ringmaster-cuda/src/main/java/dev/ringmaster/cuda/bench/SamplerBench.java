@@ -1,0 +1,60 @@
+package dev.ringmaster.cuda.bench;
+
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.DeviceSampler;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.cuda.kernels.SamplingBuffers;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
+import java.util.Locale;
+
+/**
+ * KernelBench rows for the device sampler ({@link DeviceSampler}) at a DeepSeek-V3 vocabulary of
+ * 129,280 and 1, 16, 64 and 128 rows: greedy, temperature 0.8 with top-p 0.95 (the serving
+ * benchmark's setting), top-k 50, and top-p with logprobs of 5 alternatives. Logits are uniform in
+ * [-1, 1) (a random model's nearly flat rows: the top-p set is most of the vocabulary). GB/s counts
+ * one read of the logits.
+ */
+final class SamplerBench {
+  private static final int VOCAB = 129_280;
+
+  private SamplerBench() {}
+
+  /** Adds the sampler rows to {@code b}. */
+  static void run(KernelBench b, RingmasterKernels k, CudaStream s) {
+    DeviceSampler sampler = k.deviceSampler();
+    for (int rows : new int[] {1, 16, 64, 128}) {
+      try (DeviceBuffer logits = b.randomF32(rows * VOCAB);
+          SamplingBuffers buf = new SamplingBuffers(rows, 0, 0, 8)) {
+        row(b, s, sampler, logits, buf, rows, "greedy", 0f, 0, 1f, -1);
+        row(b, s, sampler, logits, buf, rows, "T 0.8 top-p 0.95", 0.8f, 0, 0.95f, -1);
+        row(b, s, sampler, logits, buf, rows, "T 1 top-k 50", 1f, 50, 1f, -1);
+        row(b, s, sampler, logits, buf, rows, "T 0.8 top-p 0.95, 5 logprobs", 0.8f, 0, 0.95f, 5);
+      }
+    }
+  }
+
+  private static void row(
+      KernelBench b,
+      CudaStream s,
+      DeviceSampler sampler,
+      DeviceBuffer logits,
+      SamplingBuffers buf,
+      int rows,
+      String what,
+      float t,
+      int topK,
+      float topP,
+      int logprobs) {
+    SamplingBatch batch = new SamplingBatch();
+    for (int r = 0; r < rows; r++) {
+      batch.addRow(t, topK, topP, 0, 1000 + r, 17, 1, 0, 0, logprobs);
+    }
+    buf.upload(batch, rows, s);
+    double ms = b.time(i -> sampler.launch(s, logits.ptr(), rows, VOCAB, buf));
+    b.row(
+        String.format(Locale.ROOT, "sample %s, vocab %d, %d rows", what, VOCAB, rows),
+        ms,
+        4.0 * rows * VOCAB / (ms * 1e6));
+  }
+}
