@@ -55,6 +55,20 @@ public final class DecoderModel {
    * with the logits of the requested rows.
    */
   public <T> void forward(ModelOps<T> ops, ModelWeights<T> w) {
+    layers(ops, w);
+    logits(ops, w);
+  }
+
+  /** The logits of the requested rows of the final-normed hidden state ({@link #layers}). */
+  public <T> void logits(ModelOps<T> ops, ModelWeights<T> w) {
+    ops.lmHead(w.lmHead());
+  }
+
+  /**
+   * Runs the step's tokens through the embedding, every layer and the final norm, which leaves them
+   * in {@link dev.ringmaster.model.ops.Act#NORMED}.
+   */
+  public <T> void layers(ModelOps<T> ops, ModelWeights<T> w) {
     double eps = cfg.rmsNormEps();
     ops.embedding(w.embed());
     boolean mlpPartial = true;
@@ -78,7 +92,6 @@ public final class DecoderModel {
           };
     }
     ops.addRmsNorm(MLP_OUT, mlpPartial, w.finalNorm(), eps);
-    ops.lmHead(w.lmHead());
   }
 
   /** Loads this rank's weights; {@code progress} (or null) counts the layers. */

@@ -51,16 +51,9 @@ final class Qwen3MoeFamily implements AttentionFamily {
   @Override
   public <T> void forward(ModelOps<T> ops, AttentionWeights<T> weights, int layer) {
     AttentionWeights.Gqa<T> w = (AttentionWeights.Gqa<T>) weights;
-    double eps = cfg.rmsNormEps();
     ops.linear(Q, NORMED, w.qProj());
     ops.linear(K, NORMED, w.kProj());
     ops.linear(V, NORMED, w.vProj());
-    if (w.qNorm() != null) {
-      ops.rmsNorm(Q, Q, w.qNorm(), eps);
-    }
-    if (w.kNorm() != null) {
-      ops.rmsNorm(K, K, w.kNorm(), eps);
-    }
     ops.gqaAttention(w, layer);
     ops.linear(ATTN_OUT, ATTN, w.oProj());
   }

@@ -42,8 +42,9 @@ public interface ModelOps<T> {
 
   /**
    * Grouped-query attention of layer {@code layer}: reads {@link Act#Q}, {@link Act#K} and {@link
-   * Act#V} (queries and keys already normalised), rotates queries and keys, appends keys and values
-   * to the cache and writes the context to {@link Act#ATTN}.
+   * Act#V}, normalises queries and keys per head (where the weights have norms, with the model's
+   * RMSNorm eps), rotates them, appends keys and values to the cache and writes the context to
+   * {@link Act#ATTN}.
    */
   void gqaAttention(AttentionWeights.Gqa<T> w, int layer);
 

@@ -27,6 +27,8 @@ final class Activations implements AutoCloseable {
   final DeviceBuffer q;
   final DeviceBuffer kva;
   final DeviceBuffer attn;
+  final DeviceBuffer k;
+  final DeviceBuffer v;
   final DeviceBuffer gateUp;
   final DeviceBuffer act;
   final DeviceBuffer routerLogits;
@@ -65,7 +67,11 @@ final class Activations implements AutoCloseable {
     qa = f32(t * Math.max(cfg.qLoraRank(), 1));
     q = f32(t * heads * cfg.qkHeadDim());
     kva = f32(t * (cfg.kvLoraRank() + cfg.qkRopeHeadDim()));
-    attn = f32(t * heads * cfg.vHeadDim());
+    attn = f32(t * heads * cfg.valueHeadDim());
+    // GQA keys and values (full size: a rank fills only its share of the KV heads).
+    int kvWidth = cfg.architecture().usesMla() ? 1 : cfg.numKvHeads() * cfg.headDim();
+    k = f32(t * kvWidth);
+    v = f32(t * kvWidth);
     gateUp = f32(t * 2 * maxInter);
     act = f32(t * maxInter);
     int experts = m == null ? 1 : m.numExperts();
@@ -76,7 +82,7 @@ final class Activations implements AutoCloseable {
     selected = f32((long) logitRows * h);
     logits = f32((long) logitRows * cfg.vocabSize());
     argmax = f32(logitRows);
-    invFreq = f32(Math.max(cfg.qkRopeHeadDim() / 2, 1));
+    invFreq = f32(Math.max(cfg.ropeDim() / 2, 1));
     // Prefill chunks need one or two splits per token, decode batches many: budget the product.
     long tokenSplits = Math.max(2 * t, 64L * MAX_SPLITS);
     mla =

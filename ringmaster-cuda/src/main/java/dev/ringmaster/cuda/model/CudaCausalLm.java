@@ -56,7 +56,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private Activations act;
   private StepInputs inputs;
   private BlockPool pool;
-  private DecoderStack stack;
+  private GpuModelOps stack;
+  private GpuGqaAttention gqa;
+  private int cacheRowWidth;
   private DecodeGraphs graphs;
 
   /**
@@ -138,12 +140,6 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
     }
     ModelConfig cfg = ModelConfigParser.parse(dir);
-    if (!cfg.architecture().usesMla()) {
-      throw new IllegalArgumentException(
-          cfg.architecture()
-              + " is not supported on the GPU yet (MLA models only: DeepSeek-V2/V3); use --device"
-              + " cpu");
-    }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
     CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);
@@ -178,9 +174,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     KernelTuning tuning = options.tuning();
     ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning);
-    // The fused MLA launch is not yet checked under tensor parallelism: separate kernels there.
+    // The fused MLA launch is not checked under tensor parallelism: separate kernels there.
+    boolean usesMla = cfg.architecture().usesMla();
     mlaFusedTokens =
         shard.parallel()
+                || !usesMla
                 || !MlaFusedDecode.supports(
                     cfg.qkNopeHeadDim(), cfg.qkRopeHeadDim(), cfg.vHeadDim(), cfg.kvLoraRank())
             ? 0
@@ -205,7 +203,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               options.profile());
     }
 
-    if (tuning.mlaPrefillGemm()
+    if (usesMla
+        && tuning.mlaPrefillGemm()
         && maxTokens >= PrefillSegments.MIN_GEMM_TOKENS
         && (cfg.kvLoraRank() + cfg.qkRopeHeadDim()) % 8 == 0) {
       mlaPrefill =
@@ -232,7 +231,14 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             ? options.memFractionStatic()
             : MemoryPlan.defaultMemFractionStatic(
                 total, options.chunkedPrefillSize(), Math.max(maxBs, 1));
-    int rowWidth = cfg.kvLoraRank() + cfg.qkRopeHeadDim();
+    if (!usesMla) {
+      gqa = new GpuGqaAttention(cfg, rope, localHeads(), shard.share(cfg.numKvHeads()), maxTokens);
+    }
+    int rowWidth =
+        usesMla
+            ? cfg.kvLoraRank() + cfg.qkRopeHeadDim()
+            : GpuGqaAttention.cacheRowWidth(cfg, shard.share(cfg.numKvHeads()));
+    cacheRowWidth = rowWidth;
     int blockSize = options.blockSize();
     int tableRows = Math.max(logitRows, 1024);
     long bytesPerBlock = BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth);
@@ -299,6 +305,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             + (grouped == null ? 0 : grouped.bytes())
             + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes())
             + (tp == null ? 0 : tp.bytes())
+            + (gqa == null ? 0 : gqa.bytes())
             + (allToAll == null ? 0 : allToAll.bytes());
     plan =
         new MemoryPlan(
@@ -335,8 +342,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return options.moeGroupedMinTokens();
   }
 
-  private DecoderStack singleStack(RopeTable rope) {
-    return new DecoderStack(cfg, weights, ops, act, inputs, pool, rope, grouped);
+  private GpuModelOps singleStack(RopeTable rope) {
+    return new GpuModelOps(
+        cfg,
+        weights.model,
+        ops,
+        act,
+        inputs,
+        pool,
+        cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope) : null,
+        gqa,
+        new GpuMoe(cfg, grouped),
+        null);
   }
 
   /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
@@ -351,10 +368,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   /** This rank's heads and experts, with the collectives between the blocks. */
-  private DecoderStack parallelStack(RopeTable rope) {
+  private GpuModelOps parallelStack(RopeTable rope) {
     int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
-    FeedForwardBlock mlp =
-        new FeedForwardBlock(
+    GpuMoe mlp =
+        new GpuMoe(
             cfg,
             grouped,
             cfg.moe() == null ? 0 : shard.expertInter(cfg.moe().expertIntermediateSize()),
@@ -364,8 +381,17 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                     tp.localizeExperts(
                         act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()),
             allToAll);
-    return new DecoderStack(
-        cfg, weights, ops, act, inputs, pool, new MlaBlock(cfg, rope, localHeads()), mlp, tp);
+    return new GpuModelOps(
+        cfg,
+        weights.model,
+        ops,
+        act,
+        inputs,
+        pool,
+        cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope, localHeads()) : null,
+        gqa,
+        mlp,
+        tp);
   }
 
   /** Attention heads on this rank. */
@@ -407,10 +433,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return java.util.OptionalLong.of(plan.kvTokens());
   }
 
-  /** The paged latent cache's bf16 rows: {@link BlockPool#bytesPerToken}. */
+  /**
+   * The paged cache's bf16 rows (MLA: the latent and rotary key; GQA: this rank's keys and values).
+   */
   @Override
   public long kvBytesPerToken() {
-    return BlockPool.bytesPerToken(cfg);
+    return BlockPool.bytes(cfg.numLayers(), 1, 1, cacheRowWidth);
   }
 
   @Override
@@ -507,6 +535,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /** Splits of the KV length per decode query (the same with and without graphs). */
   private int decodeSplits(int bs) {
+    if (gqa != null) {
+      return gqa.splits(bs, DECODE_NOMINAL_CONTEXT, sms);
+    }
     return RingmasterKernels.mlaSplits(
         bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
   }
@@ -559,7 +590,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /**
    * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
    * as it runs for real (graph replay when captured). Both runs write the same cache entries.
-   * {@code fusedTokens}: the step's fused-MLA limit, as for {@link DecoderStack#decodeStep}.
+   * {@code fusedTokens}: the step's fused-MLA limit, as for {@link GpuModelOps#decodeStep}.
    */
   private void profileDecode(int bs, int fusedTokens) {
     stack.beginProfile();
@@ -654,7 +685,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       }
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
-          RingmasterKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
+          gqa != null
+              ? gqa.splits(len, maxLen, sms)
+              : RingmasterKernels.mlaSplits(
+                  len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
       int fusedTokens = maxLen > options.tuning().mlaFusedMaxContext() ? 0 : mlaFusedTokens;
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
@@ -732,6 +766,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 segments,
                 tp,
                 allToAll,
+                gqa,
                 act,
                 ops,
                 weights,

@@ -100,7 +100,7 @@ final class ExpertAllToAll implements AutoCloseable {
   long forward(
       GpuOps ops,
       Activations act,
-      LayerWeights.MoeWeights m,
+      KernelWeights.MoeWeights m,
       int n,
       int inter,
       boolean tensorCores,

@@ -10,8 +10,8 @@ import dev.ringmaster.runtime.KernelTuning;
 /**
  * The operations the GPU model is written against, on one stream: the kernels plus the choice
  * between the decode GEMV (f32 activations, a few tokens) and cuBLAS (activations rounded to bf16,
- * many tokens). This is the seed of the backend ops interface: the model blocks call only these.
- * GPU thread only; every pointer is a device pointer, activations f32 and row-major.
+ * many tokens), on which the GPU's model ops ({@link GpuModelOps}) are built. GPU thread only;
+ * every pointer is a device pointer, activations f32 and row-major.
  */
 final class GpuOps implements AutoCloseable {
   /**
@@ -144,7 +144,7 @@ final class GpuOps implements AutoCloseable {
   }
 
   /** A SwiGLU MLP: {@code out = down(silu(gate x) * up x)}. */
-  void swiglu(long out, long x, LayerWeights.DenseWeights w, long gateUp, long act, int n) {
+  void swiglu(long out, long x, KernelWeights.DenseWeights w, long gateUp, long act, int n) {
     if (gemvSwiglu(w, n)) {
       swigluGemv(stream, out, x, w, act, n);
       return;
@@ -155,7 +155,7 @@ final class GpuOps implements AutoCloseable {
   }
 
   /** Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs). */
-  boolean gemvSwiglu(LayerWeights.DenseWeights w, int n) {
+  boolean gemvSwiglu(KernelWeights.DenseWeights w, int n) {
     return fusedDecode(n) && w.gateUp().bias() == 0 && w.down().bias() == 0;
   }
 
@@ -163,7 +163,7 @@ final class GpuOps implements AutoCloseable {
    * A SwiGLU MLP as two GEMV launches on {@code s} (the gate|up one with SiLU-and-mul fused): for
    * decode-sized steps of bias-free weights, needing no cuBLAS handle, so any stream can run it.
    */
-  void swigluGemv(CudaStream s, long out, long x, LayerWeights.DenseWeights w, long act, int n) {
+  void swigluGemv(CudaStream s, long out, long x, KernelWeights.DenseWeights w, long act, int n) {
     kernels.gemvSwiglu(s, act, w.gateUp().ptr(), x, w.inter(), w.gateUp().cols(), n);
     kernels.gemv(s, out, w.down().ptr(), act, w.down().rows(), w.down().cols(), n);
   }

@@ -207,12 +207,6 @@ public final class TensorParallelCudaLm
   }
 
   private static void checkModel(ModelConfig cfg, ParallelConfig parallel) {
-    if (!cfg.architecture().usesMla()) {
-      throw new IllegalArgumentException(
-          cfg.architecture()
-              + " is not supported on the GPU yet (MLA models only: DeepSeek-V2/V3); use --device"
-              + " cpu");
-    }
     // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);
   }

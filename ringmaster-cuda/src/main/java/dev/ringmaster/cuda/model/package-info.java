@@ -1,8 +1,10 @@
 /**
- * DeepSeek-V2/V3 (MLA) models on one GPU: weights uploaded as bf16, a paged latent KV cache sized
- * by a memory planner, batched chunked prefill and decode steps replayed from CUDA graphs per batch
- * size. The structure mirrors the CPU reference ({@code dev.ringmaster.backend.cpu.model.CausalLm})
- * layer by layer and op by op ({@link dev.ringmaster.cuda.model.GpuOps}), so that both can later be
- * written once against a shared ops interface.
+ * The CUDA backend's model: {@link dev.ringmaster.cuda.model.CudaCausalLm} runs the architecture
+ * ({@code dev.ringmaster.model.arch.DecoderModel}, the same code as the CPU's) over the GPU's
+ * implementation of the ops interface ({@link dev.ringmaster.cuda.model.GpuModelOps}, with MLA, GQA
+ * and MoE ops that choose their kernels), with weights uploaded as bf16 through the architecture's
+ * loader, a paged KV cache sized by a memory planner, batched chunked prefill and decode steps
+ * replayed from CUDA graphs per batch size; {@link dev.ringmaster.cuda.model.TensorParallelCudaLm}
+ * runs tensor/expert-parallel ranks of it over NCCL.
  */
 package dev.ringmaster.cuda.model;

@@ -199,6 +199,12 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
 
   @Override
   public void gqaAttention(AttentionWeights.Gqa<CpuTensor> w, int layer) {
+    if (w.qNorm() != null) {
+      rmsNorm(Act.Q, Act.Q, w.qNorm(), cfg.rmsNormEps());
+    }
+    if (w.kNorm() != null) {
+      rmsNorm(Act.K, Act.K, w.kNorm(), cfg.rmsNormEps());
+    }
     acts.put(
         Act.ATTN,
         blocks.gqa.forward(

@@ -7,12 +7,13 @@ import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 
 /**
- * Multi-head latent attention on the GPU, the same steps as the CPU's {@code MlaAttention}: query
- * (optionally through the q LoRA and its norm), the KV latent and shared rotary key from {@code
- * kv_a_proj_with_mqa}, latent norm, rotary embedding, append to the paged cache, absorbed attention
- * over the cache (causal per token), output projection.
+ * The GPU's multi-head latent attention op (after the query and KV down-projections, before the
+ * output projection, which the architecture runs): latent norm, rotary embedding, append to the
+ * paged cache and absorbed attention over the cache (causal per token). The kernels are chosen
+ * here: one fused launch for short one-token steps, the split kernels for decode batches, and for
+ * prefill the GEMM paths (expanded or absorbed) for long runs of one sequence.
  */
-final class MlaBlock {
+final class GpuMlaAttention {
   /** transformers builds q_a_layernorm and kv_a_layernorm with the default eps. */
   private static final float LATENT_NORM_EPS = 1e-6f;
 
@@ -25,12 +26,12 @@ final class MlaBlock {
   private final float ropeScaling;
   private final boolean interleaved;
 
-  MlaBlock(ModelConfig cfg, RopeTable rope) {
+  GpuMlaAttention(ModelConfig cfg, RopeTable rope) {
     this(cfg, rope, cfg.numHeads());
   }
 
   /** The block of a tensor-parallel rank holding {@code heads} of the model's heads. */
-  MlaBlock(ModelConfig cfg, RopeTable rope, int heads) {
+  GpuMlaAttention(ModelConfig cfg, RopeTable rope, int heads) {
     this.heads = heads;
     nope = cfg.qkNopeHeadDim();
     ropeDim = cfg.qkRopeHeadDim();
@@ -47,15 +48,17 @@ final class MlaBlock {
   }
 
   /**
-   * Attention of {@code n} tokens: reads {@code act.normed}, writes {@code act.attnOut}; appends
-   * the tokens to layer {@code layerCache} at {@code in.slots}. {@code mlaFusedTokens}: most tokens
-   * for which this step takes the fused MLA launch (0: never), chosen per step by the model.
+   * Attention of {@code n} tokens: reads {@code act.q} and {@code act.kva}, writes {@code
+   * act.attn}; appends the tokens to layer {@code layerCache} at {@code in.slots}. {@code kvANorm}
+   * is the latent norm's weight, {@code kvB} kv_b_proj. {@code mlaFusedTokens}: most tokens for
+   * which the step takes the fused launch (0: never).
    */
   void forward(
       GpuOps ops,
       Activations act,
       StepInputs in,
-      LayerWeights.MlaWeights w,
+      long kvANorm,
+      DeviceMatrix kvB,
       long layerCache,
       int blockSize,
       int n,
@@ -67,13 +70,6 @@ final class MlaBlock {
     RingmasterKernels k = ops.kernels;
     int qk = nope + ropeDim;
     int kvWidth = kvLora + ropeDim;
-    if (w.qProj() != null) {
-      ops.linear2(act.q.ptr(), w.qProj(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
-    } else {
-      ops.linear2(act.qa.ptr(), w.qA(), act.kva.ptr(), w.kvA(), act.normed.ptr(), n);
-      ops.rmsNorm(act.qa.ptr(), act.qa.ptr(), w.qANorm(), n, w.qA().rows(), LATENT_NORM_EPS);
-      ops.linear(act.q.ptr(), act.qa.ptr(), w.qB(), n);
-    }
     boolean fusedAttention =
         n <= mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
     // The fused attention then appends the step's cache rows itself (one launch fewer).
@@ -82,7 +78,7 @@ final class MlaBlock {
             ? new MlaFusedDecode.Append(
                 act.kva.ptr(),
                 kvWidth,
-                w.kvANorm(),
+                kvANorm,
                 LATENT_NORM_EPS,
                 act.invFreq.ptr(),
                 ropeScaling,
@@ -96,7 +92,7 @@ final class MlaBlock {
           ops.stream,
           act.kva.ptr(),
           kvWidth,
-          w.kvANorm(),
+          kvANorm,
           LATENT_NORM_EPS,
           kvLora,
           ropeDim,
@@ -113,7 +109,7 @@ final class MlaBlock {
           in.slots.ptr(),
           n);
     } else {
-      ops.rmsNormPrefix(act.kva.ptr(), kvWidth, w.kvANorm(), n, kvLora, LATENT_NORM_EPS);
+      ops.rmsNormPrefix(act.kva.ptr(), kvWidth, kvANorm, n, kvLora, LATENT_NORM_EPS);
       k.rope(
           ops.stream,
           act.kva.ptr(),
@@ -151,7 +147,7 @@ final class MlaBlock {
               ops.stream,
               act.attn.ptr(),
               act.q.ptr(),
-              w.kvB().ptr(),
+              kvB.ptr(),
               layerCache,
               in.blockTable.ptr(),
               in.maxBlocksPerSeq,
@@ -172,7 +168,7 @@ final class MlaBlock {
           act.mla,
           act.attn.ptr(),
           act.q.ptr(),
-          w.kvB().ptr(),
+          kvB.ptr(),
           layerCache,
           in.blockTable.ptr(),
           in.maxBlocksPerSeq,
@@ -188,11 +184,10 @@ final class MlaBlock {
           splits,
           scale);
     } else {
-      prefillAttention(ops, act, in, w, layerCache, blockSize, n, splits, segments, prefill, mark);
+      prefillAttention(
+          ops, act, in, kvB, layerCache, blockSize, n, splits, segments, prefill, mark);
     }
     mark.accept("mla.attention");
-    ops.linear(act.attnOut.ptr(), act.attn.ptr(), w.oProj(), n);
-    mark.accept("mla.o_proj");
   }
 
   /**
@@ -206,7 +201,7 @@ final class MlaBlock {
       GpuOps ops,
       Activations act,
       StepInputs in,
-      LayerWeights.MlaWeights w,
+      DeviceMatrix kvB,
       long layerCache,
       int blockSize,
       int n,
@@ -223,7 +218,7 @@ final class MlaBlock {
     }
     if (!byList || segments.splitCount() > 0 || anyAbsorbedRun) {
       k.mlaAbsorb(
-          ops.stream, act.mla, act.q.ptr(), w.kvB().ptr(), n, heads, nope, ropeDim, vDim, kvLora);
+          ops.stream, act.mla, act.q.ptr(), kvB.ptr(), n, heads, nope, ropeDim, vDim, kvLora);
       mark.accept("mla.prefill.absorb");
       if (!byList || segments.splitCount() > 0) {
         k.mlaSplitAttention(
@@ -263,7 +258,7 @@ final class MlaBlock {
         }
       }
       mark.accept("mla.prefill.absorbed_gemm");
-      k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), w.kvB().ptr(), n, heads, nope, vDim, kvLora);
+      k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), kvB.ptr(), n, heads, nope, vDim, kvLora);
       mark.accept("mla.prefill.out_v");
     }
     for (PrefillSegments.Run r : segments.gemmRuns()) {
@@ -273,7 +268,7 @@ final class MlaBlock {
             k,
             ops.blas(),
             act.q.ptr(),
-            w.kvB().ptr(),
+            kvB.ptr(),
             act.attn.ptr(),
             layerCache,
             in.blockTable.ptr() + 4L * r.seq() * in.maxBlocksPerSeq,

@@ -6,11 +6,13 @@ import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.MoeConfig;
 
 /**
- * The MLP of a layer on the GPU: a dense SwiGLU, or a mixture of experts (router, routed experts
- * over expert-sorted tokens, shared experts added; on an all-to-all rank through {@link
- * ExpertAllToAll}), as the CPU's {@code DenseMlp} / {@code MoeMlp}.
+ * The GPU's mixture-of-experts op: router, routed experts over expert-sorted tokens, shared experts
+ * added (on the side stream where they can overlap the routed ones; on an all-to-all rank through
+ * {@link ExpertAllToAll}). The kernels are chosen here by step size: one router + routing launch
+ * and the CUDA-core expert kernels for decode-sized steps, the tensor-core expert kernels or
+ * per-expert GEMMs for prefill.
  */
-final class FeedForwardBlock {
+final class GpuMoe {
   private final MoeConfig moe;
   private final MoeRouting routing;
   private final int hidden;
@@ -22,14 +24,14 @@ final class FeedForwardBlock {
   /**
    * The routed experts' rows that {@link #forward} left unsummed for the next norm: {@code
    * pairRows} ({@code [n * topK, hidden]}, pair order) to be added, with the shared experts' output
-   * when {@code shared}, to the residual ({@link DecoderStack}).
+   * when {@code shared}, to the residual ({@link GpuModelOps}).
    */
   record PendingCombine(long pairRows, int topK, boolean shared) {}
 
   private boolean deferCombine;
   private PendingCombine pending;
 
-  FeedForwardBlock(ModelConfig cfg, GroupedExperts grouped) {
+  GpuMoe(ModelConfig cfg, GroupedExperts grouped) {
     this(cfg, grouped, cfg.moe() == null ? 0 : cfg.moe().expertIntermediateSize(), null, null);
   }
 
@@ -39,7 +41,7 @@ final class FeedForwardBlock {
    * (expert parallelism without all-to-all drops the pairs other ranks compute there); {@code
    * allToAll} (or null) runs the MoE layers with all-to-all dispatch instead.
    */
-  FeedForwardBlock(
+  GpuMoe(
       ModelConfig cfg,
       GroupedExperts grouped,
       int expertInter,
@@ -76,7 +78,7 @@ final class FeedForwardBlock {
    * unless the step is profiled.
    */
   private boolean sharedExpertsAside(
-      GpuOps ops, LayerWeights.MoeWeights m, int n, boolean useGrouped, boolean profiled) {
+      GpuOps ops, KernelWeights.MoeWeights m, int n, boolean useGrouped, boolean profiled) {
     return ops.tuning.sharedExpertStream()
         && !profiled
         && m.shared() != null
@@ -86,11 +88,11 @@ final class FeedForwardBlock {
   }
 
   /**
-   * Whether the output of layer {@code w} is complete on this rank (MoE with all-to-all dispatch),
-   * rather than a partial sum that the ranks allreduce.
+   * Whether the output is complete on this rank (all-to-all dispatch), rather than a partial sum
+   * that the ranks allreduce.
    */
-  boolean replicatedOutput(LayerWeights w) {
-    return allToAll != null && w.moe() != null;
+  boolean replicatedOutput() {
+    return allToAll != null;
   }
 
   /**
@@ -102,17 +104,11 @@ final class FeedForwardBlock {
   long forward(
       GpuOps ops,
       Activations act,
-      LayerWeights w,
+      KernelWeights.MoeWeights m,
       int n,
       boolean useGrouped,
       boolean profiled,
       java.util.function.Consumer<String> mark) {
-    if (w.dense() != null) {
-      ops.swiglu(act.mlpOut.ptr(), act.normed.ptr(), w.dense(), act.gateUp.ptr(), act.act.ptr(), n);
-      mark.accept("mlp.dense");
-      return act.mlpOut.ptr();
-    }
-    LayerWeights.MoeWeights m = w.moe();
     RingmasterKernels k = ops.kernels;
     boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped, profiled);
     if (sharedAside) {
@@ -225,7 +221,8 @@ final class FeedForwardBlock {
    * pairs by expert into {@code act.moe}), else a linear layer and the routing kernel (the same
    * results).
    */
-  private void route(GpuOps ops, Activations act, LayerWeights.MoeWeights m, int n, boolean align) {
+  private void route(
+      GpuOps ops, Activations act, KernelWeights.MoeWeights m, int n, boolean align) {
     if (ops.fusedRouting(m.gate(), n)) {
       ops.kernels
           .smallBatchMoe()

@@ -1,0 +1,35 @@
+package dev.ringmaster.cuda.model;
+
+/**
+ * The GPU backend's weight handle: what {@link GpuWeightSource} uploaded for each tensor the
+ * architecture asked for. Matrices are bf16, vectors f32.
+ */
+sealed interface GpuTensor {
+  /** The matrix of a {@link Mat} handle. */
+  static DeviceMatrix mat(GpuTensor t) {
+    return ((Mat) t).matrix();
+  }
+
+  /** The device pointer of a {@link Vec} handle, 0 for none. */
+  static long vec(GpuTensor t) {
+    return t == null ? 0 : ((Vec) t).ptr();
+  }
+
+  /** An f32 vector of {@code n} values. */
+  record Vec(long ptr, int n) implements GpuTensor {}
+
+  /** A bf16 matrix, with its f32 bias or none. */
+  record Mat(DeviceMatrix matrix) implements GpuTensor {}
+
+  /**
+   * The gate and up projections of one SwiGLU MLP in one {@code [2 * inter, hidden]} matrix, gate
+   * rows first (with both biases, or none), as the fused gate|up kernels read them.
+   */
+  record GateUp(DeviceMatrix matrix, int inter) implements GpuTensor {}
+
+  /**
+   * A rank's routed experts stacked as the MoE kernels read them: {@code w13 [E, 2 * inter,
+   * hidden]} (gate rows then up rows) and {@code w2 [E, hidden, inter]}.
+   */
+  record Experts(long w13, long w2) implements GpuTensor {}
+}

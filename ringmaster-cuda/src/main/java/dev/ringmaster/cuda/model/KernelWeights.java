@@ -1,0 +1,24 @@
+package dev.ringmaster.cuda.model;
+
+/**
+ * A layer's feed-forward weights as the GPU's MLP and MoE kernels take them (built per step from
+ * the architecture's {@link GpuTensor} handles).
+ */
+final class KernelWeights {
+  private KernelWeights() {}
+
+  /** A SwiGLU MLP: gate rows then up rows in one {@code [2*inter, hidden]} matrix, and down. */
+  record DenseWeights(DeviceMatrix gateUp, DeviceMatrix down, int inter) {}
+
+  /**
+   * Routed experts stacked as the MoE kernels expect ({@code w13 [E, 2*inter, hidden]}, gate rows
+   * then up rows; {@code w2 [E, hidden, inter]}), the router and the shared experts.
+   *
+   * @param gate router weight {@code [E, hidden]}
+   * @param scoreBias e_score_correction_bias (f32) or 0
+   * @param w13 stacked gate/up projections
+   * @param w2 stacked down projections
+   * @param shared shared experts as one MLP, or null
+   */
+  record MoeWeights(DeviceMatrix gate, long scoreBias, long w13, long w2, DenseWeights shared) {}
+}
