@@ -207,6 +207,12 @@ public final class TensorParallelCudaLm
   }
 
   private static void checkModel(ModelConfig cfg, ParallelConfig parallel) {
+    if (!cfg.architecture().usesMla()) {
+      throw new IllegalArgumentException(
+          cfg.architecture()
+              + " runs on one GPU; tensor parallelism on GPUs is for MLA models only"
+              + " (DeepSeek-V2/V3): use --tp-size 1, or --device cpu");
+    }
     // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);
   }

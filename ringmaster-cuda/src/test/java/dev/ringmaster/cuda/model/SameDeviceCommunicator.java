@@ -31,7 +31,7 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
   private final AllReduceAlgorithm algorithm;
   private final CollectiveStats stats = new CollectiveStats();
   private final Group group;
-  private DeviceBuffer barrierScratch; // the device barrier's one float, on first use
+  private DeviceBuffer barrierScratch; // the device barrier's one float ({@link #allocateBarrier})
 
   /**
    * What the ranks of one GPU share: a host barrier and the receive addresses each rank publishes
@@ -197,13 +197,29 @@ final class SameDeviceCommunicator implements DeviceCommunicator {
   }
 
   /**
+   * Allocates the device barrier's float, on this rank's GPU thread before any step runs. Not on
+   * first use: the ranks share one device, and an allocation in the middle of a step may wait for
+   * the device, where the other rank's peer kernel spins until this rank's arrives (it traps after
+   * 30 s, failing the step with CUDA_ERROR_LAUNCH_FAILED).
+   */
+  void allocateBarrier() {
+    barrierScratch = DeviceBuffer.allocate(16);
+    CudaStream s = CudaStream.create();
+    try {
+      barrierScratch.zero(s);
+      s.synchronize();
+    } finally {
+      s.close();
+    }
+  }
+
+  /**
    * A one-float one-shot allreduce: its kernel finishes on no rank before every rank's stream has
    * reached it.
    */
   private void deviceBarrier(CudaStream stream) {
     if (barrierScratch == null) {
-      barrierScratch = DeviceBuffer.allocate(16);
-      barrierScratch.zero(stream);
+      throw new IllegalStateException("allocateBarrier was not called on rank " + rank);
     }
     custom.allReduce(barrierScratch.ptr(), 1, AllReduceAlgorithm.ONESHOT, stream);
   }

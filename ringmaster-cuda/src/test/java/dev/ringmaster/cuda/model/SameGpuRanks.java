@@ -24,7 +24,9 @@ final class SameGpuRanks implements AutoCloseable {
     custom = CustomAllReduce.create(threads, 8 << 20);
     SameDeviceCommunicator.Group group = new SameDeviceCommunicator.Group(n);
     for (int i = 0; i < n; i++) {
-      comms.add(new SameDeviceCommunicator(i, n, custom.rank(i), a, group));
+      SameDeviceCommunicator c = new SameDeviceCommunicator(i, n, custom.rank(i), a, group);
+      threads.get(i).run(c::allocateBarrier);
+      comms.add(c);
     }
   }
 
