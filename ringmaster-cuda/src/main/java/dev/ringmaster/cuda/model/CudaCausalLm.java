@@ -140,6 +140,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
     }
     ModelConfig cfg = ModelConfigParser.parse(dir);
+    if (!cfg.architecture().usesMla()) {
+      GpuGqaAttention.checkShape(cfg);
+    }
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
     CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);

@@ -32,6 +32,19 @@ final class GpuGqaAttention implements AutoCloseable {
     this.interleaved = rope.interleaved();
   }
 
+  /**
+   * Refuses, before anything is loaded, a model whose attention shape the GQA kernels cannot take,
+   * naming the limit.
+   */
+  static void checkShape(ModelConfig cfg) {
+    try {
+      new GqaAttention.Shape(cfg.numHeads(), cfg.numKvHeads(), cfg.headDim());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          cfg.architecture() + " on the GPU: " + e.getMessage() + "; use --device cpu", e);
+    }
+  }
+
   /** The cache's row width per token and layer (keys then values of this rank's KV heads). */
   static int cacheRowWidth(ModelConfig cfg, int kvHeads) {
     return 2 * kvHeads * cfg.headDim();
