@@ -261,9 +261,9 @@ public final class CheckpointQuantizer {
     for (Module m : modules.values()) {
       String partner =
           m.name.endsWith(".gate_proj")
-              ? m.name.substring(0, m.name.length() - 5) + ".up_proj"
+              ? m.name.substring(0, m.name.length() - ".gate_proj".length()) + ".up_proj"
               : m.name.endsWith(".up_proj")
-                  ? m.name.substring(0, m.name.length() - 8) + ".gate_proj"
+                  ? m.name.substring(0, m.name.length() - ".up_proj".length()) + ".gate_proj"
                   : null;
       Module p = partner == null ? null : modules.get(partner);
       if (m.quantize && p != null && p.quantize) {
