@@ -7,11 +7,15 @@ import dev.ringmaster.backend.DType;
 import dev.ringmaster.model.arch.CheckpointLayout;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.quant.CheckpointQuantizer;
+import dev.ringmaster.model.quant.QuantFormat;
 import dev.ringmaster.model.random.RandomModelWriter;
 import dev.ringmaster.runtime.KvCache;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -21,11 +25,11 @@ import picocli.CommandLine.Option;
     name = "model",
     mixinStandardHelpOptions = true,
     description = "Model utilities.",
-    subcommands = {ModelCommand.Random.class, ModelCommand.Info.class})
+    subcommands = {ModelCommand.Random.class, ModelCommand.Info.class, ModelCommand.Quantize.class})
 final class ModelCommand implements Runnable {
   @Override
   public void run() {
-    throw new UserError("choose a subcommand: model random | model info");
+    throw new UserError("choose a subcommand: model random | model info | model quantize");
   }
 
   /** {@code ringmaster model random}. */
@@ -64,6 +68,57 @@ final class ModelCommand implements Runnable {
       System.out.printf(
           "wrote %s: %,d parameters, %.2f GB in %d shard(s)%n",
           r.dir(), r.parameters(), r.bytes() / 1e9, r.shards());
+      return 0;
+    }
+  }
+
+  /** {@code ringmaster model quantize}. */
+  @Command(
+      name = "quantize",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Write a quantized copy of an f32/bf16/f16 model: fp8 = DeepSeek block-scaled FP8"
+            + " (weight_scale_inv per 128x128 block), nvfp4 = ModelOpt NVFP4 (e2m1 codes, e4m3"
+            + " scales per 16, hf_quant_config.json).",
+        "Every decoder linear is quantized except those matched by --exclude; embeddings, norms,"
+            + " routers and the LM head stay as they are."
+      })
+  static final class Quantize implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "The model directory to quantize.")
+    Path model;
+
+    @Option(names = "--out", required = true, description = "Output model directory.")
+    Path out;
+
+    @Option(names = "--format", required = true, description = "fp8 or nvfp4.")
+    String format;
+
+    @Option(
+        names = "--exclude",
+        split = ",",
+        description =
+            "Modules to leave unquantized: names (model.layers.0.mlp.down_proj), parents"
+                + " (model.layers.0.self_attn) or globs (*.self_attn.*); comma-separated or"
+                + " repeated.")
+    List<String> exclude = new ArrayList<>();
+
+    @Override
+    public Integer call() throws Exception {
+      QuantFormat f;
+      try {
+        f = QuantFormat.parse(format);
+      } catch (IllegalArgumentException e) {
+        throw new UserError("--format: " + e.getMessage());
+      }
+      CheckpointQuantizer.Result r;
+      try {
+        r = new CheckpointQuantizer(f, exclude).run(model, out);
+      } catch (IllegalArgumentException e) {
+        throw new UserError(e.getMessage());
+      }
+      System.out.printf(
+          "wrote %s: %d linear modules quantized to %s, %d kept, %.2f MB of weights%n",
+          out, r.quantized().size(), format, r.kept().size(), r.bytes() / 1e6);
       return 0;
     }
   }

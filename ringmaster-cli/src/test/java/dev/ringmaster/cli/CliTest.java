@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -133,6 +134,50 @@ class CliTest {
             "4",
             "--json");
     assertThat(g.status()).as(g.err()).isZero();
+  }
+
+  @Test
+  void quantizedModelGeneratesTheFixtureGreedyTokens(@TempDir Path tmp) throws Exception {
+    Path src = repo().resolve("fixtures/quantized/deepseek_v3_source");
+    Run q =
+        run(
+            "model",
+            "quantize",
+            "--model",
+            src.toString(),
+            "--out",
+            tmp.toString(),
+            "--format",
+            "nvfp4",
+            "--exclude",
+            "*self_attn*,model.layers.0.mlp");
+    assertThat(q.status()).as(q.err()).isZero();
+    assertThat(q.out()).contains("quantized to nvfp4");
+    var ref =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(
+                repo().resolve("fixtures/quantized/deepseek_v3_nvfp4/reference.json").toFile());
+    List<String> prompt = new java.util.ArrayList<>();
+    ref.get("prompt_ids").forEach(n -> prompt.add(n.asText()));
+    Run g =
+        run(
+            "generate",
+            "--model",
+            tmp.toString(),
+            "--prompt-ids",
+            String.join(",", prompt),
+            "--max-new-tokens",
+            String.valueOf(ref.get("greedy_ids").size()),
+            "--temperature",
+            "0",
+            "--ignore-eos",
+            "--json");
+    assertThat(g.status()).as(g.err()).isZero();
+    assertThat(g.out().replace(" ", "")).contains(ref.get("greedy_ids").toString());
+    Run bad =
+        run("model", "quantize", "--model", src.toString(), "--out", tmp + "2", "--format", "int4");
+    assertThat(bad.status()).isEqualTo(2);
+    assertThat(bad.err()).contains("--format").contains("fp8 or nvfp4");
   }
 
   @Test

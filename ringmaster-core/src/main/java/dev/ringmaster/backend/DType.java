@@ -1,13 +1,19 @@
 package dev.ringmaster.backend;
 
-/** Element types of tensors on disk and in memory, with their safetensors names. */
+/**
+ * Element types of tensors on disk and in memory, with their safetensors names. {@code U8} also
+ * holds packed NVFP4 weights (two e2m1 codes per byte) and {@code F8_E4M3} FP8 weights and NVFP4
+ * block scales; see {@code dev.ringmaster.backend.quant}.
+ */
 public enum DType {
   F32("F32", 4),
   BF16("BF16", 2),
   F16("F16", 2),
   I64("I64", 8),
   I32("I32", 4),
-  U8("U8", 1);
+  U8("U8", 1),
+  /** 8-bit float e4m3 ("fn": no infinities, 0x7f/0xff are NaN, max 448), quantized weights. */
+  F8_E4M3("F8_E4M3", 1);
 
   private final String safetensorsName;
   private final int bytes;

@@ -119,14 +119,14 @@ class BadModelInputTest {
   void unsupportedTensorDtype() throws IOException {
     Path dir = copyFixture("deepseek_v2_basic");
     byte[] header =
-        "{\"model.embed_tokens.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}"
+        "{\"model.embed_tokens.weight\":{\"dtype\":\"F8_E5M2\",\"shape\":[2],\"data_offsets\":[0,2]}}"
             .getBytes(StandardCharsets.UTF_8);
     ByteBuffer b = ByteBuffer.allocate(8 + header.length + 2).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(header.length).put(header).put((byte) 0).put((byte) 0);
     Files.write(dir.resolve("model.safetensors"), b.array());
     assertThatThrownBy(() -> CausalLm.load(dir))
         .isInstanceOf(ModelLoadException.class)
-        .hasMessageContaining("unsupported dtype F8_E4M3");
+        .hasMessageContaining("unsupported dtype F8_E5M2");
   }
 
   @Test

@@ -6,20 +6,21 @@ import java.lang.foreign.MemorySegment;
 /**
  * A row-major weight matrix of {@code rows x cols} elements held in native or mapped memory, as
  * stored by PyTorch's {@code nn.Linear}: {@code rows} is the output features, {@code cols} the
- * input features. bf16 and f16 weights stay in their disk format; kernels convert on the fly.
+ * input features. Weights stay in their disk format and kernels convert on the fly: f32, bf16 and
+ * f16 directly; quantized matrices ({@code quant} not null) are FP8 e4m3 codes ({@code F8_E4M3}) or
+ * packed NVFP4 codes ({@code U8}, {@code cols / 2} bytes per row) that {@link Quantization} scales.
  *
- * @param data the elements, row-major, little-endian
- * @param dtype element type (F32, BF16 or F16)
+ * @param data the elements (or codes), row-major, little-endian
+ * @param dtype element type (F32, BF16 or F16; F8_E4M3 or U8 when quantized)
  * @param rows number of rows (output features)
  * @param cols number of columns (input features)
+ * @param quant how the codes decode, or null for a plain float matrix
  */
-public record CpuMatrix(MemorySegment data, DType dtype, int rows, int cols) {
-  /** Checks that the segment holds exactly {@code rows * cols} elements of a float type. */
+public record CpuMatrix(MemorySegment data, DType dtype, int rows, int cols, Quantization quant) {
+  /** Checks that the segments hold exactly the elements and scales of the shape. */
   public CpuMatrix {
-    if (dtype != DType.F32 && dtype != DType.BF16 && dtype != DType.F16) {
-      throw new IllegalArgumentException("matrix dtype must be F32, BF16 or F16, got " + dtype);
-    }
-    if (data.byteSize() != (long) rows * cols * dtype.bytes()) {
+    long bytes = expectedBytes(dtype, rows, cols, quant);
+    if (data.byteSize() != bytes) {
       throw new IllegalArgumentException(
           "matrix of "
               + rows
@@ -27,16 +28,93 @@ public record CpuMatrix(MemorySegment data, DType dtype, int rows, int cols) {
               + cols
               + " "
               + dtype
+              + (quant == null ? "" : " (" + quant.getClass().getSimpleName() + ")")
               + " needs "
-              + (long) rows * cols * dtype.bytes()
+              + bytes
               + " bytes, segment has "
               + data.byteSize());
     }
+    checkScales(rows, cols, quant);
+  }
+
+  /** A plain f32, bf16 or f16 matrix. */
+  public CpuMatrix(MemorySegment data, DType dtype, int rows, int cols) {
+    this(data, dtype, rows, cols, null);
+  }
+
+  /** Whether the matrix holds quantized codes. */
+  public boolean quantized() {
+    return quant != null;
   }
 
   /** Reads element (r, c) as a float (slow path for references and tests). */
   public float get(int r, int c) {
+    if (quant != null) {
+      float[] row = new float[cols];
+      Dequantizer.row(this, r, row, 0);
+      return row[c];
+    }
     long i = (long) r * cols + c;
     return Numerics.load(data, dtype, i);
+  }
+
+  private static long expectedBytes(DType dtype, int rows, int cols, Quantization quant) {
+    switch (quant) {
+      case null -> {
+        if (dtype != DType.F32 && dtype != DType.BF16 && dtype != DType.F16) {
+          throw new IllegalArgumentException("matrix dtype must be F32, BF16 or F16, got " + dtype);
+        }
+        return (long) rows * cols * dtype.bytes();
+      }
+      case Quantization.Fp8Block b -> {
+        requireDtype(dtype, DType.F8_E4M3, "FP8");
+        return (long) rows * cols;
+      }
+      case Quantization.Fp8Tensor t -> {
+        requireDtype(dtype, DType.F8_E4M3, "FP8");
+        return (long) rows * cols;
+      }
+      case Quantization.Nvfp4 n -> {
+        requireDtype(dtype, DType.U8, "NVFP4");
+        if (cols % Quantization.NVFP4_GROUP != 0) {
+          throw new IllegalArgumentException(
+              "NVFP4 matrix needs a multiple of 16 columns, got " + cols);
+        }
+        return (long) rows * cols / 2;
+      }
+    }
+  }
+
+  private static void checkScales(int rows, int cols, Quantization quant) {
+    long want;
+    long have;
+    switch (quant) {
+      case Quantization.Fp8Block b -> {
+        int blockCols = (cols + Quantization.FP8_BLOCK - 1) / Quantization.FP8_BLOCK;
+        if (b.scaleCols() != blockCols) {
+          throw new IllegalArgumentException(
+              "FP8 scales have " + b.scaleCols() + " block columns, need " + blockCols);
+        }
+        want = (long) (rows + Quantization.FP8_BLOCK - 1) / Quantization.FP8_BLOCK * blockCols * 4;
+        have = b.scales().byteSize();
+      }
+      case Quantization.Nvfp4 n -> {
+        want = (long) rows * (cols / Quantization.NVFP4_GROUP);
+        have = n.scales().byteSize();
+      }
+      case null, default -> {
+        return;
+      }
+    }
+    if (want != have) {
+      throw new IllegalArgumentException(
+          "scales of a " + rows + "x" + cols + " matrix need " + want + " bytes, have " + have);
+    }
+  }
+
+  private static void requireDtype(DType got, DType want, String format) {
+    if (got != want) {
+      throw new IllegalArgumentException(format + " matrix codes must be " + want + ", got " + got);
+    }
   }
 }

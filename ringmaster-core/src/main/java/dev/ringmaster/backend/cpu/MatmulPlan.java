@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu;
 
+import dev.ringmaster.backend.DType;
 import java.util.List;
 
 /**
@@ -58,7 +59,8 @@ final class MatmulPlan {
     for (int j = 0; j < jobs.length; j++) {
       CpuMatmul.Job job = jobs[j];
       CpuMatmul.checkSegment(job.w().data());
-      kernels[j] = CpuKernels.kernel(job.w().dtype());
+      // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
+      kernels[j] = CpuKernels.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
       shared &= pool.canShare(job.w().data());
       int cols = job.w().cols();
       int rows = job.w().rows();
@@ -121,6 +123,18 @@ final class MatmulPlan {
   void runChunk(int i) {
     int j = chunkJob[i];
     CpuMatmul.Job job = jobs[j];
+    if (job.w().quantized()) {
+      QuantizedRows.rows(
+          kernels[j],
+          job.w(),
+          chunkStart[i],
+          chunkEnd[i],
+          job.x(),
+          xOffsets[j],
+          job.out(),
+          outOffsets[j]);
+      return;
+    }
     kernels[j].rows(
         job.w().data(),
         job.w().cols(),

@@ -3,8 +3,10 @@
  *
  * <p>{@link dev.ringmaster.backend.cpu.CpuMatmul} multiplies activations by weight matrices that
  * stay in their on-disk format ({@link dev.ringmaster.backend.cpu.CpuMatrix}, f32, bf16 or f16 in a
- * possibly memory-mapped {@link java.lang.foreign.MemorySegment}). {@link
- * dev.ringmaster.backend.cpu.CpuKernels} holds the process-wide settings: the vector width the
- * kernels are specialised for and the persistent pool of worker threads.
+ * possibly memory-mapped {@link java.lang.foreign.MemorySegment}; or FP8 and NVFP4 codes with their
+ * {@link dev.ringmaster.backend.cpu.Quantization} scales, decoded by {@link
+ * dev.ringmaster.backend.cpu.Dequantizer}). {@link dev.ringmaster.backend.cpu.CpuKernels} holds the
+ * process-wide settings: the vector width the kernels are specialised for and the persistent pool
+ * of worker threads.
  */
 package dev.ringmaster.backend.cpu;

@@ -30,6 +30,7 @@ import java.util.List;
  * @param numNextnPredictLayers multi-token-prediction layers stored after the decoder layers
  * @param bosTokenId beginning-of-sequence token, or -1
  * @param eosTokenIds end-of-sequence tokens
+ * @param quantization how the weights are quantized ({@link QuantizationConfig#NONE} when not)
  */
 public record ModelConfig(
     Architecture architecture,
@@ -54,7 +55,8 @@ public record ModelConfig(
     List<Boolean> moeLayers,
     int numNextnPredictLayers,
     int bosTokenId,
-    List<Integer> eosTokenIds) {
+    List<Integer> eosTokenIds,
+    QuantizationConfig quantization) {
 
   /** Query/key head size (MLA: nope + rope dims; GQA: headDim). */
   public int qkHeadDim() {

@@ -23,10 +23,12 @@ public final class ModelConfigParser {
 
   private final JsonNode root;
   private final String source;
+  private final Path hfQuantConfig;
 
-  private ModelConfigParser(JsonNode root, String source) {
+  private ModelConfigParser(JsonNode root, String source, Path hfQuantConfig) {
     this.root = root;
     this.source = source;
+    this.hfQuantConfig = hfQuantConfig;
   }
 
   /** Parses {@code config.json} in a model directory (or the file itself). */
@@ -49,13 +51,15 @@ public final class ModelConfigParser {
     if (root == null || !root.isObject()) {
       throw new ModelLoadException(file + ": expected a JSON object");
     }
-    return new ModelConfigParser(root, file.toString()).build();
+    Path parent = file.toAbsolutePath().getParent();
+    Path hfQuant = parent == null ? null : parent.resolve("hf_quant_config.json");
+    return new ModelConfigParser(root, file.toString(), hfQuant).build();
   }
 
   /** Parses config.json text (for tests and generated configs). */
   public static ModelConfig parseString(String json, String sourceName) {
     try {
-      return new ModelConfigParser(JSON.readTree(json), sourceName).build();
+      return new ModelConfigParser(JSON.readTree(json), sourceName, null).build();
     } catch (IOException e) {
       throw new ModelLoadException(sourceName + ": not valid JSON (" + e.getMessage() + ")", e);
     }
@@ -148,7 +152,8 @@ public final class ModelConfigParser {
         List.copyOf(moeLayers),
         mtp,
         bos,
-        List.copyOf(eos));
+        List.copyOf(eos),
+        QuantizationConfigParser.parse(root, source, hfQuantConfig));
   }
 
   private RopeConfig parseRope(Architecture arch) {

@@ -92,7 +92,7 @@ public final class SafetensorsFile {
                 + name
                 + "' has unsupported dtype "
                 + info.path("dtype").asText()
-                + " (supported: F32, BF16, F16, I64, I32, U8)");
+                + " (supported: F32, BF16, F16, I64, I32, U8, F8_E4M3)");
       }
       JsonNode shapeNode = info.path("shape");
       long[] shape = new long[shapeNode.size()];

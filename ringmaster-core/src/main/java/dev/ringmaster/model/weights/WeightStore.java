@@ -124,6 +124,11 @@ public final class WeightStore implements AutoCloseable {
     return t;
   }
 
+  /** The tensor {@code name} whatever its shape, or null when the checkpoint lacks it. */
+  public TensorView get(String name) {
+    return tensors.get(name);
+  }
+
   /** Returns a tensor if present (shape checked), else null. */
   public TensorView optional(String name, long... expectedShape) {
     return tensors.containsKey(name) ? require(name, expectedShape) : null;

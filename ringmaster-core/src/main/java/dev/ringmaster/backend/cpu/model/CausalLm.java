@@ -58,7 +58,7 @@ public final class CausalLm implements LanguageModel {
     Arena copies = Arena.ofShared();
     try {
       DecoderModel model = DecoderModel.of(cfg);
-      CpuWeightSource src = new CpuWeightSource(store, copies);
+      CpuWeightSource src = new CpuWeightSource(store, cfg.quantization(), copies);
       ModelWeights<CpuTensor> weights;
       try (Progress p =
           rank.rank() == 0 ? Progress.start("loading layers", cfg.numLayers(), "layers") : null) {

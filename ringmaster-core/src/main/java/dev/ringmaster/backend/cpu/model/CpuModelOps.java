@@ -2,7 +2,6 @@ package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
-import dev.ringmaster.backend.cpu.Numerics;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.arch.RopeTable;
@@ -134,11 +133,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       }
       // Vocab-parallel: the rank owning the row contributes it, the others zeros; then allreduce.
       if (id >= v0 && id < v0 + vn) {
-        for (int d = 0; d < h; d++) {
-          out[t * h + d] =
-              Numerics.load(
-                  embed.weight().data(), embed.weight().dtype(), (long) (id - v0) * h + d);
-        }
+        CpuMatmul.loadRow(embed.weight(), id - v0, out, t * h);
       }
     }
     rank.allReduce(out, n * h);

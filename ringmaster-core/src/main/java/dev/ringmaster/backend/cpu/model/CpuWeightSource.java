@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.ops.ExpertTensors;
 import dev.ringmaster.model.ops.WeightSource;
 import dev.ringmaster.model.weights.WeightStore;
@@ -8,13 +9,14 @@ import java.lang.foreign.Arena;
 /**
  * Weights for the CPU backend: mapped from the checkpoint in their disk format (row slices are
  * views; column slices, which are not contiguous in the file, are copied into an arena the model
- * owns).
+ * owns). Quantized linears (FP8, NVFP4) stay quantized, with their scales; embeddings, norms and
+ * anything else the checkpoint stores in f32, bf16 or f16 is read as before.
  */
 final class CpuWeightSource implements WeightSource<CpuTensor> {
   private final WeightReader w;
 
-  CpuWeightSource(WeightStore store, Arena copies) {
-    this.w = new WeightReader(store, copies);
+  CpuWeightSource(WeightStore store, QuantizationConfig quantization, Arena copies) {
+    this.w = new WeightReader(store, quantization, copies);
   }
 
   @Override

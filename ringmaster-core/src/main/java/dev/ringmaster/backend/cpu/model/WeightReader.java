@@ -2,25 +2,40 @@ package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.DType;
 import dev.ringmaster.backend.cpu.CpuMatrix;
+import dev.ringmaster.backend.cpu.Dequantizer;
 import dev.ringmaster.backend.cpu.Numerics;
 import dev.ringmaster.model.ModelLoadException;
+import dev.ringmaster.model.config.QuantizationConfig;
+import dev.ringmaster.model.weights.QuantizedTensor;
+import dev.ringmaster.model.weights.QuantizedTensors;
 import dev.ringmaster.model.weights.TensorView;
 import dev.ringmaster.model.weights.WeightStore;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-/** Reads named tensors of a checkpoint as CPU matrices (mapped, not copied) or f32 vectors. */
+/**
+ * Reads named tensors of a checkpoint as CPU matrices (mapped, not copied) or f32 vectors.
+ * Quantized linear weights (see {@link QuantizedTensors}) become quantized matrices with their
+ * scales, sliced by {@link QuantizedSlices}.
+ */
 final class WeightReader {
   private final WeightStore store;
+  private final QuantizationConfig quantization;
   private final Arena copies;
 
   /**
-   * A reader over {@code store}; column slices (row-parallel shards) are not contiguous in the file
-   * and are copied into {@code copies}, which the model owns.
+   * A reader over {@code store} quantized as {@code quantization} says; column slices (row-parallel
+   * shards) are not contiguous in the file and are copied into {@code copies}, which the model
+   * owns.
    */
-  WeightReader(WeightStore store, Arena copies) {
+  WeightReader(WeightStore store, QuantizationConfig quantization, Arena copies) {
     this.store = store;
+    this.quantization = quantization;
     this.copies = copies;
+  }
+
+  private QuantizedTensor quantized(String name, int rows, int cols) {
+    return QuantizedTensors.find(store, quantization, name, rows, cols);
   }
 
   WeightStore store() {
@@ -28,12 +43,20 @@ final class WeightReader {
   }
 
   CpuMatrix matrix(String name, int rows, int cols) {
+    QuantizedTensor q = quantized(name, rows, cols);
+    if (q != null) {
+      return QuantizedSlices.rows(q, 0, rows);
+    }
     TensorView t = store.require(name, rows, cols);
     return new CpuMatrix(t.data(), floatType(t), rows, cols);
   }
 
   /** Rows {@code [r0, r0 + rn)} of a {@code [rows, cols]} matrix (a column-parallel shard). */
   CpuMatrix matrixRows(String name, int rows, int cols, int r0, int rn) {
+    QuantizedTensor q = quantized(name, rows, cols);
+    if (q != null) {
+      return QuantizedSlices.rows(q, r0, rn);
+    }
     TensorView t = store.require(name, rows, cols);
     long rowBytes = (long) cols * floatType(t).bytes();
     return new CpuMatrix(t.data().asSlice(r0 * rowBytes, rn * rowBytes), floatType(t), rn, cols);
@@ -43,6 +66,10 @@ final class WeightReader {
    * Columns {@code [c0, c0 + cn)} of a {@code [rows, cols]} matrix, copied (a row-parallel shard).
    */
   CpuMatrix matrixCols(String name, int rows, int cols, int c0, int cn) {
+    QuantizedTensor q = quantized(name, rows, cols);
+    if (q != null) {
+      return QuantizedSlices.cols(q, c0, cn, copies);
+    }
     TensorView t = store.require(name, rows, cols);
     return copyCols(t.data(), floatType(t), rows, cols, c0, cn);
   }
@@ -76,6 +103,7 @@ final class WeightReader {
   /** Columns of one expert slice of a fused 3D tensor {@code [E, rows, cols]}, copied. */
   CpuMatrix slice3dCols(String name, long[] shape, int index, int c0, int cn) {
     TensorView t = store.require(name, shape);
+    refuseQuantizedFused(t);
     long e = floatType(t).bytes();
     int rows = (int) shape[1];
     int cols = (int) shape[2];
@@ -102,6 +130,7 @@ final class WeightReader {
   /** Rows {@code [rowStart, rowStart + rows)} of a 3D tensor's slice {@code index}. */
   CpuMatrix slice3d(String name, long[] shape, int index, int rowStart, int rows) {
     TensorView t = store.require(name, shape);
+    refuseQuantizedFused(t);
     long cols = shape[2];
     long elem = floatType(t).bytes();
     long off = ((long) index * shape[1] + rowStart) * cols * elem;
@@ -112,11 +141,28 @@ final class WeightReader {
   float[] matrixRowsAsFloats(String name, int rows, int cols, int r0, int rn) {
     // Widen only this rank's rows, not the whole matrix.
     CpuMatrix m = matrixRows(name, rows, cols, r0, rn);
+    if (m.quantized()) {
+      return Dequantizer.matrix(m);
+    }
     float[] out = new float[rn * cols];
     for (int i = 0; i < out.length; i++) {
       out[i] = Numerics.load(m.data(), m.dtype(), i);
     }
     return out;
+  }
+
+  /** Quantized checkpoints store experts one by one, as their producers write them. */
+  private static void refuseQuantizedFused(TensorView t) {
+    if (QuantizedTensors.isQuantizedDtype(t.dtype())) {
+      throw new ModelLoadException(
+          t.file()
+              + ": fused expert tensor '"
+              + t.name()
+              + "' is quantized ("
+              + t.dtype()
+              + "); quantized experts are read in the per-expert layout"
+              + " (experts.E.gate_proj.weight with its scales)");
+    }
   }
 
   private static float[] toFloats(TensorView t) {
