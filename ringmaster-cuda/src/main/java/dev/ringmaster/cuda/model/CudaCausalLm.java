@@ -116,6 +116,22 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
   }
 
+  /**
+   * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
+   * (their kernels are the CPU's only) and GQA shapes its kernels cannot take.
+   */
+  static void checkSupported(ModelConfig cfg) {
+    if (cfg.quantization().quantized()) {
+      throw new IllegalArgumentException(
+          "quantized checkpoints ("
+              + cfg.quantization().method()
+              + ") run on the CPU backend only; use --device cpu");
+    }
+    if (!cfg.architecture().usesMla()) {
+      GpuGqaAttention.checkShape(cfg);
+    }
+  }
+
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
   void setUpRank() {
     setUp();
@@ -140,9 +156,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
     }
     ModelConfig cfg = ModelConfigParser.parse(dir);
-    if (!cfg.architecture().usesMla()) {
-      GpuGqaAttention.checkShape(cfg);
-    }
+    checkSupported(cfg);
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
     CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);

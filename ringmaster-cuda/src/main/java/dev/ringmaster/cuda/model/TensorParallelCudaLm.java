@@ -213,6 +213,7 @@ public final class TensorParallelCudaLm
               + " runs on one GPU; tensor parallelism on GPUs is for MLA models only"
               + " (DeepSeek-V2/V3): use --tp-size 1, or --device cpu");
     }
+    CudaCausalLm.checkSupported(cfg);
     // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);
   }

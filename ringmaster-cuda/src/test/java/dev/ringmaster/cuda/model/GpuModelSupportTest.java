@@ -1,0 +1,50 @@
+package dev.ringmaster.cuda.model;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+/** What the GPU backend refuses before loading anything (no GPU needed). */
+class GpuModelSupportTest {
+  private static ModelConfig config(String fixtures, String name) {
+    for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+      Path f = p.resolve("fixtures").resolve(fixtures).resolve(name);
+      if (Files.isDirectory(f)) {
+        return ModelConfigParser.parse(f);
+      }
+    }
+    throw new IllegalStateException("fixtures/" + fixtures + "/" + name + " not found");
+  }
+
+  @Test
+  void quantizedCheckpointsAreRefusedNamingTheCpu() {
+    for (String name : new String[] {"deepseek_v3_fp8", "deepseek_v3_nvfp4"}) {
+      assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("quantized", name)))
+          .as(name)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("quantized checkpoints")
+          .hasMessageContaining("use --device cpu");
+    }
+  }
+
+  @Test
+  void gqaHeadSizesTheKernelsCannotTakeAreRefused() {
+    assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("golden", "qwen3_moe_untied")))
+        .hasMessageContaining("head dims that are multiples of 8");
+  }
+
+  @Test
+  void supportedModelsPass() {
+    for (String name :
+        new String[] {"deepseek_v3_bf16", "deepseek_v2_sharded", "qwen3_moe_basic"}) {
+      assertThatCode(() -> CudaCausalLm.checkSupported(config("golden", name)))
+          .as(name)
+          .doesNotThrowAnyException();
+    }
+  }
+}
