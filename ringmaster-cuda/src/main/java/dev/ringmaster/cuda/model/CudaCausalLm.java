@@ -5,7 +5,6 @@ import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.GpuThread;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceInfo;
-import dev.ringmaster.cuda.driver.HostBuffer;
 import dev.ringmaster.cuda.kernels.MlaFusedDecode;
 import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
@@ -18,8 +17,8 @@ import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.StepProfileReporting;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import dev.ringmaster.runtime.sampling.SampledTokens;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -74,14 +73,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private GroupedExperts grouped;
   private MlaPrefillAttention mlaPrefill;
   private PrefillSegments segments;
-  private HostBuffer hostOut;
+  private StepReadback readback;
   private MemoryPlan plan;
   private int sms;
-  private final java.util.Set<Integer> profiledSizes = new java.util.HashSet<>();
-
-  /** Profiles taken on the GPU thread, handed out by {@link #takeStepProfiles}. */
-  private final java.util.Map<String, java.util.Map<String, Double>> stepProfiles =
-      java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+  private final StepProfiles profiles = new StepProfiles();
 
   private CudaCausalLm(
       ModelConfig cfg,
@@ -179,7 +174,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     stream = CudaStream.create();
     weights = GpuWeights.upload(cfg, store, stream, shard, reportsProgress);
     long total = CudaDriverAccess.memoryInfo()[1];
-    List<Integer> sizes = graphSizes(total);
+    List<Integer> sizes = MemoryPlan.graphSizes(options, total);
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
     int logitRows = Math.max(maxBs, 64);
     int maxTokens = Math.max(options.chunkedPrefillSize(), logitRows);
@@ -201,9 +196,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             ? 0
             : tuning.mlaFusedTokens();
     act = new Activations(cfg, maxTokens, logitRows, shard);
+    readback = new StepReadback(cfg.vocabSize(), act, stream, ops.kernels.deviceSampler());
     RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
     act.invFreq.upload(stream, rope.inverseFrequencies());
-    hostOut = HostBuffer.allocate(4L * logitRows * cfg.vocabSize());
     // Expert parallelism runs long prefills through the fused expert kernels too: the grouped
     // GEMM path assumes every routed pair of the step is computed here.
     if (cfg.moe() != null
@@ -416,20 +411,6 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return shard.share(cfg.numHeads());
   }
 
-  private List<Integer> graphSizes(long totalBytes) {
-    if (options.disableCudaGraph()) {
-      return List.of();
-    }
-    int maxBs =
-        options.cudaGraphMaxBs() != null
-            ? options.cudaGraphMaxBs()
-            : MemoryPlan.defaultGraphMaxBs(totalBytes);
-    if (options.cudaGraphBs() != null) {
-      return options.cudaGraphBs().stream().filter(b -> b <= maxBs).toList();
-    }
-    return MemoryPlan.graphLadder(maxBs);
-  }
-
   /** Whether this model's kernels launch as programmatic dependent launches ({@code pdl}). */
   boolean programmaticDependentLaunch() {
     return ops.kernels.programmaticDependentLaunch();
@@ -475,16 +456,40 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (float[]) run(tokens, layout, caches, logitRows, false);
+    return (float[]) run(tokens, layout, caches, logitRows, false, null);
   }
 
   @Override
   public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (int[]) run(tokens, layout, caches, logitRows, true);
+    return (int[]) run(tokens, layout, caches, logitRows, true, null);
+  }
+
+  /**
+   * Decode steps sample on the device after the step's graph replay, so only token ids (and the
+   * logprobs asked for) come back; prefill steps, and batches past the sampling buffers'
+   * capacities, copy their logits rows back and sample on the host.
+   */
+  @Override
+  public SampledTokens forwardSample(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
+    if (sampling.rows() != logitRows.length) {
+      throw new IllegalArgumentException(
+          "the sampling batch has "
+              + sampling.rows()
+              + " rows but "
+              + logitRows.length
+              + " logits rows were requested");
+    }
+    return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling);
   }
 
   private Object run(
-      int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows, boolean greedy) {
+      int[] tokens,
+      BatchLayout layout,
+      KvCache[] caches,
+      int[] rows,
+      boolean greedy,
+      SamplingBatch sampling) {
     int n = tokens.length;
     int numSeqs = layout.numSeqs();
     if (layout.numTokens() != n || caches.length != numSeqs) {
@@ -539,8 +544,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         gpu.call(
             () ->
                 isDecode
-                    ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy)
-                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy));
+                    ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy, sampling)
+                    : sampleOnHost(
+                        prefillOnGpu(tokens, layout, seqCaches, rows, greedy), sampling));
     for (int s = 0; s < numSeqs; s++) {
       int end = layout.seqStart()[s + 1];
       if (end > layout.seqStart()[s]) {
@@ -559,8 +565,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
   }
 
+  /** The step's logits sampled on the host when {@code sampling} is given, else as they are. */
+  private Object sampleOnHost(Object logits, SamplingBatch sampling) {
+    return sampling == null ? logits : sampling.sampleOnCpu((float[]) logits, cfg.vocabSize());
+  }
+
   private Object decodeOnGpu(
-      int[] tokens, BatchLayout layout, GpuKvCache[] caches, int[] rows, boolean greedy) {
+      int[] tokens,
+      BatchLayout layout,
+      GpuKvCache[] caches,
+      int[] rows,
+      boolean greedy,
+      SamplingBatch sampling) {
     int n = tokens.length;
     int bucket = graphs == null ? -1 : graphs.bucketFor(n);
     int padded = bucket > 0 ? bucket : n;
@@ -588,7 +604,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       maxLen = Math.max(maxLen, pos[s] + 1);
     }
     boolean longContext = maxLen > options.tuning().mlaFusedMaxContext();
-    if (options.profile() && profiledSizes.add(-padded)) {
+    if (options.profile() && profiles.first(-padded)) {
       profileDecode(padded, longContext ? 0 : mlaFusedTokens);
     }
     if (bucket > 0) {
@@ -601,69 +617,31 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     } else {
       stack.decodeStep(padded, decodeSplits(padded), longContext ? 0 : mlaFusedTokens);
     }
-    return collect(rows, 0, greedy, rows.length);
+    if (sampling != null) {
+      return readback.samplesOnDevice(n, rows, sampling)
+          ? readback.sample(sampling)
+          : sampleOnHost(readback.collect(rows, 0, false, rows.length), sampling);
+    }
+    return readback.collect(rows, 0, greedy, rows.length);
   }
 
-  /**
-   * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
-   * as it runs for real (graph replay when captured). Both runs write the same cache entries.
-   * {@code fusedTokens}: the step's fused-MLA limit, as for {@link GpuModelOps#decodeStep}.
-   */
+  /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
   private void profileDecode(int bs, int fusedTokens) {
-    stack.beginProfile();
-    stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
-    java.util.Map<String, Double> groups = stack.endProfile();
-    stepProfiles.put("decode bs=" + bs, groups);
-    String line = StepProfiler.format("decode bs=" + bs, groups);
-    try (var start = dev.ringmaster.cuda.driver.CudaEvent.create();
-        var end = dev.ringmaster.cuda.driver.CudaEvent.create()) {
-      int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
-      start.record(stream);
-      if (bucket == bs) {
-        graphs.replay(bs, stream);
-      } else {
-        stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
-      }
-      end.record(stream);
-      end.synchronize();
-      String same = bucket == bs ? "as a graph replay" : "eager, unprofiled";
-      stepProfiles.put(
-          "decode bs=" + bs + " (same step " + same + ")",
-          java.util.Map.of("total", (double) end.millisSince(start)));
-      System.err.printf(
-          java.util.Locale.ROOT,
-          "%s%n  same step %s: %.3f ms%n",
-          line,
-          same,
-          end.millisSince(start));
-    }
-  }
-
-  /** Copies the chosen rows of the logits (or argmax) buffer, rows 0.. of it holding tokens. */
-  private Object collect(int[] rows, int rowBase, boolean greedy, int count) {
-    int vocab = cfg.vocabSize();
-    int maxRow = 0;
-    for (int i = 0; i < count; i++) {
-      maxRow = Math.max(maxRow, rows[i] - rowBase);
-    }
-    MemorySegment host = hostOut.segment();
-    if (greedy) {
-      CudaDriverAccess.copyToHost(host, act.argmax.ptr(), 4L * (maxRow + 1), stream);
-      stream.synchronize();
-      int[] out = new int[count];
-      for (int i = 0; i < count; i++) {
-        out[i] = host.getAtIndex(ValueLayout.JAVA_INT, rows[i] - rowBase);
-      }
-      return out;
-    }
-    CudaDriverAccess.copyToHost(host, act.logits.ptr(), 4L * (maxRow + 1) * vocab, stream);
-    stream.synchronize();
-    float[] out = new float[count * vocab];
-    for (int i = 0; i < count; i++) {
-      MemorySegment.copy(
-          host, ValueLayout.JAVA_FLOAT, 4L * (rows[i] - rowBase) * vocab, out, i * vocab, vocab);
-    }
-    return out;
+    int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
+    profiles.profileDecode(
+        stack,
+        stream,
+        bs,
+        decodeSplits(bs),
+        fusedTokens,
+        bucket == bs,
+        () -> {
+          if (bucket == bs) {
+            graphs.replay(bs, stream);
+          } else {
+            stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
+          }
+        });
   }
 
   private Object prefillOnGpu(
@@ -713,7 +691,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         stack.usePrefillSegments(segments, mlaPrefill);
       }
       try {
-        if (options.profile() && c0 == 0 && profiledSizes.add(len)) {
+        if (options.profile() && c0 == 0 && profiles.first(len)) {
           // An unprofiled pass first, so the profile shows warm launches (cuBLAS picks and loads
           // its kernels on a shape's first call). Running the chunk twice is idempotent: the
           // second pass appends the same cache rows and computes the same outputs.
@@ -722,7 +700,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           stack.forward(len, splits, groupedExperts, fusedTokens);
           java.util.Map<String, Double> groups = stack.endProfile();
           String what = "prefill chunk of " + len + " tokens";
-          stepProfiles.put(what, groups);
+          profiles.put(what, groups);
           System.err.println(StepProfiler.format(what, groups));
         } else {
           stack.forward(len, splits, groupedExperts, fusedTokens);
@@ -750,7 +728,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         if (greedy) {
           stack.argmax(count);
         }
-        Object part = collect(local, 0, greedy, count);
+        Object part = readback.collect(local, 0, greedy, count);
         for (int i = 0; i < count; i++) {
           int r = wanted.get(g0 + i);
           if (greedy) {
@@ -773,7 +751,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             if (stream != null) {
               stream.synchronize();
             }
-            closeAll(
+            Resources.closeAll(
                 graphs,
                 longContextGraphs,
                 pool,
@@ -787,7 +765,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 act,
                 ops,
                 weights,
-                hostOut,
+                readback,
                 stream);
           });
     } finally {
@@ -798,34 +776,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     }
   }
 
-  private static void closeAll(AutoCloseable... resources) {
-    RuntimeException first = null;
-    for (AutoCloseable r : resources) {
-      if (r == null) {
-        continue;
-      }
-      try {
-        r.close();
-      } catch (Exception e) {
-        if (first == null) {
-          first = new IllegalStateException("closing the GPU model failed", e);
-        } else {
-          first.addSuppressed(e);
-        }
-      }
-    }
-    if (first != null) {
-      throw first;
-    }
-  }
-
   @Override
   public java.util.Map<String, java.util.Map<String, Double>> takeStepProfiles() {
-    synchronized (stepProfiles) {
-      java.util.Map<String, java.util.Map<String, Double>> out =
-          new java.util.LinkedHashMap<>(stepProfiles);
-      stepProfiles.clear();
-      return out;
-    }
+    return profiles.take();
   }
 }

@@ -141,4 +141,21 @@ public record MemoryPlan(
   private static double round(double v) {
     return Math.round(v * 1000) / 1000.0;
   }
+
+  /**
+   * The decode batch sizes to capture as CUDA graphs: none with {@code --disable-cuda-graph}, the
+   * given sizes up to the largest, or the ladder up to {@code --cuda-graph-max-bs} (by default
+   * derived from the GPU's memory).
+   */
+  static List<Integer> graphSizes(CudaModelOptions options, long totalBytes) {
+    if (options.disableCudaGraph()) {
+      return List.of();
+    }
+    int maxBs =
+        options.cudaGraphMaxBs() != null ? options.cudaGraphMaxBs() : defaultGraphMaxBs(totalBytes);
+    if (options.cudaGraphBs() != null) {
+      return options.cudaGraphBs().stream().filter(b -> b <= maxBs).toList();
+    }
+    return graphLadder(maxBs);
+  }
 }
