@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
       TokenizeCommand.class,
       ModelCommand.class,
       BenchCommand.class,
+      DoctorCommand.class,
       SimulateCommand.class,
       CommandLine.HelpCommand.class
     })

@@ -93,7 +93,7 @@ public final class Doctor {
           f, "this build holds no GPU kernels (built without nvcc): install CUDA 13 and rebuild");
     }
     if (!g.available()) {
-      return FeatureCheck.hardware(f, "no usable GPU: " + device(g).reason());
+      return FeatureCheck.hardware(f, "no usable GPU (see cuda-device)");
     }
     int needed = nvccAsCuda(g.kernelsNvcc());
     if (g.cudaDriverVersion() > 0 && needed > g.cudaDriverVersion()) {
@@ -151,14 +151,13 @@ public final class Doctor {
                 + use);
       }
     }
-    return FeatureCheck.software(feature, name + " was not looked for (no CUDA driver)");
+    return FeatureCheck.hardware(feature, "no usable GPU (see cuda-device)");
   }
 
   static FeatureCheck graphs(GpuFacts g, FeatureCheck kernels) {
     String f = "cuda-graphs";
     if (kernels.verdict() != Verdict.OK) {
-      return new FeatureCheck(
-          f, kernels.verdict(), "decode graphs replay the kernels: " + kernels.reason());
+      return new FeatureCheck(f, kernels.verdict(), "needs the GPU kernels: " + kernels.reason());
     }
     return FeatureCheck.ok(
         f,
@@ -340,7 +339,7 @@ public final class Doctor {
         .filter(l -> l.name().equals(name) && !l.loaded())
         .map(GpuFacts.Library::problem)
         .findFirst()
-        .orElse(g.available() ? fallback : "no usable GPU: " + device(g).reason());
+        .orElse(g.available() ? fallback : "no usable GPU (see cuda-device)");
   }
 
   /** The GPU of lowest compute capability (the one every rank must be able to run). */

@@ -112,8 +112,11 @@ public record HostFacts(
     return out;
   }
 
-  /** Bytes as GiB with one decimal. */
+  /** Bytes as GiB with one decimal, or as MiB below 1 GiB. */
   static String gib(double bytes) {
+    if (bytes < (1L << 30)) {
+      return String.format(Locale.ROOT, "%.1f MiB", bytes / (1L << 20));
+    }
     return String.format(Locale.ROOT, "%.1f GiB", bytes / (1L << 30));
   }
 }

@@ -33,7 +33,7 @@ class DoctorTest {
     assertThat(device.reason()).contains("libcuda.so.1");
     assertThat(find(all, "gpu-kernels").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
     assertThat(find(all, "cuda-graphs").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
-    assertThat(find(all, "cublas").verdict()).isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
+    assertThat(find(all, "cublas").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
     assertThat(find(all, "allreduce-nccl").verdict()).isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
     assertThat(find(all, "fp8-tensor-cores").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
     assertThat(all).allSatisfy(c -> assertThat(c.reason()).isNotBlank().doesNotContain("\n"));
