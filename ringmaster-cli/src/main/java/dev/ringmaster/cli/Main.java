@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       ModelCommand.class,
       BenchCommand.class,
       DoctorCommand.class,
+      TuneCommand.class,
       SimulateCommand.class,
       CommandLine.HelpCommand.class
     })
