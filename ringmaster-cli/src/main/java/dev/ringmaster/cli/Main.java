@@ -18,6 +18,8 @@ import picocli.CommandLine.Command;
       TokenizeCommand.class,
       ModelCommand.class,
       BenchCommand.class,
+      DoctorCommand.class,
+      TuneCommand.class,
       SimulateCommand.class,
       CommandLine.HelpCommand.class
     })

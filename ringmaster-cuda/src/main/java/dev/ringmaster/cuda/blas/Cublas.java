@@ -49,6 +49,7 @@ public final class Cublas {
   private final MethodHandle gemmStridedBatchedEx;
   private final MethodHandle statusName;
   private final MethodHandle statusString;
+  private final MethodHandle getProperty;
 
   private Cublas(NativeLibraries.Loaded loaded) {
     SymbolLookup lib = loaded.lookup();
@@ -79,6 +80,7 @@ public final class Cublas {
     FunctionDescriptor str = FunctionDescriptor.of(ADDRESS, JAVA_INT);
     statusName = bind(lib, "cublasGetStatusName", str);
     statusString = bind(lib, "cublasGetStatusString", str);
+    getProperty = bind(lib, "cublasGetProperty", i.appendArgumentLayouts(JAVA_INT, ADDRESS));
   }
 
   /** The process-wide bindings; throws {@link CudaException} saying what to install if absent. */
@@ -96,6 +98,26 @@ public final class Cublas {
       }
     }
     return c;
+  }
+
+  /** The library's version, {@code major.minor.patch} ({@code cublasGetProperty}). */
+  public String version() {
+    StringBuilder sb = new StringBuilder();
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment out = a.allocate(JAVA_INT);
+      for (int type = 0; type < 3; type++) { // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        int rc = (int) getProperty.invoke(type, out);
+        if (rc != 0) {
+          throw new CudaException("cublasGetProperty failed (" + rc + ")", null);
+        }
+        sb.append(type == 0 ? "" : ".").append(out.get(JAVA_INT, 0));
+      }
+    } catch (CudaException e) {
+      throw e;
+    } catch (Throwable t) {
+      throw new CudaException("cublasGetProperty failed: " + t, t);
+    }
+    return sb.toString();
   }
 
   /** Where the library was loaded from. */

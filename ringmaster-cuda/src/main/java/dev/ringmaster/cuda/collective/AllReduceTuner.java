@@ -2,6 +2,7 @@ package dev.ringmaster.cuda.collective;
 
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.topology.GpuTopology;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -27,12 +28,19 @@ public final class AllReduceTuner {
 
   /** Everything the measured table depends on, for the cache key. */
   public static String key(DeviceWorld world) {
-    AllReduceRule.Facts f = world.facts();
-    return world.topology().signature()
+    return key(world.topology(), world.ncclVersion(), world.facts());
+  }
+
+  /**
+   * The key from its parts, for a lookup without forming a world ({@code doctor}): {@code topology}
+   * of the world's GPUs, NCCL's version string and the rule's facts.
+   */
+  public static String key(GpuTopology topology, String ncclVersion, AllReduceRule.Facts f) {
+    return topology.signature()
         + "|method="
         + METHOD
         + "|nccl="
-        + world.ncclVersion()
+        + ncclVersion
         + "|world="
         + f.worldSize()
         + "|custom="

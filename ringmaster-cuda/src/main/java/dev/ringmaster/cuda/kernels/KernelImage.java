@@ -40,6 +40,21 @@ public final class KernelImage {
     }
   }
 
+  /** The fatbin's targets as the build recorded them ({@code sm_90}, ...), empty without it. */
+  public static java.util.List<String> targets() {
+    try (InputStream in = KernelImage.class.getResourceAsStream(PROPERTIES)) {
+      if (in == null) {
+        return java.util.List.of();
+      }
+      Properties p = new Properties();
+      p.load(in);
+      String t = p.getProperty("targets", "");
+      return t.isBlank() ? java.util.List.of() : java.util.List.of(t.split(","));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** Why the kernels are missing, with what to install. */
   public static String missingReason() {
     return "ringmaster-cuda was built without nvcc, so it holds no GPU kernels: install the CUDA"

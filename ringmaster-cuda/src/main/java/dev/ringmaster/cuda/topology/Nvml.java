@@ -37,6 +37,8 @@ public final class Nvml implements AutoCloseable {
   private final MethodHandle nvLinkState;
   private final MethodHandle nvLinkRemotePci;
   private final MethodHandle driverVersion;
+  private final MethodHandle nvmlVersion;
+  private final MethodHandle maxClock;
 
   private Nvml(SymbolLookup lib) {
     Linker l = Linker.nativeLinker();
@@ -84,6 +86,15 @@ public final class Nvml implements AutoCloseable {
             lib,
             "nvmlSystemGetDriverVersion",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    nvmlVersion =
+        bind(
+            l, lib, "nvmlSystemGetNVMLVersion", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    maxClock =
+        bind(
+            l,
+            lib,
+            "nvmlDeviceGetMaxClockInfo",
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS));
     MethodHandle init = bind(l, lib, "nvmlInit_v2", FunctionDescriptor.of(JAVA_INT));
     check(invoke(init), "nvmlInit_v2");
   }
@@ -136,6 +147,32 @@ public final class Nvml implements AutoCloseable {
       MemorySegment buf = a.allocate(96);
       check(invoke(driverVersion, buf, 96), "nvmlSystemGetDriverVersion");
       return buf.getString(0, StandardCharsets.US_ASCII);
+    }
+  }
+
+  /** NVML's own version string, e.g. {@code 13.580.159.04}. */
+  public String nvmlVersion() {
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment buf = a.allocate(96);
+      check(invoke(nvmlVersion, buf, 96), "nvmlSystemGetNVMLVersion");
+      return buf.getString(0, StandardCharsets.US_ASCII);
+    }
+  }
+
+  /** The highest SM clock of {@code device} in MHz, 0 where NVML does not say. */
+  public int maxSmClockMhz(long device) {
+    return maxClock(device, 1); // NVML_CLOCK_SM
+  }
+
+  /** The highest memory clock of {@code device} in MHz, 0 where NVML does not say. */
+  public int maxMemoryClockMhz(long device) {
+    return maxClock(device, 2); // NVML_CLOCK_MEM
+  }
+
+  private int maxClock(long device, int type) {
+    try (Arena a = Arena.ofConfined()) {
+      MemorySegment out = a.allocate(JAVA_INT);
+      return invoke(maxClock, device, type, out) == 0 ? out.get(JAVA_INT, 0) : 0;
     }
   }
 

@@ -1,0 +1,42 @@
+package dev.ringmaster.tools.tune;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One line of the evidence file: what a trial ran and what came of it.
+ *
+ * @param id the trial's key ({@link Trial#id})
+ * @param settings the trial's settings
+ * @param status {@code ok}, {@code failed} or {@code timeout}
+ * @param phase where it ended: {@code start-up}, {@code run} or {@code done}
+ * @param cause for a failure, what kind: {@code refused flags}, {@code out of memory}, {@code
+ *     assertion}, {@code crashed}, {@code requests failed}, {@code start-up timeout}, {@code run
+ *     timeout}; "" when ok
+ * @param exitCode the server's exit status when it exited by itself, else null
+ * @param lastError the last error line of the server's log or the client's error, "" when none
+ * @param objective output tokens per second of the run (null when it failed)
+ * @param metrics the run's figures (request and token throughput, TTFT and TPOT in ms)
+ * @param wallSeconds the trial's wall time
+ * @param command the server's command line
+ * @param log the server's log file
+ */
+public record TrialResult(
+    String id,
+    Map<String, String> settings,
+    String status,
+    String phase,
+    String cause,
+    Integer exitCode,
+    String lastError,
+    Double objective,
+    Map<String, Double> metrics,
+    double wallSeconds,
+    List<String> command,
+    String log) {
+
+  /** Whether the trial produced a measurement. */
+  public boolean ok() {
+    return status.equals("ok");
+  }
+}

@@ -1,0 +1,176 @@
+package dev.ringmaster.tools.tune;
+
+import dev.ringmaster.tools.benchserve.BenchServe;
+import dev.ringmaster.tools.benchserve.BenchServeConfig;
+import dev.ringmaster.tools.benchserve.BenchServeException;
+import dev.ringmaster.tools.benchserve.BenchServeResult;
+import dev.ringmaster.tools.benchserve.ServingMetrics;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Runs one trial: a child {@code serve} with the trial's flags, then the {@code bench serve} client
+ * against it in this process, then the server stopped. Nothing a trial does can end the tune: every
+ * way it fails becomes a {@link TrialResult} naming the phase and the cause.
+ */
+final class TrialRunner {
+  private final TuneConfig config;
+
+  TrialRunner(TuneConfig config) {
+    this.config = config;
+  }
+
+  TrialResult run(Trial trial) throws InterruptedException {
+    long t0 = System.nanoTime();
+    List<String> cmd = config.serverCommand(trial);
+    Path log = config.out().resolve("logs").resolve("trial-" + trial.number() + ".log");
+    Outcome o;
+    try (ServerProcess server = ServerProcess.start(cmd, log)) {
+      o = serveAndMeasure(server, log);
+    } catch (IOException e) {
+      o = Outcome.failed("start-up", "crashed", null, "cannot start the server: " + e.getMessage());
+    }
+    return new TrialResult(
+        trial.id(),
+        trial.settings(),
+        o.status,
+        o.phase,
+        o.cause,
+        o.exitCode,
+        o.lastError,
+        o.objective,
+        o.metrics,
+        (System.nanoTime() - t0) / 1e9,
+        cmd,
+        log.toString());
+  }
+
+  private Outcome serveAndMeasure(ServerProcess server, Path log) throws InterruptedException {
+    String url;
+    try {
+      url = server.awaitUrl(config.startupTimeout());
+    } catch (TimeoutException e) {
+      return Outcome.timeout(
+          "start-up",
+          "start-up timeout",
+          "not listening after "
+              + config.startupTimeout().toSeconds()
+              + " s; "
+              + FailureCause.lastError(server.tail()));
+    }
+    if (url == null) {
+      int code = server.exitCode();
+      List<String> tail = server.tail();
+      return Outcome.failed(
+          "start-up", FailureCause.classify(code, tail), code, FailureCause.lastError(tail));
+    }
+    Path clientLog =
+        log.resolveSibling(log.getFileName().toString().replace(".log", "-client.log"));
+    try (ExecutorService ex = Executors.newVirtualThreadPerTaskExecutor();
+        PrintStream clientOut = clientLog(clientLog)) {
+      Future<BenchServeResult> f = ex.submit(() -> BenchServe.run(benchConfig(url), clientOut));
+      BenchServeResult r;
+      try {
+        r = f.get(config.runTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        f.cancel(true);
+        return Outcome.timeout(
+            "run",
+            "run timeout",
+            "benchmark not done after " + config.runTimeout().toSeconds() + " s");
+      } catch (ExecutionException e) {
+        return midRunFailure(server, e.getCause());
+      }
+      if (!server.alive()) {
+        return midRunFailure(server, null);
+      }
+      long failed = r.outputs().stream().filter(x -> !x.success()).count();
+      if (failed > 0) {
+        return Outcome.failed(
+            "run",
+            "requests failed",
+            null,
+            failed + " of " + r.outputs().size() + " requests failed: " + r.firstError());
+      }
+      return Outcome.ok(metrics(r.metrics()));
+    } catch (IOException e) {
+      return Outcome.failed(
+          "run", "crashed", null, "cannot write " + clientLog + ": " + e.getMessage());
+    }
+  }
+
+  private static Outcome midRunFailure(ServerProcess server, Throwable clientError)
+      throws InterruptedException {
+    if (!server.alive()) {
+      int code = server.exitCode();
+      List<String> tail = server.tail();
+      return Outcome.failed(
+          "run", FailureCause.classify(code, tail), code, FailureCause.lastError(tail));
+    }
+    String msg =
+        clientError instanceof BenchServeException
+            ? clientError.getMessage()
+            : String.valueOf(clientError);
+    return Outcome.failed("run", "requests failed", null, msg.lines().findFirst().orElse(msg));
+  }
+
+  private BenchServeConfig benchConfig(String url) {
+    return new BenchServeConfig(
+        new BenchServeConfig.Target("openai", url, null, null, config.model(), null),
+        config.workload().dataset(),
+        config.workload().load(),
+        "tune",
+        true);
+  }
+
+  private static PrintStream clientLog(Path p) throws IOException {
+    OutputStream os = Files.newOutputStream(p);
+    return new PrintStream(os, true, StandardCharsets.UTF_8);
+  }
+
+  private static Map<String, Double> metrics(ServingMetrics m) {
+    Map<String, Double> out = new LinkedHashMap<>();
+    out.put("output_throughput", m.outputThroughput());
+    out.put("request_throughput", m.requestThroughput());
+    out.put("total_throughput", m.totalThroughput());
+    out.put("median_ttft_ms", m.ttft().median());
+    out.put("median_tpot_ms", m.tpot().median());
+    out.put("duration_s", m.durationS());
+    return out;
+  }
+
+  /** A trial's end, before it is stamped with the trial's facts. */
+  private record Outcome(
+      String status,
+      String phase,
+      String cause,
+      Integer exitCode,
+      String lastError,
+      Double objective,
+      Map<String, Double> metrics) {
+    static Outcome ok(Map<String, Double> metrics) {
+      return new Outcome("ok", "done", "", null, "", metrics.get("output_throughput"), metrics);
+    }
+
+    static Outcome failed(String phase, String cause, Integer exitCode, String lastError) {
+      return new Outcome("failed", phase, cause, exitCode, lastError, null, Map.of());
+    }
+
+    static Outcome timeout(String phase, String cause, String lastError) {
+      return new Outcome("timeout", phase, cause, null, lastError, null, Map.of());
+    }
+  }
+}
