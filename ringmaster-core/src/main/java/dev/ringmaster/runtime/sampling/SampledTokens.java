@@ -43,4 +43,16 @@ public record SampledTokens(
   public float[] topLogprobs(int r, int n) {
     return Arrays.copyOfRange(topLogprobs, r * topStride, r * topStride + n);
   }
+
+  /**
+   * Sets row {@code dstRow} to row {@code srcRow} of {@code src}: the token, its logprob and as
+   * many alternatives as both strides hold.
+   */
+  public void copyRowFrom(SampledTokens src, int srcRow, int dstRow) {
+    tokens[dstRow] = src.tokens[srcRow];
+    logprobs[dstRow] = src.logprobs[srcRow];
+    int n = Math.min(topStride, src.topStride);
+    System.arraycopy(src.topIds, srcRow * src.topStride, topIds, dstRow * topStride, n);
+    System.arraycopy(src.topLogprobs, srcRow * src.topStride, topLogprobs, dstRow * topStride, n);
+  }
 }

@@ -289,4 +289,28 @@ public final class SamplingBatch {
     }
     return out;
   }
+
+  /**
+   * Appends row {@code r} of {@code from} (its parameters, seen tokens and bias entries) as a new
+   * row: how a backend samples a subset of a step's rows at a time.
+   */
+  public void addRowOf(SamplingBatch from, int r) {
+    addRow(
+        from.temperature[r],
+        from.topK[r],
+        from.topP[r],
+        from.minP[r],
+        from.seed[r],
+        from.step[r],
+        from.repetitionPenalty[r],
+        from.frequencyPenalty[r],
+        from.presencePenalty[r],
+        from.topLogprobs[r]);
+    for (int i = from.penaltyStart[r]; i < from.penaltyStart[r + 1]; i++) {
+      addSeenToken(from.penaltyTokens[i], from.penaltyCounts[i]);
+    }
+    for (int i = from.biasStart[r]; i < from.biasStart[r + 1]; i++) {
+      addBias(from.biasTokens[i], from.biasValues[i]);
+    }
+  }
 }

@@ -465,9 +465,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   /**
-   * Decode steps sample on the device after the step's graph replay, so only token ids (and the
-   * logprobs asked for) come back; prefill steps, and batches past the sampling buffers'
-   * capacities, copy their logits rows back and sample on the host.
+   * Steps sample on the device after the step's graph replay (decode) or LM head (prefill chunks),
+   * so only token ids (and the logprobs asked for) come back; batches past the sampling buffers'
+   * capacities copy their logits rows back and sample on the host.
    */
   @Override
   public SampledTokens forwardSample(
@@ -545,8 +545,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             () ->
                 isDecode
                     ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy, sampling)
-                    : sampleOnHost(
-                        prefillOnGpu(tokens, layout, seqCaches, rows, greedy), sampling));
+                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling));
     for (int s = 0; s < numSeqs; s++) {
       int end = layout.seqStart()[s + 1];
       if (end > layout.seqStart()[s]) {
@@ -644,8 +643,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         });
   }
 
+  /**
+   * Prefill chunks (and mixed steps): the requested rows' logits computed in groups that fit the
+   * logits buffer, each group's rows sampled on the device when {@code sampling} is given (on the
+   * host where the group exceeds the sampling buffers).
+   */
   private Object prefillOnGpu(
-      int[] tokens, BatchLayout layout, GpuKvCache[] caches, int[] rows, boolean greedy) {
+      int[] tokens,
+      BatchLayout layout,
+      GpuKvCache[] caches,
+      int[] rows,
+      boolean greedy,
+      SamplingBatch sampling) {
     int n = tokens.length;
     int numSeqs = layout.numSeqs();
     int vocab = cfg.vocabSize();
@@ -659,8 +668,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         seqOf[i] = s;
       }
     }
-    float[] logits = greedy ? null : new float[rows.length * vocab];
+    float[] logits = greedy || sampling != null ? null : new float[rows.length * vocab];
     int[] chosen = greedy ? new int[rows.length] : null;
+    SampledTokens sampled = sampling == null ? null : SampledTokens.forBatch(sampling);
     int chunk = inputs.maxTokens;
     for (int c0 = 0; c0 < n; c0 += chunk) {
       int len = Math.min(chunk, n - c0);
@@ -728,6 +738,20 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         if (greedy) {
           stack.argmax(count);
         }
+        if (sampling != null) {
+          SamplingBatch group = new SamplingBatch();
+          for (int i = 0; i < count; i++) {
+            group.addRowOf(sampling, wanted.get(g0 + i));
+          }
+          SampledTokens part =
+              readback.samplesOnDevice(count, local, group)
+                  ? readback.sample(group)
+                  : group.sampleOnCpu((float[]) readback.collect(local, 0, false, count), vocab);
+          for (int i = 0; i < count; i++) {
+            sampled.copyRowFrom(part, i, wanted.get(g0 + i));
+          }
+          continue;
+        }
         Object part = readback.collect(local, 0, greedy, count);
         for (int i = 0; i < count; i++) {
           int r = wanted.get(g0 + i);
@@ -740,7 +764,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       }
     }
     stream.synchronize();
-    return greedy ? chosen : logits;
+    return sampled != null ? sampled : greedy ? chosen : logits;
   }
 
   @Override

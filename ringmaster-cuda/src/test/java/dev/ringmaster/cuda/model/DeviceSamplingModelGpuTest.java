@@ -100,4 +100,54 @@ class DeviceSamplingModelGpuTest {
       }
     }
   }
+
+  @Test
+  void sampledPrefillRowsMatchTheCpuSamplerOnTheSameLogits() throws IOException {
+    Path dir = fixture("deepseek_v3_bf16");
+    int[] base = promptOf(dir);
+    int[][] prompts = {base, Arrays.copyOf(base, 9), Arrays.copyOfRange(base, 3, 17)};
+    int b = prompts.length;
+    int total = 0;
+    int[] starts = new int[b + 1];
+    for (int s = 0; s < b; s++) {
+      total += prompts[s].length;
+      starts[s + 1] = total;
+    }
+    int[] tokens = new int[total];
+    int[] pos = new int[total];
+    int[] last = new int[b];
+    for (int s = 0; s < b; s++) {
+      for (int i = 0; i < prompts[s].length; i++) {
+        tokens[starts[s] + i] = prompts[s][i];
+        pos[starts[s] + i] = i;
+      }
+      last[s] = starts[s + 1] - 1;
+    }
+    BatchLayout layout = new BatchLayout(starts, pos);
+    SamplingBatch batch = new SamplingBatch();
+    batch.addRow(0.9f, 0, 0.9f, 0f, 21, 0, 1f, 0f, 0f, 2);
+    batch.addRow(0f, 0, 1f, 0f, 0, 0, 1f, 0f, 0f, 0);
+    batch.addRow(1f, 10, 1f, 0f, 22, 0, 1f, 0f, 0f, -1);
+    batch.addBias(BANNED, -100f);
+    try (CudaCausalLm lm = CudaCausalLm.load(dir, exact())) {
+      KvCache[] a = new KvCache[b];
+      KvCache[] c = new KvCache[b];
+      for (int s = 0; s < b; s++) {
+        a[s] = lm.newCache();
+        c[s] = lm.newCache();
+      }
+      SampledTokens dev = lm.forwardSample(tokens, layout, a, last, batch);
+      SampledTokens host =
+          batch.sampleOnCpu(lm.forward(tokens, layout, c, last), lm.config().vocabSize());
+      assertThat(dev.tokens())
+          .as("prefill rows sampled on the device")
+          .containsExactly(host.tokens());
+      assertThat(Math.abs(dev.logprobs()[0] - host.logprobs()[0])).isLessThan(1e-3f);
+      assertThat(dev.topIds(0, 2)).containsExactly(host.topIds(0, 2));
+      for (int s = 0; s < b; s++) {
+        a[s].close();
+        c[s].close();
+      }
+    }
+  }
 }
