@@ -9,6 +9,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -93,7 +94,7 @@ class ServeCommandTest {
     String cp =
         System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-    Path err = java.nio.file.Files.createTempFile("serve", ".err");
+    Path err = Files.createTempFile("serve", ".err");
     Process p =
         new ProcessBuilder(
                 List.of(
@@ -124,7 +125,7 @@ class ServeCommandTest {
       }
       assertThat(url).isNotNull();
       // 96 KV tokens: half of them bound the running requests below the CPU's 64.
-      assertThat(java.nio.file.Files.readString(err))
+      assertThat(Files.readString(err))
           .contains("max running requests 48 (from 96 KV tokens and no decode graphs)")
           .contains("chunked prefill 512 (default)")
           .contains("overlap schedule on");
@@ -141,7 +142,7 @@ class ServeCommandTest {
       assertThat(j.get("internal_states").get(0).get("max_running_requests").asInt()).isEqualTo(48);
     } finally {
       p.destroyForcibly();
-      java.nio.file.Files.deleteIfExists(err);
+      Files.deleteIfExists(err);
     }
   }
 }
