@@ -180,8 +180,9 @@ final class EngineOptions {
       names = "--chunked-prefill-size",
       description =
           "Most prompt tokens run in one step. Default on the GPU by its memory, as SGLang: 2048"
-              + " under 35 GiB, 4096 under 60 GiB, 8192 under 160 GiB, else 16384; 512 when"
-              + " serving on the CPU (measured with bench serve).")
+              + " under 35 GiB, 4096 under 60 GiB, 8192 under 160 GiB, else 16384; "
+              + ServingDefaults.CPU_CHUNKED_PREFILL_SIZE
+              + " when serving on the CPU (measured with bench serve).")
   Integer chunkedPrefillSize;
 
   /** Checks the values of these flags before anything loads (exit status 2 when wrong). */

@@ -111,7 +111,7 @@ class ServeCommandTest {
                     "--port",
                     "0",
                     "--max-total-tokens",
-                    "96"))
+                    "48"))
             .redirectError(err.toFile())
             .start();
     try {
@@ -124,10 +124,10 @@ class ServeCommandTest {
         }
       }
       assertThat(url).isNotNull();
-      // 96 KV tokens: half of them bound the running requests below the CPU's 64.
+      // 48 KV tokens: half of them bound the running requests below the CPU's 32.
       assertThat(Files.readString(err))
-          .contains("max running requests 48 (from 96 KV tokens and no decode graphs)")
-          .contains("chunked prefill 512 (default)")
+          .contains("max running requests 24 (from 48 KV tokens and no decode graphs)")
+          .contains("chunked prefill 1024 (default)")
           .contains("overlap schedule on");
       String info =
           HttpClient.newHttpClient()
@@ -136,10 +136,10 @@ class ServeCommandTest {
                   HttpResponse.BodyHandlers.ofString())
               .body();
       var j = new com.fasterxml.jackson.databind.ObjectMapper().readTree(info);
-      assertThat(j.get("max_running_requests").asInt()).isEqualTo(48);
+      assertThat(j.get("max_running_requests").asInt()).isEqualTo(24);
       assertThat(j.get("max_running_requests_derived").asBoolean()).isTrue();
-      assertThat(j.get("chunked_prefill_size").asInt()).isEqualTo(512);
-      assertThat(j.get("internal_states").get(0).get("max_running_requests").asInt()).isEqualTo(48);
+      assertThat(j.get("chunked_prefill_size").asInt()).isEqualTo(1024);
+      assertThat(j.get("internal_states").get(0).get("max_running_requests").asInt()).isEqualTo(24);
     } finally {
       p.destroyForcibly();
       Files.deleteIfExists(err);

@@ -18,17 +18,18 @@ import java.util.List;
 public final class ServingDefaults {
   /**
    * Running requests at most on the CPU: decode steps there are compute-bound, so a larger batch
-   * adds inter-token latency for little throughput (measured with {@code bench serve} on the
-   * embedded model).
+   * adds inter-token latency for little throughput ({@code bench serve} on the embedded model, 32
+   * concurrent 512-token prompts: 32 running beat 64 and 16; {@code bench one-batch} decodes batch
+   * 32 at 413 tok/s against 660 at batch 8, so more rows do not pay).
    */
-  public static final int CPU_MAX_RUNNING_REQUESTS = 64;
+  public static final int CPU_MAX_RUNNING_REQUESTS = 32;
 
   /**
-   * Prompt tokens per step on the CPU: small enough that running decodes are not stalled for long
-   * behind a prefill, large enough to batch prompts (measured with {@code bench serve} on the
-   * embedded model).
+   * Prompt tokens per step on the CPU: two 512-token prompts per step prefill faster than one
+   * (1,289-1,491 against 682 tok/s in {@code bench one-batch}) and {@code bench serve} with 32
+   * concurrent 512-token prompts ran best with it; larger chunks stall running decodes longer.
    */
-  public static final int CPU_CHUNKED_PREFILL_SIZE = 512;
+  public static final int CPU_CHUNKED_PREFILL_SIZE = 1024;
 
   private ServingDefaults() {}
 
