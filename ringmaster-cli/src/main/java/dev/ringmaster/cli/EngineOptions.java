@@ -10,6 +10,7 @@ import dev.ringmaster.cuda.model.CudaCausalLm;
 import dev.ringmaster.cuda.model.CudaModelOptions;
 import dev.ringmaster.cuda.model.CudaNodeBackend;
 import dev.ringmaster.cuda.model.TensorParallelCudaLm;
+import dev.ringmaster.engine.batch.ServingDefaults;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.ShardPlan;
 import dev.ringmaster.model.config.ModelConfig;
@@ -178,8 +179,10 @@ final class EngineOptions {
   @Option(
       names = "--chunked-prefill-size",
       description =
-          "Most prompt tokens run in one step (default: 8192 on the GPU, 512 when serving on the"
-              + " CPU).")
+          "Most prompt tokens run in one step. Default on the GPU by its memory, as SGLang: 2048"
+              + " under 35 GiB, 4096 under 60 GiB, 8192 under 160 GiB, else 16384; "
+              + ServingDefaults.CPU_CHUNKED_PREFILL_SIZE
+              + " when serving on the CPU (measured with bench serve).")
   Integer chunkedPrefillSize;
 
   /** Checks the values of these flags before anything loads (exit status 2 when wrong). */
@@ -213,6 +216,31 @@ final class EngineOptions {
   /** {@code --chunked-prefill-size}, or {@code def} when not given. */
   int chunkedPrefillSize(int def) {
     return chunkedPrefillSize != null ? chunkedPrefillSize : def;
+  }
+
+  /**
+   * {@code --chunked-prefill-size}, or its default for the resolved device (after {@link #open}):
+   * by GPU memory on the GPU, {@code cpuDefault} on the CPU.
+   */
+  int chunkedPrefillSizeForDevice(int cpuDefault) {
+    if (chunkedPrefillSize != null) {
+      return chunkedPrefillSize;
+    }
+    if ("cuda".equals(resolvedDevice) && gpuMemoryBytes > 0) {
+      return ServingDefaults.gpuChunkedPrefillSize(gpuMemoryBytes);
+    }
+    return "cuda".equals(resolvedDevice) ? 8192 : cpuDefault;
+  }
+
+  /** Memory of the smallest visible GPU, once the probe ran (0 before or without one). */
+  private long gpuMemoryBytes;
+
+  private void noteGpuMemory(CudaProbe probe) {
+    gpuMemoryBytes =
+        probe.devices().stream()
+            .mapToLong(dev.ringmaster.cuda.driver.DeviceInfo::totalMemory)
+            .min()
+            .orElse(0);
   }
 
   @Option(
@@ -402,6 +430,7 @@ final class EngineOptions {
         if (!probe.available()) {
           throw new UserError("--device cuda: " + probe.reason());
         }
+        noteGpuMemory(probe);
         if (local > probe.devices().size()) {
           throw new UserError(
               "--device cuda --tp-size "
@@ -425,6 +454,7 @@ final class EngineOptions {
         ModelConfig cfg = ModelConfigParser.parse(dir);
         try {
           TensorParallelCudaLm.check(cfg, p, nnodes, probe.devices().size());
+          noteGpuMemory(probe);
           return "cuda";
         } catch (IllegalArgumentException | IllegalStateException e) {
           return "cpu"; // not MLA, or a layout the GPU path does not run
@@ -444,7 +474,7 @@ final class EngineOptions {
           cudaGraphMaxBs,
           cudaGraphBs,
           disableCudaGraph,
-          chunkedPrefillSize(8192),
+          chunkedPrefillSizeForDevice(8192),
           maxTotalTokens,
           d.blockSize(),
           d.gemvMaxTokens(),

@@ -2,6 +2,7 @@ package dev.ringmaster.cli;
 
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
+import dev.ringmaster.engine.batch.ServingDefaults;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.server.RingmasterServer;
@@ -63,9 +64,20 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(
       names = "--max-running-requests",
-      defaultValue = "64",
-      description = "Requests in the running batch at most (default: ${DEFAULT-VALUE}).")
-  int maxRunningRequests;
+      description =
+          "Requests in the running batch at most. Default derived as SGLang does: at most half"
+              + " the KV pool's tokens, at most pool tokens / context length * 512 clamped to"
+              + " [2048, 4096], and at most the largest captured decode graph (the GPU; "
+              + ServingDefaults.CPU_MAX_RUNNING_REQUESTS
+              + " on the CPU, measured with bench serve). serve prints the value it chose.")
+  Integer maxRunningRequests;
+
+  @Option(
+      names = "--disable-overlap-schedule",
+      description =
+          "Run each forward on the engine thread instead of overlapping it with planning the"
+              + " next step (default: overlap on).")
+  boolean disableOverlapSchedule;
 
   @Option(
       names = "--max-queued-requests",
@@ -126,7 +138,7 @@ final class ServeCommand implements Callable<Integer> {
             maxRequestBytes,
             maxN,
             Duration.ofSeconds(shutdownTimeout),
-            flags(dir),
+            flags(dir, batch.config()),
             allowedOrigins != null ? allowedOrigins : List.of());
     RingmasterServer server;
     try {
@@ -158,6 +170,16 @@ final class ServeCommand implements Callable<Integer> {
         name,
         lm.config().architecture().modelType(),
         kvCacheLine(pool.capacityTokens(), pool.capacity(), pool.pageSize(), lm.kvBytesPerToken()));
+    System.err.println(
+        "ringmaster: "
+            + ServingDefaults.describe(
+                batch.config().maxRunningRequests(),
+                maxRunningRequests == null,
+                batch.config().chunkedPrefillSize(),
+                engine.chunkedPrefillSize == null,
+                pool.capacityTokens(),
+                lm.decodeGraphBatchSizes())
+            + (batch.config().overlap() ? "; overlap schedule on" : "; overlap schedule off"));
     System.out.println("ringmaster: serving at " + server.url());
     System.out.flush();
     stopped.await();
@@ -236,15 +258,21 @@ final class ServeCommand implements Callable<Integer> {
               + pageSize
               + " tokens; raise --mem-fraction-static, --max-total-tokens or the heap (-Xmx)");
     }
+    int running =
+        maxRunningRequests != null
+            ? maxRunningRequests
+            : ServingDefaults.maxRunningRequests(
+                blocks * pageSize, lm.config().maxPositionEmbeddings(), lm.decodeGraphBatchSizes());
     return new BatchConfig(
-        maxRunningRequests,
+        running,
         maxQueuedRequests,
-        engine.chunkedPrefillSize(512),
+        engine.chunkedPrefillSizeForDevice(ServingDefaults.CPU_CHUNKED_PREFILL_SIZE),
         pageSize,
-        (int) Math.min(blocks, Integer.MAX_VALUE));
+        (int) Math.min(blocks, Integer.MAX_VALUE),
+        !disableOverlapSchedule);
   }
 
-  private Map<String, Object> flags(Path dir) {
+  private Map<String, Object> flags(Path dir, BatchConfig batch) {
     Map<String, Object> f = new LinkedHashMap<>();
     f.put("model", dir.toString());
     f.put("host", host);
@@ -258,8 +286,11 @@ final class ServeCommand implements Callable<Integer> {
       f.put("max_total_tokens", engine.maxTotalTokens);
     }
     f.put("page_size", pageSize);
-    f.put("chunked_prefill_size", engine.chunkedPrefillSize(512));
-    f.put("max_running_requests", maxRunningRequests);
+    f.put("chunked_prefill_size", batch.chunkedPrefillSize());
+    f.put("max_running_requests", batch.maxRunningRequests());
+    f.put("max_running_requests_derived", maxRunningRequests == null);
+    f.put("chunked_prefill_size_derived", engine.chunkedPrefillSize == null);
+    f.put("disable_overlap_schedule", !batch.overlap());
     f.put("max_queued_requests", maxQueuedRequests);
     if (engine.cudaGraphMaxBs != null) {
       f.put("cuda_graph_max_bs", engine.cudaGraphMaxBs);

@@ -9,6 +9,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -84,6 +85,64 @@ class ServeCommandTest {
       assertThat(events.get(events.size() - 2)).contains("\"completion_tokens\":200");
     } finally {
       p.destroyForcibly();
+    }
+  }
+
+  @Test
+  void derivesItsLimitsAndReportsThemAtStartUpAndInServerInfo() throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String cp =
+        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Path err = Files.createTempFile("serve", ".err");
+    Process p =
+        new ProcessBuilder(
+                List.of(
+                    java.toString(),
+                    "--add-modules",
+                    "jdk.incubator.vector",
+                    "-Xmx512m",
+                    "-cp",
+                    cp,
+                    "dev.ringmaster.cli.Main",
+                    "serve",
+                    "--model",
+                    fixture.toString(),
+                    "--port",
+                    "0",
+                    "--max-total-tokens",
+                    "48"))
+            .redirectError(err.toFile())
+            .start();
+    try {
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+      String url = null;
+      for (String line; url == null && (line = out.readLine()) != null; ) {
+        if (line.startsWith("ringmaster: serving at ")) {
+          url = line.substring("ringmaster: serving at ".length()).strip();
+        }
+      }
+      assertThat(url).isNotNull();
+      // 48 KV tokens: half of them bound the running requests below the CPU's 32.
+      assertThat(Files.readString(err))
+          .contains("max running requests 24 (from 48 KV tokens and no decode graphs)")
+          .contains("chunked prefill 1024 (default)")
+          .contains("overlap schedule on");
+      String info =
+          HttpClient.newHttpClient()
+              .send(
+                  HttpRequest.newBuilder(URI.create(url + "/get_server_info")).build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .body();
+      var j = new com.fasterxml.jackson.databind.ObjectMapper().readTree(info);
+      assertThat(j.get("max_running_requests").asInt()).isEqualTo(24);
+      assertThat(j.get("max_running_requests_derived").asBoolean()).isTrue();
+      assertThat(j.get("chunked_prefill_size").asInt()).isEqualTo(1024);
+      assertThat(j.get("internal_states").get(0).get("max_running_requests").asInt()).isEqualTo(24);
+    } finally {
+      p.destroyForcibly();
+      Files.deleteIfExists(err);
     }
   }
 }

@@ -27,6 +27,16 @@ public interface LanguageModel extends AutoCloseable {
   }
 
   /**
+   * The decode batch sizes this model replays as captured graphs, ascending; empty when it has none
+   * (the CPU, or graphs disabled). A decode step of {@code n} sequences runs as the smallest of
+   * them that is at least {@code n}, padded; a larger one runs without a graph. The server caps its
+   * running requests at the largest.
+   */
+  default java.util.List<Integer> decodeGraphBatchSizes() {
+    return java.util.List.of();
+  }
+
+  /**
    * Bytes one token's keys and values take in this model's caches, all layers (and every rank that
    * stores them) together: what a KV pool of N tokens costs. The CPU caches hold f32.
    */

@@ -99,8 +99,31 @@ class BadInputTest {
             "{\"prompt\": \"hi\", \"stream\": true, \"stream_options\": {\"usage\": true}}",
             400,
             "stream_options.usage"),
-        Arguments.of(c, "{\"prompt\": \"hi\", \"presence_penalty\": 0.5}", 400, "presence_penalty"),
-        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 10}}", 400, "logit_bias"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"presence_penalty\": 2.5}", 400, "presence_penalty"),
+        Arguments.of(
+            c, "{\"prompt\": \"hi\", \"frequency_penalty\": -3}", 400, "frequency_penalty"),
+        Arguments.of(
+            c, "{\"prompt\": \"hi\", \"frequency_penalty\": \"x\"}", 400, "frequency_penalty"),
+        Arguments.of(
+            c, "{\"prompt\": \"hi\", \"repetition_penalty\": 0}", 400, "repetition_penalty"),
+        Arguments.of(
+            c, "{\"prompt\": \"hi\", \"repetition_penalty\": 5}", 400, "repetition_penalty"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"min_p\": 1.5}", 400, "min_p"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"5\": 101}}", 400, "logit_bias"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"abc\": 1}}", 400, "logit_bias"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"320\": 1}}", 400, "logit_bias"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": {\"5\": \"x\"}}", 400, "logit_bias"),
+        Arguments.of(c, "{\"prompt\": \"hi\", \"logit_bias\": [5]}", 400, "logit_bias"),
+        Arguments.of(
+            "/generate",
+            "{\"text\": \"hi\", \"sampling_params\": {\"logit_bias\": {\"-1\": 1}}}",
+            400,
+            "sampling_params.logit_bias"),
+        Arguments.of(
+            "/generate",
+            "{\"text\": \"hi\", \"sampling_params\": {\"presence_penalty\": 9}}",
+            400,
+            "sampling_params.presence_penalty"),
         Arguments.of(c, "{\"prompt\": \"hi\", \"echo\": true}", 400, "echo"),
         Arguments.of(c, "{\"prompt\": \"hi\", \"best_of\": 3}", 400, "best_of"),
         Arguments.of(c, "{\"prompt\": \"hi\", \"suffix\": \"x\"}", 400, "suffix"),

@@ -76,6 +76,35 @@ class SglangEndpointsTest {
   }
 
   @Test
+  void stepHostTimeIsExportedInServerInfoAndMetrics() {
+    assertThat(
+            s.post(
+                    "/generate",
+                    "{\"input_ids\": [5, 6], \"sampling_params\": {\"max_new_tokens\": 6,"
+                        + " \"ignore_eos\": true}}")
+                .statusCode())
+        .isEqualTo(200);
+    JsonNode st = TestServer.json(s.get("/get_server_info").body()).get("internal_states").get(0);
+    assertThat(st.get("overlap_schedule").asBoolean()).isTrue();
+    assertThat(st.get("steps").asLong()).isGreaterThanOrEqualTo(6);
+    assertThat(st.get("overlapped_steps").asLong()).isPositive();
+    assertThat(st.get("avg_forward_time_per_step_ms").asDouble()).isPositive();
+    assertThat(st.get("avg_host_time_per_step_ms").asDouble()).isGreaterThanOrEqualTo(0);
+    assertThat(st.get("host_time_share").asDouble()).isBetween(0.0, 1.0);
+    assertThat(st.get("max_running_requests").asInt())
+        .isEqualTo(s.engine.config().maxRunningRequests());
+    assertThat(st.get("chunked_prefill_size").asInt())
+        .isEqualTo(s.engine.config().chunkedPrefillSize());
+    assertThat(s.metric("ringmaster:engine_steps_total")).isGreaterThanOrEqualTo(6);
+    assertThat(s.metric("ringmaster:step_forward_seconds_total")).isPositive();
+    assertThat(s.metric("ringmaster:step_host_seconds_total")).isPositive();
+    assertThat(s.metric("ringmaster:step_build_seconds_total")).isPositive();
+    assertThat(s.metric("ringmaster:step_host_time_share")).isBetween(0.0, 1.0);
+    s.metric("ringmaster:step_host_time_ms");
+    s.metric("ringmaster:engine_overlapped_steps_total");
+  }
+
+  @Test
   void abortRequestStopsThatRequest() throws Exception {
     CompletableFuture<HttpResponse<String>> running =
         CompletableFuture.supplyAsync(

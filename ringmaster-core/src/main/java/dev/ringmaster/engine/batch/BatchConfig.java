@@ -9,13 +9,16 @@ package dev.ringmaster.engine.batch;
  *     prompt is split into chunks so decodes keep flowing
  * @param pageSize token positions per KV block
  * @param kvBlocks KV blocks in the pool
+ * @param overlap whether the next step is planned and built while the current one runs on a model
+ *     thread (SGLang's overlap schedule); off, the engine thread runs each forward itself
  */
 public record BatchConfig(
     int maxRunningRequests,
     int maxQueuedRequests,
     int chunkedPrefillSize,
     int pageSize,
-    int kvBlocks) {
+    int kvBlocks,
+    boolean overlap) {
 
   /** Validates every limit. */
   public BatchConfig {
@@ -24,6 +27,22 @@ public record BatchConfig(
     positive("chunked prefill size", chunkedPrefillSize);
     positive("page size", pageSize);
     positive("KV blocks", kvBlocks);
+  }
+
+  /** Limits with the overlap schedule on. */
+  public BatchConfig(
+      int maxRunningRequests,
+      int maxQueuedRequests,
+      int chunkedPrefillSize,
+      int pageSize,
+      int kvBlocks) {
+    this(maxRunningRequests, maxQueuedRequests, chunkedPrefillSize, pageSize, kvBlocks, true);
+  }
+
+  /** A copy with the overlap schedule on or off. */
+  public BatchConfig withOverlap(boolean on) {
+    return new BatchConfig(
+        maxRunningRequests, maxQueuedRequests, chunkedPrefillSize, pageSize, kvBlocks, on);
   }
 
   private static void positive(String name, int v) {

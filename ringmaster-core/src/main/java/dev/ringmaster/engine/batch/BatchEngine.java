@@ -8,17 +8,30 @@ import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The continuous-batching engine. One platform thread owns the model and every cache: it admits
+ * The continuous-batching engine. One platform thread owns the schedule and every cache: it admits
  * requests, plans a step (decodes plus prefill chunks), runs one batched forward, samples, hands
  * tokens to listeners, and retires finished requests, then starts over. Requests join and leave
- * only between steps. Other threads only {@link #submit}, {@link RequestHandle#cancel cancel} and
- * read {@link #stats}.
+ * only between steps. Other threads only {@link #submit}, {@link RequestHandle#cancel cancel} or
+ * {@link RequestHandle#stop stop}, and read {@link #stats} and {@link #stepTimes}.
+ *
+ * <p>With {@link BatchConfig#overlap} (the default) the forward runs on a second thread, the model
+ * thread, and while it runs the engine thread takes in new requests and plans the next step and
+ * builds its inputs, leaving placeholders for the tokens the running step is sampling. When the
+ * tokens come back it appends them, signals the listeners, writes the placeholders and submits the
+ * next step at once; only if a request of that plan ended meanwhile (a stop token, a cancel) is the
+ * step planned again. Without overlap the engine thread runs the forward itself.
  *
  * <p>Faults are contained: when a forward throws, each sequence of the step is retried alone, so
  * only the requests that fail by themselves end with {@link FinishReason#ERROR}; a listener that
@@ -41,6 +54,8 @@ public final class BatchEngine implements AutoCloseable {
   private final AtomicLong steps = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private final Thread thread;
+  private final ExecutorService modelThread;
+  private final StepClock clock = new StepClock();
   private volatile int running;
   private volatile long preemptions;
   private volatile boolean accepting = true;
@@ -54,6 +69,11 @@ public final class BatchEngine implements AutoCloseable {
     this.vocab = model.config().vocabSize();
     this.context = model.config().maxPositionEmbeddings();
     this.thread = Thread.ofPlatform().name("ringmaster-engine").daemon(true).unstarted(this::loop);
+    this.modelThread =
+        config.overlap()
+            ? Executors.newSingleThreadExecutor(
+                Thread.ofPlatform().name("ringmaster-model").daemon(true).factory())
+            : null;
   }
 
   /** Starts an engine thread over a model. */
@@ -154,6 +174,11 @@ public final class BatchEngine implements AutoCloseable {
         preemptions);
   }
 
+  /** Host and batch-building time per step (see {@link StepTimes}). */
+  public StepTimes stepTimes() {
+    return clock.snapshot();
+  }
+
   /** Whether nothing is running or waiting. */
   public boolean isIdle() {
     return running == 0 && queued.get() == 0;
@@ -195,6 +220,9 @@ public final class BatchEngine implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    if (modelThread != null && !thread.isAlive()) {
+      modelThread.shutdown();
+    }
     // A submit that raced with close may have queued after the thread's last look.
     if (!thread.isAlive()) {
       for (Object o; (o = inbox.poll()) != null; ) {
@@ -209,30 +237,73 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
+  /** A step handed to the model: its tokens come back through {@code result}. */
+  private record Flight(
+      Step step, Future<SampledTokens> result, long submitted, long hostNanos, boolean ahead) {}
+
   private void loop() {
+    Flight flight = null;
+    long back = -1; // when the last step's tokens came back; -1 after an idle pause
     while (true) {
       try {
-        if (!pullInbox()) {
-          return;
+        if (flight == null) {
+          if (!pullInbox(true)) {
+            return;
+          }
+          abortAllIfClosing();
+          finishEnded();
+          long b = System.nanoTime();
+          scheduler.admit();
+          Step step = scheduler.plan();
+          clock.built(System.nanoTime() - b);
+          publish();
+          if (step == null) {
+            back = -1;
+            if (!scheduler.isEmpty()) {
+              Thread.sleep(1); // nothing can run until a request leaves; do not spin
+            }
+            continue;
+          }
+          flight = launch(step, back, false);
+        } else {
+          Step next = null;
+          if (config.overlap()) {
+            // The model is busy with the flight: take in new requests and plan the next batch.
+            pullInbox(false);
+            long b = System.nanoTime();
+            scheduler.admit();
+            next = scheduler.plan(true);
+            clock.built(System.nanoTime() - b);
+          }
+          Flight done = flight;
+          flight = null;
+          back = land(done);
+          pullInbox(false);
+          abortAllIfClosing();
+          finishEnded();
+          long b = System.nanoTime();
+          boolean ahead = next != null && next.stillValid();
+          if (ahead) {
+            next.fillDeferred();
+          } else {
+            scheduler.admit();
+            next = scheduler.plan();
+          }
+          clock.built(System.nanoTime() - b);
+          publish();
+          if (next != null) {
+            flight = launch(next, back, ahead);
+          }
         }
-        for (Sequence s : scheduler.cancelled()) {
-          finish(s, FinishReason.ABORT, null);
-        }
-        scheduler.admit();
-        Step step = scheduler.plan();
-        publish();
-        if (step != null) {
-          execute(step);
-          steps.incrementAndGet();
-        } else if (!scheduler.isEmpty()) {
-          Thread.sleep(1); // nothing can run until a request leaves; do not spin
-        }
-        publish();
       } catch (InterruptedException e) {
         closing = true;
       } catch (RuntimeException | OutOfMemoryError | StackOverflowError t) {
         // A bug in scheduling itself: fail everyone rather than let the thread die.
         LOG.log(System.Logger.Level.ERROR, "engine step failed; failing all requests", t);
+        if (flight != null) {
+          awaitQuietly(flight); // the model must be done with the caches before they are closed
+          flight = null;
+        }
         for (Sequence s : scheduler.all()) {
           finish(s, FinishReason.ERROR, t);
         }
@@ -241,10 +312,121 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
-  /** Moves submitted requests to the scheduler; blocks while idle. False when closed and done. */
-  private boolean pullInbox() {
+  /**
+   * Commits a step's plan to its sequences and hands it to the model: on the model thread with the
+   * overlap schedule, else run here.
+   *
+   * @param back when the previous step's tokens came back, -1 if the engine was idle
+   * @param ahead whether the batch was planned while the previous step ran
+   */
+  private Flight launch(Step step, long back, boolean ahead) {
+    commit(step, 0, step.seqs().size());
+    Step.Inputs in = step.inputs();
+    boolean raw = fillSampling(step, 0, step.seqs().size());
+    long now = System.nanoTime();
+    long host = back < 0 ? 0 : now - back;
+    Callable<SampledTokens> run = () -> forward(in, raw);
+    if (modelThread != null) {
+      return new Flight(step, modelThread.submit(run), now, host, ahead);
+    }
+    CompletableFuture<SampledTokens> result = new CompletableFuture<>();
+    try {
+      result.complete(run.call());
+    } catch (Exception | OutOfMemoryError | StackOverflowError e) {
+      result.completeExceptionally(e);
+    }
+    return new Flight(step, result, now, host, ahead);
+  }
+
+  /** Waits for a step's tokens and hands them out; returns when they came back. */
+  private long land(Flight f) throws InterruptedException {
+    SampledTokens out = null;
+    Throwable fault = null;
+    try {
+      out = f.result().get();
+    } catch (ExecutionException e) {
+      fault = e.getCause();
+    }
+    long back = System.nanoTime();
+    clock.step(f.hostNanos(), back - f.submitted(), f.ahead());
+    steps.incrementAndGet();
+    Step step = f.step();
+    int n = step.seqs().size();
+    if (fault == null) {
+      emit(step, 0, n, out);
+      return back;
+    }
+    rollback(step, 0, n);
+    if (!(fault instanceof RuntimeException
+        || fault instanceof OutOfMemoryError
+        || fault instanceof StackOverflowError)) {
+      throw new IllegalStateException("the model thread failed", fault);
+    }
+    if (n == 1) {
+      finish(step.seqs().getFirst(), FinishReason.ERROR, fault);
+      return System.nanoTime();
+    }
+    // Find the culprits: rerun each sequence alone, here.
+    for (int i = 0; i < n; i++) {
+      commit(step, i, i + 1);
+      try {
+        Step.Inputs in = step.inputs(i, i + 1);
+        emit(step, i, i + 1, forward(in, fillSampling(step, i, i + 1)));
+      } catch (RuntimeException | OutOfMemoryError | StackOverflowError alone) {
+        rollback(step, i, i + 1);
+        finish(step.seqs().get(i), FinishReason.ERROR, alone);
+      }
+    }
+    return System.nanoTime();
+  }
+
+  private static void awaitQuietly(Flight f) {
+    try {
+      f.result().get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException e) {
+      // the step failed; its requests are failed by the caller
+    }
+  }
+
+  /** Sequences {@code [from, to)} of the step: their caches will hold the step's tokens. */
+  private static void commit(Step step, int from, int to) {
+    for (int i = from; i < to; i++) {
+      Sequence s = step.seqs().get(i);
+      s.planned = step.starts()[i] + step.counts()[i];
+      s.awaitingToken = step.samples()[i];
+    }
+  }
+
+  /** Undoes {@link #commit} and whatever a failed forward appended to the caches. */
+  private static void rollback(Step step, int from, int to) {
+    for (int i = from; i < to; i++) {
+      Sequence s = step.seqs().get(i);
+      int start = step.starts()[i];
+      if (s.cache != null) {
+        s.cache.setLength(Math.min(start, s.cache.length()));
+      }
+      s.planned = start;
+      s.awaitingToken = false;
+    }
+  }
+
+  /** Fills the sampling rows of {@code [from, to)}; returns whether every row is raw greedy. */
+  private boolean fillSampling(Step step, int from, int to) {
+    sampling.clear();
+    for (int i = from; i < to; i++) {
+      if (step.samples()[i]) {
+        step.seqs().get(i).addSamplingRow(sampling);
+      }
+    }
+    return sampling.allRawGreedy();
+  }
+
+  /** Moves submitted requests to the scheduler; blocks while idle if asked. False when done. */
+  private boolean pullInbox(boolean block) {
     List<Object> batch = new ArrayList<>();
-    if (scheduler.isEmpty()) {
+    if (block && scheduler.isEmpty()) {
       if (closing && inbox.isEmpty()) {
         return false;
       }
@@ -264,12 +446,22 @@ public final class BatchEngine implements AutoCloseable {
         scheduler.enqueue(s);
       }
     }
+    return true;
+  }
+
+  private void abortAllIfClosing() {
     if (closing) {
       for (Sequence s : scheduler.all()) {
         finish(s, FinishReason.ABORT, null);
       }
     }
-    return true;
+  }
+
+  /** Finishes cancelled requests (ABORT) and stopped ones (STOP). */
+  private void finishEnded() {
+    for (Sequence s : scheduler.cancelled()) {
+      finish(s, s.handle.isCancelled() ? FinishReason.ABORT : FinishReason.STOP, null);
+    }
   }
 
   private void publish() {
@@ -277,46 +469,19 @@ public final class BatchEngine implements AutoCloseable {
     preemptions = scheduler.preemptions();
   }
 
-  private void execute(Step step) {
-    int n = step.seqs().size();
-    try {
-      emit(step, 0, n, forward(step, 0, n));
-    } catch (RuntimeException | OutOfMemoryError | StackOverflowError batchFault) {
-      if (n == 1) {
-        finish(step.seqs().getFirst(), FinishReason.ERROR, batchFault);
-        return;
-      }
-      // Find the culprits: rerun each sequence alone.
-      for (int i = 0; i < n; i++) {
-        try {
-          emit(step, i, i + 1, forward(step, i, i + 1));
-        } catch (RuntimeException | OutOfMemoryError | StackOverflowError fault) {
-          finish(step.seqs().get(i), FinishReason.ERROR, fault);
-        }
-      }
-    }
-  }
-
   /**
-   * Runs sequences {@code [from, to)} of the step and chooses the next token of each that samples:
-   * through {@link LanguageModel#forwardGreedy} when every such row takes the argmax of its raw
-   * logits without logprobs (a device computes it where the logits are), else {@link
-   * LanguageModel#forwardSample}.
+   * Runs one step's inputs and chooses the next token of each row that samples, with the sampling
+   * rows in {@link #sampling}: through {@link LanguageModel#forwardGreedy} when every row takes the
+   * argmax of its raw logits without logprobs (a device computes it where the logits are), else
+   * {@link LanguageModel#forwardSample}. A failed forward leaves the caches as they were.
    */
-  private SampledTokens forward(Step step, int from, int to) {
-    Step.Inputs in = step.inputs(from, to);
-    int[] before = new int[to - from];
+  private SampledTokens forward(Step.Inputs in, boolean rawGreedy) {
+    int[] before = new int[in.caches().length];
     for (int i = 0; i < before.length; i++) {
       before[i] = in.caches()[i].length();
     }
-    sampling.clear();
-    for (int i = from; i < to; i++) {
-      if (step.samples()[i]) {
-        step.seqs().get(i).addSamplingRow(sampling);
-      }
-    }
     try {
-      if (sampling.allRawGreedy()) {
+      if (rawGreedy) {
         return SampledTokens.tokensOnly(
             model.forwardGreedy(in.tokens(), in.layout(), in.caches(), in.logitRows()));
       }
@@ -340,6 +505,7 @@ public final class BatchEngine implements AutoCloseable {
       Sequence s = step.seqs().get(i);
       int r = row++;
       int token = sampled.tokens()[r];
+      s.awaitingToken = false;
       boolean stop = s.stopIds.contains(token);
       int top = Math.min(s.request.topLogprobs(), vocab);
       TokenEvent event =

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class RequestHandle {
   private final String id;
   private final AtomicBoolean cancelled = new AtomicBoolean();
+  private final AtomicBoolean stopped = new AtomicBoolean();
   private final Runnable wake;
 
   RequestHandle(String id, Runnable wake) {
@@ -27,6 +28,28 @@ public final class RequestHandle {
     if (cancelled.compareAndSet(false, true)) {
       wake.run();
     }
+  }
+
+  /**
+   * Asks the engine to end this request as complete: it leaves the batch at the next step boundary
+   * with {@link FinishReason#STOP} (unless it already finished). For a caller that finds a stop
+   * string in the text it decodes on its own thread; tokens generated after the match and before
+   * the boundary still reach the listener, for the caller to drop. Idempotent.
+   */
+  public void stop() {
+    if (stopped.compareAndSet(false, true)) {
+      wake.run();
+    }
+  }
+
+  /** Whether {@link #stop} was called. */
+  public boolean isStopRequested() {
+    return stopped.get();
+  }
+
+  /** Whether the request should leave the batch: cancelled or stopped. */
+  boolean endRequested() {
+    return cancelled.get() || stopped.get();
   }
 
   /** Whether {@link #cancel} was called. */

@@ -17,7 +17,8 @@ import java.util.function.Supplier;
  * token of each decoding request and up to {@code chunkedPrefillSize} prompt tokens, oldest request
  * first, so a long prompt is prefilled in chunks while other streams keep decoding. Blocks are
  * reserved as sequences grow; when a decode finds the pool empty the most recently admitted request
- * is preempted (its blocks freed, its tokens recomputed later).
+ * is preempted (its blocks freed, its tokens recomputed later). A finished or preempted request's
+ * cache is closed, so a model that owns its cache memory gets it back at once.
  */
 final class Scheduler {
   private final BatchConfig config;
@@ -67,16 +68,16 @@ final class Scheduler {
     return out;
   }
 
-  /** Cancelled requests, to be finished with ABORT. */
+  /** Cancelled or stopped requests, to be finished with ABORT or STOP. */
   List<Sequence> cancelled() {
     List<Sequence> out = new ArrayList<>();
     for (Sequence s : running) {
-      if (s.handle.isCancelled()) {
+      if (s.handle.endRequested()) {
         out.add(s);
       }
     }
     for (Sequence s : waiting) {
-      if (s.handle.isCancelled()) {
+      if (s.handle.endRequested()) {
         out.add(s);
       }
     }
@@ -97,23 +98,42 @@ final class Scheduler {
       waiting.pollFirst();
       queued.decrementAndGet();
       s.cache = newCache.get();
+      s.planned = 0;
       running.add(s);
     }
   }
 
   /** Plans the next step and reserves its blocks; null when nothing can run. */
   Step plan() {
+    return plan(false);
+  }
+
+  /**
+   * Plans the next step and reserves its blocks; null when nothing can run.
+   *
+   * @param ahead whether a step is still running: the plan then counts the tokens that step is
+   *     sampling as pending, leaves out sequences that step ends by length, never preempts (it
+   *     gives up, returning null, when a decode finds no free block), and stays valid only if no
+   *     sequence of it ends meanwhile ({@link Step#stillValid})
+   */
+  Step plan(boolean ahead) {
     List<Sequence> seqs = new ArrayList<>();
     List<Integer> counts = new ArrayList<>();
     int budget = config.chunkedPrefillSize();
     for (int i = 0; i < running.size(); i++) {
       Sequence s = running.get(i);
+      if (ahead && s.awaitingToken && s.projectedLength() >= s.maxTokens) {
+        continue; // the running step gives it its last token
+      }
       int pending = s.pending();
       int n = pending == 1 ? 1 : Math.min(pending, budget);
       if (n == 0) {
         continue;
       }
-      n = reserve(s, n, pending == 1);
+      n = ahead ? reserveAhead(s, n) : reserve(s, n, pending == 1);
+      if (n < 0) {
+        return null;
+      }
       if (n == 0) {
         // Preempted itself, or a prefill chunk that must wait for blocks.
         if (!running.contains(s)) {
@@ -131,12 +151,25 @@ final class Scheduler {
       return null;
     }
     int[] c = new int[seqs.size()];
+    int[] starts = new int[seqs.size()];
     boolean[] samples = new boolean[seqs.size()];
     for (int i = 0; i < c.length; i++) {
+      Sequence s = seqs.get(i);
       c[i] = counts.get(i);
-      samples[i] = seqs.get(i).cached() + c[i] == seqs.get(i).length();
+      starts[i] = s.cached();
+      samples[i] = starts[i] + c[i] == s.projectedLength();
     }
-    return new Step(seqs, c, samples);
+    return new Step(seqs, c, starts, samples);
+  }
+
+  /** Like {@link #reserve} without preemption: -1 when a decode finds no block. */
+  private int reserveAhead(Sequence s, int n) {
+    int need = pool.blocksFor((long) s.cached() + n) - s.blocks;
+    if (need <= 0 || pool.tryReserve(need)) {
+      s.blocks += Math.max(need, 0);
+      return n;
+    }
+    return n == 1 && s.pending() == 1 ? -1 : 0;
   }
 
   /**
@@ -166,7 +199,7 @@ final class Scheduler {
     running.remove(s);
     pool.release(s.blocks);
     s.blocks = 0;
-    s.cache = null;
+    closeCache(s);
     s.preemptions++;
     preemptions++;
     waiting.addFirst(s);
@@ -180,6 +213,16 @@ final class Scheduler {
     }
     pool.release(s.blocks);
     s.blocks = 0;
-    s.cache = null;
+    closeCache(s);
+  }
+
+  /** Gives the cache's storage back to the model (a GPU cache's blocks to its pool). */
+  private static void closeCache(Sequence s) {
+    if (s.cache != null) {
+      s.cache.close();
+      s.cache = null;
+    }
+    s.planned = 0;
+    s.awaitingToken = false;
   }
 }

@@ -10,9 +10,9 @@ import java.util.Set;
 
 /**
  * The engine thread's state for one request: all its tokens (prompt, then generated), its cache and
- * the KV blocks it holds. Tokens {@code [cache.length(), tokens)} are the input of its next step:
- * the rest of the prompt while prefilling, the last generated token while decoding, or everything
- * again after a preemption dropped the cache.
+ * the KV blocks it holds. Tokens {@code [planned, tokens)} are the input of its next step: the rest
+ * of the prompt while prefilling, the last generated token while decoding, or everything again
+ * after a preemption dropped the cache.
  */
 final class Sequence {
   final EngineRequest request;
@@ -27,6 +27,16 @@ final class Sequence {
   private int[] tokens;
   private int length;
   KvCache cache;
+
+  /**
+   * Tokens the cache holds once every submitted step has run: the engine's own view, so the next
+   * step can be planned while the model is still appending to the cache.
+   */
+  int planned;
+
+  /** Whether a submitted step samples this sequence's next token (not appended yet). */
+  boolean awaitingToken;
+
   int blocks;
   int preemptions;
   boolean finished;
@@ -75,13 +85,18 @@ final class Sequence {
     Sampler.addRow(batch, request.params(), generated(), counts, request.topLogprobs());
   }
 
-  /** Tokens already in the cache. */
+  /** Tokens in the cache once the submitted steps have run. */
   int cached() {
-    return cache == null ? 0 : cache.length();
+    return cache == null ? 0 : planned;
   }
 
-  /** Tokens waiting to go through the model. */
+  /** Prompt plus generated tokens, counting the one a submitted step is sampling. */
+  int projectedLength() {
+    return length + (awaitingToken ? 1 : 0);
+  }
+
+  /** Tokens waiting to go through the model, once the submitted steps have run. */
   int pending() {
-    return length - cached();
+    return projectedLength() - cached();
   }
 }

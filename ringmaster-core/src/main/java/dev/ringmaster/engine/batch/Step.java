@@ -5,10 +5,55 @@ import dev.ringmaster.runtime.KvCache;
 import java.util.List;
 
 /**
- * One forward step: the sequences in it, how many of their pending tokens each contributes, and
- * which of them sample a token afterwards (those whose pending tokens are all consumed).
+ * One forward step: the sequences in it, where each starts in its cache, how many of its pending
+ * tokens each contributes, and which of them sample a token afterwards (those whose pending tokens
+ * are all consumed).
+ *
+ * <p>A step planned while the previous one still runs holds a placeholder for each token that step
+ * is sampling; {@link #fillDeferred} writes those token ids once they are known, so the rest of the
+ * inputs is built while the model is busy.
  */
-record Step(List<Sequence> seqs, int[] counts, boolean[] samples) {
+final class Step {
+  private final List<Sequence> seqs;
+  private final int[] counts;
+  private final int[] starts;
+  private final boolean[] samples;
+  private final Inputs all;
+  private final int[] deferredAt;
+  private final int[] deferredSeq;
+
+  Step(List<Sequence> seqs, int[] counts, int[] starts, boolean[] samples) {
+    this.seqs = List.copyOf(seqs);
+    this.counts = counts;
+    this.starts = starts;
+    this.samples = samples;
+    int deferred = 0;
+    for (int i = 0; i < counts.length; i++) {
+      if (starts[i] + counts[i] > seqs.get(i).length()) {
+        deferred++;
+      }
+    }
+    this.deferredAt = new int[deferred];
+    this.deferredSeq = new int[deferred];
+    this.all = build(0, seqs.size(), true);
+  }
+
+  List<Sequence> seqs() {
+    return seqs;
+  }
+
+  int[] counts() {
+    return counts;
+  }
+
+  /** Cache length of each sequence before this step. */
+  int[] starts() {
+    return starts;
+  }
+
+  boolean[] samples() {
+    return samples;
+  }
 
   int numTokens() {
     int n = 0;
@@ -18,8 +63,49 @@ record Step(List<Sequence> seqs, int[] counts, boolean[] samples) {
     return n;
   }
 
-  /** The forward inputs of sequences {@code [from, to)} of this step. */
+  /** Whether some token ids are still placeholders (see {@link #fillDeferred}). */
+  boolean hasDeferred() {
+    return deferredAt.length > 0;
+  }
+
+  /**
+   * Whether this step, planned ahead, still fits its sequences: each still runs, was not cancelled,
+   * and its cache and tokens are where the plan expected them.
+   */
+  boolean stillValid() {
+    for (int i = 0; i < seqs.size(); i++) {
+      Sequence s = seqs.get(i);
+      if (s.finished
+          || s.cache == null
+          || s.handle.endRequested()
+          || s.awaitingToken
+          || s.planned != starts[i]
+          || starts[i] + counts[i] > s.length()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Writes the token ids that were not known when the step was planned. */
+  void fillDeferred() {
+    for (int d = 0; d < deferredAt.length; d++) {
+      int t = deferredAt[d];
+      all.tokens()[t] = seqs.get(deferredSeq[d]).token(all.layout().positions()[t]);
+    }
+  }
+
+  /** The forward inputs of the whole step (placeholders filled by {@link #fillDeferred}). */
+  Inputs inputs() {
+    return all;
+  }
+
+  /** The forward inputs of sequences {@code [from, to)}, built from their tokens now. */
   Inputs inputs(int from, int to) {
+    return from == 0 && to == seqs.size() && !hasDeferred() ? all : build(from, to, false);
+  }
+
+  private Inputs build(int from, int to, boolean recordDeferred) {
     int n = 0;
     for (int i = from; i < to; i++) {
       n += counts[i];
@@ -35,14 +121,23 @@ record Step(List<Sequence> seqs, int[] counts, boolean[] samples) {
     int[] logitRows = new int[rows];
     int t = 0;
     int r = 0;
+    int d = 0;
     for (int i = from; i < to; i++) {
       Sequence s = seqs.get(i);
       seqStart[i - from] = t;
       caches[i - from] = s.cache;
-      int start = s.cached();
+      int start = starts[i];
       for (int k = 0; k < counts[i]; k++) {
-        tokens[t] = s.token(start + k);
-        positions[t] = start + k;
+        int pos = start + k;
+        if (pos < s.length()) {
+          tokens[t] = s.token(pos);
+        } else if (recordDeferred) {
+          deferredAt[d] = t;
+          deferredSeq[d++] = i;
+        } else {
+          throw new IllegalStateException("token " + pos + " of a sequence is not known yet");
+        }
+        positions[t] = pos;
         t++;
       }
       if (samples[i]) {

@@ -205,6 +205,12 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     return min == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(min);
   }
 
+  /** This node's graph sizes: every node runs the same flags (the fingerprint checks them). */
+  @Override
+  public java.util.List<Integer> decodeGraphBatchSizes() {
+    return local.model().decodeGraphBatchSizes();
+  }
+
   @Override
   public KvCache newCache() {
     int id;

@@ -431,6 +431,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return java.util.OptionalLong.of(plan.kvTokens());
   }
 
+  /** The decode sizes captured as graphs (empty with {@code --disable-cuda-graph}). */
+  @Override
+  public List<Integer> decodeGraphBatchSizes() {
+    return graphs == null ? List.of() : graphs.sizes();
+  }
+
   /**
    * The paged cache's bf16 rows (MLA: the latent and rotary key; GQA: this rank's keys and values).
    */

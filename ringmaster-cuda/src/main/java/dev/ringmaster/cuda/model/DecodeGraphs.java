@@ -18,6 +18,11 @@ final class DecodeGraphs implements AutoCloseable {
   private final TreeMap<Integer, CudaGraph> graphs = new TreeMap<>();
   private final Map<Integer, Long> bytes = new LinkedHashMap<>();
 
+  /** The captured batch sizes, ascending. */
+  List<Integer> sizes() {
+    return List.copyOf(graphs.keySet());
+  }
+
   /**
    * Captures {@code step} (which launches one decode step of the given size) for every size,
    * showing progress where {@code report}.

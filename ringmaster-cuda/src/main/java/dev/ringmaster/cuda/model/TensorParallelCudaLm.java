@@ -253,6 +253,12 @@ public final class TensorParallelCudaLm
     return OptionalLong.of(min);
   }
 
+  /** Rank 0's captured decode sizes (every rank captures the same ones). */
+  @Override
+  public java.util.List<Integer> decodeGraphBatchSizes() {
+    return ranks.getFirst().decodeGraphBatchSizes();
+  }
+
   /** Every rank caches every token's latent, so a token costs one rank's bytes per rank. */
   @Override
   public long kvBytesPerToken() {

@@ -1,85 +1,66 @@
 package dev.ringmaster.server.generation;
 
-import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.RequestOutcome;
 import dev.ringmaster.engine.batch.TokenEvent;
 import dev.ringmaster.engine.batch.TokenListener;
-import dev.ringmaster.model.tokenizer.StreamDecoder;
-import dev.ringmaster.model.tokenizer.Tokenizer;
 import java.util.concurrent.BlockingQueue;
 
 /**
- * The engine-side half of one choice: detokenizes each token, applies stop strings, and posts
- * {@link ChoiceEvent}s to the queue its HTTP request thread reads. Runs on the engine thread.
+ * The engine-side half of one choice: it only queues each token id (with the time it came) and the
+ * outcome for the request's own thread, which detokenizes, matches stop strings and writes the
+ * response ({@link ChoiceDecoder}). Runs on the engine thread, so it does nothing else.
+ *
+ * <p>Once the request thread has given up on the choice ({@link #abandon}), the outcome goes
+ * straight to the metrics, so an abandoned request is still counted.
  */
 final class ChoiceListener implements TokenListener {
+  /** What the engine thread hands over. */
+  sealed interface Raw {
+    /** The choice the item belongs to. */
+    int index();
+  }
+
+  /** A token and when it came ({@link System#nanoTime}). */
+  record Token(int index, TokenEvent event, long nanos) implements Raw {}
+
+  /** The end of the choice and when it came. */
+  record End(int index, RequestOutcome outcome, long nanos) implements Raw {}
+
   private final int index;
-  private final StreamDecoder decoder;
-  private final StopMatcher stops;
-  private final BlockingQueue<ChoiceEvent> out;
+  private final BlockingQueue<Raw> out;
   private final LatencyObserver observer;
   private final long submitted = System.nanoTime();
-  private long firstToken;
-  private long lastToken;
-  private Object matchedStop;
+  private boolean abandoned;
 
-  ChoiceListener(
-      ChoiceRequest request,
-      Tokenizer tokenizer,
-      BlockingQueue<ChoiceEvent> out,
-      LatencyObserver observer) {
-    this.index = request.index();
-    this.decoder = tokenizer.newStreamDecoder(true);
-    this.stops = new StopMatcher(request.stopStrings());
+  ChoiceListener(int index, BlockingQueue<Raw> out, LatencyObserver observer) {
+    this.index = index;
     this.out = out;
     this.observer = observer;
   }
 
+  /** When the choice was submitted ({@link System#nanoTime}). */
+  long submitted() {
+    return submitted;
+  }
+
   @Override
   public boolean onToken(TokenEvent event) {
-    long now = System.nanoTime();
-    if (firstToken == 0) {
-      firstToken = now;
-      observer.firstToken((now - submitted) / 1e9);
-    } else {
-      observer.interToken((now - lastToken) / 1e9);
-    }
-    lastToken = now;
-    if (event.stopToken()) {
-      matchedStop = event.token();
-      out.add(new ChoiceEvent.Delta(index, "", event, true));
-      return true;
-    }
-    String text = stops.push(decoder.next(event.token()));
-    out.add(new ChoiceEvent.Delta(index, text, event, false));
-    if (stops.matched() != null) {
-      matchedStop = stops.matched();
-      return false;
-    }
+    out.add(new Token(index, event, System.nanoTime()));
     return true;
   }
 
   @Override
-  public void onFinish(RequestOutcome outcome) {
-    if (outcome.reason() != FinishReason.ERROR && stops.matched() == null) {
-      String tail = stops.push(decoder.flush());
-      tail += stops.flush();
-      if (!tail.isEmpty()) {
-        out.add(new ChoiceEvent.Delta(index, tail, null, false));
-      }
-    }
+  public synchronized void onFinish(RequestOutcome outcome) {
     long now = System.nanoTime();
-    ChoiceEvent.Done done =
-        new ChoiceEvent.Done(
-            index,
-            outcome.reason(),
-            matchedStop,
-            outcome.promptTokens(),
-            outcome.completionTokens(),
-            outcome.error(),
-            (now - submitted) / 1e9,
-            firstToken == 0 ? Double.NaN : (firstToken - submitted) / 1e9);
-    observer.finished(done);
-    out.add(done);
+    if (abandoned) {
+      observer.finished(ChoiceDecoder.unread(index, outcome, submitted, now));
+    } else {
+      out.add(new End(index, outcome, now));
+    }
+  }
+
+  /** The request thread reads no more: a later outcome goes to the metrics directly. */
+  synchronized void abandon() {
+    abandoned = true;
   }
 }

@@ -8,8 +8,11 @@ import dev.ringmaster.engine.batch.RequestHandle;
 import dev.ringmaster.engine.batch.TokenEvent;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.server.api.ApiException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -18,7 +21,9 @@ import java.util.function.BooleanSupplier;
 /**
  * The choices of one HTTP request, running in the engine. The request thread reads their events
  * ({@link #next}) or waits for all of them ({@link #collect}), and cancels them when the client
- * goes away. Closing it cancels what still runs and takes it out of the {@link RequestRegistry}.
+ * goes away. The engine thread only queues token ids; the reading thread detokenizes them and
+ * matches stop strings as it reads. Closing it cancels what still runs and takes it out of the
+ * {@link RequestRegistry}.
  */
 public final class Generation implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Generation.class.getName());
@@ -26,7 +31,10 @@ public final class Generation implements AutoCloseable {
   /** How often a waiting request thread looks whether its client is still connected. */
   private static final long CLIENT_CHECK_MS = 50;
 
-  private final BlockingQueue<ChoiceEvent> events = new LinkedBlockingQueue<>();
+  private final BlockingQueue<ChoiceListener.Raw> raw = new LinkedBlockingQueue<>();
+  private final ArrayDeque<ChoiceEvent> ready = new ArrayDeque<>();
+  private final Map<Integer, ChoiceDecoder> decoders = new HashMap<>();
+  private final List<ChoiceListener> listeners = new ArrayList<>();
   private final List<RequestHandle> handles = new ArrayList<>();
   private final int choices;
   private final BatchEngine engine;
@@ -55,13 +63,18 @@ public final class Generation implements AutoCloseable {
     Generation g = new Generation(requests.size(), engine);
     try {
       for (ChoiceRequest r : requests) {
-        ChoiceListener l = new ChoiceListener(r, tokenizer, g.events, observer);
+        ChoiceListener l = new ChoiceListener(r.index(), g.raw, observer);
+        ChoiceDecoder d = new ChoiceDecoder(r, tokenizer, observer, l.submitted());
+        g.decoders.put(r.index(), d);
+        g.listeners.add(l);
         EngineRequest er =
             new EngineRequest(null, r.promptIds(), r.params(), eosIds, r.topLogprobs(), l);
-        g.handles.add(engine.submit(er));
+        RequestHandle h = engine.submit(er);
+        d.handle(h);
+        g.handles.add(h);
       }
     } catch (EngineRejectedException e) {
-      g.cancel();
+      g.close();
       throw switch (e.reason()) {
         case QUEUE_FULL -> ApiException.unavailable("server_overloaded", e.getMessage(), 1);
         case SHUTTING_DOWN -> ApiException.unavailable("shutting_down", e.getMessage(), 5);
@@ -102,14 +115,13 @@ public final class Generation implements AutoCloseable {
 
   /** The next event, waiting for it; null once every choice has ended. */
   public ChoiceEvent next() throws InterruptedException {
-    if (finished()) {
-      return null;
+    while (ready.isEmpty()) {
+      if (finished()) {
+        return null;
+      }
+      decode(raw.take());
     }
-    ChoiceEvent e = events.take();
-    if (e instanceof ChoiceEvent.Done) {
-      done++;
-    }
-    return e;
+    return take();
   }
 
   /**
@@ -117,10 +129,27 @@ public final class Generation implements AutoCloseable {
    * has ended (see {@link #finished}).
    */
   public ChoiceEvent poll(long timeoutMs) throws InterruptedException {
-    if (finished()) {
-      return null;
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+    while (ready.isEmpty()) {
+      if (finished()) {
+        return null;
+      }
+      ChoiceListener.Raw r = raw.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+      if (r == null) {
+        return null;
+      }
+      decode(r);
     }
-    ChoiceEvent e = events.poll(timeoutMs, TimeUnit.MILLISECONDS);
+    return take();
+  }
+
+  /** Detokenizes one item from the engine here, on the request's thread. */
+  private void decode(ChoiceListener.Raw r) {
+    decoders.get(r.index()).accept(r, ready::add);
+  }
+
+  private ChoiceEvent take() {
+    ChoiceEvent e = ready.poll();
     if (e instanceof ChoiceEvent.Done) {
       done++;
     }
@@ -155,11 +184,22 @@ public final class Generation implements AutoCloseable {
         "shutting_down", "the server shut down before this request ran; retry it", 5);
   }
 
-  /** Cancels what still runs and leaves the registry. Idempotent. */
+  /**
+   * Cancels what still runs and leaves the registry; outcomes that come later go to the metrics
+   * without being read. Idempotent.
+   */
   @Override
   public void close() {
     if (!finished()) {
       cancel();
+      listeners.forEach(ChoiceListener::abandon);
+      // Ends already queued are counted here; later ones by their listeners.
+      for (ChoiceListener.Raw r; (r = raw.poll()) != null; ) {
+        if (r instanceof ChoiceListener.End) {
+          decode(r);
+        }
+      }
+      ready.clear();
     }
     if (registry != null) {
       registry.remove(rid, this);

@@ -1,6 +1,10 @@
 package dev.ringmaster.server.generation;
 
-/** Receives per-request timings (metrics). Called on the engine thread: must be quick. */
+/**
+ * Receives per-request timings (metrics). Called on the request's thread as it reads its tokens,
+ * and on the engine thread for the end of a request nobody reads any more: must be quick and
+ * thread-safe.
+ */
 public interface LatencyObserver {
   /** Seconds from submission to the first token. */
   void firstToken(double seconds);

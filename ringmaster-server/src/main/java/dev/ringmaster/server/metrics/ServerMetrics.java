@@ -2,10 +2,12 @@ package dev.ringmaster.server.metrics;
 
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
+import dev.ringmaster.engine.batch.StepTimes;
 import dev.ringmaster.server.generation.ChoiceEvent;
 import dev.ringmaster.server.generation.LatencyObserver;
 import io.prometheus.metrics.config.EscapingScheme;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -72,6 +74,57 @@ public final class ServerMetrics implements LatencyObserver {
         "KV cache capacity in token positions.",
         engine,
         s -> (double) s.totalBlocks() * s.pageSize());
+    stepCounter("engine_steps", "Forward steps run.", engine, t -> t.steps());
+    stepCounter(
+        "engine_overlapped_steps",
+        "Steps planned while the previous step ran and used as planned.",
+        engine,
+        t -> t.overlapped());
+    stepCounter(
+        "step_host_seconds",
+        "Engine time between a step's tokens coming back and the next step's submission.",
+        engine,
+        StepTimes::hostSeconds);
+    stepCounter(
+        "step_build_seconds",
+        "Time spent planning batches and building their inputs.",
+        engine,
+        StepTimes::buildSeconds);
+    stepCounter(
+        "step_forward_seconds",
+        "Time from a step's submission to its tokens coming back.",
+        engine,
+        StepTimes::forwardSeconds);
+    stepGauge(
+        "step_host_time_ms",
+        "Mean host time per step over the recent steps, milliseconds.",
+        engine,
+        StepTimes::recentHostMillis);
+    stepGauge(
+        "step_host_time_share",
+        "Host time as a share of the recent steps (host plus forward), 0..1.",
+        engine,
+        StepTimes::recentHostShare);
+  }
+
+  private void stepCounter(
+      String suffix, String help, BatchEngine engine, ToDoubleFunction<StepTimes> value) {
+    CounterWithCallback.builder()
+        .name(name(suffix))
+        .help(help)
+        .labelNames("model_name")
+        .callback(cb -> cb.call(value.applyAsDouble(engine.stepTimes()), model))
+        .register(registry);
+  }
+
+  private void stepGauge(
+      String suffix, String help, BatchEngine engine, ToDoubleFunction<StepTimes> value) {
+    GaugeWithCallback.builder()
+        .name(name(suffix))
+        .help(help)
+        .labelNames("model_name")
+        .callback(cb -> cb.call(value.applyAsDouble(engine.stepTimes()), model))
+        .register(registry);
   }
 
   private static String name(String suffix) {

@@ -10,6 +10,7 @@ import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.ApiException;
 import dev.ringmaster.server.api.Fields;
 import dev.ringmaster.server.api.Json;
+import dev.ringmaster.server.api.SamplingFields;
 import dev.ringmaster.server.generation.ChoiceEvent;
 import dev.ringmaster.server.generation.ChoiceRequest;
 import dev.ringmaster.server.generation.ChoiceResult;
@@ -50,7 +51,8 @@ public final class GenerateEndpoint implements Endpoint {
           "min_new_tokens",
           "frequency_penalty",
           "presence_penalty",
-          "repetition_penalty");
+          "repetition_penalty",
+          "logit_bias");
 
   private final ServerContext ctx;
 
@@ -152,21 +154,9 @@ public final class GenerateEndpoint implements Endpoint {
   }
 
   private static void rejectUnsupported(ObjectNode sp) {
-    if (Fields.number(sp, "min_p", 0, 0, 1) != 0) {
-      throw ApiException.unsupported("sampling_params.min_p", "'min_p' is not supported");
-    }
     if (Fields.integer(sp, "min_new_tokens", 0, 0, Integer.MAX_VALUE) != 0) {
       throw ApiException.unsupported(
           "sampling_params.min_new_tokens", "'min_new_tokens' is not supported");
-    }
-    for (String f : List.of("frequency_penalty", "presence_penalty")) {
-      if (Fields.number(sp, f, 0, -2, 2) != 0) {
-        throw ApiException.unsupported("sampling_params." + f, "'" + f + "' is not supported");
-      }
-    }
-    if (Fields.number(sp, "repetition_penalty", 1, 0, 100) != 1) {
-      throw ApiException.unsupported(
-          "sampling_params.repetition_penalty", "'repetition_penalty' is not supported");
     }
     if (!Fields.bool(sp, "skip_special_tokens", true)) {
       throw ApiException.unsupported(
@@ -222,8 +212,12 @@ public final class GenerateEndpoint implements Endpoint {
     List<ChoiceRequest> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       SamplingParams p =
-          new SamplingParams(
-              temperature, topP, Math.max(topK, 0), seed + i, max, ignoreEos, stopIds);
+          SamplingFields.apply(
+              sp,
+              "sampling_params.",
+              new SamplingParams(
+                  temperature, topP, Math.max(topK, 0), seed + i, max, ignoreEos, stopIds),
+              ctx.model().vocabSize());
       out.add(new ChoiceRequest(first + i, prompt, p, stops, top));
     }
     return out;

@@ -3,6 +3,7 @@ package dev.ringmaster.server.nativeapi;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
+import dev.ringmaster.engine.batch.StepTimes;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.ServerVersion;
 import dev.ringmaster.server.api.Json;
@@ -77,6 +78,17 @@ public final class ServerInfoEndpoint implements Endpoint {
     state.put("num_queue_reqs", s.queued());
     state.put("token_usage", s.kvUsage());
     state.put("max_total_num_tokens", kvTokens);
+    state.put("max_running_requests", engine.config().maxRunningRequests());
+    state.put("chunked_prefill_size", engine.config().chunkedPrefillSize());
+    state.put("overlap_schedule", engine.config().overlap());
+    StepTimes t = engine.stepTimes();
+    state.put("steps", t.steps());
+    state.put("overlapped_steps", t.overlapped());
+    state.put("avg_host_time_per_step_ms", t.recentHostMillis());
+    state.put("avg_batch_build_time_ms", t.recentBuildMillis());
+    state.put("avg_forward_time_per_step_ms", t.recentForwardMillis());
+    state.put("host_time_share", t.recentHostShare());
+    state.put("host_seconds_total", t.hostSeconds());
     ex.ok(out);
   }
 }

@@ -6,6 +6,7 @@ import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.server.ServingModel;
 import dev.ringmaster.server.api.ApiException;
 import dev.ringmaster.server.api.Fields;
+import dev.ringmaster.server.api.SamplingFields;
 import dev.ringmaster.server.generation.ChoiceRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,6 +28,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * @param topLogprobs -1 none, else how many alternatives per token
  * @param stream server-sent events
  * @param includeUsage send a usage chunk at the end of a stream
+ * @param extra min-p, penalties and logit bias ({@link SamplingFields}), on greedy defaults
  */
 record OpenAiParams(
     Integer maxTokens,
@@ -40,7 +42,8 @@ record OpenAiParams(
     int n,
     int topLogprobs,
     boolean stream,
-    boolean includeUsage) {
+    boolean includeUsage,
+    SamplingParams extra) {
 
   static final int MAX_TOP_LOGPROBS = 20;
   private static final int MAX_STOPS = 16;
@@ -66,6 +69,7 @@ record OpenAiParams(
               + "'");
     }
     rejectUnsupported(o);
+    SamplingParams extra = SamplingFields.apply(o, "", SamplingParams.greedy(1), model.vocabSize());
     Integer maxTokens = null;
     for (String f : List.of("max_tokens", "max_completion_tokens")) {
       if (Fields.has(o, f)) {
@@ -117,28 +121,14 @@ record OpenAiParams(
         n,
         topLogprobs,
         stream,
-        includeUsage);
+        includeUsage,
+        extra);
   }
 
   /** Parameters we do not implement: accepted only at their neutral value. */
   private static void rejectUnsupported(ObjectNode o) {
-    for (String f : List.of("presence_penalty", "frequency_penalty")) {
-      if (Fields.number(o, f, 0, -2, 2) != 0) {
-        throw ApiException.unsupported(f, "'" + f + "' is not supported");
-      }
-    }
-    if (Fields.number(o, "repetition_penalty", 1, 0, 100) != 1) {
-      throw ApiException.unsupported("repetition_penalty", "'repetition_penalty' is not supported");
-    }
-    if (Fields.number(o, "min_p", 0, 0, 1) != 0) {
-      throw ApiException.unsupported("min_p", "'min_p' is not supported");
-    }
     if (Fields.integer(o, "min_tokens", 0, 0, Integer.MAX_VALUE) != 0) {
       throw ApiException.unsupported("min_tokens", "'min_tokens' is not supported");
-    }
-    ObjectNode bias = Fields.object(o, "logit_bias");
-    if (bias != null && !bias.isEmpty()) {
-      throw ApiException.unsupported("logit_bias", "'logit_bias' is not supported");
     }
     for (String f : List.of("tools", "functions", "suffix", "audio", "prediction")) {
       JsonNode v = o.get(f);
@@ -210,7 +200,19 @@ record OpenAiParams(
     long base = seed != null ? seed : ThreadLocalRandom.current().nextLong();
     for (int i = 0; i < n; i++) {
       SamplingParams p =
-          new SamplingParams(temperature, topP, topK, base + i, max, ignoreEos, stopIds);
+          new SamplingParams(
+              temperature,
+              topP,
+              topK,
+              base + i,
+              max,
+              ignoreEos,
+              stopIds,
+              extra.minP(),
+              extra.repetitionPenalty(),
+              extra.frequencyPenalty(),
+              extra.presencePenalty(),
+              extra.logitBias());
       out.add(new ChoiceRequest(firstIndex + i, prompt, p, stopStrings, topLogprobs));
     }
     return out;
