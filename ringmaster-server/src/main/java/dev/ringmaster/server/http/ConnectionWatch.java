@@ -2,19 +2,14 @@ package dev.ringmaster.server.http;
 
 import io.helidon.common.buffers.BufferData;
 import io.helidon.common.buffers.DataReader;
-import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.concurrency.limits.Limit;
-import io.helidon.common.socket.PeerInfo;
 import io.helidon.webserver.ConnectionContext;
-import io.helidon.webserver.ListenerContext;
-import io.helidon.webserver.Router;
 import io.helidon.webserver.spi.ServerConnection;
 import io.helidon.webserver.spi.ServerConnectionSelector;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -75,7 +70,7 @@ public final class ConnectionWatch {
     open.put(key, pump);
     ServerConnection inner;
     try {
-      inner = make.apply(new PumpedContext(ctx, pump.reader));
+      inner = make.apply(new SwappedContext(ctx, pump.reader, ctx.dataWriter()));
     } catch (RuntimeException e) {
       open.remove(key, pump);
       throw e;
@@ -154,70 +149,6 @@ public final class ConnectionWatch {
         Thread.currentThread().interrupt();
         return null;
       }
-    }
-  }
-
-  /** The connection's context with the pumped reader in place of the socket's. */
-  private record PumpedContext(ConnectionContext ctx, DataReader reader)
-      implements ConnectionContext {
-    @Override
-    public ListenerContext listenerContext() {
-      return ctx.listenerContext();
-    }
-
-    @Override
-    public ExecutorService executor() {
-      return ctx.executor();
-    }
-
-    @Override
-    public DataWriter dataWriter() {
-      return ctx.dataWriter();
-    }
-
-    @Override
-    public DataReader dataReader() {
-      return reader;
-    }
-
-    @Override
-    public Router router() {
-      return ctx.router();
-    }
-
-    @Override
-    public java.util.Optional<io.helidon.webserver.ProxyProtocolData> proxyProtocolData() {
-      return ctx.proxyProtocolData();
-    }
-
-    @Override
-    public io.helidon.common.socket.HelidonSocket serverSocket() {
-      return ctx.serverSocket();
-    }
-
-    @Override
-    public PeerInfo remotePeer() {
-      return ctx.remotePeer();
-    }
-
-    @Override
-    public PeerInfo localPeer() {
-      return ctx.localPeer();
-    }
-
-    @Override
-    public boolean isSecure() {
-      return ctx.isSecure();
-    }
-
-    @Override
-    public String socketId() {
-      return ctx.socketId();
-    }
-
-    @Override
-    public String childSocketId() {
-      return ctx.childSocketId();
     }
   }
 }

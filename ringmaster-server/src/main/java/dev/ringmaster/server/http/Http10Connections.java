@@ -3,17 +3,13 @@ package dev.ringmaster.server.http;
 import io.helidon.common.buffers.BufferData;
 import io.helidon.common.buffers.DataReader;
 import io.helidon.common.buffers.DataWriter;
-import io.helidon.common.socket.PeerInfo;
 import io.helidon.webserver.ConnectionContext;
-import io.helidon.webserver.ListenerContext;
-import io.helidon.webserver.Router;
 import io.helidon.webserver.spi.ServerConnection;
 import io.helidon.webserver.spi.ServerConnectionSelector;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
 
 /**
  * HTTP/1.0 clients (ApacheBench, nginx {@code proxy_pass} by default, HAProxy health checks), which
@@ -55,13 +51,13 @@ public final class Http10Connections {
       @Override
       public ServerConnection connection(ConnectionContext ctx) {
         Translation t = new Translation(ctx);
-        return watch.watched(t, http11::connection);
+        return watch.watched(new SwappedContext(ctx, t.requests, t.responses), http11::connection);
       }
     };
   }
 
   /** One HTTP/1.0 connection's translation, both ways. */
-  private static final class Translation implements ConnectionContext {
+  private static final class Translation {
     private final ConnectionContext ctx;
     private final DataReader source;
     private final DataReader requests;
@@ -280,66 +276,6 @@ public final class Http10Connections {
         decoder.reset();
       }
       return sb.toString().getBytes(StandardCharsets.ISO_8859_1);
-    }
-
-    @Override
-    public ListenerContext listenerContext() {
-      return ctx.listenerContext();
-    }
-
-    @Override
-    public ExecutorService executor() {
-      return ctx.executor();
-    }
-
-    @Override
-    public DataWriter dataWriter() {
-      return responses;
-    }
-
-    @Override
-    public DataReader dataReader() {
-      return requests;
-    }
-
-    @Override
-    public Router router() {
-      return ctx.router();
-    }
-
-    @Override
-    public java.util.Optional<io.helidon.webserver.ProxyProtocolData> proxyProtocolData() {
-      return ctx.proxyProtocolData();
-    }
-
-    @Override
-    public io.helidon.common.socket.HelidonSocket serverSocket() {
-      return ctx.serverSocket();
-    }
-
-    @Override
-    public PeerInfo remotePeer() {
-      return ctx.remotePeer();
-    }
-
-    @Override
-    public PeerInfo localPeer() {
-      return ctx.localPeer();
-    }
-
-    @Override
-    public boolean isSecure() {
-      return ctx.isSecure();
-    }
-
-    @Override
-    public String socketId() {
-      return ctx.socketId();
-    }
-
-    @Override
-    public String childSocketId() {
-      return ctx.childSocketId();
     }
   }
 
