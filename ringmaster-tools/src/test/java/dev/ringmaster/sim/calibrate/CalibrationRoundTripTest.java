@@ -46,7 +46,7 @@ class CalibrationRoundTripTest {
             ic.crossSocketBandwidth(),
             0.42,
             11.0,
-            ic.pcieFabric());
+            null);
     return new HardwareProfile(
         base.name() + "-truth",
         base.description(),
