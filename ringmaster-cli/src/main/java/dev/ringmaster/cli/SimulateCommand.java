@@ -36,6 +36,9 @@ import picocli.CommandLine.Option;
         "Predict decode speed, memory and KV capacity of a configuration on a hardware profile.",
     subcommands = {SimulateCalibrateCommand.class, SimulateCheckCommand.class})
 final class SimulateCommand implements Callable<Integer> {
+  /** Exit status of a configuration that cannot run on the profile (the reasons are printed). */
+  static final int DOES_NOT_RUN = 3;
+
   @Option(names = "--model-config", description = "config.json of the model (required).")
   Path modelConfig;
 
@@ -159,7 +162,7 @@ final class SimulateCommand implements Callable<Integer> {
       Prediction p = sim.predict(shape, config(Map.of()));
       System.out.print(
           json ? PredictionText.json(p) + System.lineSeparator() : PredictionText.text(p));
-      return 0;
+      return p.runs() ? 0 : DOES_NOT_RUN;
     }
     int eq = sweep.indexOf('=');
     if (eq < 1) {
@@ -198,7 +201,7 @@ final class SimulateCommand implements Callable<Integer> {
         series,
         true);
     System.err.println("plot written to " + plot);
-    return 0;
+    return preds.stream().allMatch(Prediction::runs) ? 0 : DOES_NOT_RUN;
   }
 
   private void printTable(String param, List<String> values, List<Prediction> preds) {
@@ -214,6 +217,14 @@ final class SimulateCommand implements Callable<Integer> {
         "warnings");
     for (int i = 0; i < values.size(); i++) {
       Prediction p = preds.get(i);
+      if (!p.runs()) {
+        System.out.printf(
+            Locale.ROOT,
+            "%-14s does not run: %s%n",
+            values.get(i),
+            String.join("; ", p.doesNotRun()));
+        continue;
+      }
       System.out.printf(
           Locale.ROOT,
           "%-14s %10.3f %12.1f %12.1f %-13s %,14d %10d%n",
@@ -235,9 +246,9 @@ final class SimulateCommand implements Callable<Integer> {
     int t = intOf(o, "tp-size", tp);
     int e = intOf(o, "ep-size", ep);
     int maxBs = intOf(o, "cuda-graph-max-bs", cudaGraphMaxBs);
-    String ar = o.getOrDefault("allreduce", allreduce);
-    String q = o.getOrDefault("quantization", quantization);
-    String a = o.getOrDefault("moe-a2a-backend", a2a);
+    String ar = o.containsKey("allreduce") ? o.remove("allreduce") : allreduce;
+    String q = o.containsKey("quantization") ? o.remove("quantization") : quantization;
+    String a = o.containsKey("moe-a2a-backend") ? o.remove("moe-a2a-backend") : a2a;
     int steps = intOf(o, "speculative-num-steps", specSteps);
     int draft = intOf(o, "speculative-num-draft-tokens", specDraftTokens);
     double accept =

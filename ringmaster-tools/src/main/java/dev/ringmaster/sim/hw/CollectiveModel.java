@@ -166,15 +166,34 @@ public final class CollectiveModel {
     }
     boolean two = algo == AllreduceAlgorithm.TWOSHOT;
     Interconnect ic = profile.interconnect();
-    double us = peerKernel(algo).timeUs(peerTransferSeconds(ic, bytes, n, two));
     String name =
         switch (algo) {
           case TWOSHOT -> "two-shot";
           case FUSED -> "fused";
           default -> "one-shot";
         };
+    if (usesFabric(algo)) {
+      double us = new PeerFabricModel(ic).allreduceUs(bytes, n, two, spec.peerKernelLaunchUs());
+      return new CollectiveTime(us, name + " (PCIe tree, all peers at once)");
+    }
+    double us = peerKernel(algo).timeUs(peerTransferSeconds(ic, bytes, n, two));
     return new CollectiveTime(
         us, crossBound(ic, bytes, n, two) ? name + " (socket link bound)" : name);
+  }
+
+  /**
+   * Whether a peer kernel is timed over the PCIe tree: on a PCIe box whose profile describes the
+   * tree, unless that kernel has calibrated constants (measured on the box, they win).
+   */
+  private boolean usesFabric(AllreduceAlgorithm algo) {
+    Interconnect ic = profile.interconnect();
+    Map<String, PeerKernel> calibrated = profile.collectives().peer();
+    String key = peerKey(algo);
+    boolean measured =
+        calibrated != null
+            && (calibrated.containsKey(key)
+                || (algo == AllreduceAlgorithm.FUSED && calibrated.containsKey("oneshot")));
+    return !ic.nvlink() && ic.pcieFabric() != null && !measured;
   }
 
   private static String bytesText(long bytes) {

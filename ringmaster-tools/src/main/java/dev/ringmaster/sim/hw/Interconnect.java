@@ -20,6 +20,9 @@ import java.util.List;
  *     calibrated per-kernel constants ({@link CollectiveSpec#peer}) replace
  * @param peerSyncUs one barrier among all ranks through peer-memory flags, microseconds; the
  *     uncalibrated model, as {@code peerReadEfficiency}
+ * @param pcieFabric the PCIe tree with per-path-class constants, or null; where present on a PCIe
+ *     box, uncalibrated peer-memory kernels are timed over it ({@link PeerFabricModel}) instead of
+ *     by {@code peerReadEfficiency} and {@code peerSyncUs}
  */
 public record Interconnect(
     String type,
@@ -30,7 +33,19 @@ public record Interconnect(
     List<Integer> gpuSwitch,
     double crossSocketBandwidth,
     double peerReadEfficiency,
-    double peerSyncUs) {
+    double peerSyncUs,
+    PcieFabric pcieFabric) {
+
+  /** Validates the placement lists against each other. */
+  public Interconnect {
+    if (type == null) {
+      throw new IllegalArgumentException("interconnect.type must be nvlink or pcie");
+    }
+    if (gpuSocket == null || gpuSwitch == null || gpuSocket.size() != gpuSwitch.size()) {
+      throw new IllegalArgumentException(
+          "interconnect.gpu_socket and gpu_switch must list one entry per GPU each");
+    }
+  }
 
   /** Path classes between two GPUs. */
   public enum Path {

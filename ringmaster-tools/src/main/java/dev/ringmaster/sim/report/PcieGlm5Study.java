@@ -131,6 +131,12 @@ public final class PcieGlm5Study {
       labels.add(r.group() + ": " + r.label().replaceAll(":.*", ""));
       p.breakdownMs()
           .forEach((k, v) -> series.computeIfAbsent(k, x -> new ArrayList<>()).add(v / perStep));
+      for (String w : p.doesNotRun()) {
+        md.append("|  | ")
+            .append("does not run: ")
+            .append(w.replace("|", "/"))
+            .append(" | | | | | | | | | | | | |\n");
+      }
       for (String w : p.warnings()) {
         md.append("|  | ")
             .append("warning: ")

@@ -29,8 +29,26 @@ public final class PredictionText {
     }
   }
 
-  /** A readable summary. */
+  /**
+   * A readable summary; a configuration that cannot run gives its header and the reasons ({@code
+   * does not run: ...}), never a speed.
+   */
   public static String text(Prediction p) {
+    String full = fullText(p);
+    if (p.runs()) {
+      return full;
+    }
+    StringBuilder b = new StringBuilder(full.substring(0, full.indexOf('\n') + 1));
+    for (String r : p.doesNotRun()) {
+      b.append("  does not run: ").append(r).append(System.lineSeparator());
+    }
+    for (String w : p.warnings()) {
+      b.append("  warning: ").append(w).append(System.lineSeparator());
+    }
+    return b.toString();
+  }
+
+  private static String fullText(Prediction p) {
     StringBuilder b = new StringBuilder();
     Map<String, Object> c = p.config();
     b.append(

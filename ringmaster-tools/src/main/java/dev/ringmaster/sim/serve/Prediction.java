@@ -24,7 +24,9 @@ import java.util.Map;
  * @param memory the memory plan (bytes)
  * @param prefillMs time to prefill one prompt of the configured context length
  * @param speculative speculative-decoding detail, or null
- * @param warnings what does not fit, is not supported, or was substituted
+ * @param doesNotRun why this configuration cannot run at all (unsupported on this box, does not fit
+ *     in memory); empty when it runs. Times are then what-if figures and are not to be printed
+ * @param warnings what is a caveat or was substituted
  * @param assumptions what the prediction takes for granted
  */
 public record Prediction(
@@ -43,8 +45,14 @@ public record Prediction(
     MemoryPlan memory,
     double prefillMs,
     SpecDetail speculative,
+    List<String> doesNotRun,
     List<String> warnings,
     List<String> assumptions) {
+
+  /** Whether the configuration can run on this box. */
+  public boolean runs() {
+    return doesNotRun.isEmpty();
+  }
 
   /**
    * Speculative decoding detail.

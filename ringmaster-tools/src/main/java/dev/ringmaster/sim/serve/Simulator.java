@@ -2,6 +2,7 @@ package dev.ringmaster.sim.serve;
 
 import dev.ringmaster.sim.hw.AllreduceAlgorithm;
 import dev.ringmaster.sim.hw.HardwareProfile;
+import dev.ringmaster.sim.hw.PeerFabricModel;
 import dev.ringmaster.sim.model.Category;
 import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.StepShape;
@@ -46,16 +47,17 @@ public final class Simulator {
   /** Predicts decode (and prefill) of {@code cfg}. */
   public Prediction predict(ModelShape shape, ServingConfig cfg) {
     List<String> warnings = new ArrayList<>();
-    checkConfig(shape, cfg, warnings);
+    List<String> blockers = new ArrayList<>();
+    checkConfig(shape, cfg, warnings, blockers);
     WeightInventory inv = new WeightInventory(shape);
     MemoryPlan mem = MemoryPlanner.plan(inv, cfg, hw);
     if (!mem.fits()) {
-      warnings.add(
+      blockers.add(
           String.format(
               "does not fit: weights %.1f GB + buffers exceed the %.1f GB of one GPU",
               mem.weightsBytes() / 1e9, mem.totalBytes() / 1e9));
     } else if (mem.maxBatchAtContext() < cfg.batch()) {
-      warnings.add(
+      blockers.add(
           String.format(
               "KV cache holds %d tokens: only %d sequences of %d tokens fit, batch %d does not",
               mem.kvCapacityTokens(), mem.maxBatchAtContext(), cfg.contextLen(), cfg.batch()));
@@ -146,6 +148,7 @@ public final class Simulator {
         mem,
         prefillMs(inv, cfg),
         spec,
+        List.copyOf(blockers),
         List.copyOf(warnings),
         ASSUMPTIONS);
   }
@@ -163,7 +166,8 @@ public final class Simulator {
     return us / 1000;
   }
 
-  private void checkConfig(ModelShape s, ServingConfig cfg, List<String> warnings) {
+  private void checkConfig(
+      ModelShape s, ServingConfig cfg, List<String> warnings, List<String> blockers) {
     if (cfg.tp() > hw.gpuCount()) {
       throw new IllegalArgumentException(
           "--tp-size " + cfg.tp() + " exceeds the " + hw.gpuCount() + " GPUs of " + hw.name());
@@ -172,13 +176,32 @@ public final class Simulator {
       throw new IllegalArgumentException(
           "--ep-size " + cfg.ep() + " must divide the " + s.moe().numExperts() + " experts");
     }
-    if (cfg.allreduce() == AllreduceAlgorithm.FUSED && !hw.collectives().fusedAllreduce()) {
-      warnings.add(
+    if (cfg.allreduce() == AllreduceAlgorithm.FUSED
+        && cfg.tp() > 1
+        && !hw.collectives().fusedAllreduce()) {
+      blockers.add(
           "fused allreduce not supported on "
               + hw.gpu().arch()
               + ": "
               + hw.collectives().fusedAllreduceNote()
-              + "; predicted with nccl");
+              + "; use --allreduce nccl");
+    }
+    boolean peerKernel =
+        cfg.allreduce() == AllreduceAlgorithm.ONESHOT
+            || cfg.allreduce() == AllreduceAlgorithm.TWOSHOT
+            || cfg.allreduce() == AllreduceAlgorithm.FUSED;
+    if (peerKernel
+        && cfg.tp() > 1
+        && !hw.interconnect().nvlink()
+        && hw.interconnect().pcieFabric() != null
+        && !new PeerFabricModel(hw.interconnect()).directPeerAccess(cfg.tp())) {
+      blockers.add(
+          "--allreduce "
+              + cfg.allreduce().cliName()
+              + " loads from peer memory, and some of the "
+              + cfg.tp()
+              + " GPUs have no direct peer access (staged through host memory in the profile's"
+              + " pcie_fabric); use --allreduce nccl");
     }
     if ((cfg.allreduce() == AllreduceAlgorithm.ONESHOT
             || cfg.allreduce() == AllreduceAlgorithm.TWOSHOT)

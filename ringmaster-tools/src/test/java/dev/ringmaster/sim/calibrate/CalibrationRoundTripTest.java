@@ -45,7 +45,8 @@ class CalibrationRoundTripTest {
             ic.gpuSwitch(),
             ic.crossSocketBandwidth(),
             0.42,
-            11.0);
+            11.0,
+            null);
     return new HardwareProfile(
         base.name() + "-truth",
         base.description(),

@@ -74,11 +74,25 @@ class SimulatorTest {
   }
 
   @Test
-  void unsupportedFeaturesWarnAndFallBack() {
+  void unsupportedAllreduceDoesNotRun() {
     Prediction fused = rtx.predict(glm5, glmTp8(AllreduceAlgorithm.FUSED, 512, null));
     Prediction nccl = rtx.predict(glm5, glmTp8(AllreduceAlgorithm.NCCL, 512, null));
-    assertThat(fused.warnings()).anyMatch(w -> w.contains("fused allreduce not supported"));
-    assertThat(fused.stepTimeMs()).isEqualTo(nccl.stepTimeMs());
+    assertThat(fused.runs()).isFalse();
+    assertThat(fused.doesNotRun())
+        .anyMatch(w -> w.contains("fused allreduce not supported on sm_120"));
+    assertThat(nccl.runs()).isTrue();
+  }
+
+  @Test
+  void aBatchLargerThanTheKvCacheDoesNotRun() {
+    ServingConfig cfg = glmTp8(AllreduceAlgorithm.NCCL, 512, null);
+    Prediction fits = rtx.predict(glm5, cfg);
+    long max = fits.maxBatchAtContext();
+    assertThat(max).isPositive();
+    Prediction over = rtx.predict(glm5, cfg.withBatch((int) max + 1));
+    assertThat(over.runs()).isFalse();
+    assertThat(over.doesNotRun()).anyMatch(w -> w.startsWith("KV cache holds"));
+    assertThat(rtx.predict(glm5, cfg.withBatch((int) max)).runs()).isTrue();
   }
 
   /** GLM-5 with NVFP4 experts at TP 8 / EP 8 over {@code a2a}, batch 1 at 4,096 tokens. */
@@ -125,6 +139,7 @@ class SimulatorTest {
   void bf16Glm5DoesNotFitOnOneH200() {
     Prediction p = new Simulator(Profiles.load("h200")).predict(glm5, ServingConfig.defaults(1));
     assertThat(p.memory().fits()).isFalse();
-    assertThat(p.warnings()).anyMatch(w -> w.startsWith("does not fit"));
+    assertThat(p.runs()).isFalse();
+    assertThat(p.doesNotRun()).anyMatch(w -> w.startsWith("does not fit"));
   }
 }
