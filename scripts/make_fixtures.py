@@ -262,7 +262,7 @@ VARIANTS = [
     ),
     dict(
         name="glm_moe_dsa_shared",
-        seed=126,
+        seed=129,
         about="GLM-5: the DSA indexer with interleaved rotary (8 heads x 16 dims), index_topk 8 below the "
               "32-token prompt; indexer_types full / shared / full, so layer 1 has no indexer and reuses "
               "layer 0's selection; one group, top-2 of 8 with bias; first layer dense; v_head_dim 12.",
