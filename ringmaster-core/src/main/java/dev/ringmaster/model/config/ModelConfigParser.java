@@ -177,6 +177,16 @@ public final class ModelConfigParser {
     checkPositive("index_n_heads", heads);
     checkPositive("index_head_dim", headDim);
     checkPositive("index_topk", topK);
+    int ropeDims = optInt("qk_rope_head_dim", 64);
+    if (headDim < ropeDims) {
+      throw new ModelLoadException(
+          source
+              + ": index_head_dim ("
+              + headDim
+              + ") must be at least qk_rope_head_dim ("
+              + ropeDims
+              + "): the indexer rotates its first qk_rope_head_dim dims");
+    }
     List<Boolean> full = new ArrayList<>(layers);
     if (arch == Architecture.DEEPSEEK_V32) {
       for (int i = 0; i < layers; i++) {
@@ -184,6 +194,9 @@ public final class ModelConfigParser {
       }
     } else if (root.path("indexer_types").isArray()) {
       strings("indexer_types", layers, "full", "shared").forEach(t -> full.add(t.equals("full")));
+    } else if (root.path("index_topk_pattern").isArray()) {
+      strings("index_topk_pattern", layers, "full", "shared")
+          .forEach(t -> full.add(t.equals("full")));
     } else if (root.path("index_topk_pattern").isTextual()) {
       String pattern = root.get("index_topk_pattern").asText();
       if (pattern.length() != layers || !pattern.matches("[FS]*")) {

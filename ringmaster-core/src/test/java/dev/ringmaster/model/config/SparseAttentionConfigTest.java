@@ -78,6 +78,13 @@ class SparseAttentionConfigTest {
                 .sparseAttention()
                 .fullLayers())
         .containsExactly(true, false, true, false);
+    assertThat(
+            parse(
+                    "glm_moe_dsa",
+                    ", \"index_topk_pattern\": [\"full\", \"full\", \"shared\", \"full\"]")
+                .sparseAttention()
+                .fullLayers())
+        .containsExactly(true, true, false, true);
     // GlmMoeDsaConfig: full where max(i - offset + 1, 0) % freq == 0.
     List<Boolean> byFreq =
         parse("glm_moe_dsa", ", \"index_topk_freq\": 2, \"index_skip_topk_offset\": 2")
@@ -103,6 +110,8 @@ class SparseAttentionConfigTest {
         .hasMessageContaining("layer 0 must run its own indexer");
     assertThatThrownBy(() -> parse("glm_moe_dsa", ", \"index_topk_pattern\": \"FX\""))
         .hasMessageContaining("index_topk_pattern");
+    assertThatThrownBy(() -> parse("deepseek_v32", ", \"index_head_dim\": 4"))
+        .hasMessageContaining("index_head_dim (4) must be at least qk_rope_head_dim (8)");
     assertThatThrownBy(() -> parse("deepseek_v32", ", \"index_topk\": 0"))
         .hasMessageContaining("index_topk");
     String noLora =
