@@ -23,6 +23,7 @@ import tempfile
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
@@ -107,6 +108,17 @@ def v3(**kw):
                 intermediate_size=32, moe_intermediate_size=8, n_routed_experts=8, num_experts_per_tok=2,
                 kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
                 num_nextn_predict_layers=0)
+    base.update(kw)
+    return base
+
+
+def dsa(model_type, **kw):
+    """DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa): MLA with q-LoRA plus the lightning indexer;
+    index_topk far below the prompt length, so most queries attend to a strict subset of the positions."""
+    base = dict(COMMON, model_type=model_type, num_attention_heads=8, num_key_value_heads=8,
+                intermediate_size=32, moe_intermediate_size=8, n_routed_experts=8, num_experts_per_tok=2,
+                q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
+                index_n_heads=8, index_head_dim=16, index_topk=8, num_nextn_predict_layers=0)
     base.update(kw)
     return base
 
@@ -235,7 +247,35 @@ VARIANTS = [
         dtype=torch.bfloat16,
         prompt_len=24, new_tokens=24,
     ),
+    dict(
+        name="deepseek_v32_dsa",
+        seed=121,
+        about="DeepSeek-V3.2: DeepSeek-V3 MLA (q_lora 24) plus the lightning indexer (8 heads x 16 dims, "
+              "rotary in halves on its first 8 dims, LayerNorm k_norm with bias) with index_topk 8, far "
+              "below the 32-token prompt: every query past position 7 attends to 8 of its positions. "
+              "Sigmoid noaux_tc routing with bias, 4 groups of 2, 2 kept, top-2; first layer dense.",
+        config=dsa("deepseek_v32", num_hidden_layers=2, first_k_dense_replace=1, n_shared_experts=1,
+                   n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        score_bias=True,
+        prompt_len=32, new_tokens=24,
+    ),
+    dict(
+        name="glm_moe_dsa_shared",
+        seed=129,
+        about="GLM-5: the DSA indexer with interleaved rotary (8 heads x 16 dims), index_topk 8 below the "
+              "32-token prompt; indexer_types full / shared / full, so layer 1 has no indexer and reuses "
+              "layer 0's selection; one group, top-2 of 8 with bias; first layer dense; v_head_dim 12.",
+        config=dsa("glm_moe_dsa", num_hidden_layers=3, first_k_dense_replace=1, n_shared_experts=1,
+                   n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, v_head_dim=12,
+                   indexer_types=["full", "shared", "full"],
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        score_bias=True,
+        prompt_len=32, new_tokens=24,
+    ),
 ]
+
+DSA_TYPES = ("deepseek_v32", "glm_moe_dsa")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -413,6 +453,10 @@ def make_variant(spec: dict, tok):
     assert gen_new == new, f"{name}: generate() {gen_new} != manual greedy {new}"
     assert torch.equal(torch.argmax(logits[-1]), torch.tensor(new[0]))
 
+    dsa_lines = []
+    if ref_model.config.model_type in DSA_TYPES:
+        dsa_lines = dsa_facts(name, out_dir, ref_model, prompt, spec["new_tokens"], new)
+
     text_ids = tok.encode(TEXT_PROMPT).ids
     ref_path = os.path.join(out_dir, "reference.json")
     with open(ref_path, "w") as f:
@@ -428,11 +472,83 @@ def make_variant(spec: dict, tok):
         f.write(f'"greedy_min_top2_margin": {margin:.6g},\n')
         f.write(f'"text_prompt": {json.dumps(TEXT_PROMPT)},\n')
         f.write(f'"text_prompt_ids": {json.dumps(text_ids)},\n')
+        for line in dsa_lines:
+            f.write(line)
         f.write(f'"logits_shape": {json.dumps(list(logits.shape))},\n')
         f.write(f'"greedy_logits_last": {f32_json(last_logits.numpy())},\n')
         f.write(f'"logits": {f32_json(logits.numpy())}\n')
         f.write("}\n")
     print(f"   greedy {new[:8]}... min top-2 margin {margin:.4g}", flush=True)
+
+
+@torch.no_grad()
+def selection_margin(model, prompt: list[int], n: int) -> float:
+    """Smallest gap, over every indexer call of a prefill plus greedy decode, between the index_topk-th
+    best and the next index score among a query's causal positions (how far the selection is from a tie;
+    0 would make it depend on the top-k implementation)."""
+    margins = []
+    originals = {}
+    for mod in model.modules():
+        if type(mod).__name__.endswith("Indexer"):
+            originals[mod] = mod.forward
+
+            def scored(*args, _mod=mod, **kw):
+                # Recompute the scores the way forward does, then select with the original.
+                hs, q_resid, pos_emb, mask = args[0], args[1], args[2], args[3]
+                idx = originals[_mod](*args, **kw)
+                keys = kw["past_key_values"].layers[_mod.layer_idx].indexer_keys
+                b, s_len, _ = hs.shape
+                q = _mod.wq_b(q_resid).view(b, s_len, _mod.n_heads, _mod.head_dim)
+                cos, sin = pos_emb
+                r = _mod.qk_rope_head_dim
+                q_rot, q_pass = torch.split(q, [r, _mod.head_dim - r], dim=-1)
+                # Rotate q as the model does (keys come rotated from the cache): reuse a dummy k.
+                dummy = torch.zeros_like(q_rot[:, :, :1])
+                if type(_mod).__name__.startswith("Glm"):
+                    from transformers.models.deepseek_v3.modeling_deepseek_v3 import apply_rotary_pos_emb_interleave as rot
+                else:
+                    from transformers.models.deepseek_v3.modeling_deepseek_v3 import apply_rotary_pos_emb as rot
+                q_rot, _ = rot(q_rot, dummy, cos, sin, unsqueeze_dim=2)
+                q = torch.cat([q_rot, q_pass], dim=-1)
+                sc = F.relu(torch.matmul(q.float(), keys.transpose(-1, -2).float().unsqueeze(1)) * _mod.softmax_scale)
+                w = _mod.weights_proj(hs).float() * (_mod.n_heads ** -0.5)
+                scores = torch.matmul(w.unsqueeze(-2), sc).squeeze(-2)[0]  # [S, T]
+                past = keys.shape[1] - s_len
+                for i in range(s_len):
+                    causal = scores[i, : past + i + 1]
+                    if causal.numel() > _mod.index_topk:
+                        top = torch.sort(causal, descending=True).values
+                        margins.append(float(top[_mod.index_topk - 1] - top[_mod.index_topk]))
+                return idx
+
+            mod.forward = scored
+    try:
+        greedy(model, prompt, n)
+    finally:
+        for mod, fwd in originals.items():
+            mod.forward = fwd
+    return min(margins)
+
+
+def dsa_facts(name: str, out_dir: str, model, prompt: list[int], n: int, new: list[int]) -> list[str]:
+    """Checks that the fixture's attention is really sparse (the greedy continuation under dense
+    attention, index_topk >= every context, is different, or at least its logits move far) and that no
+    selection is near a tie; returns the reference.json lines that record it."""
+    dense = load_f32(out_dir, index_topk=10**6)
+    dense_new, _, _ = greedy(dense, prompt, n)
+    with torch.no_grad():
+        dl = dense(input_ids=torch.tensor([prompt])).logits[0]
+        sl = model(input_ids=torch.tensor([prompt])).logits[0]
+    moved = float((dl - sl).abs().max())
+    margin = selection_margin(model, prompt, n)
+    assert margin > 1e-4, f"{name}: an indexer selection is within {margin:.3g} of a tie; change the seed"
+    assert moved > 1e-2, f"{name}: dense attention moves the logits by only {moved:.3g}"
+    print(f"   dense greedy {'DIFFERS' if dense_new != new else 'same'}; dense moves logits by {moved:.3g}; "
+          f"min selection margin {margin:.3g}", flush=True)
+    return [f'"dense_greedy_ids": {json.dumps(dense_new)},\n',
+            f'"greedy_differs_from_dense": {json.dumps(dense_new != new)},\n',
+            f'"dense_logits_max_abs_diff": {moved:.6g},\n',
+            f'"index_selection_min_margin": {margin:.6g},\n']
 
 
 # --------------------------------------------------------------------------------------------------

@@ -129,7 +129,9 @@ final class ModelCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description = "Describe a model: architecture, parameters, KV cache bytes per token.")
   static final class Info implements Callable<Integer> {
-    @Option(names = "--model", description = "Model directory or config.json.")
+    @Option(
+        names = {"--model", "--config"},
+        description = "Model directory or config.json (--config is the same option).")
     Path model;
 
     @Override
@@ -146,6 +148,13 @@ final class ModelCommand implements Runnable {
       if (cfg.moe() != null) {
         o.put("experts", cfg.moe().numExperts());
         o.put("experts_per_token", cfg.moe().topK());
+      }
+      if (cfg.sparseAttention() != null) {
+        o.put("index_topk", cfg.sparseAttention().topK());
+        o.put("index_heads", cfg.sparseAttention().indexHeads());
+        o.put("index_head_dim", cfg.sparseAttention().indexHeadDim());
+        o.put("indexed_layers", cfg.sparseAttention().indexedLayers());
+        o.put("indexer_values_per_token", cfg.indexerValuesPerToken());
       }
       System.out.println(
           new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(o));

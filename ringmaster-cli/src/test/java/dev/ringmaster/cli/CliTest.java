@@ -117,6 +117,38 @@ class CliTest {
   }
 
   @Test
+  void modelInfoDescribesGlm5SparseAttention() throws Exception {
+    Run r = run("model", "info", "--config", repo().resolve("configs/glm5.json").toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode j = new ObjectMapper().readTree(r.out());
+    assertThat(j.get("model_type").asText()).isEqualTo("glm_moe_dsa");
+    assertThat(j.get("index_topk").asInt()).isEqualTo(2048);
+    assertThat(j.get("index_heads").asInt()).isEqualTo(32);
+    assertThat(j.get("indexed_layers").asInt()).isEqualTo(78);
+    // Per layer: latent 512 + rotary key 64 + indexer key 128, in f32.
+    assertThat(j.get("kv_bytes_per_token_f32").asLong()).isEqualTo(4L * 78 * (512 + 64 + 128));
+  }
+
+  @Test
+  void randomSparseAttentionModelLoadsAndGenerates(@TempDir Path tmp) {
+    Path cfg = repo().resolve("fixtures/golden/glm_moe_dsa_shared/config.json");
+    Run w =
+        run("model", "random", "--config", cfg.toString(), "--out", tmp.toString(), "--seed", "5");
+    assertThat(w.status()).as(w.err()).isZero();
+    Run g =
+        run(
+            "generate",
+            "--model",
+            tmp.toString(),
+            "--prompt-ids",
+            "3,4,5,6,7,8,9,10,11,12,13,14",
+            "--max-new-tokens",
+            "4",
+            "--json");
+    assertThat(g.status()).as(g.err()).isZero();
+  }
+
+  @Test
   void randomModelOfAFixtureConfigLoadsAndGenerates(@TempDir Path tmp) {
     Path cfg = repo().resolve("fixtures/golden/deepseek_v3_basic/config.json");
     Run w =

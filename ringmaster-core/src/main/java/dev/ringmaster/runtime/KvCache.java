@@ -7,7 +7,9 @@ import java.util.Arrays;
  * The attention cache of one sequence on the CPU, per layer two row-major arrays indexed by
  * position. For MLA they hold the compressed latent ({@code kv_lora_rank} values, after its norm)
  * and the shared rotary key ({@code qk_rope_head_dim}, after rotation) — the absorbed-form cache,
- * not per-head keys and values. For GQA they hold keys (after norm and rotation) and values.
+ * not per-head keys and values. For GQA they hold keys (after norm and rotation) and values. Models
+ * with DeepSeek Sparse Attention add a third array on each layer that runs an indexer: the indexer
+ * key ({@code index_head_dim} values, after its LayerNorm and rotation).
  *
  * <p>A backend that keeps the cache elsewhere (the GPU's paged latent cache) wraps its per-sequence
  * storage as {@link External} with {@link #ofExternal}: the cache then tracks length and capacity
@@ -33,6 +35,8 @@ public final class KvCache implements AutoCloseable {
   private final int widthB;
   private final float[][] a;
   private final float[][] b;
+  private final int widthC;
+  private final float[][] c;
   private final KvCache[] shards;
   private final External external;
   private int capacity;
@@ -43,17 +47,41 @@ public final class KvCache implements AutoCloseable {
     this(
         cfg.numLayers(),
         cfg.architecture().usesMla() ? cfg.kvLoraRank() : cfg.numKvHeads() * cfg.headDim(),
-        cfg.architecture().usesMla() ? cfg.qkRopeHeadDim() : cfg.numKvHeads() * cfg.headDim());
+        cfg.architecture().usesMla() ? cfg.qkRopeHeadDim() : cfg.numKvHeads() * cfg.headDim(),
+        cfg.sparseAttention() == null ? 0 : cfg.sparseAttention().indexHeadDim(),
+        indexedLayers(cfg));
   }
 
   /** An empty cache with explicit row widths (used for tensor-parallel shards). */
   public KvCache(int layers, int widthA, int widthB) {
+    this(layers, widthA, widthB, 0, null);
+  }
+
+  private KvCache(int layers, int widthA, int widthB, int widthC, boolean[] indexed) {
     this.widthA = widthA;
     this.widthB = widthB;
     this.a = new float[layers][0];
     this.b = new float[layers][0];
+    this.widthC = widthC;
+    this.c = indexed == null ? null : new float[layers][];
+    if (indexed != null) {
+      for (int l = 0; l < layers; l++) {
+        c[l] = indexed[l] ? new float[0] : null;
+      }
+    }
     this.shards = null;
     this.external = null;
+  }
+
+  private static boolean[] indexedLayers(ModelConfig cfg) {
+    if (cfg.sparseAttention() == null) {
+      return null;
+    }
+    boolean[] out = new boolean[cfg.numLayers()];
+    for (int l = 0; l < out.length; l++) {
+      out[l] = cfg.sparseAttention().hasIndexer(l);
+    }
+    return out;
   }
 
   private KvCache(KvCache[] shards) {
@@ -61,6 +89,8 @@ public final class KvCache implements AutoCloseable {
     this.widthB = 0;
     this.a = null;
     this.b = null;
+    this.widthC = 0;
+    this.c = null;
     this.shards = shards.clone();
     this.external = null;
   }
@@ -70,6 +100,8 @@ public final class KvCache implements AutoCloseable {
     this.widthB = 0;
     this.a = null;
     this.b = null;
+    this.widthC = 0;
+    this.c = null;
     this.shards = null;
     this.external = external;
   }
@@ -107,9 +139,10 @@ public final class KvCache implements AutoCloseable {
     return shards == null ? this : shards[r];
   }
 
-  /** Bytes per token across all layers, in f32. */
+  /** Bytes per token across all layers, in f32, indexer keys included. */
   public static long bytesPerToken(ModelConfig cfg) {
-    return 4L * cfg.numLayers() * cfg.kvValuesPerTokenPerLayer();
+    return 4L
+        * (cfg.numLayers() * (long) cfg.kvValuesPerTokenPerLayer() + cfg.indexerValuesPerToken());
   }
 
   /** Tokens stored. */
@@ -153,6 +186,9 @@ public final class KvCache implements AutoCloseable {
     for (int l = 0; l < a.length; l++) {
       a[l] = Arrays.copyOf(a[l], newCap * widthA);
       b[l] = Arrays.copyOf(b[l], newCap * widthB);
+      if (c != null && c[l] != null) {
+        c[l] = Arrays.copyOf(c[l], newCap * widthC);
+      }
     }
     capacity = newCap;
   }
@@ -165,6 +201,22 @@ public final class KvCache implements AutoCloseable {
   /** Second array of a layer (MLA rotary key, or GQA values), row-major by position. */
   public float[] b(int layer) {
     return b[layer];
+  }
+
+  /**
+   * The indexer keys of a layer that runs an indexer (DeepSeek Sparse Attention), row-major by
+   * position, {@link #widthC} values each.
+   */
+  public float[] c(int layer) {
+    if (c == null || c[layer] == null) {
+      throw new IllegalStateException("layer " + layer + " has no indexer key cache");
+    }
+    return c[layer];
+  }
+
+  /** Row width of {@link #c} (0 without sparse attention). */
+  public int widthC() {
+    return widthC;
   }
 
   /** Row width of {@link #a}. */
@@ -205,6 +257,25 @@ public final class KvCache implements AutoCloseable {
         int pos = layout.positions()[i];
         System.arraycopy(srcA, i * strideA + offA, cache.a(layer), pos * wa, wa);
         System.arraycopy(srcB, i * strideB + offB, cache.b(layer), pos * wb, wb);
+      }
+    }
+  }
+
+  /**
+   * Stores the new tokens' indexer keys for {@code layer}: token {@code i}'s row ({@code widthC}
+   * values) is read from {@code src} at {@code i * widthC} and written at the token's position.
+   */
+  public static void storeIndexerKeys(
+      BatchLayout layout, KvCache[] caches, int layer, float[] src) {
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      KvCache cache = caches[s];
+      int end = layout.seqStart()[s + 1];
+      if (end > layout.seqStart()[s]) {
+        cache.ensureCapacity(layout.positions()[end - 1] + 1);
+      }
+      int w = cache.widthC();
+      for (int i = layout.seqStart()[s]; i < end; i++) {
+        System.arraycopy(src, i * w, cache.c(layer), layout.positions()[i] * w, w);
       }
     }
   }

@@ -13,11 +13,14 @@ import dev.ringmaster.model.ops.WeightSource;
 interface AttentionFamily {
   /** The family of {@code cfg}'s architecture. */
   static AttentionFamily of(ModelConfig cfg) {
+    if (cfg.architecture().usesSparseAttention()) {
+      return new DsaFamily(cfg);
+    }
     return cfg.architecture().usesMla() ? new DeepseekFamily(cfg) : new Qwen3MoeFamily(cfg);
   }
 
-  /** This rank's attention weights of the layer whose attention tensors start with {@code p}. */
-  <T> AttentionWeights<T> load(WeightSource<T> src, String p, RankContext rank);
+  /** This rank's attention weights of layer {@code layer}, whose tensors start with {@code p}. */
+  <T> AttentionWeights<T> load(WeightSource<T> src, String p, int layer, RankContext rank);
 
   /**
    * Attention of layer {@code layer}: reads {@link dev.ringmaster.model.ops.Act#NORMED}, writes

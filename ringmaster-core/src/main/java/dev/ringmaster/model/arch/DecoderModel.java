@@ -120,7 +120,7 @@ public final class DecoderModel {
     int h = cfg.hiddenSize();
     return new LayerWeights<>(
         src.vector(p + "input_layernorm.weight", h),
-        family.load(src, p + "self_attn", rank),
+        family.load(src, p + "self_attn", l, rank),
         src.vector(p + "post_attention_layernorm.weight", h),
         cfg.isMoeLayer(l)
             ? moe(src, rank, p + "mlp")

@@ -34,7 +34,7 @@ final class DeepseekFamily implements AttentionFamily {
   }
 
   @Override
-  public <T> AttentionWeights<T> load(WeightSource<T> src, String p, RankContext rank) {
+  public <T> AttentionWeights<T> load(WeightSource<T> src, String p, int layer, RankContext rank) {
     int h = cfg.hiddenSize();
     int heads = rank.share(cfg.numHeads());
     int h0 = rank.start(cfg.numHeads());

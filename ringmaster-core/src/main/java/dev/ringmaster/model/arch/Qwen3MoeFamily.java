@@ -25,7 +25,7 @@ final class Qwen3MoeFamily implements AttentionFamily {
   }
 
   @Override
-  public <T> AttentionWeights<T> load(WeightSource<T> src, String p, RankContext rank) {
+  public <T> AttentionWeights<T> load(WeightSource<T> src, String p, int layer, RankContext rank) {
     int h = cfg.hiddenSize();
     int hd = cfg.headDim();
     boolean bias = cfg.attentionBias();

@@ -9,6 +9,16 @@ public enum Architecture {
   DEEPSEEK_V2("deepseek_v2"),
   /** DeepSeek-V3 / R1 (and the base of GLM-5): MLA, sigmoid routing with bias, group top-k. */
   DEEPSEEK_V3("deepseek_v3"),
+  /**
+   * DeepSeek-V3.2: DeepSeek-V3 with DeepSeek Sparse Attention (a lightning indexer picks the
+   * positions each query attends to); the indexer rotates its keys in halves.
+   */
+  DEEPSEEK_V32("deepseek_v32"),
+  /**
+   * GLM-5: DeepSeek-V3.2's design with an interleaved-rotary indexer and optional top-k sharing
+   * between layers ({@code indexer_types}).
+   */
+  GLM_MOE_DSA("glm_moe_dsa"),
   /** Qwen3-MoE: grouped-query attention with per-head q/k norms, softmax-scored MoE. */
   QWEN3_MOE("qwen3_moe");
 
@@ -26,6 +36,11 @@ public enum Architecture {
   /** True for the architectures with multi-head latent attention. */
   public boolean usesMla() {
     return this != QWEN3_MOE;
+  }
+
+  /** True for the architectures with DeepSeek Sparse Attention (the lightning indexer). */
+  public boolean usesSparseAttention() {
+    return this == DEEPSEEK_V32 || this == GLM_MOE_DSA;
   }
 
   /** Finds the architecture for a {@code model_type}, or null. */

@@ -31,6 +31,7 @@ import java.util.List;
  * @param bosTokenId beginning-of-sequence token, or -1
  * @param eosTokenIds end-of-sequence tokens
  * @param quantization how the weights are quantized ({@link QuantizationConfig#NONE} when not)
+ * @param sparseAttention DeepSeek Sparse Attention's indexer, or null for dense attention
  */
 public record ModelConfig(
     Architecture architecture,
@@ -56,7 +57,8 @@ public record ModelConfig(
     int numNextnPredictLayers,
     int bosTokenId,
     List<Integer> eosTokenIds,
-    QuantizationConfig quantization) {
+    QuantizationConfig quantization,
+    SparseAttentionConfig sparseAttention) {
 
   /** Query/key head size (MLA: nope + rope dims; GQA: headDim). */
   public int qkHeadDim() {
@@ -84,5 +86,15 @@ public record ModelConfig(
    */
   public int kvValuesPerTokenPerLayer() {
     return architecture.usesMla() ? kvLoraRank + qkRopeHeadDim : 2 * numKvHeads * headDim;
+  }
+
+  /**
+   * Indexer key values cached per token over all layers (DeepSeek Sparse Attention: {@code
+   * index_head_dim} on each layer that runs an indexer); 0 for dense attention.
+   */
+  public int indexerValuesPerToken() {
+    return sparseAttention == null
+        ? 0
+        : sparseAttention.indexedLayers() * sparseAttention.indexHeadDim();
   }
 }

@@ -108,6 +108,14 @@ public final class ModelConfigParser {
     MoeConfig moe = parseMoe(arch, hidden);
     List<Boolean> moeLayers = moeLayers(arch, layers, moe);
     int mtp = optInt("num_nextn_predict_layers", 0);
+    SparseAttentionConfig sparse = arch.usesSparseAttention() ? parseSparse(arch, layers) : null;
+    if (sparse != null && qLora <= 0) {
+      throw new ModelLoadException(
+          source
+              + ": "
+              + modelType
+              + " needs q_lora_rank (its indexer reads the query LoRA's normalised output)");
+    }
     int bos = root.path("bos_token_id").isNumber() ? root.get("bos_token_id").asInt() : -1;
     List<Integer> eos = new ArrayList<>();
     JsonNode eosNode = root.path("eos_token_id");
@@ -153,7 +161,90 @@ public final class ModelConfigParser {
         mtp,
         bos,
         List.copyOf(eos),
-        QuantizationConfigParser.parse(root, source, hfQuantConfig));
+        QuantizationConfigParser.parse(root, source, hfQuantConfig),
+        sparse);
+  }
+
+  /**
+   * The indexer's shape and, for GLM-5, which layers run it: {@code indexer_types} ("full" /
+   * "shared"), else {@code index_topk_pattern} ("F"/"S" per layer), else every {@code
+   * index_topk_freq}-th layer from {@code index_skip_topk_offset}, as GlmMoeDsaConfig derives it.
+   */
+  private SparseAttentionConfig parseSparse(Architecture arch, int layers) {
+    int heads = optInt("index_n_heads", arch == Architecture.GLM_MOE_DSA ? 32 : 64);
+    int headDim = optInt("index_head_dim", 128);
+    int topK = optInt("index_topk", 2048);
+    checkPositive("index_n_heads", heads);
+    checkPositive("index_head_dim", headDim);
+    checkPositive("index_topk", topK);
+    int ropeDims = optInt("qk_rope_head_dim", 64);
+    if (headDim < ropeDims) {
+      throw new ModelLoadException(
+          source
+              + ": index_head_dim ("
+              + headDim
+              + ") must be at least qk_rope_head_dim ("
+              + ropeDims
+              + "): the indexer rotates its first qk_rope_head_dim dims");
+    }
+    List<Boolean> full = new ArrayList<>(layers);
+    if (arch == Architecture.DEEPSEEK_V32) {
+      for (int i = 0; i < layers; i++) {
+        full.add(true);
+      }
+    } else if (root.path("indexer_types").isArray()) {
+      strings("indexer_types", layers, "full", "shared").forEach(t -> full.add(t.equals("full")));
+    } else if (root.path("index_topk_pattern").isArray()) {
+      strings("index_topk_pattern", layers, "full", "shared")
+          .forEach(t -> full.add(t.equals("full")));
+    } else if (root.path("index_topk_pattern").isTextual()) {
+      String pattern = root.get("index_topk_pattern").asText();
+      if (pattern.length() != layers || !pattern.matches("[FS]*")) {
+        throw new ModelLoadException(
+            source
+                + ": index_topk_pattern must have one letter F (full) or S (shared) per layer ("
+                + layers
+                + "), got '"
+                + pattern
+                + "'");
+      }
+      pattern.chars().forEach(c -> full.add(c == 'F'));
+    } else {
+      int freq = Math.max(optInt("index_topk_freq", 1), 1);
+      int offset = optInt("index_skip_topk_offset", 2);
+      for (int i = 0; i < layers; i++) {
+        full.add(Math.max(i - offset + 1, 0) % freq == 0);
+      }
+    }
+    if (!full.getFirst()) {
+      throw new ModelLoadException(
+          source
+              + ": layer 0 must run its own indexer (indexer_types[0] = \"full\"): a shared layer"
+              + " reuses the selection of an earlier full layer");
+    }
+    return new SparseAttentionConfig(
+        heads, headDim, topK, arch == Architecture.GLM_MOE_DSA, List.copyOf(full));
+  }
+
+  /** The string array {@code key}, one entry per layer, each one of {@code allowed}. */
+  private List<String> strings(String key, int layers, String... allowed) {
+    JsonNode n = root.get(key);
+    List<String> out = new ArrayList<>();
+    Set<String> ok = Set.of(allowed);
+    n.forEach(e -> out.add(e.asText("")));
+    if (out.size() != layers || !ok.containsAll(out)) {
+      throw new ModelLoadException(
+          source
+              + ": "
+              + key
+              + " must list one of "
+              + String.join(" / ", allowed)
+              + " for each of the "
+              + layers
+              + " layers, got "
+              + n);
+    }
+    return out;
   }
 
   private RopeConfig parseRope(Architecture arch) {
@@ -187,6 +278,9 @@ public final class ModelConfigParser {
         switch (arch) {
           case DEEPSEEK_V2 -> true;
           case DEEPSEEK_V3 -> optBool("rope_interleave", true);
+          // transformers 5.18 always rotates DSA models' MLA pairs interleaved (no
+          // rope_interleave).
+          case DEEPSEEK_V32, GLM_MOE_DSA -> true;
           case QWEN3_MOE -> false;
         };
     return new RopeConfig(
@@ -254,9 +348,11 @@ public final class ModelConfigParser {
             optDouble("routed_scaling_factor", 1.0),
             false);
       }
-      case DEEPSEEK_V3 -> {
-        int groups = optInt("n_group", 1);
-        int topkGroups = optInt("topk_group", 1);
+      case DEEPSEEK_V3, DEEPSEEK_V32, GLM_MOE_DSA -> {
+        // DeepseekV32Config defaults to 8 groups with 4 kept; GlmMoeDsaConfig to one group.
+        boolean v32 = arch == Architecture.DEEPSEEK_V32;
+        int groups = optInt("n_group", v32 ? 8 : 1);
+        int topkGroups = optInt("topk_group", v32 ? 4 : 1);
         checkGroups(experts, groups, topkGroups, true);
         yield new MoeConfig(
             experts,
@@ -313,7 +409,14 @@ public final class ModelConfigParser {
 
   private List<Boolean> moeLayers(Architecture arch, int layers, MoeConfig moe) {
     List<Boolean> out = new ArrayList<>(layers);
-    int firstDense = optInt("first_k_dense_replace", 0);
+    // The DSA configs default to three dense layers, and save the pattern as mlp_layer_types.
+    int firstDense = optInt("first_k_dense_replace", arch.usesSparseAttention() ? 3 : 0);
+    JsonNode mlpTypes = root.path("mlp_layer_types");
+    if (arch.usesSparseAttention() && mlpTypes.isArray()) {
+      List<String> types = strings("mlp_layer_types", layers, "dense", "sparse");
+      types.forEach(t -> out.add(moe != null && t.equals("sparse")));
+      return out;
+    }
     int freq = optInt("moe_layer_freq", 1);
     if (arch == Architecture.DEEPSEEK_V2 && freq != 1) {
       LOG.warning(source + ": moe_layer_freq is ignored for deepseek_v2, as transformers does");
@@ -325,7 +428,7 @@ public final class ModelConfigParser {
       boolean isMoe =
           moe != null
               && switch (arch) {
-                case DEEPSEEK_V2, DEEPSEEK_V3 -> i >= firstDense;
+                case DEEPSEEK_V2, DEEPSEEK_V3, DEEPSEEK_V32, GLM_MOE_DSA -> i >= firstDense;
                 case QWEN3_MOE ->
                     !mlpOnly.contains(i) && sparseStep > 0 && (i + 1) % sparseStep == 0;
               };

@@ -33,4 +33,20 @@ public record RopeConfig(
   public boolean isYarn() {
     return "yarn".equals(type);
   }
+
+  /** The same rotation with the pair layout {@code interleaved} (DSA indexers choose their own). */
+  public RopeConfig withInterleaved(boolean interleaved) {
+    return new RopeConfig(
+        theta,
+        type,
+        factor,
+        originalMaxPositionEmbeddings,
+        betaFast,
+        betaSlow,
+        mscale,
+        mscaleAllDim,
+        attentionFactor,
+        truncate,
+        interleaved);
+  }
 }

@@ -14,6 +14,12 @@ public sealed interface AttentionWeights<T> {
   record Mla<T>(T qProj, T qA, T qANorm, T qB, T kvA, T kvANorm, T kvB, T oProj)
       implements AttentionWeights<T> {}
 
+  /**
+   * Multi-head latent attention with DeepSeek Sparse Attention: {@code indexer} is null on a layer
+   * that reuses the previous indexed layer's selection (GLM-5's "shared" layers).
+   */
+  record SparseMla<T>(Mla<T> mla, IndexerWeights<T> indexer) implements AttentionWeights<T> {}
+
   /** Grouped-query attention with optional per-head query and key norms (null when absent). */
   record Gqa<T>(T qProj, T kProj, T vProj, T qNorm, T kNorm, T oProj)
       implements AttentionWeights<T> {}

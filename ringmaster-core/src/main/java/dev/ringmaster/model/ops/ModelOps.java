@@ -41,6 +41,17 @@ public interface ModelOps<T> {
   void mlaAttention(AttentionWeights.Mla<T> w, int layer);
 
   /**
+   * Multi-head latent attention with DeepSeek Sparse Attention, layer {@code layer}: as {@link
+   * #mlaAttention}, except that each query attends only to the positions its lightning indexer
+   * selects. The indexer reads {@link Act#QA} (the normalised query LoRA) and {@link Act#NORMED}
+   * (the attention input), caches its key beside the latent, scores every position up to the
+   * query's own and keeps the best {@code index_topk} (all of them when there are no more). With
+   * {@code indexer} null the layer reuses the selection of the last layer of this step that ran its
+   * indexer.
+   */
+  void mlaSparseAttention(AttentionWeights.Mla<T> w, IndexerWeights<T> indexer, int layer);
+
+  /**
    * Grouped-query attention of layer {@code layer}: reads {@link Act#Q}, {@link Act#K} and {@link
    * Act#V}, normalises queries and keys per head (where the weights have norms, with the model's
    * RMSNorm eps), rotates them, appends keys and values to the cache and writes the context to

@@ -113,7 +113,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /**
    * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
-   * (their kernels are the CPU's only) and GQA shapes its kernels cannot take.
+   * (their kernels are the CPU's only), DeepSeek Sparse Attention models (no indexer kernels yet)
+   * and GQA shapes its kernels cannot take.
    */
   static void checkSupported(ModelConfig cfg) {
     if (cfg.quantization().quantized()) {
@@ -121,6 +122,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           "quantized checkpoints ("
               + cfg.quantization().method()
               + ") run on the CPU backend only; use --device cpu");
+    }
+    if (cfg.architecture().usesSparseAttention()) {
+      throw new IllegalArgumentException(
+          cfg.architecture().modelType()
+              + " uses DeepSeek Sparse Attention, which runs on the CPU backend only;"
+              + " use --device cpu");
     }
     if (!cfg.architecture().usesMla()) {
       GpuGqaAttention.checkShape(cfg);

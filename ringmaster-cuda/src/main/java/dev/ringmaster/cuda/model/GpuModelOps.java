@@ -6,6 +6,7 @@ import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.ops.Act;
 import dev.ringmaster.model.ops.AttentionWeights;
 import dev.ringmaster.model.ops.FeedForwardWeights;
+import dev.ringmaster.model.ops.IndexerWeights;
 import dev.ringmaster.model.ops.LayerWeights;
 import dev.ringmaster.model.ops.ModelOps;
 import dev.ringmaster.model.ops.ModelWeights;
@@ -271,6 +272,14 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
         segments,
         prefill,
         this::mark);
+  }
+
+  @Override
+  public void mlaSparseAttention(
+      AttentionWeights.Mla<GpuTensor> w, IndexerWeights<GpuTensor> indexer, int layer) {
+    throw new UnsupportedOperationException(
+        "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa) has no GPU kernels yet;"
+            + " run these models with --device cpu");
   }
 
   @Override

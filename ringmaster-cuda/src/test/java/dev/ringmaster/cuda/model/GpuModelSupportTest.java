@@ -33,6 +33,17 @@ class GpuModelSupportTest {
   }
 
   @Test
+  void sparseAttentionModelsAreRefusedNamingTheCpu() {
+    for (String name : new String[] {"deepseek_v32_dsa", "glm_moe_dsa_shared"}) {
+      assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("golden", name)))
+          .as(name)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("DeepSeek Sparse Attention")
+          .hasMessageContaining("use --device cpu");
+    }
+  }
+
+  @Test
   void gqaHeadSizesTheKernelsCannotTakeAreRefused() {
     assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("golden", "qwen3_moe_untied")))
         .hasMessageContaining("head dims that are multiples of 8");

@@ -57,6 +57,24 @@ final class CpuMlaAttention {
       BatchLayout layout,
       KvCache[] caches,
       int layer) {
+    return forward(q, kva, kvANorm, kvB, layout, caches, layer, null);
+  }
+
+  /**
+   * Normalises, rotates and caches as {@link #forward(float[], float[], float[], float[],
+   * BatchLayout, KvCache[], int)}; then token {@code i} attends to the positions {@code
+   * selected[i]} (ascending) only, or to all up to its own where that entry (or {@code selected})
+   * is null. The step's rows must already be cached wherever a selection is computed from them.
+   */
+  float[] forward(
+      float[] q,
+      float[] kva,
+      float[] kvANorm,
+      float[] kvB,
+      BatchLayout layout,
+      KvCache[] caches,
+      int layer,
+      int[][] selected) {
     int t = layout.numTokens();
     int qkDim = nope + ropeDim;
     int kvaWidth = kvLora + ropeDim;
@@ -79,13 +97,22 @@ final class CpuMlaAttention {
             job -> {
               int i = job / heads;
               int h = job % heads;
-              attendOne(q, i, h, layout.positions()[i], caches[seqOf[i]], layer, kvB, attn);
+              int[] sel = selected == null ? null : selected[i];
+              attendOne(q, i, h, layout.positions()[i], sel, caches[seqOf[i]], layer, kvB, attn);
             });
     return attn;
   }
 
   private void attendOne(
-      float[] q, int i, int h, int pos, KvCache cache, int layer, float[] kvB, float[] attn) {
+      float[] q,
+      int i,
+      int h,
+      int pos,
+      int[] sel,
+      KvCache cache,
+      int layer,
+      float[] kvB,
+      float[] attn) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
     int rowBase = h * (nope + vDim);
@@ -97,17 +124,19 @@ final class CpuMlaAttention {
     }
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
-    int len = pos + 1;
+    int len = sel == null ? pos + 1 : sel.length;
     float[] scores = new float[len];
-    for (int s = 0; s < len; s++) {
+    for (int j = 0; j < len; j++) {
+      int s = sel == null ? j : sel[j];
       float sc = CpuOps.dot(qLat, 0, latents, s * kvLora, kvLora);
       sc += CpuOps.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
-      scores[s] = sc * scale;
+      scores[j] = sc * scale;
     }
     CpuOps.softmax(scores, 0, len);
     float[] ctx = new float[kvLora];
-    for (int s = 0; s < len; s++) {
-      CpuOps.axpy(scores[s], latents, s * kvLora, ctx, 0, kvLora);
+    for (int j = 0; j < len; j++) {
+      int s = sel == null ? j : sel[j];
+      CpuOps.axpy(scores[j], latents, s * kvLora, ctx, 0, kvLora);
     }
     int outOff = (i * heads + h) * vDim;
     for (int d = 0; d < vDim; d++) {

@@ -10,6 +10,7 @@ import dev.ringmaster.model.config.MoeConfig;
 import dev.ringmaster.model.ops.Act;
 import dev.ringmaster.model.ops.AttentionWeights;
 import dev.ringmaster.model.ops.FeedForwardWeights;
+import dev.ringmaster.model.ops.IndexerWeights;
 import dev.ringmaster.model.ops.LayerWeights;
 import dev.ringmaster.model.ops.ModelOps;
 import dev.ringmaster.model.ops.ModelWeights;
@@ -34,6 +35,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
     private final RankContext rank;
     private final CpuMlaAttention mla;
     private final CpuGqaAttention gqa;
+    private final CpuIndexer indexer;
     private final CpuMoe[] moe;
 
     /** The blocks over the weights {@code w} of rank {@code rank}. */
@@ -43,6 +45,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
       int heads = rank.share(cfg.numHeads());
       this.mla = cfg.architecture().usesMla() ? new CpuMlaAttention(cfg, heads, rope) : null;
+      this.indexer = cfg.sparseAttention() == null ? null : new CpuIndexer(cfg);
       this.gqa =
           cfg.architecture().usesMla()
               ? null
@@ -88,6 +91,9 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
   private final KvCache[] caches;
   private final int[] logitRows;
   private float[] logits;
+
+  /** The last indexer selection of this step, for layers that share it (GLM-5). */
+  private int[][] selection;
 
   /**
    * Ops for one step of {@code tokens}: their layout, caches and the rows whose logits are wanted.
@@ -190,6 +196,31 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
             layout,
             caches,
             layer));
+  }
+
+  @Override
+  public void mlaSparseAttention(
+      AttentionWeights.Mla<CpuTensor> w, IndexerWeights<CpuTensor> indexer, int layer) {
+    if (indexer != null) {
+      selection =
+          blocks.indexer.select(
+              acts.get(Act.NORMED), acts.get(Act.QA), indexer, layout, caches, layer);
+    } else if (selection == null) {
+      throw new IllegalStateException(
+          "layer " + layer + " shares the indexer selection but no earlier layer made one");
+    }
+    float[] kvB = ((CpuTensor.Latent) w.kvB()).values();
+    acts.put(
+        Act.ATTN,
+        blocks.mla.forward(
+            acts.get(Act.Q),
+            acts.get(Act.KVA),
+            CpuTensor.vector(w.kvANorm()),
+            kvB,
+            layout,
+            caches,
+            layer,
+            selection));
   }
 
   @Override

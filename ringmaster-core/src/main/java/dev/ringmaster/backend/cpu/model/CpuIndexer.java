@@ -1,0 +1,144 @@
+package dev.ringmaster.backend.cpu.model;
+
+import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.SparseAttentionConfig;
+import dev.ringmaster.model.ops.IndexerWeights;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import java.util.Arrays;
+import java.util.stream.IntStream;
+
+/**
+ * The CPU's lightning indexer (DeepSeek Sparse Attention), as transformers 5.18 computes it: query
+ * heads {@code q = wq_b(q_lora)}, one key {@code k = LayerNorm(wk(x))}, both rotated on their first
+ * {@code qk_rope_head_dim} dims in the model's indexer layout, head weights {@code w =
+ * weights_proj(x) / sqrt(heads)}, and the score of position {@code t} for a query {@code I[t] =
+ * sum_h w[h] * relu(q[h] . k[t] / sqrt(index_head_dim))}. A query keeps the {@code index_topk}
+ * best-scoring positions up to its own (ties: the earlier position), or every position when there
+ * are no more than that.
+ */
+final class CpuIndexer {
+  /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
+  private static final double K_NORM_EPS = 1e-6;
+
+  private final RopeTable rope;
+  private final int heads;
+  private final int dim;
+  private final int topK;
+  private final float scoreScale;
+  private final float headScale;
+
+  CpuIndexer(ModelConfig cfg) {
+    SparseAttentionConfig dsa = cfg.sparseAttention();
+    this.rope =
+        new RopeTable(cfg.rope().withInterleaved(dsa.ropeInterleaved()), cfg.qkRopeHeadDim());
+    this.heads = dsa.indexHeads();
+    this.dim = dsa.indexHeadDim();
+    this.topK = dsa.topK();
+    this.scoreScale = (float) (1.0 / Math.sqrt(dim));
+    this.headScale = (float) (1.0 / Math.sqrt(heads));
+  }
+
+  /**
+   * Caches the step's indexer keys for {@code layer} and selects each token's positions: {@code x}
+   * is the attention input {@code [t, hidden]}, {@code qLora} the normalised query LoRA {@code [t,
+   * q_lora_rank]}. Entry {@code i} of the result lists token {@code i}'s selected positions in
+   * ascending order, or is null when it keeps every position up to its own.
+   */
+  int[][] select(
+      float[] x,
+      float[] qLora,
+      IndexerWeights<CpuTensor> w,
+      BatchLayout layout,
+      KvCache[] caches,
+      int layer) {
+    int t = layout.numTokens();
+    float[] q = new float[t * heads * dim];
+    CpuTensor.linear(w.wqB()).apply(q, qLora, t);
+    float[] k = new float[t * dim];
+    CpuTensor.linear(w.wk()).apply(k, x, t);
+    float[] gamma = CpuTensor.vector(w.kNormWeight());
+    float[] beta = CpuTensor.vector(w.kNormBias());
+    float[] scratch = new float[rope.dim()];
+    for (int i = 0; i < t; i++) {
+      layerNorm(k, i * dim, gamma, beta);
+      int pos = layout.positions()[i];
+      rope.rotate(k, i * dim, pos, scratch);
+      for (int h = 0; h < heads; h++) {
+        rope.rotate(q, (i * heads + h) * dim, pos, scratch);
+      }
+    }
+    KvCache.storeIndexerKeys(layout, caches, layer, k);
+    float[] headWeights = new float[t * heads];
+    CpuTensor.linear(w.weightsProj()).apply(headWeights, x, t);
+    int[] seqOf = CpuMlaAttention.seqOfToken(layout);
+    int[][] selected = new int[t][];
+    IntStream.range(0, t)
+        .parallel()
+        .forEach(
+            i -> {
+              int len = layout.positions()[i] + 1;
+              if (len > topK) {
+                float[] scores = scores(q, headWeights, i, caches[seqOf[i]].c(layer), len);
+                selected[i] = topK(scores, topK);
+              }
+            });
+    return selected;
+  }
+
+  /** Index scores of token {@code i}'s query against the cached keys {@code 0..len-1}. */
+  private float[] scores(float[] q, float[] headWeights, int i, float[] keys, int len) {
+    float[] out = new float[len];
+    for (int s = 0; s < len; s++) {
+      float sum = 0;
+      for (int h = 0; h < heads; h++) {
+        float dot = CpuOps.dot(q, (i * heads + h) * dim, keys, s * dim, dim) * scoreScale;
+        sum += headWeights[i * heads + h] * headScale * Math.max(dot, 0f);
+      }
+      out[s] = sum;
+    }
+    return out;
+  }
+
+  /**
+   * The {@code k} positions of the highest scores, ties to the earlier position, in ascending
+   * order.
+   */
+  static int[] topK(float[] scores, int k) {
+    int n = scores.length;
+    long[] keys = new long[n];
+    for (int s = 0; s < n; s++) {
+      // Order by descending score, then ascending position; +0f folds -0 into +0.
+      int bits = Float.floatToIntBits(scores[s] + 0f);
+      int ascending = bits < 0 ? bits ^ 0x7fffffff : bits;
+      keys[s] = ((long) ~ascending << 32) | s;
+    }
+    Arrays.sort(keys);
+    int[] out = new int[k];
+    for (int j = 0; j < k; j++) {
+      out[j] = (int) keys[j];
+    }
+    Arrays.sort(out);
+    return out;
+  }
+
+  private void layerNorm(float[] x, int off, float[] gamma, float[] beta) {
+    float mean = 0;
+    for (int d = 0; d < dim; d++) {
+      mean += x[off + d];
+    }
+    mean /= dim;
+    float var = 0;
+    for (int d = 0; d < dim; d++) {
+      float c = x[off + d] - mean;
+      var += c * c;
+    }
+    var /= dim;
+    float inv = (float) (1.0 / Math.sqrt(var + K_NORM_EPS));
+    for (int d = 0; d < dim; d++) {
+      x[off + d] = (x[off + d] - mean) * inv * gamma[d] + beta[d];
+    }
+  }
+}
