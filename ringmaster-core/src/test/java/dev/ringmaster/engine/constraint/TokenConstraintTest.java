@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class TokenConstraintTest {
   private static final String[] TOKENS = {
     "{", "}", "\"", "\":", ",", " ", "a", "b", "ab", "\"a", "1", "12", "-", ".", "0", "true", "tr",
-    "ue", "null", "{\"", "\"}", "é", "\u00c3", "x", "[", "]", "\":\"", "e"
+    "ue", "null", "{\"", "\"}", "é", "\u00c3", "x", "[", "]", "\":\"", "e", ":", "9"
   };
   private static final int EOS = TOKENS.length;
   private static final int SPECIAL = TOKENS.length + 1;
