@@ -1,6 +1,8 @@
 package dev.ringmaster.server;
 
 import dev.ringmaster.engine.batch.BatchEngine;
+import dev.ringmaster.engine.constraint.ConstraintCompiler;
+import dev.ringmaster.engine.constraint.TokenVocabulary;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 
 /**
@@ -10,16 +12,38 @@ import dev.ringmaster.model.tokenizer.Tokenizer;
  * @param path where it was loaded from (shown in server info)
  * @param tokenizer its tokenizer
  * @param engine the engine that runs it
+ * @param constraints compiles output constraints (regex, choice, JSON schema) for its vocabulary
  */
-public record ServingModel(String name, String path, Tokenizer tokenizer, BatchEngine engine) {
+public record ServingModel(
+    String name,
+    String path,
+    Tokenizer tokenizer,
+    BatchEngine engine,
+    ConstraintCompiler constraints) {
 
-  /** End-of-sequence ids: the tokenizer's, else the model config's. */
-  public int[] eosIds() {
+  /** A served model whose constraint compiler is built from its tokenizer's vocabulary. */
+  public ServingModel(String name, String path, Tokenizer tokenizer, BatchEngine engine) {
+    this(
+        name,
+        path,
+        tokenizer,
+        engine,
+        new ConstraintCompiler(
+            TokenVocabulary.of(
+                tokenizer, engine.model().config().vocabSize(), eosIds(tokenizer, engine))));
+  }
+
+  private static int[] eosIds(Tokenizer tokenizer, BatchEngine engine) {
     int[] ids = tokenizer.eosIds();
     if (ids.length > 0) {
       return ids;
     }
     return engine.model().config().eosTokenIds().stream().mapToInt(Integer::intValue).toArray();
+  }
+
+  /** End-of-sequence ids: the tokenizer's, else the model config's. */
+  public int[] eosIds() {
+    return eosIds(tokenizer, engine);
   }
 
   /** Vocabulary size of the model (valid token ids are below it). */

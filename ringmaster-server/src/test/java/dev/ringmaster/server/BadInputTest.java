@@ -142,7 +142,10 @@ class BadInputTest {
         Arguments.of(ch, "{" + msg + ", \"tools\": [{\"type\": \"function\"}]}", 400, "tools"),
         Arguments.of(ch, "{" + msg + ", \"top_logprobs\": 3}", 400, "top_logprobs"),
         Arguments.of(
-            ch, "{" + msg + ", \"response_format\": {\"type\": \"json_object\"}}", 400, null),
+            ch,
+            "{" + msg + ", \"response_format\": {\"type\": \"xml\"}}",
+            400,
+            "response_format.type"),
         Arguments.of(ch, "{" + msg + ", \"max_completion_tokens\": 0}", 400, null),
         Arguments.of("/generate", "{\"text\": \"hi\", \"input_ids\": [5]}", 400, "text"),
         Arguments.of("/generate", "{\"sampling_params\": {}}", 400, "text"),

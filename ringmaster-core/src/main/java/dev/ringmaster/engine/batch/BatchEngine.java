@@ -518,7 +518,12 @@ public final class BatchEngine implements AutoCloseable {
                   sampled.logprobs()[r],
                   sampled.topIds(r, top),
                   sampled.topLogprobs(r, top));
-      s.append(token);
+      try {
+        s.append(token);
+      } catch (IllegalStateException e) {
+        finish(s, FinishReason.ERROR, e);
+        continue;
+      }
       boolean more;
       try {
         more = s.request.listener().onToken(event);
@@ -526,7 +531,7 @@ public final class BatchEngine implements AutoCloseable {
         finish(s, FinishReason.ERROR, e);
         continue;
       }
-      if (stop || !more) {
+      if (stop || !more || s.constraintComplete()) {
         finish(s, FinishReason.STOP, null);
       } else if (s.length() >= s.maxTokens) {
         finish(s, FinishReason.LENGTH, null);

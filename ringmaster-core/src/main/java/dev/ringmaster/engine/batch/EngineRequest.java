@@ -1,6 +1,7 @@
 package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.engine.constraint.ConstraintState;
 
 /**
  * A generation request for the batch engine.
@@ -12,6 +13,8 @@ import dev.ringmaster.engine.SamplingParams;
  * @param topLogprobs -1 for no logprobs, 0 for the chosen token's only, k for also the k most
  *     likely tokens
  * @param listener receives tokens and the outcome on the engine thread
+ * @param constraint the request's output constraint (a fresh state), or null for none: each token
+ *     is chosen among those it allows, and the request ends when it is complete
  */
 public record EngineRequest(
     String id,
@@ -19,4 +22,17 @@ public record EngineRequest(
     SamplingParams params,
     int[] eosIds,
     int topLogprobs,
-    TokenListener listener) {}
+    TokenListener listener,
+    ConstraintState constraint) {
+
+  /** A request without an output constraint. */
+  public EngineRequest(
+      String id,
+      int[] promptIds,
+      SamplingParams params,
+      int[] eosIds,
+      int topLogprobs,
+      TokenListener listener) {
+    this(id, promptIds, params, eosIds, topLogprobs, listener, null);
+  }
+}

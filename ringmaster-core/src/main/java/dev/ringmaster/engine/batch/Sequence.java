@@ -78,11 +78,22 @@ final class Sequence {
     if (counts != null) {
       counts.addOutput(token);
     }
+    if (request.constraint() != null) {
+      request.constraint().accept(token);
+    }
   }
 
   /** Appends this sequence's sampling row (for its next output token) to {@code batch}. */
   void addSamplingRow(SamplingBatch batch) {
     Sampler.addRow(batch, request.params(), generated(), counts, request.topLogprobs());
+    if (request.constraint() != null) {
+      batch.setAllowedTokens(request.constraint().allowedTokens());
+    }
+  }
+
+  /** Whether the request's constraint allows no further token. */
+  boolean constraintComplete() {
+    return request.constraint() != null && request.constraint().isComplete();
   }
 
   /** Tokens in the cache once the submitted steps have run. */

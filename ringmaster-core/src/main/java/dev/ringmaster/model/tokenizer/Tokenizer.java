@@ -38,6 +38,7 @@ public final class Tokenizer {
   private final boolean[] special;
   private final Map<String, Integer> addedTokenIds;
   private final TokenizerConfig config;
+  private final boolean byteLevelDecoder;
 
   private Tokenizer(
       Normalizer normalizer,
@@ -46,7 +47,9 @@ public final class Tokenizer {
       List<AddedToken> addedTokens,
       JsonNode postProcessorJson,
       Decoder decoder,
-      TokenizerConfig config) {
+      TokenizerConfig config,
+      boolean byteLevelDecoder) {
+    this.byteLevelDecoder = byteLevelDecoder;
     this.normalizer = normalizer;
     this.preTokenizer = preTokenizer;
     this.model = model;
@@ -149,7 +152,30 @@ public final class Tokenizer {
     }
     Decoder decoder = Decoder.fromJson(root.get("decoder"));
     return new Tokenizer(
-        normalizer, preTokenizer, model, added, root.get("post_processor"), decoder, config);
+        normalizer,
+        preTokenizer,
+        model,
+        added,
+        root.get("post_processor"),
+        decoder,
+        config,
+        usesByteLevel(root.get("decoder")));
+  }
+
+  /** Whether a decoder is ByteLevel or a Sequence holding one. */
+  private static boolean usesByteLevel(JsonNode decoder) {
+    if (Json.isAbsent(decoder)) {
+      return false;
+    }
+    if ("ByteLevel".equals(decoder.path("type").asText())) {
+      return true;
+    }
+    for (JsonNode child : decoder.path("decoders")) {
+      if (usesByteLevel(child)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private PostProcessor buildPostProcessor(JsonNode json) {
@@ -244,6 +270,27 @@ public final class Tokenizer {
   /** The token string of an id (byte-level alphabet for BPE tokens), or null if unassigned. */
   public String idToToken(int id) {
     return id >= 0 && id < idToToken.length ? idToToken[id] : null;
+  }
+
+  /**
+   * The bytes a token stands for in decoded text, or null for special tokens and unassigned ids:
+   * what constrained decoding matches against. With a ByteLevel decoder these are exact, also for
+   * tokens that hold part of a multi-byte character; otherwise the token's decoded UTF-8.
+   */
+  public byte[] tokenBytes(int id) {
+    if (id < 0 || id >= idToToken.length || idToToken[id] == null || special[id]) {
+      return null;
+    }
+    String token = idToToken[id];
+    if (addedTokenIds.containsKey(token)) {
+      return token.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+    if (byteLevelDecoder) {
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(token.length());
+      ByteLevel.appendTokenBytes(token, out);
+      return out.toByteArray();
+    }
+    return decode(new int[] {id}).getBytes(java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** The id of a token string (added tokens first, then the BPE vocabulary). */

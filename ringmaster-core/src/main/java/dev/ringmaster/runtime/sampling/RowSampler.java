@@ -13,7 +13,8 @@ import jdk.incubator.vector.VectorSpecies;
  *   <li>logit bias: {@code l[t] += bias[t]};
  *   <li>repetition penalty {@code rp} on every token seen in the prompt or the output: {@code l > 0
  *       ? l / rp : l * rp}; then frequency and presence penalties: {@code l -= count * f + (count >
- *       0 ? p : 0)}, count = occurrences in the output (vLLM and SGLang order);
+ *       0 ? p : 0)}, count = occurrences in the output (vLLM and SGLang order); then the row's
+ *       allowed-token mask, if any: every other token gets {@code -inf};
  *   <li>logprobs, when asked: log-softmax of these logits (before temperature);
  *   <li>greedy (temperature 0 or top-k 1): the argmax, lowest id on ties;
  *   <li>else weights {@code w = exp((l - max) / T)}; top-k keeps logits {@code >=} the k-th largest
@@ -73,11 +74,15 @@ public final class RowSampler {
     int[] seenStart = batch.seenStart();
     int[] biasStart = batch.biasStart();
     boolean penalize = batch.hasPenalties(r) && seenStart[r + 1] > seenStart[r];
-    if (penalize || biasStart[r + 1] > biasStart[r]) {
+    long[] mask = batch.allowedTokens(r);
+    if (penalize || biasStart[r + 1] > biasStart[r] || mask != null) {
       System.arraycopy(logits, off, adjusted, 0, vocab);
       l = adjusted;
       base = 0;
       adjust(batch, r, penalize);
+      if (mask != null) {
+        applyMask(mask, r);
+      }
     }
     float max = max(l, base);
     int argmax = firstIndexOf(l, base, max);
@@ -116,6 +121,21 @@ public final class RowSampler {
       }
       int c = counts[e];
       adjusted[t] = v - (c * freq + (c > 0 ? pres : 0f));
+    }
+  }
+
+  private void applyMask(long[] mask, int r) {
+    boolean any = false;
+    for (int t = 0; t < vocab; t++) {
+      int w = t >>> 6;
+      if (w >= mask.length || (mask[w] & (1L << t)) == 0) {
+        adjusted[t] = Float.NEGATIVE_INFINITY;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) {
+      throw new IllegalArgumentException("row " + r + ": its allowed-token mask allows no token");
     }
   }
 

@@ -32,11 +32,14 @@ public final class SamplingBatch {
   private int[] biasStart = new int[9];
   private int[] biasTokens = new int[16];
   private float[] biasValues = new float[16];
+  private long[][] allowed = new long[8][];
+  private int masked;
   private RowSampler sampler;
 
   /** Empties the batch (keeps the arrays). */
   public void clear() {
     rows = 0;
+    masked = 0;
     penaltyStart[0] = 0;
     biasStart[0] = 0;
   }
@@ -93,6 +96,7 @@ public final class SamplingBatch {
       this.topLogprobs = Arrays.copyOf(this.topLogprobs, n);
       penaltyStart = Arrays.copyOf(penaltyStart, n + 1);
       biasStart = Arrays.copyOf(biasStart, n + 1);
+      allowed = Arrays.copyOf(allowed, n);
     }
     int r = rows++;
     this.temperature[r] = temperature;
@@ -105,6 +109,7 @@ public final class SamplingBatch {
     this.frequencyPenalty[r] = frequencyPenalty;
     this.presencePenalty[r] = presencePenalty;
     this.topLogprobs[r] = topLogprobs;
+    this.allowed[r] = null;
     penaltyStart[r + 1] = penaltyStart[r];
     biasStart[r + 1] = biasStart[r];
     return r;
@@ -137,19 +142,49 @@ public final class SamplingBatch {
     biasStart[rows] = n + 1;
   }
 
+  /**
+   * Restricts the last row to the tokens whose bits are set in {@code mask} (bit {@code t % 64} of
+   * word {@code t / 64}; a constraint's allowed tokens): the others get logit -inf after bias and
+   * penalties. The array is shared, not copied, and must stay unchanged until the step is sampled.
+   */
+  public void setAllowedTokens(long[] mask) {
+    if (rows == 0) {
+      throw new IllegalStateException("add a row before its allowed tokens");
+    }
+    if (allowed[rows - 1] == null) {
+      masked++;
+    }
+    allowed[rows - 1] = mask;
+  }
+
+  /** Row {@code r}'s allowed-token mask, or null when every token is allowed. */
+  public long[] allowedTokens(int r) {
+    return allowed[r];
+  }
+
+  /**
+   * Whether some row has an allowed-token mask: device samplers without masks sample such a batch
+   * on the host.
+   */
+  public boolean hasAllowedTokenMasks() {
+    return masked > 0;
+  }
+
   /** Number of rows. */
   public int rows() {
     return rows;
   }
 
   /**
-   * Whether row {@code r} takes the argmax of its raw logits (no penalty, no bias, no logprobs).
+   * Whether row {@code r} takes the argmax of its raw logits (no penalty, no bias, no mask, no
+   * logprobs).
    */
   public boolean isRawGreedy(int r) {
     return (temperature[r] == 0 || topK[r] == 1)
         && topLogprobs[r] < 0
         && !hasPenalties(r)
-        && biasStart[r + 1] == biasStart[r];
+        && biasStart[r + 1] == biasStart[r]
+        && allowed[r] == null;
   }
 
   /** Whether every row is {@linkplain #isRawGreedy raw greedy}. */
@@ -311,6 +346,9 @@ public final class SamplingBatch {
     }
     for (int i = from.biasStart[r]; i < from.biasStart[r + 1]; i++) {
       addBias(from.biasTokens[i], from.biasValues[i]);
+    }
+    if (from.allowed[r] != null) {
+      setAllowedTokens(from.allowed[r]);
     }
   }
 }

@@ -51,7 +51,10 @@ final class StepReadback implements AutoCloseable {
    * on the device: the logits of row i are the step's row i, and the batch fits the buffers.
    */
   boolean samplesOnDevice(int n, int[] rows, SamplingBatch b) {
-    if (b.rows() != n || n > buffers.maxRows() || vocab > DeviceSampler.MAX_VOCAB) {
+    if (b.rows() != n
+        || n > buffers.maxRows()
+        || vocab > DeviceSampler.MAX_VOCAB
+        || b.hasAllowedTokenMasks()) {
       return false;
     }
     for (int i = 0; i < rows.length; i++) {

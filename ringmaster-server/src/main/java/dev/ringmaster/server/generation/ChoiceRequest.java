@@ -1,6 +1,7 @@
 package dev.ringmaster.server.generation;
 
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.engine.constraint.TokenConstraint;
 import java.util.List;
 
 /**
@@ -12,9 +13,25 @@ import java.util.List;
  * @param params sampling and stop token ids
  * @param stopStrings strings that end generation; the text is cut before them
  * @param topLogprobs -1 for none, 0 for the chosen token's, k for the top k as well
+ * @param constraint the output constraint, or null for none
  */
 public record ChoiceRequest(
-    int index, int[] promptIds, SamplingParams params, List<String> stopStrings, int topLogprobs) {
+    int index,
+    int[] promptIds,
+    SamplingParams params,
+    List<String> stopStrings,
+    int topLogprobs,
+    TokenConstraint constraint) {
+
+  /** A choice without an output constraint. */
+  public ChoiceRequest(
+      int index,
+      int[] promptIds,
+      SamplingParams params,
+      List<String> stopStrings,
+      int topLogprobs) {
+    this(index, promptIds, params, stopStrings, topLogprobs, null);
+  }
 
   /** Copies the stop list. */
   public ChoiceRequest {

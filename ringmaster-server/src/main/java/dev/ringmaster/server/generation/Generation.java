@@ -68,7 +68,14 @@ public final class Generation implements AutoCloseable {
         g.decoders.put(r.index(), d);
         g.listeners.add(l);
         EngineRequest er =
-            new EngineRequest(null, r.promptIds(), r.params(), eosIds, r.topLogprobs(), l);
+            new EngineRequest(
+                null,
+                r.promptIds(),
+                r.params(),
+                eosIds,
+                r.topLogprobs(),
+                l,
+                r.constraint() == null ? null : r.constraint().newState());
         RequestHandle h = engine.submit(er);
         d.handle(h);
         g.handles.add(h);

@@ -6,8 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.TokenEvent;
+import dev.ringmaster.engine.constraint.TokenConstraint;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.ApiException;
+import dev.ringmaster.server.api.ConstraintFields;
 import dev.ringmaster.server.api.Fields;
 import dev.ringmaster.server.api.Json;
 import dev.ringmaster.server.api.SamplingFields;
@@ -52,7 +54,12 @@ public final class GenerateEndpoint implements Endpoint {
           "frequency_penalty",
           "presence_penalty",
           "repetition_penalty",
-          "logit_bias");
+          "logit_bias",
+          "regex",
+          "json_schema",
+          "choice",
+          "ebnf",
+          "structural_tag");
 
   private final ServerContext ctx;
 
@@ -209,6 +216,7 @@ public final class GenerateEndpoint implements Endpoint {
       }
     }
     boolean ignoreEos = Fields.bool(sp, "ignore_eos", false);
+    TokenConstraint constraint = ConstraintFields.sglang(sp, ctx.model().constraints());
     List<ChoiceRequest> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       SamplingParams p =
@@ -218,7 +226,7 @@ public final class GenerateEndpoint implements Endpoint {
               new SamplingParams(
                   temperature, topP, Math.max(topK, 0), seed + i, max, ignoreEos, stopIds),
               ctx.model().vocabSize());
-      out.add(new ChoiceRequest(first + i, prompt, p, stops, top));
+      out.add(new ChoiceRequest(first + i, prompt, p, stops, top, constraint));
     }
     return out;
   }

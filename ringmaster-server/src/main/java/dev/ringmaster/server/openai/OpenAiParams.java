@@ -3,8 +3,10 @@ package dev.ringmaster.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.engine.constraint.TokenConstraint;
 import dev.ringmaster.server.ServingModel;
 import dev.ringmaster.server.api.ApiException;
+import dev.ringmaster.server.api.ConstraintFields;
 import dev.ringmaster.server.api.Fields;
 import dev.ringmaster.server.api.SamplingFields;
 import dev.ringmaster.server.generation.ChoiceRequest;
@@ -29,6 +31,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * @param stream server-sent events
  * @param includeUsage send a usage chunk at the end of a stream
  * @param extra min-p, penalties and logit bias ({@link SamplingFields}), on greedy defaults
+ * @param constraint the output constraint ({@link ConstraintFields}), or null for none
  */
 record OpenAiParams(
     Integer maxTokens,
@@ -43,7 +46,8 @@ record OpenAiParams(
     int topLogprobs,
     boolean stream,
     boolean includeUsage,
-    SamplingParams extra) {
+    SamplingParams extra,
+    TokenConstraint constraint) {
 
   static final int MAX_TOP_LOGPROBS = 20;
   private static final int MAX_STOPS = 16;
@@ -122,7 +126,8 @@ record OpenAiParams(
         topLogprobs,
         stream,
         includeUsage,
-        extra);
+        extra,
+        ConstraintFields.openAi(o, model.constraints()));
   }
 
   /** Parameters we do not implement: accepted only at their neutral value. */
@@ -139,10 +144,6 @@ record OpenAiParams(
     JsonNode choice = o.get("tool_choice");
     if (choice != null && !choice.isNull() && !"none".equals(choice.asText())) {
       throw ApiException.unsupported("tool_choice", "'tool_choice' is not supported");
-    }
-    ObjectNode format = Fields.object(o, "response_format");
-    if (format != null && !"text".equals(Fields.string(format, "type", "text"))) {
-      throw ApiException.unsupported("response_format", "only response_format 'text' is supported");
     }
     JsonNode modalities = o.get("modalities");
     if (modalities != null && modalities.isArray()) {
@@ -213,7 +214,7 @@ record OpenAiParams(
               extra.frequencyPenalty(),
               extra.presencePenalty(),
               extra.logitBias());
-      out.add(new ChoiceRequest(firstIndex + i, prompt, p, stopStrings, topLogprobs));
+      out.add(new ChoiceRequest(firstIndex + i, prompt, p, stopStrings, topLogprobs, constraint));
     }
     return out;
   }

@@ -1,0 +1,67 @@
+package dev.ringmaster.engine.constraint;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Compiles regexes, choice lists and JSON schemas for one vocabulary, with a small LRU cache keyed
+ * by the constraint's text, so repeated requests with the same schema compile it once. Thread-safe:
+ * request threads compile, so a bad constraint is refused before the request reaches the engine.
+ */
+public final class ConstraintCompiler {
+  private static final int CACHE_ENTRIES = 64;
+  private final TokenVocabulary vocab;
+  private final Map<String, TokenConstraint> cache =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, TokenConstraint> e) {
+          return size() > CACHE_ENTRIES;
+        }
+      };
+
+  /** A compiler for a vocabulary. */
+  public ConstraintCompiler(TokenVocabulary vocab) {
+    this.vocab = vocab;
+  }
+
+  /** The vocabulary. */
+  public TokenVocabulary vocabulary() {
+    return vocab;
+  }
+
+  /** Outputs matching a regular expression as a whole (see {@link RegexParser} for the syntax). */
+  public TokenConstraint regex(String pattern) {
+    return cached("regex:" + pattern, () -> ByteDfa.ofRegex(pattern));
+  }
+
+  /** Outputs equal to one of the strings. */
+  public TokenConstraint choice(List<String> choices) {
+    return cached("choice:" + String.join("\u0000", choices), () -> ByteDfa.ofChoices(choices));
+  }
+
+  /** JSON texts valid against a schema (see {@link JsonSchemaCompiler} for the subset). */
+  public TokenConstraint jsonSchema(JsonNode schema) {
+    return cached("schema:" + schema, () -> ByteDfa.of(JsonSchemaCompiler.compile(schema)));
+  }
+
+  /** Any JSON object, nested at most {@value JsonSchemaCompiler#ANY_DEPTH} deep. */
+  public TokenConstraint jsonObject() {
+    return cached("json_object", () -> ByteDfa.of(JsonSchemaCompiler.anyObject()));
+  }
+
+  private TokenConstraint cached(String key, java.util.function.Supplier<ByteDfa> build) {
+    synchronized (cache) {
+      TokenConstraint c = cache.get(key);
+      if (c != null) {
+        return c;
+      }
+    }
+    TokenConstraint c = new TokenConstraint(build.get(), vocab);
+    synchronized (cache) {
+      cache.put(key, c);
+    }
+    return c;
+  }
+}

@@ -1,0 +1,339 @@
+package dev.ringmaster.engine.constraint;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Compiles a JSON schema to a {@link RegexNode} matching compact JSON (at most one space after
+ * {@code :} and {@code ,}) that validates against it. The subset: {@code type} (one or a list),
+ * {@code object} with {@code properties} (written in their declared order), {@code required} and
+ * {@code additionalProperties}, {@code string} with {@code minLength}, {@code maxLength}, {@code
+ * pattern} (matched against the whole string) and {@code format} date, time, date-time or uuid,
+ * {@code number}, {@code integer}, {@code boolean}, {@code null}, {@code array} with {@code items},
+ * {@code minItems} and {@code maxItems}, {@code enum}, {@code const}, {@code anyOf}, {@code oneOf},
+ * a one-element {@code allOf}, and local non-recursive {@code $ref}s. A schema without a type
+ * accepts any JSON value nested at most {@value #ANY_DEPTH} deep. Any other keyword is refused with
+ * an {@link UnsupportedConstraintException} naming it.
+ */
+final class JsonSchemaCompiler {
+  /** Nesting depth of objects and arrays a schema-free value may have. */
+  static final int ANY_DEPTH = 3;
+
+  private static final Set<String> ANNOTATIONS =
+      Set.of(
+          "title",
+          "description",
+          "$schema",
+          "$id",
+          "$comment",
+          "default",
+          "examples",
+          "deprecated",
+          "readOnly",
+          "writeOnly",
+          "$defs",
+          "definitions",
+          "strict");
+  private static final Set<String> KEYWORDS =
+      Set.of(
+          "type",
+          "properties",
+          "required",
+          "additionalProperties",
+          "minLength",
+          "maxLength",
+          "pattern",
+          "format",
+          "items",
+          "minItems",
+          "maxItems",
+          "enum",
+          "const",
+          "anyOf",
+          "oneOf",
+          "allOf",
+          "$ref");
+  private static final String CHAR =
+      "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})";
+  private static final RegexNode WS = new RegexNode.Repeat(RegexNode.ofByte(' '), 0, 1);
+  private static final RegexNode STRING = regex("\"" + CHAR + "*\"");
+  private static final RegexNode INTEGER = regex("-?(0|[1-9][0-9]{0,15})");
+  private static final RegexNode NUMBER =
+      regex("-?(0|[1-9][0-9]{0,15})(\\.[0-9]{1,15})?([eE][+-]?[0-9]{1,3})?");
+  private static final Map<String, String> FORMATS =
+      Map.of(
+          "date", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])",
+          "time",
+              "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?",
+          "date-time",
+              "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})",
+          "uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+
+  private final JsonNode root;
+  private final Deque<String> refs = new ArrayDeque<>();
+
+  private JsonSchemaCompiler(JsonNode root) {
+    this.root = root;
+  }
+
+  /** The node matching the JSON texts valid against {@code schema}. */
+  static RegexNode compile(JsonNode schema) {
+    return new JsonSchemaCompiler(schema).value(schema, "#");
+  }
+
+  /** Any JSON object (the {@code json_object} response format). */
+  static RegexNode anyObject() {
+    return object(ANY_DEPTH);
+  }
+
+  private static RegexNode regex(String pattern) {
+    return RegexParser.parse(pattern);
+  }
+
+  private static RegexNode lit(String s) {
+    return RegexNode.literal(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static RegexNode seq(RegexNode... parts) {
+    return new RegexNode.Seq(List.of(parts));
+  }
+
+  private static RegexNode alt(List<RegexNode> options) {
+    return options.size() == 1 ? options.getFirst() : new RegexNode.Alt(options);
+  }
+
+  private static UnsupportedConstraintException unsupported(String path, String what) {
+    return new UnsupportedConstraintException(
+        "json_schema at " + path + ": " + what + " is not supported");
+  }
+
+  private RegexNode value(JsonNode s, String path) {
+    if (s.isBoolean()) {
+      if (!s.booleanValue()) {
+        throw unsupported(path, "the schema false (matches nothing)");
+      }
+      return any(ANY_DEPTH);
+    }
+    if (!s.isObject()) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": a schema must be an object or a boolean, got " + s);
+    }
+    for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
+      String k = it.next();
+      if (!KEYWORDS.contains(k) && !ANNOTATIONS.contains(k)) {
+        throw unsupported(path, "the keyword '" + k + "'");
+      }
+    }
+    if (s.has("$ref")) {
+      return ref(s.get("$ref").asText(), path);
+    }
+    if (s.has("const")) {
+      return lit(s.get("const").toString());
+    }
+    if (s.has("enum")) {
+      List<RegexNode> options = new ArrayList<>();
+      for (JsonNode v : s.get("enum")) {
+        options.add(lit(v.toString()));
+      }
+      if (options.isEmpty()) {
+        throw unsupported(path, "an empty enum");
+      }
+      return alt(options);
+    }
+    for (String k : List.of("anyOf", "oneOf")) {
+      if (s.has(k)) {
+        List<RegexNode> options = new ArrayList<>();
+        int i = 0;
+        for (JsonNode sub : s.get(k)) {
+          options.add(value(sub, path + "/" + k + "/" + i++));
+        }
+        if (options.isEmpty()) {
+          throw unsupported(path, "an empty " + k);
+        }
+        return alt(options);
+      }
+    }
+    if (s.has("allOf")) {
+      if (s.get("allOf").size() != 1) {
+        throw unsupported(path, "allOf with more than one schema");
+      }
+      return value(s.get("allOf").get(0), path + "/allOf/0");
+    }
+    JsonNode type = s.get("type");
+    if (type == null) {
+      if (s.has("properties")) {
+        return object(s, path);
+      }
+      return any(ANY_DEPTH);
+    }
+    if (type.isArray()) {
+      List<RegexNode> options = new ArrayList<>();
+      for (JsonNode t : type) {
+        options.add(typed(t.asText(), s, path));
+      }
+      return alt(options);
+    }
+    return typed(type.asText(), s, path);
+  }
+
+  private RegexNode ref(String ref, String path) {
+    if (!ref.startsWith("#")) {
+      throw unsupported(path, "the remote $ref '" + ref + "' (only local '#/...' refs are)");
+    }
+    if (refs.contains(ref)) {
+      throw unsupported(path, "the recursive $ref '" + ref + "'");
+    }
+    JsonNode target = root.at(ref.substring(1));
+    if (target.isMissingNode()) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": $ref '" + ref + "' points at nothing");
+    }
+    refs.push(ref);
+    try {
+      return value(target, ref);
+    } finally {
+      refs.pop();
+    }
+  }
+
+  private RegexNode typed(String type, JsonNode s, String path) {
+    return switch (type) {
+      case "object" -> object(s, path);
+      case "array" -> array(s, path);
+      case "string" -> string(s, path);
+      case "integer" -> INTEGER;
+      case "number" -> NUMBER;
+      case "boolean" -> alt(List.of(lit("true"), lit("false")));
+      case "null" -> lit("null");
+      default -> throw unsupported(path, "the type '" + type + "'");
+    };
+  }
+
+  private RegexNode string(JsonNode s, String path) {
+    if (s.has("format")) {
+      String f = s.get("format").asText();
+      String p = FORMATS.get(f);
+      if (p == null) {
+        throw unsupported(
+            path, "the string format '" + f + "' (supported: " + FORMATS.keySet() + ")");
+      }
+      return regex("\"" + p + "\"");
+    }
+    if (s.has("pattern")) {
+      return seq(lit("\""), regex(s.get("pattern").asText()), lit("\""));
+    }
+    int min = s.path("minLength").asInt(0);
+    int max = s.has("maxLength") ? s.get("maxLength").asInt() : -1;
+    if (min == 0 && max < 0) {
+      return STRING;
+    }
+    if (max >= 0 && max < min) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": maxLength " + max + " is below minLength " + min);
+    }
+    return seq(lit("\""), new RegexNode.Repeat(regex(CHAR), min, max), lit("\""));
+  }
+
+  private RegexNode array(JsonNode s, String path) {
+    RegexNode item = s.has("items") ? value(s.get("items"), path + "/items") : any(ANY_DEPTH - 1);
+    int min = s.path("minItems").asInt(0);
+    int max = s.has("maxItems") ? s.get("maxItems").asInt() : -1;
+    if (max >= 0 && max < min) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": maxItems " + max + " is below minItems " + min);
+    }
+    return list("[", "]", item, min, max);
+  }
+
+  /** {@code open item (, item)* close} with min..max items. */
+  private static RegexNode list(String open, String close, RegexNode item, int min, int max) {
+    RegexNode more = seq(lit(","), WS, item);
+    RegexNode body;
+    if (max == 0) {
+      body = RegexNode.EMPTY;
+    } else {
+      RegexNode rest = new RegexNode.Repeat(more, Math.max(0, min - 1), max < 0 ? -1 : max - 1);
+      body = seq(item, rest);
+      if (min == 0) {
+        body = new RegexNode.Repeat(body, 0, 1);
+      }
+    }
+    return seq(lit(open), WS, body, WS, lit(close));
+  }
+
+  private RegexNode object(JsonNode s, String path) {
+    JsonNode props = s.get("properties");
+    if (props == null || props.isEmpty()) {
+      JsonNode extra = s.get("additionalProperties");
+      if (extra != null && extra.isObject()) {
+        RegexNode member =
+            seq(STRING, WS, lit(":"), WS, value(extra, path + "/additionalProperties"));
+        return list("{", "}", member, 0, -1);
+      }
+      if (extra != null && extra.isBoolean() && !extra.booleanValue()) {
+        return seq(lit("{"), WS, lit("}"));
+      }
+      return object(ANY_DEPTH);
+    }
+    Set<String> required = new java.util.HashSet<>();
+    for (JsonNode r : s.path("required")) {
+      if (!props.has(r.asText())) {
+        throw new UnsupportedConstraintException(
+            "json_schema at "
+                + path
+                + ": required property '"
+                + r.asText()
+                + "' is not in properties");
+      }
+      required.add(r.asText());
+    }
+    List<RegexNode> members = new ArrayList<>();
+    List<Boolean> needed = new ArrayList<>();
+    for (Map.Entry<String, JsonNode> e : props.properties()) {
+      String key = com.fasterxml.jackson.databind.node.TextNode.valueOf(e.getKey()).toString();
+      members.add(
+          seq(lit(key), WS, lit(":"), WS, value(e.getValue(), path + "/properties/" + e.getKey())));
+      needed.add(required.contains(e.getKey()));
+    }
+    // After the first member written every later one is ", member" (optional ones may be left out);
+    // before it, an optional member is either the first or skipped.
+    int n = members.size();
+    RegexNode[] after = new RegexNode[n + 1];
+    RegexNode[] first = new RegexNode[n + 1];
+    after[n] = RegexNode.EMPTY;
+    first[n] = RegexNode.EMPTY;
+    for (int i = n - 1; i >= 0; i--) {
+      RegexNode comma = seq(lit(","), WS, members.get(i));
+      after[i] =
+          needed.get(i)
+              ? seq(comma, after[i + 1])
+              : seq(new RegexNode.Repeat(comma, 0, 1), after[i + 1]);
+      RegexNode here = seq(members.get(i), after[i + 1]);
+      first[i] = needed.get(i) ? here : alt(List.of(here, first[i + 1]));
+    }
+    return seq(lit("{"), WS, first[0], WS, lit("}"));
+  }
+
+  /** Any JSON value with objects and arrays nested at most {@code depth} deep. */
+  private static RegexNode any(int depth) {
+    List<RegexNode> options =
+        new ArrayList<>(List.of(STRING, NUMBER, lit("true"), lit("false"), lit("null")));
+    if (depth > 0) {
+      options.add(object(depth));
+      options.add(list("[", "]", any(depth - 1), 0, -1));
+    }
+    return alt(options);
+  }
+
+  private static RegexNode object(int depth) {
+    RegexNode member = seq(STRING, WS, lit(":"), WS, any(depth - 1));
+    return list("{", "}", member, 0, -1);
+  }
+}

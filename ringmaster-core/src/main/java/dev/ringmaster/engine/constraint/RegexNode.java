@@ -1,0 +1,38 @@
+package dev.ringmaster.engine.constraint;
+
+import java.util.BitSet;
+import java.util.List;
+
+/** The syntax tree of a byte-level regular expression: what {@link ByteDfa} compiles. */
+sealed interface RegexNode {
+  /** One byte out of a set. */
+  record ByteSet(BitSet bytes) implements RegexNode {}
+
+  /** The parts one after another (empty: the empty string). */
+  record Seq(List<RegexNode> parts) implements RegexNode {}
+
+  /** Any one of the options. */
+  record Alt(List<RegexNode> options) implements RegexNode {}
+
+  /** {@code min} to {@code max} repetitions ({@code max} -1: unbounded). */
+  record Repeat(RegexNode node, int min, int max) implements RegexNode {}
+
+  /** The empty string. */
+  RegexNode EMPTY = new Seq(List.of());
+
+  /** One byte. */
+  static RegexNode ofByte(int b) {
+    BitSet s = new BitSet(256);
+    s.set(b & 0xff);
+    return new ByteSet(s);
+  }
+
+  /** The UTF-8 bytes of a literal string. */
+  static RegexNode literal(byte[] bytes) {
+    RegexNode[] parts = new RegexNode[bytes.length];
+    for (int i = 0; i < bytes.length; i++) {
+      parts[i] = ofByte(bytes[i]);
+    }
+    return new Seq(List.of(parts));
+  }
+}

@@ -1,0 +1,95 @@
+package dev.ringmaster.engine.constraint;
+
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A compiled constraint bound to a vocabulary: per automaton state, the mask of the tokens that
+ * keep the output a prefix of a match (end-of-sequence ids where it is a match), cached per state.
+ * Small automata have every mask computed at compile time, off the engine thread; larger ones fill
+ * the cache as states are reached. Thread-safe; shared by every request with the same constraint.
+ */
+public final class TokenConstraint {
+  /** Masks up to this many longs in all are computed when the constraint is compiled. */
+  private static final long EAGER_WORDS = 1L << 22;
+
+  private final ByteDfa dfa;
+  private final TokenVocabulary vocab;
+  private final int words;
+  private final ConcurrentHashMap<Integer, StateMask> masks = new ConcurrentHashMap<>();
+
+  /** A state's mask and whether any token but end-of-sequence continues from it. */
+  private record StateMask(long[] bits, boolean continues) {}
+
+  /** Binds an automaton to a vocabulary. */
+  public TokenConstraint(ByteDfa dfa, TokenVocabulary vocab) {
+    this.dfa = dfa;
+    this.vocab = vocab;
+    this.words = (vocab.size() + 63) >>> 6;
+    if ((long) dfa.states() * words <= EAGER_WORDS) {
+      for (int s = 0; s < dfa.states(); s++) {
+        mask(s);
+      }
+    }
+  }
+
+  /** The automaton. */
+  public ByteDfa dfa() {
+    return dfa;
+  }
+
+  /** The vocabulary. */
+  public TokenVocabulary vocabulary() {
+    return vocab;
+  }
+
+  /** A fresh per-request state at the start of the automaton. */
+  public ConstraintState newState() {
+    return new ConstraintState(this);
+  }
+
+  /**
+   * The allowed tokens from {@code state} as a bitset over the vocabulary (bit {@code t % 64} of
+   * word {@code t / 64}); shared, do not modify.
+   */
+  public long[] mask(int state) {
+    return entry(state).bits();
+  }
+
+  /** Whether some token other than end-of-sequence is allowed from {@code state}. */
+  public boolean continues(int state) {
+    return entry(state).continues();
+  }
+
+  private StateMask entry(int state) {
+    return masks.computeIfAbsent(
+        state,
+        s -> {
+          long[] bits = new long[words];
+          boolean continues = vocab.allowed(dfa, s, bits);
+          if (dfa.accepting(s)) {
+            for (int e : vocab.eosIds()) {
+              if (e >= 0 && e < vocab.size()) {
+                bits[e >>> 6] |= 1L << e;
+              }
+            }
+          }
+          return new StateMask(bits, continues);
+        });
+  }
+
+  /** The state after {@code token} from {@code state}, or -1 when the token is not allowed. */
+  public int advance(int state, int token) {
+    byte[] b = vocab.bytes(token);
+    if (b == null || b.length == 0) {
+      return -1;
+    }
+    int s = state;
+    for (byte x : b) {
+      s = dfa.next(s, x);
+      if (s < 0) {
+        return -1;
+      }
+    }
+    return s;
+  }
+}
