@@ -46,25 +46,10 @@ final class CpuMlaAttention {
 
   /**
    * Attention of the step's tokens: {@code q} {@code [t, heads * qk]} and {@code kva} {@code [t,
-   * kvLora + rope]} (both rotated and normalised in place); returns the context {@code [t, heads *
-   * v]}. {@code kvB} is kv_b_proj as f32 {@code [heads * (nope + v), kvLora]}.
-   */
-  float[] forward(
-      float[] q,
-      float[] kva,
-      float[] kvANorm,
-      float[] kvB,
-      BatchLayout layout,
-      KvCache[] caches,
-      int layer) {
-    return forward(q, kva, kvANorm, kvB, layout, caches, layer, null);
-  }
-
-  /**
-   * Normalises, rotates and caches as {@link #forward(float[], float[], float[], float[],
-   * BatchLayout, KvCache[], int)}; then token {@code i} attends to the positions {@code
-   * selected[i]} (ascending) only, or to all up to its own where that entry (or {@code selected})
-   * is null. The step's rows must already be cached wherever a selection is computed from them.
+   * kvLora + rope]} (both rotated and normalised in place), cached; returns the context {@code [t,
+   * heads * v]}. {@code kvB} is kv_b_proj as f32 {@code [heads * (nope + v), kvLora]}. Token {@code
+   * i} attends to the positions {@code selected[i]} (ascending) only, or to all up to its own where
+   * that entry (or {@code selected}) is null.
    */
   float[] forward(
       float[] q,

@@ -185,6 +185,11 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
 
   @Override
   public void mlaAttention(AttentionWeights.Mla<CpuTensor> w, int layer) {
+    attendMla(w, layer, null);
+  }
+
+  /** MLA of the step's tokens over all their positions, or over {@code selected} ones. */
+  private void attendMla(AttentionWeights.Mla<CpuTensor> w, int layer, int[][] selected) {
     float[] kvB = ((CpuTensor.Latent) w.kvB()).values();
     acts.put(
         Act.ATTN,
@@ -195,7 +200,8 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
             kvB,
             layout,
             caches,
-            layer));
+            layer,
+            selected));
   }
 
   @Override
@@ -209,18 +215,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       throw new IllegalStateException(
           "layer " + layer + " shares the indexer selection but no earlier layer made one");
     }
-    float[] kvB = ((CpuTensor.Latent) w.kvB()).values();
-    acts.put(
-        Act.ATTN,
-        blocks.mla.forward(
-            acts.get(Act.Q),
-            acts.get(Act.KVA),
-            CpuTensor.vector(w.kvANorm()),
-            kvB,
-            layout,
-            caches,
-            layer,
-            selection));
+    attendMla(w, layer, selection);
   }
 
   @Override
