@@ -23,8 +23,9 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * {@code POST /v1/chat/completions}: messages are rendered with the model's chat template (from
- * tokenizer_config.json) and generation continues from the assistant prompt.
+ * {@code POST /v1/chat/completions}: messages (and tools, {@link ChatPrompt}) are rendered with the
+ * model's chat template (from tokenizer_config.json) and generation continues from the assistant
+ * prompt. A reply that is a tool call ({@link ToolRequest}) is returned as {@code tool_calls}.
  */
 public final class ChatCompletionsEndpoint implements Endpoint {
   private final ServerContext ctx;
