@@ -29,6 +29,8 @@ import java.util.regex.Pattern;
  * @param forced the function {@code tool_choice} names, or null
  */
 record ToolRequest(List<Tool> tools, Choice choice, String forced) {
+  private static final String CALL_OPEN = "<tool_call>";
+  private static final String CALL_CLOSE = "</tool_call>";
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
   private static final Set<String> TOOL_FIELDS = Set.of("type", "function");
   private static final Set<String> FUNCTION_FIELDS =
@@ -264,14 +266,18 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
   }
 
   /**
-   * Reads a reply as a tool call: the whole text (spaces around it aside) is an object with exactly
-   * a callable tool's {@code name} and an {@code arguments} object.
+   * Reads a reply as a tool call: the whole text (spaces around it aside, and optionally inside the
+   * {@code <tool_call>} tags Qwen and Hermes templates ask for) is an object with exactly a
+   * callable tool's {@code name} and an {@code arguments} object.
    */
   Optional<Call> parseCall(String text) {
     if (!active()) {
       return Optional.empty();
     }
     String s = text.strip();
+    if (s.startsWith(CALL_OPEN) && s.endsWith(CALL_CLOSE)) {
+      s = s.substring(CALL_OPEN.length(), s.length() - CALL_CLOSE.length()).strip();
+    }
     if (!s.startsWith("{") || !s.endsWith("}")) {
       return Optional.empty();
     }

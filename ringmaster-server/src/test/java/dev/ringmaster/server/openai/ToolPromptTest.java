@@ -77,6 +77,9 @@ class ToolPromptTest {
     ToolRequest.Call c = auto.parseCall(" {\"name\": \"add\", \"arguments\": {\"a\": 4}}\n").get();
     assertThat(c.name()).isEqualTo("add");
     assertThat(c.arguments().get("a").asInt()).isEqualTo(4);
+    assertThat(auto.parseCall("<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"))
+        .isPresent();
+    assertThat(auto.parseCall("<tool_call>{\"name\": \"add\", \"arguments\": {}}")).isEmpty();
     assertThat(auto.parseCall("{\"name\": \"sub\", \"arguments\": {}}")).isEmpty();
     assertThat(auto.parseCall("{\"name\": \"add\", \"arguments\": 3}")).isEmpty();
     assertThat(auto.parseCall("{\"name\": \"add\", \"arguments\": {}, \"x\": 1}")).isEmpty();
