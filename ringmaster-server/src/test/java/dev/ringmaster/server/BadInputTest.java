@@ -139,7 +139,8 @@ class BadInputTest {
             "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
             400,
             null),
-        Arguments.of(ch, "{" + msg + ", \"tools\": [{\"type\": \"function\"}]}", 400, "tools"),
+        Arguments.of(
+            ch, "{" + msg + ", \"tools\": [{\"type\": \"function\"}]}", 400, "tools[0].function"),
         Arguments.of(ch, "{" + msg + ", \"top_logprobs\": 3}", 400, "top_logprobs"),
         Arguments.of(
             ch,

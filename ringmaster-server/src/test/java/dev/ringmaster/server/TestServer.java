@@ -102,7 +102,19 @@ final class TestServer implements AutoCloseable {
       java.util.function.Function<CausalLm, LanguageModel> wrap,
       ServerConfig cfg,
       BatchConfig batch) {
-    Path dir = modelDir();
+    return start(modelDir(), wrap, cfg, batch);
+  }
+
+  /** A server whose model has another chat template (in a fresh fixture directory). */
+  static TestServer withTemplate(String template) {
+    return start(fixtureWithTemplate(template), lm -> lm, ServerConfig.defaults(), defaultBatch());
+  }
+
+  private static TestServer start(
+      Path dir,
+      java.util.function.Function<CausalLm, LanguageModel> wrap,
+      ServerConfig cfg,
+      BatchConfig batch) {
     CausalLm lm = CausalLm.load(dir);
     BatchEngine engine = BatchEngine.start(wrap.apply(lm), batch);
     Tokenizer tok = Tokenizer.load(dir);
@@ -113,9 +125,13 @@ final class TestServer implements AutoCloseable {
 
   /** The fixture directory with a chat template in tokenizer_config.json (made once). */
   static synchronized Path modelDir() {
-    if (modelDir != null) {
-      return modelDir;
+    if (modelDir == null) {
+      modelDir = fixtureWithTemplate(TEMPLATE);
     }
+    return modelDir;
+  }
+
+  private static Path fixtureWithTemplate(String template) {
     try {
       Path src = fixture("deepseek_v3_basic");
       Path dir = Files.createTempDirectory("ringmaster-server-test");
@@ -127,9 +143,8 @@ final class TestServer implements AutoCloseable {
         }
       }
       ObjectNode cfg = (ObjectNode) JSON.readTree(src.resolve("tokenizer_config.json").toFile());
-      cfg.put("chat_template", TEMPLATE);
+      cfg.put("chat_template", template);
       Files.writeString(dir.resolve("tokenizer_config.json"), JSON.writeValueAsString(cfg));
-      modelDir = dir;
       return dir;
     } catch (IOException e) {
       throw new UncheckedIOException(e);

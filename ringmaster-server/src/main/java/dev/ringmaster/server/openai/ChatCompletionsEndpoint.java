@@ -1,10 +1,10 @@
 package dev.ringmaster.server.openai;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.TokenEvent;
-import dev.ringmaster.model.tokenizer.ChatMessage;
+import dev.ringmaster.engine.constraint.TokenConstraint;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.ApiException;
@@ -15,17 +15,19 @@ import dev.ringmaster.server.generation.ChoiceResult;
 import dev.ringmaster.server.generation.Generation;
 import dev.ringmaster.server.http.Endpoint;
 import dev.ringmaster.server.http.Exchange;
-import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
- * {@code POST /v1/chat/completions}: messages are rendered with the model's chat template (from
- * tokenizer_config.json) and generation continues from the assistant prompt.
+ * {@code POST /v1/chat/completions}: messages (and tools, {@link ChatPrompt}) are rendered with the
+ * model's chat template (from tokenizer_config.json) and generation continues from the assistant
+ * prompt. A reply that is a tool call ({@link ToolRequest}) is returned as {@code tool_calls}.
  */
 public final class ChatCompletionsEndpoint implements Endpoint {
-  private static final Set<String> ROLES =
-      Set.of("system", "developer", "user", "assistant", "tool");
   private final ServerContext ctx;
 
   /** The endpoint over a server context. */
@@ -42,8 +44,20 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     } else if (Fields.has(body, "top_logprobs")) {
       throw ApiException.invalid("top_logprobs", "'top_logprobs' requires 'logprobs': true");
     }
-    OpenAiParams params = OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top);
-    int[] prompt = render(body);
+    OpenAiParams params =
+        OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top, true);
+    ToolRequest tools = ToolRequest.parse(body);
+    TokenConstraint forced = tools.constraint(ctx.model().constraints());
+    if (forced != null) {
+      if (params.constraint() != null) {
+        throw ApiException.invalid(
+            "tool_choice",
+            "a required or named 'tool_choice' constrains the output itself; it cannot be combined"
+                + " with another output constraint such as 'response_format'");
+      }
+      params = params.withConstraint(forced);
+    }
+    int[] prompt = render(body, tools);
     String id = Responses.newId("chatcmpl-");
     String model = ctx.model().name();
     List<ChoiceResult> results;
@@ -51,7 +65,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
         ctx.start(params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"), id)) {
       if (params.stream()) {
         StreamRelay.relay(
-            g, ex.sse(), new Format(), id, model, prompt.length, params.includeUsage());
+            g, ex.sse(), new Format(tools), id, model, prompt.length, params.includeUsage());
         return;
       }
       results = g.collect(ex::clientGone);
@@ -66,7 +80,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
       c.put("index", i);
       ObjectNode msg = c.putObject("message");
       msg.put("role", "assistant");
-      msg.put("content", r.text());
+      boolean called = putReply(msg, r.text(), tools, r.done().reason() == FinishReason.STOP);
       msg.putNull("refusal");
       if (params.topLogprobs() >= 0) {
         c.set(
@@ -75,7 +89,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
       } else {
         c.putNull("logprobs");
       }
-      c.put("finish_reason", r.done().finishReason());
+      c.put("finish_reason", called ? "tool_calls" : r.done().finishReason());
       Responses.matchedStop(c, r.done());
       completion += r.done().completionTokens();
     }
@@ -83,18 +97,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     ex.ok(out);
   }
 
-  private int[] render(ObjectNode body) {
-    JsonNode msgs = body.get("messages");
-    if (msgs == null || !msgs.isArray()) {
-      throw ApiException.invalid("messages", "'messages' must be an array of messages");
-    }
-    if (msgs.isEmpty()) {
-      throw ApiException.invalid("messages", "'messages' is empty");
-    }
-    List<ChatMessage> messages = new ArrayList<>();
-    for (int i = 0; i < msgs.size(); i++) {
-      messages.add(message(msgs.get(i), "messages[" + i + "]"));
-    }
+  private int[] render(ObjectNode body, ToolRequest tools) {
     ChatTemplate template =
         ctx.model()
             .tokenizer()
@@ -105,13 +108,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
                         "messages",
                         "this model has no chat template (tokenizer_config.json has no"
                             + " chat_template); use /v1/completions"));
-    String text;
-    try {
-      text = template.render(messages, true);
-    } catch (RuntimeException e) {
-      throw ApiException.invalid(
-          "messages", "the chat template rejected the messages: " + e.getMessage());
-    }
+    String text = ChatPrompt.render(body, template, tools);
     if (text.isEmpty()) {
       throw ApiException.invalid("messages", "the rendered prompt is empty");
     }
@@ -119,38 +116,36 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     return ctx.model().tokenizer().encode(text, false);
   }
 
-  private static ChatMessage message(JsonNode m, String where) {
-    if (!m.isObject()) {
-      throw ApiException.invalid(where, where + " must be an object");
+  /**
+   * Puts a finished reply into {@code msg}: a tool call when the tools allow one and the text is
+   * one, else the text as content.
+   *
+   * @return whether it was a tool call
+   */
+  private static boolean putReply(ObjectNode msg, String text, ToolRequest tools, boolean done) {
+    Optional<ToolRequest.Call> call = done ? tools.parseCall(text) : Optional.empty();
+    if (call.isEmpty()) {
+      msg.put("content", text);
+      return false;
     }
-    ObjectNode o = (ObjectNode) m;
-    String role = Fields.string(o, "role", null);
-    if (role == null || !ROLES.contains(role)) {
-      throw ApiException.invalid(where + ".role", where + ".role must be one of " + ROLES);
-    }
-    JsonNode content = o.get("content");
-    String text;
-    if (content == null || content.isNull()) {
-      text = "";
-    } else if (content.isTextual()) {
-      text = Fields.checkText(where + ".content", content.textValue());
-    } else if (content.isArray()) {
-      StringBuilder sb = new StringBuilder();
-      for (JsonNode part : content) {
-        if (!part.isObject() || !"text".equals(part.path("type").asText())) {
-          throw ApiException.unsupported(
-              where + ".content", "only text content parts are supported");
-        }
-        sb.append(Fields.string((ObjectNode) part, "text", ""));
-      }
-      text = sb.toString();
-    } else {
-      throw ApiException.invalid(where + ".content", where + ".content must be a string or parts");
-    }
-    return new ChatMessage(role, text);
+    msg.putNull("content");
+    msg.putArray("tool_calls").add(ToolRequest.toolCallJson(call.get(), Responses.newId("call_")));
+    return true;
   }
 
+  /**
+   * Chat chunks. With tools in play a choice's text is held back and sent whole at the end, as one
+   * {@code tool_calls} delta when it is a call, else as one content delta.
+   */
   private final class Format implements ChoiceFormat {
+    private final ToolRequest tools;
+    private final Map<Integer, StringBuilder> held = new HashMap<>();
+    private final Set<Integer> called = new HashSet<>();
+
+    Format(ToolRequest tools) {
+      this.tools = tools;
+    }
+
     @Override
     public String chunkObject() {
       return "chat.completion.chunk";
@@ -158,8 +153,18 @@ public final class ChatCompletionsEndpoint implements Endpoint {
 
     @Override
     public ObjectNode delta(int index, String text, List<TokenEvent> tokens, boolean first) {
-      ObjectNode c = Json.object();
-      c.put("index", index);
+      if (tools.active()) {
+        held.computeIfAbsent(index, i -> new StringBuilder()).append(text);
+        if (!first) {
+          return null;
+        }
+        ObjectNode c = choice(index);
+        c.putObject("delta").put("role", "assistant").putNull("content");
+        c.putNull("logprobs");
+        c.putNull("finish_reason");
+        return c;
+      }
+      ObjectNode c = choice(index);
       ObjectNode d = c.putObject("delta");
       if (first) {
         d.put("role", "assistant");
@@ -175,13 +180,42 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     }
 
     @Override
+    public ObjectNode held(ChoiceEvent.Done done) {
+      StringBuilder text = held.remove(done.index());
+      if (text == null || text.isEmpty()) {
+        return null;
+      }
+      ObjectNode c = choice(done.index());
+      ObjectNode d = c.putObject("delta");
+      Optional<ToolRequest.Call> call =
+          done.reason() == FinishReason.STOP ? tools.parseCall(text.toString()) : Optional.empty();
+      if (call.isPresent()) {
+        called.add(done.index());
+        ObjectNode tc = ToolRequest.toolCallJson(call.get(), Responses.newId("call_"));
+        ObjectNode indexed = Json.object().put("index", 0);
+        indexed.setAll(tc);
+        d.putArray("tool_calls").add(indexed);
+      } else {
+        d.put("content", text.toString());
+      }
+      c.putNull("logprobs");
+      c.putNull("finish_reason");
+      return c;
+    }
+
+    @Override
     public ObjectNode finish(ChoiceEvent.Done done) {
-      ObjectNode c = Json.object();
-      c.put("index", done.index());
+      ObjectNode c = choice(done.index());
       c.putObject("delta");
       c.putNull("logprobs");
-      c.put("finish_reason", done.finishReason());
+      c.put("finish_reason", called.remove(done.index()) ? "tool_calls" : done.finishReason());
       Responses.matchedStop(c, done);
+      return c;
+    }
+
+    private static ObjectNode choice(int index) {
+      ObjectNode c = Json.object();
+      c.put("index", index);
       return c;
     }
   }

@@ -42,7 +42,8 @@ public final class CompletionsEndpoint implements Endpoint {
       throw ApiException.unsupported("echo", "'echo' is not supported");
     }
     int top = (int) Fields.integer(body, "logprobs", -1, 0, OpenAiParams.MAX_TOP_LOGPROBS);
-    OpenAiParams params = OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top);
+    OpenAiParams params =
+        OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top, false);
     List<int[]> prompts = prompts(body);
     List<ChoiceRequest> choices = new ArrayList<>();
     int promptTokens = 0;

@@ -59,8 +59,11 @@ record OpenAiParams(
    * sampling, stops, {@code n}, streaming).
    *
    * @param topLogprobs how many alternatives per token the endpoint parsed, -1 for none
+   * @param toolsHandled whether the endpoint handles {@code tools} and {@code tool_choice} itself
+   *     (chat does; elsewhere they are refused)
    */
-  static OpenAiParams parse(ObjectNode o, ServingModel model, int maxChoices, int topLogprobs) {
+  static OpenAiParams parse(
+      ObjectNode o, ServingModel model, int maxChoices, int topLogprobs, boolean toolsHandled) {
     String requested = Fields.string(o, "model", null);
     if (!model.answersTo(requested)) {
       throw ApiException.notFound(
@@ -72,7 +75,7 @@ record OpenAiParams(
               + model.name()
               + "'");
     }
-    rejectUnsupported(o);
+    rejectUnsupported(o, toolsHandled);
     SamplingParams extra = SamplingFields.apply(o, "", SamplingParams.greedy(1), model.vocabSize());
     Integer maxTokens = null;
     for (String f : List.of("max_tokens", "max_completion_tokens")) {
@@ -131,19 +134,32 @@ record OpenAiParams(
   }
 
   /** Parameters we do not implement: accepted only at their neutral value. */
-  private static void rejectUnsupported(ObjectNode o) {
+  private static void rejectUnsupported(ObjectNode o, boolean toolsHandled) {
     if (Fields.integer(o, "min_tokens", 0, 0, Integer.MAX_VALUE) != 0) {
       throw ApiException.unsupported("min_tokens", "'min_tokens' is not supported");
     }
-    for (String f : List.of("tools", "functions", "suffix", "audio", "prediction")) {
+    for (String f : List.of("functions", "suffix", "audio", "prediction")) {
       JsonNode v = o.get(f);
       if (v != null && !v.isNull() && !(v.isArray() && v.isEmpty())) {
-        throw ApiException.unsupported(f, "'" + f + "' is not supported");
+        throw ApiException.unsupported(
+            f,
+            "'"
+                + f
+                + "' is not supported"
+                + (f.equals("functions") ? "; declare functions in 'tools' instead" : ""));
       }
+    }
+    if (toolsHandled) {
+      return;
+    }
+    JsonNode tools = o.get("tools");
+    if (tools != null && !tools.isNull() && !(tools.isArray() && tools.isEmpty())) {
+      throw ApiException.unsupported("tools", "'tools' is only supported by /v1/chat/completions");
     }
     JsonNode choice = o.get("tool_choice");
     if (choice != null && !choice.isNull() && !"none".equals(choice.asText())) {
-      throw ApiException.unsupported("tool_choice", "'tool_choice' is not supported");
+      throw ApiException.unsupported(
+          "tool_choice", "'tool_choice' is only supported by /v1/chat/completions");
     }
     JsonNode modalities = o.get("modalities");
     if (modalities != null && modalities.isArray()) {
@@ -153,6 +169,25 @@ record OpenAiParams(
         }
       }
     }
+  }
+
+  /** These parameters with another output constraint. */
+  OpenAiParams withConstraint(TokenConstraint c) {
+    return new OpenAiParams(
+        maxTokens,
+        temperature,
+        topP,
+        topK,
+        seed,
+        stopStrings,
+        stopIds,
+        ignoreEos,
+        n,
+        topLogprobs,
+        stream,
+        includeUsage,
+        extra,
+        c);
   }
 
   /**

@@ -46,9 +46,10 @@ final class StreamRelay {
             }
             started[d.index()] = true;
             List<TokenEvent> tokens = d.token() == null ? List.of() : List.of(d.token());
-            sse.send(
-                chunk(
-                    format, id, created, model, format.delta(d.index(), d.text(), tokens, first)));
+            ObjectNode delta = format.delta(d.index(), d.text(), tokens, first);
+            if (delta != null) {
+              sse.send(chunk(format, id, created, model, delta));
+            }
           }
           case ChoiceEvent.Done d -> {
             completionTokens += d.completionTokens();
@@ -58,6 +59,10 @@ final class StreamRelay {
             }
             if (!sse.started() && g.abortedByShutdown(d)) {
               throw Generation.shutdownAbort(); // nothing sent yet: a retryable 503
+            }
+            ObjectNode held = format.held(d);
+            if (held != null) {
+              sse.send(chunk(format, id, created, model, held));
             }
             sse.send(chunk(format, id, created, model, format.finish(d)));
           }

@@ -1,0 +1,312 @@
+package dev.ringmaster.server.openai;
+
+import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ringmaster.engine.constraint.ConstraintCompiler;
+import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.UnsupportedConstraintException;
+import dev.ringmaster.server.api.ApiException;
+import dev.ringmaster.server.api.Fields;
+import dev.ringmaster.server.api.Json;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The {@code tools} and {@code tool_choice} of a chat request, checked. A tool call is the JSON
+ * object {@code {"name": ..., "arguments": {...}}}; {@code required} and a named function force one
+ * with a JSON-schema constraint (anyOf over the callable tools), {@code auto} lets the model choose
+ * and reads a call back when the whole output is such an object, {@code none} neither shows the
+ * tools to the model nor reads calls back.
+ *
+ * @param tools the declared tools, in request order (empty when none were given)
+ * @param choice how the model may call them
+ * @param forced the function {@code tool_choice} names, or null
+ */
+record ToolRequest(List<Tool> tools, Choice choice, String forced) {
+  private static final String CALL_OPEN = "<tool_call>";
+  private static final String CALL_CLOSE = "</tool_call>";
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
+  private static final Set<String> TOOL_FIELDS = Set.of("type", "function");
+  private static final Set<String> FUNCTION_FIELDS =
+      Set.of("name", "description", "parameters", "strict");
+
+  /** How the model may call tools. */
+  enum Choice {
+    /** No tools: plain content only. */
+    NONE,
+    /** The model decides; a reply that is a tool-call object becomes {@code tool_calls}. */
+    AUTO,
+    /** Exactly one call to one of the tools, enforced by the output constraint. */
+    REQUIRED,
+    /** Exactly one call to the named tool, enforced by the output constraint. */
+    NAMED
+  }
+
+  /**
+   * One function tool.
+   *
+   * @param name the function name
+   * @param description what it does, or null
+   * @param parameters the JSON schema of its arguments (an empty object schema when not given)
+   */
+  record Tool(String name, String description, ObjectNode parameters) {}
+
+  /**
+   * A parsed tool call.
+   *
+   * @param name the function called
+   * @param arguments the arguments object
+   */
+  record Call(String name, JsonNode arguments) {}
+
+  /** Whether the model sees the tools and its output may be read as a call. */
+  boolean active() {
+    return choice != Choice.NONE;
+  }
+
+  /** Whether the output is constrained to be a call. */
+  boolean forcesCall() {
+    return choice == Choice.REQUIRED || choice == Choice.NAMED;
+  }
+
+  /** The tools the model may call: all of them, or the one {@code tool_choice} names. */
+  List<Tool> callable() {
+    return choice == Choice.NAMED
+        ? tools.stream().filter(t -> t.name().equals(forced)).toList()
+        : choice == Choice.NONE ? List.of() : tools;
+  }
+
+  /** Parses and checks {@code tools} and {@code tool_choice} of a chat request body. */
+  static ToolRequest parse(ObjectNode body) {
+    List<Tool> tools = new ArrayList<>();
+    JsonNode t = body.get("tools");
+    if (t != null && !t.isNull()) {
+      if (!t.isArray()) {
+        throw ApiException.invalid("tools", "'tools' must be an array of tool objects");
+      }
+      Set<String> names = new HashSet<>();
+      for (int i = 0; i < t.size(); i++) {
+        Tool tool = tool(t.get(i), "tools[" + i + "]");
+        if (!names.add(tool.name())) {
+          throw ApiException.invalid(
+              "tools[" + i + "].function.name",
+              "tools[" + i + "]: the function name '" + tool.name() + "' is declared twice");
+        }
+        tools.add(tool);
+      }
+    }
+    JsonNode c = body.get("tool_choice");
+    Choice choice = tools.isEmpty() ? Choice.NONE : Choice.AUTO;
+    String forced = null;
+    if (c != null && !c.isNull()) {
+      if (c.isTextual()) {
+        choice =
+            switch (c.asText()) {
+              case "none" -> Choice.NONE;
+              case "auto" -> Choice.AUTO;
+              case "required" -> Choice.REQUIRED;
+              default ->
+                  throw ApiException.invalid(
+                      "tool_choice",
+                      "'tool_choice' must be 'none', 'auto', 'required' or"
+                          + " {\"type\": \"function\", \"function\": {\"name\": ...}}, got '"
+                          + c.asText()
+                          + "'");
+            };
+      } else if (c.isObject()) {
+        ObjectNode o = (ObjectNode) c;
+        ObjectNode f = Fields.object(o, "function");
+        if (!"function".equals(Fields.string(o, "type", null)) || f == null) {
+          throw ApiException.invalid(
+              "tool_choice",
+              "a 'tool_choice' object must be {\"type\": \"function\", \"function\": {\"name\":"
+                  + " ...}}");
+        }
+        forced = Fields.string(f, "name", null);
+        String named = forced;
+        if (named == null || tools.stream().noneMatch(x -> x.name().equals(named))) {
+          throw ApiException.invalid(
+              "tool_choice.function.name",
+              "tool_choice names the function '"
+                  + named
+                  + "', which is not among the request's tools");
+        }
+        choice = Choice.NAMED;
+      } else {
+        throw ApiException.invalid("tool_choice", "'tool_choice' must be a string or an object");
+      }
+      if (tools.isEmpty() && choice != Choice.NONE) {
+        throw ApiException.invalid(
+            "tool_choice", "'tool_choice' '" + c.asText() + "' needs a non-empty 'tools' array");
+      }
+    }
+    return new ToolRequest(List.copyOf(tools), choice, forced);
+  }
+
+  private static Tool tool(JsonNode n, String where) {
+    if (!n.isObject()) {
+      throw ApiException.invalid(where, where + " must be a tool object");
+    }
+    ObjectNode o = (ObjectNode) n;
+    Fields.onlyKnown(o, where, TOOL_FIELDS);
+    String type = Fields.string(o, "type", null);
+    if (!"function".equals(type)) {
+      throw ApiException.invalid(
+          where + ".type", where + ".type must be 'function' (the only tool type supported)");
+    }
+    ObjectNode f = Fields.object(o, "function");
+    if (f == null) {
+      throw ApiException.invalid(where + ".function", where + " needs a 'function' object");
+    }
+    Fields.onlyKnown(f, where + ".function", FUNCTION_FIELDS);
+    String name = Fields.string(f, "name", null);
+    if (name == null || !NAME.matcher(name).matches()) {
+      throw ApiException.invalid(
+          where + ".function.name",
+          where
+              + ".function.name is "
+              + (name == null ? "missing" : "'" + name + "'")
+              + ": a function needs a name of 1 to 64 letters, digits, '_', '.' or '-'");
+    }
+    String description = Fields.string(f, "description", null);
+    JsonNode p = f.get("parameters");
+    ObjectNode params;
+    if (p == null || p.isNull()) {
+      params = Json.object();
+      params.put("type", "object");
+      params.putObject("properties");
+      params.put("additionalProperties", false);
+    } else if (p.isObject()) {
+      params = (ObjectNode) p;
+      JsonNode type2 = params.get("type");
+      if (type2 != null && !"object".equals(type2.asText())) {
+        throw ApiException.invalid(
+            where + ".function.parameters",
+            where + ".function.parameters must be a JSON schema of type 'object', got " + type2);
+      }
+    } else {
+      throw ApiException.invalid(
+          where + ".function.parameters",
+          where + ".function.parameters must be a JSON schema object");
+    }
+    return new Tool(name, description, params);
+  }
+
+  /**
+   * The constraint forcing one call to a callable tool, or null when calls are not forced.
+   *
+   * @throws ApiException naming the tool whose parameters schema the compiler cannot take
+   */
+  TokenConstraint constraint(ConstraintCompiler compiler) {
+    if (!forcesCall()) {
+      return null;
+    }
+    try {
+      return compiler.jsonSchema(callSchema());
+    } catch (UnsupportedConstraintException e) {
+      // Name the tool at fault: compile each one alone (the failure path only).
+      for (int i = 0; i < tools.size(); i++) {
+        Tool t = tools.get(i);
+        try {
+          compiler.jsonSchema(t.parameters());
+        } catch (UnsupportedConstraintException one) {
+          throw ApiException.unsupported(
+              "tools[" + i + "].function.parameters",
+              "tools[" + i + "].function.parameters ('" + t.name() + "'): " + one.getMessage());
+        }
+      }
+      throw ApiException.unsupported("tools", "the tools' schemas: " + e.getMessage());
+    }
+  }
+
+  /**
+   * The schema of a call: anyOf, over the callable tools, of {@code {"name": <const>, "arguments":
+   * <parameters>}}. Each tool's {@code $defs} and {@code definitions} move to the root, where its
+   * local {@code $ref}s point.
+   */
+  ObjectNode callSchema() {
+    ObjectNode root = Json.object();
+    ArrayNode any = root.putArray("anyOf");
+    for (Tool t : callable()) {
+      ObjectNode params = t.parameters().deepCopy();
+      for (String defs : List.of("$defs", "definitions")) {
+        JsonNode d = params.remove(defs);
+        if (d != null && d.isObject()) {
+          ObjectNode into = root.has(defs) ? (ObjectNode) root.get(defs) : root.putObject(defs);
+          for (var e : d.properties()) {
+            JsonNode prior = into.get(e.getKey());
+            if (prior != null && !prior.equals(e.getValue())) {
+              throw ApiException.unsupported(
+                  "tools",
+                  "two tools define different '"
+                      + defs
+                      + "/"
+                      + e.getKey()
+                      + "' schemas; give them distinct names");
+            }
+            into.set(e.getKey(), e.getValue());
+          }
+        }
+      }
+      ObjectNode call = any.addObject();
+      call.put("type", "object");
+      ObjectNode props = call.putObject("properties");
+      props.putObject("name").put("const", t.name());
+      props.set("arguments", params);
+      call.putArray("required").add("name").add("arguments");
+      call.put("additionalProperties", false);
+    }
+    return root;
+  }
+
+  /**
+   * Reads a reply as a tool call: the whole text (spaces around it aside, and optionally inside the
+   * {@code <tool_call>} tags Qwen and Hermes templates ask for) is an object with exactly a
+   * callable tool's {@code name} and an {@code arguments} object.
+   */
+  Optional<Call> parseCall(String text) {
+    if (!active()) {
+      return Optional.empty();
+    }
+    String s = text.strip();
+    if (s.startsWith(CALL_OPEN) && s.endsWith(CALL_CLOSE)) {
+      s = s.substring(CALL_OPEN.length(), s.length() - CALL_CLOSE.length()).strip();
+    }
+    if (!s.startsWith("{") || !s.endsWith("}")) {
+      return Optional.empty();
+    }
+    JsonNode v;
+    try {
+      v = Json.MAPPER.readTree(s);
+    } catch (JacksonException e) {
+      return Optional.empty();
+    }
+    if (v == null || !v.isObject() || v.size() != 2) {
+      return Optional.empty();
+    }
+    JsonNode name = v.get("name");
+    JsonNode args = v.get("arguments");
+    if (name == null || !name.isTextual() || args == null || !args.isObject()) {
+      return Optional.empty();
+    }
+    boolean known = callable().stream().anyMatch(t -> t.name().equals(name.asText()));
+    return known ? Optional.of(new Call(name.asText(), args)) : Optional.empty();
+  }
+
+  /** The OpenAI {@code tool_calls} entry of a call. */
+  static ObjectNode toolCallJson(Call call, String id) {
+    ObjectNode c = Json.object();
+    c.put("id", id);
+    c.put("type", "function");
+    ObjectNode f = c.putObject("function");
+    f.put("name", call.name());
+    f.put("arguments", Json.string(call.arguments()));
+    return c;
+  }
+}
