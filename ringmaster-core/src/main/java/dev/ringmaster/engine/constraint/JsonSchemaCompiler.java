@@ -227,7 +227,9 @@ final class JsonSchemaCompiler {
       return regex("\"" + p + "\"");
     }
     if (s.has("pattern")) {
-      return seq(lit("\""), regex(s.get("pattern").asText()), lit("\""));
+      // Only what the string can hold unescaped: a pattern such as [^,]* would otherwise let a
+      // quote or a backslash end or break the JSON.
+      return seq(lit("\""), RegexNode.jsonStringSafe(regex(s.get("pattern").asText())), lit("\""));
     }
     int min = s.path("minLength").asInt(0);
     int max = s.has("maxLength") ? s.get("maxLength").asInt() : -1;

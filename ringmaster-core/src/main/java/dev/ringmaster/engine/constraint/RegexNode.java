@@ -35,4 +35,27 @@ sealed interface RegexNode {
     }
     return new Seq(List.of(parts));
   }
+
+  /**
+   * This expression without the bytes a JSON string cannot hold unescaped ({@code "}, {@code \} and
+   * the control characters below 0x20): a schema {@code pattern} between a string's quotes then
+   * matches only strings it can write as they are. UTF-8 multi-byte sequences never contain these
+   * bytes, so only the ASCII characters are taken out.
+   */
+  static RegexNode jsonStringSafe(RegexNode n) {
+    return switch (n) {
+      case ByteSet(BitSet bytes) -> {
+        BitSet b = (BitSet) bytes.clone();
+        b.clear(0, 0x20);
+        b.clear('"');
+        b.clear('\\');
+        yield new ByteSet(b);
+      }
+      case Seq(List<RegexNode> parts) ->
+          new Seq(parts.stream().map(RegexNode::jsonStringSafe).toList());
+      case Alt(List<RegexNode> options) ->
+          new Alt(options.stream().map(RegexNode::jsonStringSafe).toList());
+      case Repeat(RegexNode node, int min, int max) -> new Repeat(jsonStringSafe(node), min, max);
+    };
+  }
 }

@@ -135,4 +135,16 @@ class ByteDfaTest {
     JsonNode parsed = JSON.readTree("{\"name\": \"b\\\"b\", \"age\": -12}");
     assertThat(parsed.get("age").asInt()).isEqualTo(-12);
   }
+
+  @Test
+  void aStringPatternOnlyWritesWhatJsonHoldsUnescaped() throws Exception {
+    // [^,]* alone would also take a quote, a backslash or a newline, which end or break the JSON.
+    ByteDfa d = schema("{\"type\": \"string\", \"pattern\": \"[^,]*\"}");
+    assertThat(matches(d, "\"ab c\"")).isTrue();
+    assertThat(matches(d, "\"é\"")).isTrue();
+    assertThat(matches(d, "\"a,b\"")).isFalse();
+    assertThat(matches(d, "\"a\"b\"")).isFalse();
+    assertThat(matches(d, "\"a\\\\b\"")).isFalse();
+    assertThat(matches(d, "\"a\nb\"")).isFalse();
+  }
 }
