@@ -60,8 +60,13 @@ final class JsonSchemaCompiler {
           "oneOf",
           "allOf",
           "$ref");
+  // No backslash-u escapes of UTF-16 surrogates: a lone one is not Unicode, and a pair would count
+  // as two
+  // characters against minLength / maxLength where JSON Schema counts one (the character can be
+  // written as its UTF-8 bytes instead).
   private static final String CHAR =
-      "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})";
+      "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]"
+          + "|\\\\u([0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
   private static final RegexNode WS = new RegexNode.Repeat(RegexNode.ofByte(' '), 0, 1);
   private static final RegexNode STRING = regex("\"" + CHAR + "*\"");
   private static final RegexNode INTEGER = regex("-?(0|[1-9][0-9]{0,15})");

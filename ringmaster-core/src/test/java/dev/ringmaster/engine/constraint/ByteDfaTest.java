@@ -147,4 +147,14 @@ class ByteDfaTest {
     assertThat(matches(d, "\"a\\\\b\"")).isFalse();
     assertThat(matches(d, "\"a\nb\"")).isFalse();
   }
+
+  @Test
+  void stringLengthsCountCodePointsAndNoSurrogateEscapes() throws Exception {
+    ByteDfa d = schema("{\"type\": \"string\", \"maxLength\": 1}");
+    assertThat(matches(d, "\"\\u00e9\"")).isTrue();
+    assertThat(matches(d, "\"\uD83D\uDE00\"")).as("one code point as UTF-8").isTrue();
+    // As escapes the same character would be two characters long, and a lone half is not Unicode.
+    assertThat(matches(d, "\"\\ud83d\\ude00\"")).isFalse();
+    assertThat(matches(d, "\"\\ud83d\"")).isFalse();
+  }
 }
