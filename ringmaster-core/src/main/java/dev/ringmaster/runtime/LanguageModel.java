@@ -75,14 +75,7 @@ public interface LanguageModel extends AutoCloseable {
    */
   default SampledTokens forwardSample(
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
-    if (sampling.rows() != logitRows.length) {
-      throw new IllegalArgumentException(
-          "the sampling batch has "
-              + sampling.rows()
-              + " rows but "
-              + logitRows.length
-              + " logits rows were requested");
-    }
+    sampling.checkRows(logitRows.length);
     float[] logits = forward(tokens, layout, caches, logitRows);
     return sampling.sampleOnCpu(logits, config().vocabSize());
   }

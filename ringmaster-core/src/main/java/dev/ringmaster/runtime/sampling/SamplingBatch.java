@@ -170,6 +170,18 @@ public final class SamplingBatch {
     return masked > 0;
   }
 
+  /** Refuses a step that asks for {@code logitRows} rows of logits but samples another count. */
+  public void checkRows(int logitRows) {
+    if (rows != logitRows) {
+      throw new IllegalArgumentException(
+          "the sampling batch has "
+              + rows
+              + " rows but "
+              + logitRows
+              + " logits rows were requested");
+    }
+  }
+
   /** Number of rows. */
   public int rows() {
     return rows;

@@ -485,14 +485,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   @Override
   public SampledTokens forwardSample(
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
-    if (sampling.rows() != logitRows.length) {
-      throw new IllegalArgumentException(
-          "the sampling batch has "
-              + sampling.rows()
-              + " rows but "
-              + logitRows.length
-              + " logits rows were requested");
-    }
+    sampling.checkRows(logitRows.length);
     return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling);
   }
 

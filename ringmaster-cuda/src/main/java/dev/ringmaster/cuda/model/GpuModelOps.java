@@ -79,16 +79,15 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     List<LayerWeights<GpuTensor>> layers = weights.layers();
     moeWeights = new KernelWeights.MoeWeights[layers.size()];
     for (int l = 0; l < layers.size(); l++) {
-      switch (layers.get(l).feedForward()) {
-        case FeedForwardWeights.Dense<GpuTensor> d -> {}
-        case FeedForwardWeights.Moe<GpuTensor> m ->
-            moeWeights[l] =
-                new KernelWeights.MoeWeights(
-                    GpuTensor.mat(m.router()),
-                    GpuTensor.vec(m.scoreBias()),
-                    ((GpuTensor.Experts) m.experts()).w13(),
-                    ((GpuTensor.Experts) m.experts()).w2(),
-                    m.shared() == null ? null : dense(m.shared()));
+      if (layers.get(l).feedForward() instanceof FeedForwardWeights.Moe<GpuTensor> m) {
+        GpuTensor.Experts experts = (GpuTensor.Experts) m.experts();
+        moeWeights[l] =
+            new KernelWeights.MoeWeights(
+                GpuTensor.mat(m.router()),
+                GpuTensor.vec(m.scoreBias()),
+                experts.w13(),
+                experts.w2(),
+                m.shared() == null ? null : dense(m.shared()));
       }
     }
   }
