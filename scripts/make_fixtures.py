@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
+import io
 import json
 import math
 import os
@@ -94,6 +96,14 @@ COMMON = dict(
     initializer_range=0.1,
 )
 
+
+
+def open_reference(path, mode="rt"):
+    """Reference outputs are stored gzip-compressed (reference.json.gz), with no timestamp, so a
+    rerun that records the same values writes the same bytes."""
+    if "w" in mode:
+        return io.TextIOWrapper(gzip.GzipFile(path, "wb", mtime=0), encoding="utf-8")
+    return gzip.open(path, mode, encoding="utf-8")
 
 def v2(**kw):
     base = dict(COMMON, model_type="deepseek_v2", num_attention_heads=8, num_key_value_heads=8,
@@ -458,8 +468,8 @@ def make_variant(spec: dict, tok):
         dsa_lines = dsa_facts(name, out_dir, ref_model, prompt, spec["new_tokens"], new)
 
     text_ids = tok.encode(TEXT_PROMPT).ids
-    ref_path = os.path.join(out_dir, "reference.json")
-    with open(ref_path, "w") as f:
+    ref_path = os.path.join(out_dir, "reference.json.gz")
+    with open_reference(ref_path, "w") as f:
         f.write("{\n")
         f.write(f'"name": {json.dumps(name)},\n')
         f.write(f'"transformers_version": {json.dumps(transformers.__version__)},\n')
@@ -557,7 +567,7 @@ def dsa_facts(name: str, out_dir: str, model, prompt: list[int], n: int, new: li
 
 def verify_variant(name: str) -> bool:
     d = os.path.join(OUT, name)
-    with open(os.path.join(d, "reference.json")) as f:
+    with open_reference(os.path.join(d, "reference.json.gz")) as f:
         ref = json.load(f)
     ok = True
     want = torch.tensor(ref["logits"], dtype=torch.float32)
@@ -589,7 +599,7 @@ def sensitivity(name: str):
     """Show that the features a fixture claims to exercise matter: re-run the prompt with one feature
     changed and report how far the logits move (they must move far more than the 1e-4 tolerance)."""
     d = os.path.join(OUT, name)
-    with open(os.path.join(d, "reference.json")) as f:
+    with open_reference(os.path.join(d, "reference.json.gz")) as f:
         ref = json.load(f)
     want = torch.tensor(ref["logits"])
     cfg = AutoConfig.from_pretrained(d)

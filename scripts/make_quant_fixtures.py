@@ -27,6 +27,8 @@ Usage (from the repository root, with the Python reference environment of script
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import os
 import shutil
@@ -75,6 +77,14 @@ VARIANTS = {
 
 F32 = np.float32
 
+
+
+def open_reference(path, mode="rt"):
+    """Reference outputs are stored gzip-compressed (reference.json.gz), with no timestamp, so a
+    rerun that records the same values writes the same bytes."""
+    if "w" in mode:
+        return io.TextIOWrapper(gzip.GzipFile(path, "wb", mtime=0), encoding="utf-8")
+    return gzip.open(path, mode, encoding="utf-8")
 
 def to_e4m3(x: np.ndarray) -> np.ndarray:
     """float32 -> e4m3fn codes (uint8), round to nearest even (PyTorch's cast)."""
@@ -221,7 +231,7 @@ def quantize_dir(src: str, dst: str, fmt: str, patterns: list[str]):
     os.makedirs(dst)
     save_file(out, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
     for f in os.listdir(src):
-        if f not in ("config.json", "model.safetensors", "reference.json"):
+        if f not in ("config.json", "model.safetensors", "reference.json.gz"):
             shutil.copy(os.path.join(src, f), os.path.join(dst, f))
     with open(os.path.join(src, "config.json")) as f:
         cfg = json.load(f)
@@ -337,7 +347,7 @@ def reference(name: str, state: dict):
 def write_reference(d: str, name: str, about: str):
     state = dequantized_state(d) if name != "deepseek_v3_source" else {}
     prompt, logits, new, last, margin = reference(name, state)
-    with open(os.path.join(d, "reference.json"), "w") as f:
+    with open_reference(os.path.join(d, "reference.json.gz"), "w") as f:
         f.write("{\n")
         f.write(f'"name": {json.dumps(name)},\n')
         f.write(f'"transformers_version": {json.dumps(transformers.__version__)},\n')
@@ -368,7 +378,7 @@ def verify() -> bool:
     ok = True
     for name in ["deepseek_v3_source", *VARIANTS]:
         d = os.path.join(OUT, name)
-        with open(os.path.join(d, "reference.json")) as f:
+        with open_reference(os.path.join(d, "reference.json.gz")) as f:
             ref = json.load(f)
         state = dequantized_state(d) if name != "deepseek_v3_source" else {}
         prompt, logits, new, last, _ = reference(name, state)

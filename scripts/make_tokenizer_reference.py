@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes fixtures/tokenizer/deepseek_v3_reference.json: Hugging Face token ids and chat-template
+"""Writes fixtures/tokenizer/deepseek_v3_reference.json.gz: Hugging Face token ids and chat-template
 renderings for the DeepSeek-V3 tokenizer, which the Java tokenizer tests must reproduce exactly.
 
 Needs the tokenizer files (scripts/fetch-test-data.sh) and the Python tools (scripts/python-env.sh):
@@ -10,6 +10,7 @@ add_eos_token passed explicitly, which is how Llama-family fast tokenizers (Deep
 LlamaTokenizerFast) behaved: BOS is prepended by encode(). Without add_special_tokens the ids are
 checked against the plain `tokenizers` library on the same tokenizer.json.
 """
+import gzip
 import json
 import random
 import sys
@@ -21,7 +22,7 @@ from transformers import PreTrainedTokenizerFast
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / ".cache" / "deepseek-v3-tokenizer"
-OUT = ROOT / "fixtures" / "tokenizer" / "deepseek_v3_reference.json"
+OUT = ROOT / "fixtures" / "tokenizer" / "deepseek_v3_reference.json.gz"
 SEED = 20261129
 HELD_OUT_COUNT = 200
 
@@ -256,8 +257,8 @@ def write_tiny_fixtures():
             "decoded_with_special": tok.decode(tok.encode(t).ids, skip_special_tokens=False),
             "decoded_skip_special": tok.decode(tok.encode(t).ids, skip_special_tokens=True),
         } for t in TINY_TEXTS]
-    out = OUT.parent / "tiny_reference.json"
-    out.write_text(compact_json(reference), encoding="utf-8")
+    out = OUT.parent / "tiny_reference.json.gz"
+    write_gzip(out, compact_json(reference))
     print(f"wrote {out} and {len(files)} tiny tokenizers")
 
 
@@ -304,9 +305,15 @@ def write_jinja_fixtures():
     for src, extra in JINJA_CASES:
         ctx = {"messages": JINJA_MESSAGES, **extra}
         out.append({"template": src, "vars": ctx, "expected": env.from_string(src).render(**ctx)})
-    path = OUT.parent / "jinja_reference.json"
-    path.write_text(compact_json({"cases": out}), encoding="utf-8")
+    path = OUT.parent / "jinja_reference.json.gz"
+    write_gzip(path, compact_json({"cases": out}))
     print(f"wrote {path}")
+
+
+def write_gzip(path, text):
+    """References are stored gzip-compressed with no timestamp (same values, same bytes)."""
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(text.encode("utf-8"))
 
 
 def compact_json(reference):
@@ -369,7 +376,7 @@ def main():
         "chat": chats,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(compact_json(reference), encoding="utf-8")
+    write_gzip(OUT, compact_json(reference))
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(cases)} texts, {len(chats)} chats)")
     write_tiny_fixtures()
     write_jinja_fixtures()

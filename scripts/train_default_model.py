@@ -13,7 +13,7 @@ Three stages, each a subcommand; run from the repository root:
             the saved weights (validation/test loss, unigram baseline, draft acceptance); writes
             training_log.json into the model directory.
   finalize  (CPU) copies the tokenizer files into the model directory, checks the CPU numbers against the GPU
-            ones, writes fixtures/default-model/reference.json (token ids, f32 logits, greedy continuation)
+            ones, writes fixtures/default-model/reference.json.gz (token ids, f32 logits, greedy continuation)
             and the model card README.md.
 
 Deterministic given --seed: fixed data order from a seeded generator, torch.use_deterministic_algorithms
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import base64
 import glob
+import gzip
 import hashlib
 import json
 import math
@@ -846,7 +847,7 @@ From transformers (`generate`, float32 on a CPU; bold is generated):
 `config.json`, `model.safetensors`, `generation_config.json` (bos/eos ids; sampling defaults temperature 0.8,
 top-p 0.95), `tokenizer.json`, `tokenizer_config.json`, `training_log.json`, `README.md`, and `draft/`
 (`config.json`, `model.safetensors`, `generation_config.json`). Reference logits for engine tests:
-`fixtures/default-model/reference.json`. Rebuild everything with `scripts/train_default_model.py` (see its
+`fixtures/default-model/reference.json.gz`. Rebuild everything with `scripts/train_default_model.py` (see its
 docstring).
 """
 
@@ -884,7 +885,7 @@ def main():
     f = sub.add_parser("finalize", help="tokenizer files, CPU checks, reference fixture, model card (CPU)")
     f.add_argument("--data", default=".cache/sotu-data")
     f.add_argument("--model", default="models/sotu-moe")
-    f.add_argument("--fixture", default="fixtures/default-model/reference.json")
+    f.add_argument("--fixture", default="fixtures/default-model/reference.json.gz")
     f.add_argument("--gpu-seconds", type=float, default=None, help="GPU-machine time used, for the card")
     f.add_argument("--card-only", action="store_true", help="only rewrite README.md from training_log.json")
     f.set_defaults(fn=lambda a: cmd_finalize(a))
@@ -997,8 +998,8 @@ def cmd_finalize(args):
     text = "\n".join(parts).rstrip(",") + "\n}\n"
     json.loads(text)
     os.makedirs(os.path.dirname(args.fixture), exist_ok=True)
-    with open(args.fixture, "w") as f:
-        f.write(text)
+    with gzip.GzipFile(args.fixture, "wb", mtime=0) as f:
+        f.write(text.encode("utf-8"))
     log(f"wrote {args.fixture} ({len(text) / 1e6:.2f} MB); main greedy: {tok.decode(greedy['main'])!r}")
 
     # Samples for the card.

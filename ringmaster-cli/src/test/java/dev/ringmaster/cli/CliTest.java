@@ -29,6 +29,17 @@ class CliTest {
     return p;
   }
 
+  /**
+   * The reference outputs of a fixture directory (its gzip-compressed {@code reference.json.gz}).
+   */
+  static JsonNode reference(Path fixture) throws java.io.IOException {
+    try (var in =
+        new java.util.zip.GZIPInputStream(
+            Files.newInputStream(fixture.resolve("reference.json.gz")))) {
+      return new ObjectMapper().readTree(in);
+    }
+  }
+
   static Run run(String... args) {
     PrintStream oldOut = System.out;
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -47,7 +58,7 @@ class CliTest {
   @Test
   void generateJsonReproducesTransformersGreedyTokens() throws Exception {
     Path fixture = repo().resolve("fixtures/golden/deepseek_v2_qlora_yarn_group");
-    JsonNode ref = new ObjectMapper().readTree(Files.readString(fixture.resolve("reference.json")));
+    JsonNode ref = reference(fixture);
     String ids =
         java.util.stream.StreamSupport.stream(ref.get("prompt_ids").spliterator(), false)
             .map(JsonNode::asText)
@@ -185,10 +196,7 @@ class CliTest {
             "*self_attn*,model.layers.0.mlp");
     assertThat(q.status()).as(q.err()).isZero();
     assertThat(q.out()).contains("quantized to nvfp4");
-    var ref =
-        new com.fasterxml.jackson.databind.ObjectMapper()
-            .readTree(
-                repo().resolve("fixtures/quantized/deepseek_v3_nvfp4/reference.json").toFile());
+    var ref = reference(repo().resolve("fixtures/quantized/deepseek_v3_nvfp4"));
     List<String> prompt = new java.util.ArrayList<>();
     ref.get("prompt_ids").forEach(n -> prompt.add(n.asText()));
     Run g =

@@ -114,7 +114,7 @@ class MultiNodeCliTest {
   @Test
   void twoNodeProcessesReproduceTheSingleRankGreedyTokens() throws Exception {
     Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v2_qlora_yarn_group");
-    JsonNode ref = new ObjectMapper().readTree(Files.readString(fixture.resolve("reference.json")));
+    JsonNode ref = CliTest.reference(fixture);
     String ids =
         StreamSupport.stream(ref.get("prompt_ids").spliterator(), false)
             .map(JsonNode::asText)

@@ -1,7 +1,6 @@
 package dev.ringmaster.testing;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -27,12 +26,12 @@ public record GoldenFixture(
     Path root = RepoPaths.require("fixtures/golden");
     try (Stream<Path> dirs = Files.list(root)) {
       List<GoldenFixture> list =
-          dirs.filter(d -> Files.exists(d.resolve("reference.json")))
+          dirs.filter(d -> Files.exists(d.resolve("reference.json.gz")))
               .sorted()
               .map(GoldenFixture::load)
               .toList();
       if (list.isEmpty()) {
-        throw new IllegalStateException("no fixtures with reference.json under " + root);
+        throw new IllegalStateException("no fixtures with reference.json.gz under " + root);
       }
       return list;
     } catch (IOException e) {
@@ -42,8 +41,8 @@ public record GoldenFixture(
 
   /** Loads one fixture directory. */
   public static GoldenFixture load(Path dir) {
-    try {
-      JsonNode ref = new ObjectMapper().readTree(Files.readString(dir.resolve("reference.json")));
+    {
+      JsonNode ref = ReferenceJson.ofFixture(dir);
       int[] prompt = ints(ref.get("prompt_ids"));
       JsonNode lg = ref.get("logits");
       float[][] logits = new float[lg.size()][];
@@ -56,8 +55,6 @@ public record GoldenFixture(
       }
       return new GoldenFixture(
           dir.getFileName().toString(), dir, prompt, logits, ints(ref.get("greedy_ids")));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
   }
 

@@ -38,7 +38,7 @@ import java.util.stream.Stream;
  * Tensor names, dtypes and shapes, and the {@code config.json} / {@code hf_quant_config.json}
  * fields, are those of the public DeepSeek FP8 and ModelOpt NVFP4 checkpoints; the weights go to
  * one {@code model.safetensors}. The other files of the directory (tokenizer, generation config)
- * are copied; a bf16 reference ({@code reference.json}) is not, since it no longer applies.
+ * are copied; a bf16 reference ({@code reference.json.gz}) is not, since it no longer applies.
  *
  * <p>NVFP4's {@code input_scale} (a calibrated activation scale) is written as 1: there is no
  * calibration data here, and Ringmaster multiplies NVFP4 weights with unquantized activations.
@@ -325,7 +325,11 @@ public final class CheckpointQuantizer {
 
   private static final Set<String> NOT_COPIED =
       Set.of(
-          "config.json", "hf_quant_config.json", "model.safetensors.index.json", "reference.json");
+          "config.json",
+          "hf_quant_config.json",
+          "model.safetensors.index.json",
+          "reference.json",
+          "reference.json.gz");
 
   private static void copyOtherFiles(Path in, Path out) throws IOException {
     try (Stream<Path> files = Files.list(in)) {

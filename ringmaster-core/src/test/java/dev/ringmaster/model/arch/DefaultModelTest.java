@@ -3,27 +3,25 @@ package dev.ringmaster.model.arch;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.testing.ReferenceJson;
 import dev.ringmaster.testing.RepoPaths;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The embedded default model (and its draft) on the CPU engine against transformers' values
- * committed in {@code fixtures/default-model/reference.json}: logits within 1e-3 (bf16 weights, f32
- * compute) on a validation excerpt, and the greedy continuation of "We the people".
+ * committed in {@code fixtures/default-model/reference.json.gz}: logits within 1e-3 (bf16 weights,
+ * f32 compute) on a validation excerpt, and the greedy continuation of "We the people".
  */
 class DefaultModelTest {
   static final float TOLERANCE = 1e-3f;
 
   private static JsonNode reference() throws IOException {
-    return new ObjectMapper()
-        .readTree(Files.readString(RepoPaths.require("fixtures/default-model/reference.json")));
+    return ReferenceJson.read(RepoPaths.require("fixtures/default-model/reference.json.gz"));
   }
 
   @ParameterizedTest

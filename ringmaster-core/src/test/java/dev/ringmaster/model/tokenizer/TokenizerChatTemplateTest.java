@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.model.tokenizer.jinja.Template;
 import dev.ringmaster.model.tokenizer.jinja.TemplateException;
+import dev.ringmaster.testing.ReferenceJson;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,15 +20,15 @@ import org.junit.jupiter.api.TestFactory;
 
 /**
  * The Jinja subset against jinja2 configured as transformers configures it (expected strings in
- * fixtures/tokenizer/jinja_reference.json), plus errors. The DeepSeek-V3 template itself is checked
- * in {@link TokenizerDeepSeekV3ReferenceTest}.
+ * fixtures/tokenizer/jinja_reference.json.gz), plus errors. The DeepSeek-V3 template itself is
+ * checked in {@link TokenizerDeepSeekV3ReferenceTest}.
  */
 class TokenizerChatTemplateTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @TestFactory
   Stream<DynamicTest> rendersLikeJinja2() throws IOException {
-    JsonNode reference = JSON.readTree(TestData.fixture("jinja_reference.json").toFile());
+    JsonNode reference = ReferenceJson.read(TestData.fixture("jinja_reference.json.gz"));
     List<DynamicTest> tests = new ArrayList<>();
     for (JsonNode c : reference.get("cases")) {
       String source = c.get("template").asText();

@@ -3,7 +3,7 @@ package dev.ringmaster.model.tokenizer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.testing.ReferenceJson;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,7 +18,7 @@ import org.junit.jupiter.api.TestFactory;
  */
 class TokenizerDeepSeekV3ReferenceTest {
   private static JsonNode reference() throws IOException {
-    return new ObjectMapper().readTree(TestData.fixture("deepseek_v3_reference.json").toFile());
+    return ReferenceJson.read(TestData.fixture("deepseek_v3_reference.json.gz"));
   }
 
   private static int[] ints(JsonNode array) {

@@ -3,7 +3,7 @@ package dev.ringmaster.model.tokenizer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.testing.ReferenceJson;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -23,8 +23,7 @@ import org.junit.jupiter.api.TestFactory;
 class TokenizerTinyReferenceTest {
   @TestFactory
   Stream<DynamicTest> agreesWithHuggingFace() throws IOException {
-    JsonNode reference =
-        new ObjectMapper().readTree(TestData.fixture("tiny_reference.json").toFile());
+    JsonNode reference = ReferenceJson.read(TestData.fixture("tiny_reference.json.gz"));
     List<DynamicTest> tests = new ArrayList<>();
     Iterator<Map.Entry<String, JsonNode>> files = reference.properties().iterator();
     while (files.hasNext()) {

@@ -47,7 +47,11 @@ class CudaCausalLmGpuTest {
   }
 
   static int[] promptOf(Path dir) throws IOException {
-    JsonNode ref = new ObjectMapper().readTree(dir.resolve("reference.json").toFile());
+    JsonNode ref;
+    try (var in =
+        new java.util.zip.GZIPInputStream(Files.newInputStream(dir.resolve("reference.json.gz")))) {
+      ref = new ObjectMapper().readTree(in);
+    }
     JsonNode ids = ref.get("prompt_ids");
     int[] out = new int[ids.size()];
     for (int i = 0; i < out.length; i++) {

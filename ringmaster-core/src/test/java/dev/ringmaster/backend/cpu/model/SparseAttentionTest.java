@@ -9,6 +9,7 @@ import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.testing.GoldenFixture;
+import dev.ringmaster.testing.ReferenceJson;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -91,7 +92,7 @@ class SparseAttentionTest {
   @MethodSource("dsaFixtures")
   void denseAttentionGivesTransformersDenseContinuation(GoldenFixture f, @TempDir Path tmp)
       throws IOException {
-    JsonNode ref = JSON.readTree(f.dir().resolve("reference.json").toFile());
+    JsonNode ref = ReferenceJson.ofFixture(f.dir());
     int[] dense = ints(ref.get("dense_greedy_ids"));
     assertThat(dense).as("the fixture is really sparse").isNotEqualTo(f.greedyIds());
     try (CausalLm model = CausalLm.load(withTopK(f, tmp, 1_000_000))) {
