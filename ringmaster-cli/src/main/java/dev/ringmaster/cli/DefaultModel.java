@@ -34,6 +34,14 @@ final class DefaultModel {
               + dir
               + "; pass --model DIR (a Hugging Face model directory)");
     }
+    Path weights = dir.resolve("model.safetensors");
+    if (!Files.exists(weights) && Files.exists(dir.resolve("model.safetensors.gz"))) {
+      throw new UserError(
+          "the embedded default model's weights are still compressed ("
+              + weights
+              + ".gz); start Ringmaster with the ringmaster launcher, build it with mvn package, or"
+              + " run gunzip -k on that file");
+    }
     return dir;
   }
 }
