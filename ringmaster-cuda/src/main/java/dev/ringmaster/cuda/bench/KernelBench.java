@@ -8,7 +8,9 @@ import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaGraph;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.MlaKernels;
 import dev.ringmaster.cuda.kernels.MlaWorkspace;
+import dev.ringmaster.cuda.kernels.MoeKernels;
 import dev.ringmaster.cuda.kernels.MoeWorkspace;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import java.util.ArrayList;
@@ -123,19 +125,19 @@ public final class KernelBench {
               // Tensor-core experts (moe_mma.cu) in passes of 32 tokens; 1 and 4 tokens only to
               // place the threshold, 2048 and 4096 as prefill chunks.
               for (int batch : new int[] {1, 4, 8, 32, 128, 384, 512, 2048, 4096}) {
-                b.moe(batch, 64, 6, 2048, 1408, RingmasterKernels.MOE_MMA_PASS_TOKENS);
+                b.moe(batch, 64, 6, 2048, 1408, MoeKernels.MOE_MMA_PASS_TOKENS);
               }
               // In passes of 64 tokens (the *64 kernels): 384 (36 pairs per expert on average) and
               // 512 (48, MOE_MMA_WIDE_PAIRS_PER_EXPERT) place the switch between the two.
               for (int batch : new int[] {384, 512, 2048, 4096}) {
-                b.moe(batch, 64, 6, 2048, 1408, RingmasterKernels.MOE_MMA_WIDE_PASS_TOKENS);
+                b.moe(batch, 64, 6, 2048, 1408, MoeKernels.MOE_MMA_WIDE_PASS_TOKENS);
               }
-              k.useMlaTensorCores(false);
+              k.mla().useMlaTensorCores(false);
               b.mlaShapes();
-              k.useMlaTensorCores(true);
+              k.mla().useMlaTensorCores(true);
               // One cache tile in flight per block (two blocks per SM) against two (one per SM).
               for (int stages : new int[] {1, 2}) {
-                k.useMlaStages(stages);
+                k.mla().useMlaStages(stages);
                 b.mlaShapes();
                 for (int splits : new int[] {2, 4, 8, 16}) {
                   b.mla(32, 16, 640, splits);
@@ -147,7 +149,7 @@ public final class KernelBench {
                   b.mla(1, 16, 512, splits);
                 }
               }
-              k.useMlaStages(1);
+              k.mla().useMlaStages(1);
               b.mlaParts(1, 16, 512);
               b.mlaParts(32, 16, 640);
               b.gemm(384, 2816, 2048);
@@ -270,7 +272,7 @@ public final class KernelBench {
   private void mlaParts(int batch, int heads, int len) {
     int lora = MlaInputs.LORA;
     // The splits a decode graph captures (nominal context 2048).
-    int splits = RingmasterKernels.mlaSplits(batch, heads, 2048, 132, 128);
+    int splits = MlaKernels.mlaSplits(batch, heads, 2048, 132, 128);
     String shape = String.format(Locale.ROOT, "batch %d, context %d", batch, len);
     try (MlaInputs m = MlaInputs.decode(this, batch, heads, len);
         MlaWorkspace ws = new MlaWorkspace(batch, splits, heads, lora, MlaInputs.ROPE)) {
@@ -282,7 +284,7 @@ public final class KernelBench {
       // The partials the row above left behind are valid input for the combine alone.
       row(
           "mla part combine, " + splits + " splits, " + shape,
-          time(i -> k.mlaCombine(stream, ws, 0, batch, heads, lora, splits)),
+          time(i -> k.mla().mlaCombine(stream, ws, 0, batch, heads, lora, splits)),
           0);
       row("mla part out_v, " + shape, time(i -> m.outV(k, stream, ws, batch, heads)), 0);
     }
@@ -314,35 +316,37 @@ public final class KernelBench {
               i -> {
                 int r = i % routings;
                 if (mma) {
-                  k.moeExpertsMma(
-                      stream,
-                      ws,
-                      out.ptr(),
-                      x.ptr(),
-                      w13.ptr(),
-                      w2.ptr(),
-                      de.ptr(r * pairBytes),
-                      dw.ptr(r * pairBytes),
-                      n,
-                      hidden,
-                      inter,
-                      false,
-                      passTokens);
+                  k.moe()
+                      .moeExpertsMma(
+                          stream,
+                          ws,
+                          out.ptr(),
+                          x.ptr(),
+                          w13.ptr(),
+                          w2.ptr(),
+                          de.ptr(r * pairBytes),
+                          dw.ptr(r * pairBytes),
+                          n,
+                          hidden,
+                          inter,
+                          false,
+                          passTokens);
                   return;
                 }
-                k.moeExpertsFused(
-                    stream,
-                    ws,
-                    out.ptr(),
-                    x.ptr(),
-                    w13.ptr(),
-                    w2.ptr(),
-                    de.ptr(r * pairBytes),
-                    dw.ptr(r * pairBytes),
-                    n,
-                    hidden,
-                    inter,
-                    false);
+                k.moe()
+                    .moeExpertsFused(
+                        stream,
+                        ws,
+                        out.ptr(),
+                        x.ptr(),
+                        w13.ptr(),
+                        w2.ptr(),
+                        de.ptr(r * pairBytes),
+                        dw.ptr(r * pairBytes),
+                        n,
+                        hidden,
+                        inter,
+                        false);
               });
       double active = activeTotal / (double) routings;
       double bytes = active * 3.0 * hidden * inter * 2;
@@ -352,7 +356,7 @@ public final class KernelBench {
               "moe V2-Lite layer (64e top-6 2048/1408) batch %d, %.1f experts active%s",
               n,
               active,
-              mma ? passTokens == RingmasterKernels.MOE_MMA_PASS_TOKENS ? ", mma" : ", mma64" : ""),
+              mma ? passTokens == MoeKernels.MOE_MMA_PASS_TOKENS ? ", mma" : ", mma64" : ""),
           ms,
           bytes / (ms * 1e6));
     }
@@ -373,10 +377,10 @@ public final class KernelBench {
   }
 
   private void mla(int batch, int heads, int len) {
-    mla(batch, heads, len, RingmasterKernels.mlaSplits(batch, heads, len, 132, 256));
+    mla(batch, heads, len, MlaKernels.mlaSplits(batch, heads, len, 132, 256));
   }
 
-  /** MLA decode with a given split count (to place {@link RingmasterKernels#mlaSplits}). */
+  /** MLA decode with a given split count (to place {@link MlaKernels#mlaSplits}). */
   private void mla(int batch, int heads, int len, int splits) {
     int lora = MlaInputs.LORA;
     int rope = MlaInputs.ROPE;
@@ -394,8 +398,11 @@ public final class KernelBench {
           String.format(
               Locale.ROOT,
               "mla decode %s, %d heads, batch %d, context %d, %d splits",
-              k.mlaUsesTensorCores(lora, rope)
-                  ? "tensor cores " + k.mlaStages() + " stage" + (k.mlaStages() == 1 ? "" : "s")
+              k.mla().mlaUsesTensorCores(lora, rope)
+                  ? "tensor cores "
+                      + k.mla().mlaStages()
+                      + " stage"
+                      + (k.mla().mlaStages() == 1 ? "" : "s")
                   : "CUDA cores",
               heads,
               batch,
@@ -472,8 +479,8 @@ public final class KernelBench {
     DeviceBuffer q = m.q;
     DeviceBuffer kvB = m.kvB;
     DeviceBuffer out = m.out;
-    int splits = RingmasterKernels.mlaSplits(len, heads, len, 132, 2);
-    k.useMlaTensorCores(false);
+    int splits = MlaKernels.mlaSplits(len, heads, len, 132, 2);
+    k.mla().useMlaTensorCores(false);
     try (MlaWorkspace ws = new MlaWorkspace(len, splits, heads, lora, rope);
         CublasHandle blas = new CublasHandle(stream);
         var prefill =
@@ -507,7 +514,7 @@ public final class KernelBench {
                   0.07f,
                   mark);
             } else if (path == PrefillPath.ABSORBED_GEMM) {
-              k.mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), len, heads, nope, rope, v, lora);
+              k.mla().mlaAbsorb(stream, ws, q.ptr(), kvB.ptr(), len, heads, nope, rope, v, lora);
               prefill.attend(
                   stream,
                   k,
@@ -522,28 +529,29 @@ public final class KernelBench {
                   block,
                   0.07f,
                   mark);
-              k.mlaOutV(stream, ws, out.ptr(), kvB.ptr(), len, heads, nope, v, lora);
+              k.mla().mlaOutV(stream, ws, out.ptr(), kvB.ptr(), len, heads, nope, v, lora);
             } else {
-              k.mlaAttention(
-                  stream,
-                  ws,
-                  out.ptr(),
-                  q.ptr(),
-                  kvB.ptr(),
-                  cache.ptr(),
-                  dt.ptr(),
-                  blocksPerSeq,
-                  ds.ptr(),
-                  dp.ptr(),
-                  len,
-                  heads,
-                  nope,
-                  rope,
-                  v,
-                  lora,
-                  block,
-                  splits,
-                  0.07f);
+              k.mla()
+                  .mlaAttention(
+                      stream,
+                      ws,
+                      out.ptr(),
+                      q.ptr(),
+                      kvB.ptr(),
+                      cache.ptr(),
+                      dt.ptr(),
+                      blocksPerSeq,
+                      ds.ptr(),
+                      dp.ptr(),
+                      len,
+                      heads,
+                      nope,
+                      rope,
+                      v,
+                      lora,
+                      block,
+                      splits,
+                      0.07f);
             }
           };
       double ms = time(i -> run.accept(i, label -> {}));
@@ -558,7 +566,7 @@ public final class KernelBench {
           ms,
           2.0 * len * d / (ms * 1e6));
     } finally {
-      k.useMlaTensorCores(true);
+      k.mla().useMlaTensorCores(true);
     }
     m.close();
   }
@@ -630,33 +638,34 @@ public final class KernelBench {
 
     /** Absorbed queries of the first {@code count} query tokens into {@code ws}. */
     void absorb(RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads) {
-      k.mlaAbsorb(s, ws, q.ptr(), kvB.ptr(), count, heads, NOPE, ROPE, V, LORA);
+      k.mla().mlaAbsorb(s, ws, q.ptr(), kvB.ptr(), count, heads, NOPE, ROPE, V, LORA);
     }
 
     /** Split attention and combine of the first {@code count} query tokens in {@code ws}. */
     void splitAttention(
         RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads, int splits) {
-      k.mlaSplitAttention(
-          s,
-          ws,
-          cache.ptr(),
-          table.ptr(),
-          blocksPerSeq,
-          seqs.ptr(),
-          positions.ptr(),
-          0,
-          count,
-          heads,
-          ROPE,
-          LORA,
-          BLOCK,
-          splits,
-          SCALE);
+      k.mla()
+          .mlaSplitAttention(
+              s,
+              ws,
+              cache.ptr(),
+              table.ptr(),
+              blocksPerSeq,
+              seqs.ptr(),
+              positions.ptr(),
+              0,
+              count,
+              heads,
+              ROPE,
+              LORA,
+              BLOCK,
+              splits,
+              SCALE);
     }
 
     /** Output projection of the first {@code count} query tokens' latent context into out. */
     void outV(RingmasterKernels k, CudaStream s, MlaWorkspace ws, int count, int heads) {
-      k.mlaOutV(s, ws, out.ptr(), kvB.ptr(), count, heads, NOPE, V, LORA);
+      k.mla().mlaOutV(s, ws, out.ptr(), kvB.ptr(), count, heads, NOPE, V, LORA);
     }
 
     /**

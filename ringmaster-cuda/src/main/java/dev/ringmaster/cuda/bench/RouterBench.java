@@ -83,7 +83,7 @@ final class RouterBench {
         new MoeWorkspace(n, e, moe.topK(), hidden, moe.expertIntermediateSize())) {
       // Real logits and a valid routing first, for the routing and align rows.
       k.gemv(s, logits.ptr(), gate.ptr(), x.ptr(), e, hidden, n);
-      k.moeRoute(s, experts.ptr(), weights.ptr(), logits.ptr(), biasPtr, n, routing);
+      k.moe().moeRoute(s, experts.ptr(), weights.ptr(), logits.ptr(), biasPtr, n, routing);
       String shape = String.format(Locale.ROOT, "router %s, 1 token", what);
       double gemvBytes = gateBytes;
       k.useGemvSplitK(1);
@@ -104,9 +104,12 @@ final class RouterBench {
       b.row(shape + ": gemv, default one-token kernel", ms, gemvBytes / (ms * 1e6));
       ms =
           b.time(
-              i -> k.moeRoute(s, experts.ptr(), weights.ptr(), logits.ptr(), biasPtr, n, routing));
+              i ->
+                  k.moe()
+                      .moeRoute(
+                          s, experts.ptr(), weights.ptr(), logits.ptr(), biasPtr, n, routing));
       b.row(shape + ": routing kernel alone", ms, 0);
-      ms = b.time(i -> k.moeAlign(s, ws, experts.ptr(), n));
+      ms = b.time(i -> k.moe().moeAlign(s, ws, experts.ptr(), n));
       b.row(shape + ": align alone", ms, 0);
       for (boolean align : new boolean[] {false, true}) {
         ms =

@@ -31,7 +31,7 @@ final class RowsPerWarpBench {
 
   /** Adds the rows to {@code b}, then restores the variants {@code k} had chosen. */
   static void run(KernelBench b, RingmasterKernels k, CudaStream s) {
-    int downRows = k.moeDownRowsPerWarp();
+    int downRows = k.moe().moeDownRowsPerWarp();
     int gemvRows = k.gemvRowsPerWarp();
     int splitK = k.gemvSplitK();
     try {
@@ -42,7 +42,7 @@ final class RowsPerWarpBench {
       gemv(b, k, s, "gemv2 3072+576 x 2048 (q|kv_a)", 3072, 576, 2048);
       gemv(b, k, s, "gemv 16384x2048", 16384, 0, 2048);
     } finally {
-      k.useMoeDownRowsPerWarp(downRows);
+      k.moe().useMoeDownRowsPerWarp(downRows);
       k.useGemvRowsPerWarp(gemvRows);
       k.useGemvSplitK(splitK);
     }
@@ -73,19 +73,20 @@ final class RowsPerWarpBench {
     try {
       for (int r = 0; r < ROUTINGS; r++) {
         ws[r] = new MoeWorkspace(n, EXPERTS, TOP_K, HIDDEN, INTER);
-        k.moeExpertsFused(
-            s,
-            ws[r],
-            out.ptr(),
-            x.ptr(),
-            w13.ptr(),
-            w2.ptr(),
-            de.ptr(r * pairBytes),
-            dw.ptr(r * pairBytes),
-            n,
-            HIDDEN,
-            INTER,
-            false);
+        k.moe()
+            .moeExpertsFused(
+                s,
+                ws[r],
+                out.ptr(),
+                x.ptr(),
+                w13.ptr(),
+                w2.ptr(),
+                de.ptr(r * pairBytes),
+                dw.ptr(r * pairBytes),
+                n,
+                HIDDEN,
+                INTER,
+                false);
       }
       double active = activeTotal / (double) ROUTINGS;
       double downBytes = active * HIDDEN * INTER * 2.0 + 4.0 * pairs * (INTER + HIDDEN);
@@ -93,12 +94,12 @@ final class RowsPerWarpBench {
           String.format(
               Locale.ROOT, "64e top-6 %dx%d, batch %d, %.1f active", HIDDEN, INTER, n, active);
       for (int rows : ROWS_PER_WARP) {
-        k.useMoeDownRowsPerWarp(rows);
+        k.moe().useMoeDownRowsPerWarp(rows);
         double ms =
             b.time(
                 i -> {
                   int r = i % ROUTINGS;
-                  k.moeDown(s, ws[r], w2.ptr(), dw.ptr(r * pairBytes), n, HIDDEN, INTER);
+                  k.moe().moeDown(s, ws[r], w2.ptr(), dw.ptr(r * pairBytes), n, HIDDEN, INTER);
                 });
         b.row(
             String.format(Locale.ROOT, "rows: moe down %s, %d rows/warp", shape, rows),
@@ -106,24 +107,25 @@ final class RowsPerWarpBench {
             downBytes / (ms * 1e6));
       }
       for (int rows : ROWS_PER_WARP) {
-        k.useMoeDownRowsPerWarp(rows);
+        k.moe().useMoeDownRowsPerWarp(rows);
         double ms =
             b.time(
                 i -> {
                   int r = i % ROUTINGS;
-                  k.moeExpertsFused(
-                      s,
-                      ws[r],
-                      out.ptr(),
-                      x.ptr(),
-                      w13.ptr(),
-                      w2.ptr(),
-                      de.ptr(r * pairBytes),
-                      dw.ptr(r * pairBytes),
-                      n,
-                      HIDDEN,
-                      INTER,
-                      false);
+                  k.moe()
+                      .moeExpertsFused(
+                          s,
+                          ws[r],
+                          out.ptr(),
+                          x.ptr(),
+                          w13.ptr(),
+                          w2.ptr(),
+                          de.ptr(r * pairBytes),
+                          dw.ptr(r * pairBytes),
+                          n,
+                          HIDDEN,
+                          INTER,
+                          false);
                 });
         b.row(
             String.format(Locale.ROOT, "rows: moe layer %s, down %d rows/warp", shape, rows),

@@ -9,9 +9,9 @@ import java.util.function.BiFunction;
  * absorption, flash-decoding over the paged latent cache in {@value #SPLITS} splits, their combine
  * and the value projection, by a thread-block cluster of {@value #SPLITS} blocks per (token, head)
  * that exchange their pieces through distributed shared memory. Replaces {@link
- * RingmasterKernels#mlaAttention}'s four launches (absorb, split, combine, out_v), whose fixed
- * costs dominate at batch 1; the same math in f32, sums in other orders, so equal within rounding.
- * Its {@value #SPLITS} splits suit short and medium contexts: each block walks {@code len / 8}
+ * MlaKernels#mlaAttention}'s four launches (absorb, split, combine, out_v), whose fixed costs
+ * dominate at batch 1; the same math in f32, sums in other orders, so equal within rounding. Its
+ * {@value #SPLITS} splits suit short and medium contexts: each block walks {@code len / 8}
  * positions, so very long contexts at batch 1 are better spread by the separate kernels.
  */
 public final class MlaFusedDecode {
@@ -46,9 +46,9 @@ public final class MlaFusedDecode {
    * {@code out [t, heads * vDim]} = attention of {@code t} query tokens: {@code q [t, heads, nope +
    * ropeDim]} (rotary part already rotated) against the cached positions {@code 0 .. tokenPos[i]}
    * of sequence {@code tokenSeq[i]} through {@code blockTable} (the arguments of {@link
-   * RingmasterKernels#mlaAttention}), through {@code kvB [heads * (nope + vDim), kvLora]} (bf16).
-   * {@code append}: null when the cache already holds every token's row, else the rows to append
-   * first (and {@code q}'s rotary part still unrotated).
+   * MlaKernels#mlaAttention}), through {@code kvB [heads * (nope + vDim), kvLora]} (bf16). {@code
+   * append}: null when the cache already holds every token's row, else the rows to append first
+   * (and {@code q}'s rotary part still unrotated).
    */
   public void attention(
       CudaStream s,
@@ -100,9 +100,9 @@ public final class MlaFusedDecode {
 
   /**
    * The step's new cache rows, for {@link #attention} to build and append itself instead of {@link
-   * RingmasterKernels#mlaKvRopeAppend} (same arguments): {@code kv [t, kvStride]} holds each
-   * token's latent then its unrotated rotary key (kv_a's output), normalised with {@code kvNorm}
-   * and {@code eps}, rotated at the token's position ({@code invFreq}, {@code attnScaling}, {@code
+   * MlaKernels#mlaKvRopeAppend} (same arguments): {@code kv [t, kvStride]} holds each token's
+   * latent then its unrotated rotary key (kv_a's output), normalised with {@code kvNorm} and {@code
+   * eps}, rotated at the token's position ({@code invFreq}, {@code attnScaling}, {@code
    * interleaved}) and written at {@code slots[i]}. The query's rotary part is then read unrotated.
    * For steps with one token per sequence (a token's own row is the only one it cannot read from
    * the cache).

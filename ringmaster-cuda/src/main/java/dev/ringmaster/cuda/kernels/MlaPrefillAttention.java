@@ -22,8 +22,7 @@ import dev.ringmaster.cuda.driver.DeviceBuffer;
  * contexts up to {@link #expandedMaxContext()}; longer ones take the absorbed form.
  *
  * <p>GPU thread only. Takes its absorbed queries from, and leaves its output in, an {@link
- * MlaWorkspace}: run {@link RingmasterKernels#mlaAbsorb} before and {@link
- * RingmasterKernels#mlaOutV} after.
+ * MlaWorkspace}: run {@link MlaKernels#mlaAbsorb} before and {@link MlaKernels#mlaOutV} after.
  */
 public final class MlaPrefillAttention implements AutoCloseable {
   /** Score elements per tile (f32 scores plus bf16 probabilities: 192 MB at this size). */
@@ -175,8 +174,17 @@ public final class MlaPrefillAttention implements AutoCloseable {
           (long) rows * ctxT,
           heads);
       mark.accept("mla.prefill.absorbed.scores");
-      k.mlaPrefillSoftmax(
-          s, probs.ptr(), scores.ptr(), positions + 4L * tokenRow, rows, heads, ctxT, ctxT, scale);
+      k.mla()
+          .mlaPrefillSoftmax(
+              s,
+              probs.ptr(),
+              scores.ptr(),
+              positions + 4L * tokenRow,
+              rows,
+              heads,
+              ctxT,
+              ctxT,
+              scale);
       mark.accept("mla.prefill.absorbed.softmax");
       // ctx_h^T (kvLora x rows, ld H*kvLora) = C[:, :kvLora]^T (kvLora x ctxT) . P_h^T.
       blas.gemmStridedBatched(
@@ -204,10 +212,9 @@ public final class MlaPrefillAttention implements AutoCloseable {
    * The expanded form of {@link #attend} for tokens {@code first .. first+count-1} of the step:
    * reads their rotated queries {@code q [tokens, heads, nope + ropeDim]} (f32) and writes their
    * per-head attention outputs {@code out [tokens, heads, vDim]} (f32), the rows that {@link
-   * RingmasterKernels#mlaOutV} would write; {@code kvB} is the layer's {@code kv_b_proj} weight
-   * {@code [heads * (nope + vDim), kvLora]} (bf16). Needs no absorbed queries and leaves the
-   * workspace alone. The context ({@code firstPos + count}) must be at most {@link
-   * #expandedMaxContext()}.
+   * MlaKernels#mlaOutV} would write; {@code kvB} is the layer's {@code kv_b_proj} weight {@code
+   * [heads * (nope + vDim), kvLora]} (bf16). Needs no absorbed queries and leaves the workspace
+   * alone. The context ({@code firstPos + count}) must be at most {@link #expandedMaxContext()}.
    */
   public void attendExpanded(
       CudaStream s,
@@ -299,8 +306,17 @@ public final class MlaPrefillAttention implements AutoCloseable {
           scoresPerHead,
           heads);
       mark.accept("mla.prefill.expanded.scores_rope");
-      k.mlaPrefillSoftmax(
-          s, probs.ptr(), scores.ptr(), positions + 4L * tokenRow, rows, heads, ctxT, ctxT, scale);
+      k.mla()
+          .mlaPrefillSoftmax(
+              s,
+              probs.ptr(),
+              scores.ptr(),
+              positions + 4L * tokenRow,
+              rows,
+              heads,
+              ctxT,
+              ctxT,
+              scale);
       mark.accept("mla.prefill.expanded.softmax");
       // out_h^T (vDim x rows, ld heads * vDim) = V_h (vDim x ctxT, ld kvWidth) . P_h^T.
       blas.gemmStridedBatched(
@@ -341,7 +357,7 @@ public final class MlaPrefillAttention implements AutoCloseable {
       throw new IllegalArgumentException(
           "context of " + ctxLen + " positions exceeds the " + path + " scratch's " + limit);
     }
-    k.mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
+    k.mla().mlaGatherContext(s, context.ptr(), cache, tableRow, ctxLen, d, blockSize);
   }
 
   /** Query rows per tile when rows see up to {@code ctx} positions. */

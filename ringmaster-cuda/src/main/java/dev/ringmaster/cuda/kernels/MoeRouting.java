@@ -4,10 +4,9 @@ import dev.ringmaster.model.config.MoeConfig;
 
 /**
  * How a MoE layer routes its tokens, in the routing kernels' terms ({@code moe_route.cu}): scoring
- * ({@link RingmasterKernels#SCORING_SOFTMAX} or {@link RingmasterKernels#SCORING_SIGMOID}),
- * selection ({@link RingmasterKernels#SELECT_GREEDY}, {@link
- * RingmasterKernels#SELECT_GROUP_LIMITED} or {@link RingmasterKernels#SELECT_NOAUX_TC}), expert
- * groups, renormalisation and scaling of the picked weights.
+ * ({@link MoeKernels#SCORING_SOFTMAX} or {@link MoeKernels#SCORING_SIGMOID}), selection ({@link
+ * MoeKernels#SELECT_GREEDY}, {@link MoeKernels#SELECT_GROUP_LIMITED} or {@link
+ * MoeKernels#SELECT_NOAUX_TC}), expert groups, renormalisation and scaling of the picked weights.
  */
 public record MoeRouting(
     int numExperts,
@@ -21,7 +20,7 @@ public record MoeRouting(
 
   /** Rejects routings the kernels cannot hold. */
   public MoeRouting {
-    RingmasterKernels.checkRouting(numExperts, topK, numGroups);
+    MoeKernels.checkRouting(numExperts, topK, numGroups);
   }
 
   /** The routing of a model's MoE layers. */
@@ -30,12 +29,12 @@ public record MoeRouting(
         moe.numExperts(),
         moe.topK(),
         moe.scoring() == MoeConfig.Scoring.SIGMOID
-            ? RingmasterKernels.SCORING_SIGMOID
-            : RingmasterKernels.SCORING_SOFTMAX,
+            ? MoeKernels.SCORING_SIGMOID
+            : MoeKernels.SCORING_SOFTMAX,
         switch (moe.selection()) {
-          case GREEDY -> RingmasterKernels.SELECT_GREEDY;
-          case GROUP_LIMITED_GREEDY -> RingmasterKernels.SELECT_GROUP_LIMITED;
-          case NOAUX_TC -> RingmasterKernels.SELECT_NOAUX_TC;
+          case GREEDY -> MoeKernels.SELECT_GREEDY;
+          case GROUP_LIMITED_GREEDY -> MoeKernels.SELECT_GROUP_LIMITED;
+          case NOAUX_TC -> MoeKernels.SELECT_NOAUX_TC;
         },
         moe.numGroups(),
         moe.topKGroups(),

@@ -9,11 +9,11 @@ import java.util.function.BiFunction;
  * of six: the router GEMV with the routing done by its last block, the gate/up projections straight
  * from the routed pairs (no grouping by expert), and the down projections summed per token. Results
  * equal the general path's bit for bit ({@link RingmasterKernels#gemv} + {@link
- * RingmasterKernels#moeRoute}; {@link RingmasterKernels#moeExpertsFused}). Tokens that share an
- * expert stream it once each, so this suits one or two tokens. The model takes the routing kernel
- * in every GEMV-sized step; the pair kernels only where {@code --kernel-option moe-pair-tokens}
- * asks (their down projection, a warp per output row over all slots, has a sixth of the grouped
- * kernel's warps and measured slower at batch 1 on an H200).
+ * MoeKernels#moeRoute}; {@link MoeKernels#moeExpertsFused}). Tokens that share an expert stream it
+ * once each, so this suits one or two tokens. The model takes the routing kernel in every
+ * GEMV-sized step; the pair kernels only where {@code --kernel-option moe-pair-tokens} asks (their
+ * down projection, a warp per output row over all slots, has a sixth of the grouped kernel's warps
+ * and measured slower at batch 1 on an H200).
  */
 public final class SmallBatchMoe {
   private final Kernel routerRoute;
@@ -28,10 +28,10 @@ public final class SmallBatchMoe {
 
   /**
    * {@code logits = x . gate^T} (bf16 {@code gate [numExperts, k]}) for {@code n} tokens, then the
-   * routing of {@link RingmasterKernels#moeRoute} (same arguments) into {@code experts} and {@code
+   * routing of {@link MoeKernels#moeRoute} (same arguments) into {@code experts} and {@code
    * weights}, in one launch; uses {@code ws}'s block counter. With {@code align} the routing block
-   * then also groups the pairs by expert into {@code ws}, as {@link RingmasterKernels#moeAlign}
-   * does (for {@link RingmasterKernels#moeExpertPairs} with {@code aligned}): one launch fewer.
+   * then also groups the pairs by expert into {@code ws}, as {@link MoeKernels#moeAlign} does (for
+   * {@link MoeKernels#moeExpertPairs} with {@code aligned}): one launch fewer.
    */
   public void routerRoute(
       CudaStream s,
@@ -53,7 +53,7 @@ public final class SmallBatchMoe {
     routerRoute.arg(19, align ? ws.activeExperts.ptr() : 0L);
     routerRoute.arg(20, align ? ws.activeCount.ptr() : 0L);
     // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
-    int threads = RingmasterKernels.routingThreads(r.numExperts());
+    int threads = MoeKernels.routingThreads(r.numExperts());
     int warps = threads / 32;
     int blocks = (r.numExperts() + warps - 1) / warps;
     routerRoute.launch(s, blocks, 1, 1, threads, 12 * r.numExperts());
@@ -62,7 +62,7 @@ public final class SmallBatchMoe {
   /**
    * {@code out[t] (+)= sum_j weights[t, j] * expert_{experts[t, j]}(x[t])} for {@code n} tokens
    * (pairs with a negative expert id skipped), with the SwiGLU experts of {@link
-   * RingmasterKernels#moeExperts}; the intermediate goes through {@code ws}.
+   * MoeKernels#moeExperts}; the intermediate goes through {@code ws}.
    */
   public void experts(
       CudaStream s,

@@ -6,8 +6,9 @@ import dev.ringmaster.cuda.GpuThread;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceInfo;
 import dev.ringmaster.cuda.kernels.MlaFusedDecode;
+import dev.ringmaster.cuda.kernels.MlaKernels;
 import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
-import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import dev.ringmaster.cuda.kernels.MoeKernels;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
@@ -354,7 +355,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     // chunk size measured (4,096-token prompt on one H200: 14.4k vs 7.9k tok/s): each cuBLAS call
     // has a new row count, and its host-side setup (~175 us a call) starves the GPU.
     if (cfg.moe() != null
-        && RingmasterKernels.moeMmaSupports(
+        && MoeKernels.moeMmaSupports(
             cfg.hiddenSize(), shard.expertInter(cfg.moe().expertIntermediateSize()))) {
       return Integer.MAX_VALUE;
     }
@@ -566,7 +567,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     if (gqa != null) {
       return gqa.splits(bs, DECODE_NOMINAL_CONTEXT, sms);
     }
-    return RingmasterKernels.mlaSplits(
+    return MlaKernels.mlaSplits(
         bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
   }
 
@@ -698,8 +699,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       int splits =
           gqa != null
               ? gqa.splits(len, maxLen, sms)
-              : RingmasterKernels.mlaSplits(
-                  len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
+              : MlaKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
       int fusedTokens = maxLen > options.tuning().mlaFusedMaxContext() ? 0 : mlaFusedTokens;
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {

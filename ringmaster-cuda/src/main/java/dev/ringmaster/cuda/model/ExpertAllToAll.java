@@ -125,18 +125,20 @@ final class ExpertAllToAll implements AutoCloseable {
     kernels.a2aUnpack(
         stream, l, x.ptr(), ids.ptr(), weights.ptr(), recv.ptr(), localOf.ptr(), numExperts);
     mark.accept("moe.a2a.dispatch");
-    ops.kernels.moeExpertPairs(
-        stream,
-        act.moe,
-        x.ptr(),
-        m.w13(),
-        m.w2(),
-        ids.ptr(),
-        weights.ptr(),
-        l.receivedRows(),
-        hidden,
-        inter,
-        tensorCores);
+    ops.kernels
+        .moe()
+        .moeExpertPairs(
+            stream,
+            act.moe,
+            x.ptr(),
+            m.w13(),
+            m.w2(),
+            ids.ptr(),
+            weights.ptr(),
+            l.receivedRows(),
+            hidden,
+            inter,
+            tensorCores);
     mark.accept("moe.routed_experts");
     long[] combine = l.combineCounts();
     comm.allToAll(act.moe.pairRowsPtr(), combine, back.ptr(), combine, stream);

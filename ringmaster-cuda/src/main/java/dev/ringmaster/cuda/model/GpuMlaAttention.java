@@ -88,26 +88,27 @@ final class GpuMlaAttention {
     if (append != null) {
       mark.accept("mla.q_kv");
     } else if (ops.tuning.fusedDecodeOps()) {
-      k.mlaKvRopeAppend(
-          ops.stream,
-          act.kva.ptr(),
-          kvWidth,
-          kvANorm,
-          LATENT_NORM_EPS,
-          kvLora,
-          ropeDim,
-          act.q.ptr(),
-          heads * qk,
-          heads,
-          qk,
-          nope,
-          in.positions.ptr(),
-          act.invFreq.ptr(),
-          ropeScaling,
-          interleaved,
-          layerCache,
-          in.slots.ptr(),
-          n);
+      k.mla()
+          .mlaKvRopeAppend(
+              ops.stream,
+              act.kva.ptr(),
+              kvWidth,
+              kvANorm,
+              LATENT_NORM_EPS,
+              kvLora,
+              ropeDim,
+              act.q.ptr(),
+              heads * qk,
+              heads,
+              qk,
+              nope,
+              in.positions.ptr(),
+              act.invFreq.ptr(),
+              ropeScaling,
+              interleaved,
+              layerCache,
+              in.slots.ptr(),
+              n);
     } else {
       ops.rmsNormPrefix(act.kva.ptr(), kvWidth, kvANorm, n, kvLora, LATENT_NORM_EPS);
       k.rope(
@@ -136,7 +137,9 @@ final class GpuMlaAttention {
           ropeDim,
           ropeScaling,
           interleaved);
-      k.mlaCacheAppend(ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
+      k.mla()
+          .mlaCacheAppend(
+              ops.stream, layerCache, act.kva.ptr(), kvWidth, in.slots.ptr(), n, kvWidth);
     }
     if (append == null) {
       mark.accept("mla.q_kv_rope_append");
@@ -163,26 +166,27 @@ final class GpuMlaAttention {
               scale,
               append);
     } else if (segments == null || segments.gemmRuns().isEmpty()) {
-      k.mlaAttention(
-          ops.stream,
-          act.mla,
-          act.attn.ptr(),
-          act.q.ptr(),
-          kvB.ptr(),
-          layerCache,
-          in.blockTable.ptr(),
-          in.maxBlocksPerSeq,
-          in.tokenSeq.ptr(),
-          in.positions.ptr(),
-          n,
-          heads,
-          nope,
-          ropeDim,
-          vDim,
-          kvLora,
-          blockSize,
-          splits,
-          scale);
+      k.mla()
+          .mlaAttention(
+              ops.stream,
+              act.mla,
+              act.attn.ptr(),
+              act.q.ptr(),
+              kvB.ptr(),
+              layerCache,
+              in.blockTable.ptr(),
+              in.maxBlocksPerSeq,
+              in.tokenSeq.ptr(),
+              in.positions.ptr(),
+              n,
+              heads,
+              nope,
+              ropeDim,
+              vDim,
+              kvLora,
+              blockSize,
+              splits,
+              scale);
     } else {
       prefillAttention(
           ops, act, in, kvB, layerCache, blockSize, n, splits, segments, prefill, mark);
@@ -210,33 +214,35 @@ final class GpuMlaAttention {
       MlaPrefillAttention prefill,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    boolean byList = k.mlaUsesTensorCores(kvLora, ropeDim);
+    boolean byList = k.mla().mlaUsesTensorCores(kvLora, ropeDim);
     int expandedMax = prefill.expandedMaxContext();
     boolean anyAbsorbedRun = false;
     for (PrefillSegments.Run r : segments.gemmRuns()) {
       anyAbsorbedRun |= r.firstPos() + r.count() > expandedMax;
     }
     if (!byList || segments.splitCount() > 0 || anyAbsorbedRun) {
-      k.mlaAbsorb(
-          ops.stream, act.mla, act.q.ptr(), kvB.ptr(), n, heads, nope, ropeDim, vDim, kvLora);
+      k.mla()
+          .mlaAbsorb(
+              ops.stream, act.mla, act.q.ptr(), kvB.ptr(), n, heads, nope, ropeDim, vDim, kvLora);
       mark.accept("mla.prefill.absorb");
       if (!byList || segments.splitCount() > 0) {
-        k.mlaSplitAttention(
-            ops.stream,
-            act.mla,
-            layerCache,
-            in.blockTable.ptr(),
-            in.maxBlocksPerSeq,
-            in.tokenSeq.ptr(),
-            in.positions.ptr(),
-            byList ? segments.splitListPtr() : 0,
-            byList ? segments.splitCount() : n,
-            heads,
-            ropeDim,
-            kvLora,
-            blockSize,
-            splits,
-            scale);
+        k.mla()
+            .mlaSplitAttention(
+                ops.stream,
+                act.mla,
+                layerCache,
+                in.blockTable.ptr(),
+                in.maxBlocksPerSeq,
+                in.tokenSeq.ptr(),
+                in.positions.ptr(),
+                byList ? segments.splitListPtr() : 0,
+                byList ? segments.splitCount() : n,
+                heads,
+                ropeDim,
+                kvLora,
+                blockSize,
+                splits,
+                scale);
         mark.accept("mla.prefill.split");
       }
       for (PrefillSegments.Run r : segments.gemmRuns()) {
@@ -258,7 +264,7 @@ final class GpuMlaAttention {
         }
       }
       mark.accept("mla.prefill.absorbed_gemm");
-      k.mlaOutV(ops.stream, act.mla, act.attn.ptr(), kvB.ptr(), n, heads, nope, vDim, kvLora);
+      k.mla().mlaOutV(ops.stream, act.mla, act.attn.ptr(), kvB.ptr(), n, heads, nope, vDim, kvLora);
       mark.accept("mla.prefill.out_v");
     }
     for (PrefillSegments.Run r : segments.gemmRuns()) {

@@ -223,17 +223,19 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     GpuMoe.PendingCombine sum = moe.takePendingCombine();
     if (sum != null) {
       // The MoE layer left its experts' sum: added here, in the norm's launch.
-      ops.kernels.moeCombineRmsNorm(
-          ops.stream,
-          act.normed.ptr(),
-          act.hidden.ptr(),
-          sum.shared() ? x : 0,
-          sum.pairRows(),
-          sum.topK(),
-          w,
-          n,
-          h,
-          eps);
+      ops.kernels
+          .moe()
+          .moeCombineRmsNorm(
+              ops.stream,
+              act.normed.ptr(),
+              act.hidden.ptr(),
+              sum.shared() ? x : 0,
+              sum.pairRows(),
+              sum.topK(),
+              w,
+              n,
+              h,
+              eps);
     } else if (tp != null && partial) {
       tp.reduceAddRmsNorm(ops, act.normed.ptr(), act.hidden.ptr(), x, w, n, h, eps, this::mark);
     } else {

@@ -125,7 +125,7 @@ final class GpuMoe {
             && !(useGrouped && grouped != null)
             && !ops.pairExperts(n)
             && ops.fusedRouting(m.gate(), n)
-            && !k.moeUsesTensorCores(n, hidden, expertInter);
+            && !k.moe().moeUsesTensorCores(n, hidden, expertInter);
     route(ops, act, m, n, aligned);
     if (afterRouting != null) {
       afterRouting.accept(n);
@@ -134,7 +134,7 @@ final class GpuMoe {
     if (allToAll != null) {
       // Every rank routes every token (the router is small), so routing is the one-GPU routing.
       return allToAll.forward(
-          ops, act, m, n, expertInter, k.moeUsesTensorCores(n, hidden, expertInter), mark);
+          ops, act, m, n, expertInter, k.moe().moeUsesTensorCores(n, hidden, expertInter), mark);
     }
     boolean shared = m.shared() != null;
     if (shared && !sharedAside) {
@@ -186,29 +186,31 @@ final class GpuMoe {
           expertInter,
           shared);
     } else {
-      // RingmasterKernels.moeExperts as its two steps, so that the side stream joins before the
+      // MoeKernels.moeExperts as its two steps, so that the side stream joins before the
       // sum.
-      k.moeExpertPairs(
-          ops.stream,
-          act.moe,
-          act.normed.ptr(),
-          m.w13(),
-          m.w2(),
-          act.expertIds.ptr(),
-          act.expertWeights.ptr(),
-          n,
-          hidden,
-          expertInter,
-          k.moeUsesTensorCores(n, hidden, expertInter),
-          aligned);
+      k.moe()
+          .moeExpertPairs(
+              ops.stream,
+              act.moe,
+              act.normed.ptr(),
+              m.w13(),
+              m.w2(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              n,
+              hidden,
+              expertInter,
+              k.moe().moeUsesTensorCores(n, hidden, expertInter),
+              aligned);
       if (sharedAside) {
         ops.joinSide();
       }
       if (deferCombine) {
         pending = new PendingCombine(act.moe.pairRowsPtr(), moe.topK(), shared);
       } else {
-        k.moeCombine(
-            ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
+        k.moe()
+            .moeCombine(
+                ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
       }
     }
     mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
@@ -242,13 +244,15 @@ final class GpuMoe {
       return;
     }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
-    ops.kernels.moeRoute(
-        ops.stream,
-        act.expertIds.ptr(),
-        act.expertWeights.ptr(),
-        act.routerLogits.ptr(),
-        m.scoreBias(),
-        n,
-        routing);
+    ops.kernels
+        .moe()
+        .moeRoute(
+            ops.stream,
+            act.expertIds.ptr(),
+            act.expertWeights.ptr(),
+            act.routerLogits.ptr(),
+            m.scoreBias(),
+            n,
+            routing);
   }
 }

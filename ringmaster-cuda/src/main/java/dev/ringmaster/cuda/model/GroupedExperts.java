@@ -66,10 +66,10 @@ final class GroupedExperts implements AutoCloseable {
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     int pairs = n * topK;
-    k.moeAlign(ops.stream, ws, expertIds, n);
+    k.moe().moeAlign(ops.stream, ws, expertIds, n);
     CudaDriverAccess.copyToHost(
         offsets.segment(), ws.offsetsPtr(), 4L * (numExperts + 1), ops.stream);
-    k.moeGatherBf16(ops.stream, xs.ptr(), x, ws.sortedPairsPtr(), pairs, topK, hidden);
+    k.moe().moeGatherBf16(ops.stream, xs.ptr(), x, ws.sortedPairsPtr(), pairs, topK, hidden);
     ops.stream.synchronize();
     mark.accept("moe.grouped.align_gather_sync");
     int[] off = new int[numExperts + 1];
@@ -123,9 +123,16 @@ final class GroupedExperts implements AutoCloseable {
           calls, (System.nanoTime() - hostStart) / 1e6);
     }
     mark.accept("moe.grouped.down_gemms");
-    k.moeScatterWeighted(
-        ops.stream, ws.pairRowsPtr(), ys.ptr(), ws.sortedPairsPtr(), expertWeights, pairs, hidden);
-    k.moeCombine(ops.stream, out, ws.pairRowsPtr(), n, hidden, topK, accumulate);
+    k.moe()
+        .moeScatterWeighted(
+            ops.stream,
+            ws.pairRowsPtr(),
+            ys.ptr(),
+            ws.sortedPairsPtr(),
+            expertWeights,
+            pairs,
+            hidden);
+    k.moe().moeCombine(ops.stream, out, ws.pairRowsPtr(), n, hidden, topK, accumulate);
   }
 
   @Override

@@ -17,9 +17,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * The all-to-all dispatch kernels ({@code moe_dispatch.cu}) with every rank of a group simulated on
  * one GPU and the exchanges done on the host: pack and unpack equal {@link A2aReference} bit for
- * bit, the owners' experts run through {@link RingmasterKernels#moeExpertPairs}, and the combined
- * output of every token equals, bit for bit, the one-GPU {@code moeExperts} of the whole batch with
- * the same kernels (a pair's output does not depend on the other pairs). Random data, buffers
+ * bit, the owners' experts run through {@link MoeKernels#moeExpertPairs}, and the combined output
+ * of every token equals, bit for bit, the one-GPU {@code moeExperts} of the whole batch with the
+ * same kernels (a pair's output does not depend on the other pairs). Random data, buffers
  * NaN-poisoned, experts no token chose and ranks that route or receive nothing included.
  */
 @Tag("gpu")
@@ -136,18 +136,19 @@ class ExpertDispatchGpuTest {
                 CudaDriver.get().memsetD8Async(ws.h.ptr(), 0xff, ws.h.bytes(), s.stream().handle());
                 ws.y.poison(s.stream());
                 long first = placement.expertsOf(p)[0];
-                k.moeExpertPairs(
-                    s.stream(),
-                    ws,
-                    xr.ptr(),
-                    w13d + first * 2L * 2 * inter * hidden,
-                    w2d + first * 2L * hidden * inter,
-                    idr.ptr(),
-                    wr.ptr(),
-                    rows,
-                    hidden,
-                    inter,
-                    tensorCores);
+                k.moe()
+                    .moeExpertPairs(
+                        s.stream(),
+                        ws,
+                        xr.ptr(),
+                        w13d + first * 2L * 2 * inter * hidden,
+                        w2d + first * 2L * hidden * inter,
+                        idr.ptr(),
+                        wr.ptr(),
+                        rows,
+                        hidden,
+                        inter,
+                        tensorCores);
                 ys[p] = s.read(ws.y, rows * topK * hidden);
               }
             }
@@ -210,10 +211,13 @@ class ExpertDispatchGpuTest {
       DeviceBuffer out = shared != null ? s.f32(shared) : s.poisoned((long) n * hidden);
       boolean acc = shared != null;
       if (tensorCores) {
-        k.moeExpertsMma(s.stream(), ws, out.ptr(), x, w13, w2, ids, weights, n, hidden, inter, acc);
+        k.moe()
+            .moeExpertsMma(
+                s.stream(), ws, out.ptr(), x, w13, w2, ids, weights, n, hidden, inter, acc);
       } else {
-        k.moeExpertsFused(
-            s.stream(), ws, out.ptr(), x, w13, w2, ids, weights, n, hidden, inter, acc);
+        k.moe()
+            .moeExpertsFused(
+                s.stream(), ws, out.ptr(), x, w13, w2, ids, weights, n, hidden, inter, acc);
       }
       return Compare.bits(s.read(out, n * hidden));
     }

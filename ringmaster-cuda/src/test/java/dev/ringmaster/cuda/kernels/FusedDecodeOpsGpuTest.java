@@ -167,32 +167,33 @@ class FusedDecodeOpsGpuTest {
               ropeDim,
               table.attentionScaling(),
               table.interleaved());
-          kk.mlaCacheAppend(s.stream(), cacheA.ptr(), kvA.ptr(), kvStride, slotP, n, d);
+          kk.mla().mlaCacheAppend(s.stream(), cacheA.ptr(), kvA.ptr(), kvStride, slotP, n, d);
           // fused
           DeviceBuffer kvB = s.f32(kv);
           DeviceBuffer qB = s.f32(q);
           DeviceBuffer cacheB = s.alloc(2L * pool * blockSize * d);
           cacheB.poison(s.stream());
-          kk.mlaKvRopeAppend(
-              s.stream(),
-              kvB.ptr(),
-              kvStride,
-              normP,
-              1e-6f,
-              kvLora,
-              ropeDim,
-              qB.ptr(),
-              heads * qk,
-              heads,
-              qk,
-              nope,
-              posP,
-              freqP,
-              table.attentionScaling(),
-              table.interleaved(),
-              cacheB.ptr(),
-              slotP,
-              n);
+          kk.mla()
+              .mlaKvRopeAppend(
+                  s.stream(),
+                  kvB.ptr(),
+                  kvStride,
+                  normP,
+                  1e-6f,
+                  kvLora,
+                  ropeDim,
+                  qB.ptr(),
+                  heads * qk,
+                  heads,
+                  qk,
+                  nope,
+                  posP,
+                  freqP,
+                  table.attentionScaling(),
+                  table.interleaved(),
+                  cacheB.ptr(),
+                  slotP,
+                  n);
           String seed = "seed " + r.seed();
           float[] gotQ = s.read(qB, q.length);
           // The same rotation expression; the compiler may contract it into FMAs differently.

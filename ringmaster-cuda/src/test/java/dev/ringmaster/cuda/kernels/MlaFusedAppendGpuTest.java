@@ -16,8 +16,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The fused MLA decode launch appending the step's own cache rows ({@link MlaFusedDecode.Append})
- * against {@link RingmasterKernels#mlaKvRopeAppend} followed by the fused launch without appending:
- * the attention output within 1e-4 (the latent's norm sums its squares in another order) and the
+ * against {@link MlaKernels#mlaKvRopeAppend} followed by the fused launch without appending: the
+ * attention output within 1e-4 (the latent's norm sums its squares in another order) and the
  * appended cache rows within bf16 rounding (1e-2). One new token per sequence, at positions whose
  * row lands in the first, a middle and the last of the 8 splits (lengths 1, 2, 9, 100, 700), the
  * other positions already cached in shuffled blocks.
@@ -102,33 +102,35 @@ class MlaFusedAppendGpuTest {
             caches[c].poison(s.stream());
             if (cached > 0) {
               int[] o = oldSlots.stream().mapToInt(Integer::intValue).toArray();
-              k.mlaCacheAppend(
-                  s.stream(), caches[c].ptr(), s.f32(old).ptr(), d, s.i32(o).ptr(), cached, d);
+              k.mla()
+                  .mlaCacheAppend(
+                      s.stream(), caches[c].ptr(), s.f32(old).ptr(), d, s.i32(o).ptr(), cached, d);
             }
           }
           // The separate append, then the fused attention reading every row from the cache.
           DeviceBuffer kvA = s.f32(kv);
           DeviceBuffer qA = s.f32(q);
-          k.mlaKvRopeAppend(
-              s.stream(),
-              kvA.ptr(),
-              kvStride,
-              normP,
-              1e-6f,
-              lora,
-              ropeDim,
-              qA.ptr(),
-              heads * qk,
-              heads,
-              qk,
-              nope,
-              posP,
-              freqP,
-              rope.attentionScaling(),
-              rope.interleaved(),
-              caches[0].ptr(),
-              slotP,
-              t);
+          k.mla()
+              .mlaKvRopeAppend(
+                  s.stream(),
+                  kvA.ptr(),
+                  kvStride,
+                  normP,
+                  1e-6f,
+                  lora,
+                  ropeDim,
+                  qA.ptr(),
+                  heads * qk,
+                  heads,
+                  qk,
+                  nope,
+                  posP,
+                  freqP,
+                  rope.attentionScaling(),
+                  rope.interleaved(),
+                  caches[0].ptr(),
+                  slotP,
+                  t);
           DeviceBuffer want = s.poisoned((long) t * heads * vDim);
           attend(
               k, s, want, qA.ptr(), kvBP, caches[0], tableP, maxBlocks, seqP, posP, t, heads, nope,

@@ -161,10 +161,11 @@ class MlaGpuTest {
           DeviceBuffer cache = s.alloc(2L * pool * blockSize * d);
           cache.poison(s.stream());
           var k = Gpu.kernels();
-          k.mlaCacheAppend(
-              s.stream(), cache.ptr(), s.f32(kv).ptr(), d, s.i32(slots).ptr(), cachedTokens, d);
-          k.useMlaTensorCores(path != Path.CUDA_CORES);
-          k.useMlaStages(path == Path.TENSOR_CORES_2_STAGES ? 2 : 1);
+          k.mla()
+              .mlaCacheAppend(
+                  s.stream(), cache.ptr(), s.f32(kv).ptr(), d, s.i32(slots).ptr(), cachedTokens, d);
+          k.mla().useMlaTensorCores(path != Path.CUDA_CORES);
+          k.mla().useMlaStages(path == Path.TENSOR_CORES_2_STAGES ? 2 : 1);
           try (MlaWorkspace ws = new MlaWorkspace(t, splits, heads, lora, ropeDim)) {
             ws.partialCtx.poison(s.stream());
             ws.ctx.poison(s.stream());
@@ -213,33 +214,34 @@ class MlaGpuTest {
                       scale,
                       null);
             } else {
-              k.mlaAttention(
-                  s.stream(),
-                  ws,
-                  out.ptr(),
-                  s.f32(q).ptr(),
-                  s.bf16(kvB.bits()).ptr(),
-                  cache.ptr(),
-                  s.i32(table).ptr(),
-                  maxBlocksF,
-                  s.i32(tokenSeq).ptr(),
-                  s.i32(tokenPos).ptr(),
-                  t,
-                  heads,
-                  nope,
-                  ropeDim,
-                  vDim,
-                  lora,
-                  blockSize,
-                  splits,
-                  scale);
+              k.mla()
+                  .mlaAttention(
+                      s.stream(),
+                      ws,
+                      out.ptr(),
+                      s.f32(q).ptr(),
+                      s.bf16(kvB.bits()).ptr(),
+                      cache.ptr(),
+                      s.i32(table).ptr(),
+                      maxBlocksF,
+                      s.i32(tokenSeq).ptr(),
+                      s.i32(tokenPos).ptr(),
+                      t,
+                      heads,
+                      nope,
+                      ropeDim,
+                      vDim,
+                      lora,
+                      blockSize,
+                      splits,
+                      scale);
             }
             double tol = path == Path.CUDA_CORES || path == Path.FUSED ? 1e-4 : 1e-2;
             Compare.assertClose(
                 "mla " + path + " seed " + r.seed(), s.read(out, t * heads * vDim), want, tol);
           } finally {
-            k.useMlaTensorCores(true);
-            k.useMlaStages(1);
+            k.mla().useMlaTensorCores(true);
+            k.mla().useMlaStages(1);
           }
         });
   }
@@ -275,7 +277,7 @@ class MlaGpuTest {
     long tablePtr = s.i32(table).ptr();
     long posPtr = s.i32(tokenPos).ptr();
     long qPtr = s.f32(q).ptr();
-    k.mlaAbsorb(s.stream(), ws, qPtr, kvBPtr, t, heads, nope, ropeDim, vDim, lora);
+    k.mla().mlaAbsorb(s.stream(), ws, qPtr, kvBPtr, t, heads, nope, ropeDim, vDim, lora);
     List<int[]> runs = new ArrayList<>();
     List<Integer> rest = new ArrayList<>();
     for (int i = 0; i < t; ) {
@@ -294,22 +296,23 @@ class MlaGpuTest {
     }
     if (!rest.isEmpty()) {
       int[] list = rest.stream().mapToInt(Integer::intValue).toArray();
-      k.mlaSplitAttention(
-          s.stream(),
-          ws,
-          cache,
-          tablePtr,
-          maxBlocks,
-          s.i32(tokenSeq).ptr(),
-          posPtr,
-          s.i32(list).ptr(),
-          list.length,
-          heads,
-          ropeDim,
-          lora,
-          blockSize,
-          splits,
-          scale);
+      k.mla()
+          .mlaSplitAttention(
+              s.stream(),
+              ws,
+              cache,
+              tablePtr,
+              maxBlocks,
+              s.i32(tokenSeq).ptr(),
+              posPtr,
+              s.i32(list).ptr(),
+              list.length,
+              heads,
+              ropeDim,
+              lora,
+              blockSize,
+              splits,
+              scale);
     }
     int maxContext = java.util.Arrays.stream(tokenPos).max().orElse(0) + 1;
     // Room for three query rows at the longest context: long runs take several tiles.
@@ -341,7 +344,7 @@ class MlaGpuTest {
             scale,
             label -> {});
       }
-      k.mlaOutV(s.stream(), ws, out, kvBPtr, t, heads, nope, vDim, lora);
+      k.mla().mlaOutV(s.stream(), ws, out, kvBPtr, t, heads, nope, vDim, lora);
       for (int[] run : runs) {
         if (!expanded) {
           continue;

@@ -12,12 +12,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * {@link RingmasterKernels#moeCombineRmsNorm} against {@link RingmasterKernels#moeCombine} followed
- * by {@link RingmasterKernels#rmsNorm} with the residual: the normed rows and the updated residual
- * bit for bit, and within 1e-5 of the CPU (shared row + slot rows + residual, then RMSNorm).
- * Shapes: V2-Lite's (all loads in flight at once), a row wider than two float4 a thread and more
- * than 8 slots (slot by slot), a dimension not a multiple of 4 (the strided path); with and without
- * the shared experts' row.
+ * {@link MoeKernels#moeCombineRmsNorm} against {@link MoeKernels#moeCombine} followed by {@link
+ * RingmasterKernels#rmsNorm} with the residual: the normed rows and the updated residual bit for
+ * bit, and within 1e-5 of the CPU (shared row + slot rows + residual, then RMSNorm). Shapes:
+ * V2-Lite's (all loads in flight at once), a row wider than two float4 a thread and more than 8
+ * slots (slot by slot), a dimension not a multiple of 4 (the strided path); with and without the
+ * shared experts' row.
  */
 @Tag("gpu")
 class MoeCombineNormGpuTest {
@@ -61,7 +61,7 @@ class MoeCombineNormGpuTest {
           DeviceBuffer combined = shared ? s.f32(sharedRow) : s.poisoned((long) rows * dim);
           DeviceBuffer res1 = s.f32(residual);
           DeviceBuffer out1 = s.poisoned((long) rows * dim);
-          k.moeCombine(s.stream(), combined.ptr(), dy.ptr(), rows, dim, topK, shared);
+          k.moe().moeCombine(s.stream(), combined.ptr(), dy.ptr(), rows, dim, topK, shared);
           k.rmsNorm(
               s.stream(),
               out1.ptr(),
@@ -78,17 +78,18 @@ class MoeCombineNormGpuTest {
           DeviceBuffer sharedIn = s.f32(sharedRow);
           DeviceBuffer res2 = s.f32(residual);
           DeviceBuffer out2 = s.poisoned((long) rows * dim);
-          k.moeCombineRmsNorm(
-              s.stream(),
-              out2.ptr(),
-              res2.ptr(),
-              shared ? sharedIn.ptr() : 0,
-              dy.ptr(),
-              topK,
-              dw.ptr(),
-              rows,
-              dim,
-              eps);
+          k.moe()
+              .moeCombineRmsNorm(
+                  s.stream(),
+                  out2.ptr(),
+                  res2.ptr(),
+                  shared ? sharedIn.ptr() : 0,
+                  dy.ptr(),
+                  topK,
+                  dw.ptr(),
+                  rows,
+                  dim,
+                  eps);
           float[] got = s.read(out2, rows * dim);
           Compare.assertClose("normed rows, " + seed, got, want, 1e-5);
           Compare.assertClose("residual, " + seed, s.read(res2, rows * dim), sum, 1e-5);

@@ -13,11 +13,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The CUDA-core routed experts with 2 and 4 down-projection rows per warp ({@link
- * RingmasterKernels#useMoeDownRowsPerWarp}) against 1 (one row per warp): every pair's weighted
- * output row and the combined output bit for bit, and the output within the CPU reference's 1e-4
- * (as MoeGpuTest). Shapes: hidden (the down rows) not a multiple of 2 or 4, inter (the down K) not
- * a multiple of 256 and not a multiple of 8 (the scalar path), tokens that give an expert 1, up to
- * 4, up to 8 and more than 8 pairs (several passes).
+ * MoeKernels#useMoeDownRowsPerWarp}) against 1 (one row per warp): every pair's weighted output row
+ * and the combined output bit for bit, and the output within the CPU reference's 1e-4 (as
+ * MoeGpuTest). Shapes: hidden (the down rows) not a multiple of 2 or 4, inter (the down K) not a
+ * multiple of 256 and not a multiple of 8 (the scalar path), tokens that give an expert 1, up to 4,
+ * up to 8 and more than 8 pairs (several passes).
  */
 @Tag("gpu")
 class MoeDownRowsGpuTest {
@@ -48,7 +48,7 @@ class MoeDownRowsGpuTest {
     Gpu.run(
         s -> {
           RingmasterKernels kk = Gpu.kernels();
-          int before = kk.moeDownRowsPerWarp();
+          int before = kk.moe().moeDownRowsPerWarp();
           long w13d = s.bf16(w13.bits()).ptr();
           long w2d = s.bf16(w2.bits()).ptr();
           long xd = s.f32(x).ptr();
@@ -59,13 +59,14 @@ class MoeDownRowsGpuTest {
           int[][] outs = new int[rowsPerWarp.length][];
           try {
             for (int v = 0; v < rowsPerWarp.length; v++) {
-              kk.useMoeDownRowsPerWarp(rowsPerWarp[v]);
+              kk.moe().useMoeDownRowsPerWarp(rowsPerWarp[v]);
               try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
                 CudaDriver.get().memsetD8Async(ws.h.ptr(), 0xff, ws.h.bytes(), s.stream().handle());
                 ws.y.poison(s.stream());
                 DeviceBuffer out = s.poisoned((long) n * hidden);
-                kk.moeExpertsFused(
-                    s.stream(), ws, out.ptr(), xd, w13d, w2d, ed, wd, n, hidden, inter, false);
+                kk.moe()
+                    .moeExpertsFused(
+                        s.stream(), ws, out.ptr(), xd, w13d, w2d, ed, wd, n, hidden, inter, false);
                 float[] got = s.read(out, n * hidden);
                 Compare.assertClose(rowsPerWarp[v] + " rows per warp, " + seed, got, want, 1e-4);
                 pairRows[v] = Compare.bits(s.read(ws.y, pairs * hidden));
@@ -73,7 +74,7 @@ class MoeDownRowsGpuTest {
               }
             }
           } finally {
-            kk.useMoeDownRowsPerWarp(before);
+            kk.moe().useMoeDownRowsPerWarp(before);
           }
           for (int v = 1; v < rowsPerWarp.length; v++) {
             assertThat(pairRows[v])

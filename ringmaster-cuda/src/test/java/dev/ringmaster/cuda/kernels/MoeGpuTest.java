@@ -65,6 +65,7 @@ class MoeGpuTest {
           DeviceBuffer ex = s.alloc(4L * n * k);
           DeviceBuffer w = s.poisoned((long) n * k);
           Gpu.kernels()
+              .moe()
               .moeRoute(
                   s.stream(),
                   ex.ptr(),
@@ -124,6 +125,7 @@ class MoeGpuTest {
             ws.y.poison(s.stream());
             DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
             Gpu.kernels()
+                .moe()
                 .moeExpertsFused(
                     s.stream(),
                     ws,
@@ -175,6 +177,7 @@ class MoeGpuTest {
             poison(s, ws);
             DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
             Gpu.kernels()
+                .moe()
                 .moeExpertsMma(
                     s.stream(),
                     ws,
@@ -304,14 +307,13 @@ class MoeGpuTest {
           long wd = s.f32(weights).ptr();
           int pairs = n * k;
           int[][][] perPass = new int[2][][];
-          int[] passes = {
-            RingmasterKernels.MOE_MMA_WIDE_PASS_TOKENS, RingmasterKernels.MOE_MMA_PASS_TOKENS
-          };
+          int[] passes = {MoeKernels.MOE_MMA_WIDE_PASS_TOKENS, MoeKernels.MOE_MMA_PASS_TOKENS};
           for (int v = 0; v < passes.length; v++) {
             try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
               poison(s, ws);
               DeviceBuffer out = acc ? s.f32(prior) : s.poisoned((long) n * hidden);
               Gpu.kernels()
+                  .moe()
                   .moeExpertsMma(
                       s.stream(),
                       ws,
@@ -355,11 +357,11 @@ class MoeGpuTest {
   /** Passes of 64 tokens from 48 routed pairs per expert on average. */
   @Test
   void widePassesFromFortyEightPairsPerExpert() {
-    assertThat(RingmasterKernels.moeMmaPassTokens(511, 6, 64)).isEqualTo(32);
-    assertThat(RingmasterKernels.moeMmaPassTokens(512, 6, 64)).isEqualTo(64);
-    assertThat(RingmasterKernels.moeMmaPassTokens(128, 6, 64)).isEqualTo(32);
-    assertThat(RingmasterKernels.moeMmaPassTokens(1535, 8, 256)).isEqualTo(32);
-    assertThat(RingmasterKernels.moeMmaPassTokens(1536, 8, 256)).isEqualTo(64);
+    assertThat(MoeKernels.moeMmaPassTokens(511, 6, 64)).isEqualTo(32);
+    assertThat(MoeKernels.moeMmaPassTokens(512, 6, 64)).isEqualTo(64);
+    assertThat(MoeKernels.moeMmaPassTokens(128, 6, 64)).isEqualTo(32);
+    assertThat(MoeKernels.moeMmaPassTokens(1535, 8, 256)).isEqualTo(32);
+    assertThat(MoeKernels.moeMmaPassTokens(1536, 8, 256)).isEqualTo(64);
   }
 
   private static float[] runMma(
@@ -378,6 +380,7 @@ class MoeGpuTest {
       poison(s, ws);
       DeviceBuffer out = s.poisoned((long) n * hidden);
       Gpu.kernels()
+          .moe()
           .moeExpertsMma(
               s.stream(),
               ws,

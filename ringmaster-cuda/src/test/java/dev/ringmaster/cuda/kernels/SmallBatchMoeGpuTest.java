@@ -74,10 +74,11 @@ class SmallBatchMoeGpuTest {
           // The one-warp-per-row GEMV, whose sums the routing kernel's GEMV repeats.
           GemvVariantsGpuTest.withOneWarpPerRow(
               kk, () -> kk.gemv(s.stream(), wantLogits.ptr(), g.ptr(), xs.ptr(), e, hidden, n));
-          kk.moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
+          kk.moe()
+              .moeRoute(s.stream(), wantE.ptr(), wantW.ptr(), wantLogits.ptr(), biasP, n, routing);
           try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8);
               MoeWorkspace want = new MoeWorkspace(n, e, k, hidden, 8)) {
-            kk.moeAlign(s.stream(), want, wantE.ptr(), n);
+            kk.moe().moeAlign(s.stream(), want, wantE.ptr(), n);
             // Twice without grouping the pairs (the second launch shows that the first left the
             // block counter at zero), then once grouping them as rm_moe_align does.
             for (int round = 0; round < 3; round++) {
@@ -181,6 +182,7 @@ class SmallBatchMoeGpuTest {
             a.h.poison(s.stream());
             b.h.poison(s.stream());
             Gpu.kernels()
+                .moe()
                 .moeExpertsFused(
                     s.stream(),
                     a,
