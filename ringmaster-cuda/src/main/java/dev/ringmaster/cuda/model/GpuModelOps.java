@@ -186,7 +186,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     }
     mark("embedding");
     mlpOut = act.mlpOut.ptr();
-    moe.deferCombine(tp == null && ops.tuning.combineIntoNorm() && profiler == null);
+    moe.deferCombine(tp == null && ops.tuning.combineIntoNorm());
   }
 
   @Override
@@ -308,8 +308,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
 
   @Override
   public boolean moe(Act out, Act x, FeedForwardWeights.Moe<GpuTensor> w, int layer) {
-    mlpOut =
-        moe.forward(ops, act, moeWeights[layer], n, groupedExperts, profiler != null, this::mark);
+    mlpOut = moe.forward(ops, act, moeWeights[layer], n, groupedExperts, this::mark);
     return moe.replicatedOutput();
   }
 

@@ -74,13 +74,13 @@ final class GpuMoe {
 
   /**
    * Whether the shared experts of this step run on the side stream: GEMV-only steps ({@link
-   * GpuOps#gemvSwiglu}, no cuBLAS handle needed there) of a MoE layer without all-to-all dispatch,
-   * unless the step is profiled.
+   * GpuOps#gemvSwiglu}, no cuBLAS handle needed there) of a MoE layer without all-to-all dispatch.
+   * A profiled step makes the same choice (it profiles the production sequence): the side stream's
+   * time then counts in the group whose mark follows the join, {@code moe.routed_experts}.
    */
   private boolean sharedExpertsAside(
-      GpuOps ops, KernelWeights.MoeWeights m, int n, boolean useGrouped, boolean profiled) {
+      GpuOps ops, KernelWeights.MoeWeights m, int n, boolean useGrouped) {
     return ops.tuning.sharedExpertStream()
-        && !profiled
         && m.shared() != null
         && allToAll == null
         && !useGrouped
@@ -98,8 +98,8 @@ final class GpuMoe {
   /**
    * Reads {@code act.normed} for {@code n} tokens and returns where the output rows are: {@code
    * act.mlpOut}, or the all-to-all's gathered rows; {@code useGrouped} runs the routed experts as
-   * per-expert GEMMs (host sync: never while capturing a graph); {@code profiled}: the step is
-   * profiled, so the shared experts run in line (the profile's op groups stay apart).
+   * per-expert GEMMs (host sync: never while capturing a graph); {@code mark} charges the work
+   * launched so far to an op group when the step is profiled.
    */
   long forward(
       GpuOps ops,
@@ -107,10 +107,9 @@ final class GpuMoe {
       KernelWeights.MoeWeights m,
       int n,
       boolean useGrouped,
-      boolean profiled,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped, profiled);
+    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
       // and the routed experts (small decode steps leave most of the GPU idle in each kernel).

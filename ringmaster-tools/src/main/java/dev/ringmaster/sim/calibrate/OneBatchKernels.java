@@ -23,6 +23,10 @@ import java.util.Map;
  * step, and the kernels the simulator launches for them. Eagerly launched steps charge launch gaps
  * and each kernel's fixed latency to the group; where the runs differ in bytes per kernel (several
  * tensor-parallel sizes) the calibration fits that per-kernel time apart from the bandwidth.
+ *
+ * <p>A profiled step runs the production kernel sequence. Where the shared experts run on the side
+ * stream (the smallest decode steps) the profile has no {@code moe.shared_experts} group: their
+ * time is inside {@code moe.routed_experts}, so their bytes count with the routed experts there.
  */
 public final class OneBatchKernels {
   /** The engine's op groups of one kind (keys of {@code profile_ms}, see {@code DecoderStack}). */
@@ -62,6 +66,7 @@ public final class OneBatchKernels {
       ForwardTime ft =
           timer.time(
               inv, cfg, StepShape.decode(cfg.batch(), 1, cfg.contextLen(), cfg.kvDtype()), false);
+      boolean sharedOverlapped = !groups.containsKey("moe.shared_experts");
       for (Map.Entry<String, List<String>> kind : GROUPS.entrySet()) {
         double ms = 0;
         for (String g : kind.getValue()) {
@@ -72,7 +77,11 @@ public final class OneBatchKernels {
         int launches = 0;
         String dtype = "bf16";
         for (OpCost op : ft.ops()) {
-          if (op.category() == CATEGORY.get(kind.getKey()) && op.kind() != OpCost.Kind.MISC) {
+          Category category =
+              sharedOverlapped && op.name().startsWith("moe.shared.")
+                  ? Category.MOE
+                  : op.category();
+          if (category == CATEGORY.get(kind.getKey()) && op.kind() != OpCost.Kind.MISC) {
             flops += op.flops();
             bytes += op.bytes();
             launches += op.kernels();

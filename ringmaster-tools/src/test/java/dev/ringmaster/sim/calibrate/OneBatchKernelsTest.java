@@ -1,6 +1,7 @@
 package dev.ringmaster.sim.calibrate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import dev.ringmaster.sim.Configs;
 import dev.ringmaster.sim.calibrate.CalibrationCheck.Row;
@@ -44,6 +45,38 @@ class OneBatchKernelsTest {
         .filteredOn(k -> k.name().equals("moe.routed_experts (batch 32)"))
         .singleElement()
         .satisfies(k -> assertThat(k.timeUs()).isEqualTo(7747.0));
+  }
+
+  @Test
+  void sharedExpertsOverlappedOnTheSideStreamCountWithTheRoutedExperts() throws Exception {
+    String name = "h200-x2-v2lite-onebatch-tp1-auto-profiled-51d46e4.json";
+    String json;
+    try (var in = OneBatchKernelsTest.class.getResourceAsStream("/calibrate/" + name)) {
+      json = new String(Objects.requireNonNull(in).readAllBytes(), StandardCharsets.UTF_8);
+    }
+    // The batch-1 step as a side-stream profile shows it: no shared-experts group.
+    String overlapped = json.replace("\"moe.shared_experts\":0.554,", "");
+    assertThat(overlapped).isNotEqualTo(json);
+    HardwareProfile h200 = Profiles.load("h200");
+    List<KernelSample> inline = OneBatchKernels.samples(sample(name), V2_LITE, h200);
+    List<KernelSample> aside =
+        OneBatchKernels.samples(
+            (MeasurementFile.OneBatch) MeasurementsIo.parseAny(overlapped), V2_LITE, h200);
+    KernelSample moeInline = byName(inline, "moe.routed_experts (batch 1)");
+    KernelSample moeAside = byName(aside, "moe.routed_experts (batch 1)");
+    KernelSample gemmInline = byName(inline, "mla.q_kv_rope_append (batch 1)");
+    KernelSample gemmAside = byName(aside, "mla.q_kv_rope_append (batch 1)");
+    double moved = moeAside.bytes() - moeInline.bytes();
+    assertThat(moved).isPositive();
+    assertThat(gemmInline.bytes() - gemmAside.bytes()).isCloseTo(moved, within(1.0));
+    assertThat(gemmInline.timeUs() - gemmAside.timeUs()).isCloseTo(554.0, within(1e-6));
+    // other batch sizes keep their inline profiles
+    assertThat(byName(aside, "moe.routed_experts (batch 8)").bytes())
+        .isEqualTo(byName(inline, "moe.routed_experts (batch 8)").bytes());
+  }
+
+  private static KernelSample byName(List<KernelSample> ks, String name) {
+    return ks.stream().filter(k -> k.name().equals(name)).findFirst().orElseThrow();
   }
 
   @Test
