@@ -23,8 +23,7 @@ import java.util.List;
  * @param tuning the kernel choices ({@code --kernel-option}, {@code --kernel-config}): programmatic
  *     dependent launch, fused launches, attention and expert kernel variants
  * @param profile time one eagerly launched step per decode batch size and prefill chunk size by op
- *     group ({@code bench one-batch --profile}); such steps run the shared experts in line and the
- *     expert sum apart from the next norm, so that the op groups stay apart
+ *     group ({@code bench one-batch --profile}); such steps launch the production kernel sequence
  */
 public record CudaModelOptions(
     int device,

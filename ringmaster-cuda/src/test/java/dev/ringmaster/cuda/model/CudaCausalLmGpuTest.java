@@ -346,6 +346,35 @@ class CudaCausalLmGpuTest {
     }
   }
 
+  @Test
+  void profiledStepsRunTheProductionSequence() throws IOException {
+    Path dir = fixture("deepseek_v3_bf16");
+    int[] base = promptOf(dir);
+    int[][] prompts = {base, Arrays.copyOf(base, 11), Arrays.copyOfRange(base, 2, 20), {7, 8}};
+    float[][] plain = decodeLogits(dir, exact(), prompts);
+    float[][] profiled = decodeLogits(dir, exact().withProfile(true), prompts);
+    for (int step = 0; step < plain.length; step++) {
+      assertThat(profiled[step]).as("decode step " + step).containsExactly(plain[step]);
+    }
+    // A one-token step runs the shared experts on the side stream, profiled or not: no group of
+    // their own, their time inside the routed experts' group that waits for them.
+    try (CudaCausalLm lm = CudaCausalLm.load(dir, exact().withProfile(true))) {
+      KvCache c = lm.newCache();
+      int t =
+          lm.forwardGreedy(
+                  base,
+                  BatchLayout.single(base.length, 0),
+                  new KvCache[] {c},
+                  new int[] {base.length - 1})[0];
+      lm.forwardGreedy(
+          new int[] {t}, BatchLayout.single(1, base.length), new KvCache[] {c}, new int[] {0});
+      c.close();
+      var decode = lm.takeStepProfiles().get("decode bs=1");
+      assertThat(decode).as("profile of the one-token step").isNotNull();
+      assertThat(decode).containsKey("moe.routed_experts").doesNotContainKey("moe.shared_experts");
+    }
+  }
+
   /** Logits of 6 batched decode steps of 4 sequences (a captured size) after their prefill. */
   static float[][] decodeLogits(Path dir, CudaModelOptions o, int[][] prompts) {
     try (CudaCausalLm lm = CudaCausalLm.load(dir, o)) {
