@@ -76,7 +76,8 @@ final class GpuMoe {
    * Whether the shared experts of this step run on the side stream: GEMV-only steps ({@link
    * GpuOps#gemvSwiglu}, no cuBLAS handle needed there) of a MoE layer without all-to-all dispatch.
    * A profiled step makes the same choice (it profiles the production sequence): the side stream's
-   * time then counts in the group whose mark follows the join, {@code moe.routed_experts}.
+   * time then counts in the group whose mark follows the join, {@code
+   * moe.routed_and_shared_experts}.
    */
   private boolean sharedExpertsAside(
       GpuOps ops, KernelWeights.MoeWeights m, int n, boolean useGrouped) {

@@ -357,7 +357,7 @@ class CudaCausalLmGpuTest {
       assertThat(profiled[step]).as("decode step " + step).containsExactly(plain[step]);
     }
     // A one-token step runs the shared experts on the side stream, profiled or not: no group of
-    // their own, their time inside the routed experts' group that waits for them.
+    // their own, their time inside the group of the routed experts that waits for them.
     try (CudaCausalLm lm = CudaCausalLm.load(dir, exact().withProfile(true))) {
       KvCache c = lm.newCache();
       int t =
@@ -371,7 +371,9 @@ class CudaCausalLmGpuTest {
       c.close();
       var decode = lm.takeStepProfiles().get("decode bs=1");
       assertThat(decode).as("profile of the one-token step").isNotNull();
-      assertThat(decode).containsKey("moe.routed_experts").doesNotContainKey("moe.shared_experts");
+      assertThat(decode)
+          .containsKey("moe.routed_and_shared_experts")
+          .doesNotContainKey("moe.shared_experts");
     }
   }
 

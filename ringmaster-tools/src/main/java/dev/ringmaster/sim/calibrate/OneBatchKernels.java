@@ -26,13 +26,14 @@ import java.util.Map;
  *
  * <p>A profiled step runs the production kernel sequence. Where the shared experts run on the side
  * stream (the smallest decode steps) the profile has no {@code moe.shared_experts} group: their
- * time is inside {@code moe.routed_experts}, so their bytes count with the routed experts there.
+ * time is inside {@code moe.routed_and_shared_experts}, so their bytes count with the routed
+ * experts there.
  */
 public final class OneBatchKernels {
   /** The engine's op groups of one kind (keys of {@code profile_ms}, see {@code DecoderStack}). */
   private static final Map<String, List<String>> GROUPS =
       Map.of(
-          "moe", List.of("moe.routed_experts"),
+          "moe", List.of("moe.routed_experts", "moe.routed_and_shared_experts"),
           "attention", List.of("mla.attention"),
           "gemm",
               List.of(
@@ -66,7 +67,7 @@ public final class OneBatchKernels {
       ForwardTime ft =
           timer.time(
               inv, cfg, StepShape.decode(cfg.batch(), 1, cfg.contextLen(), cfg.kvDtype()), false);
-      boolean sharedOverlapped = !groups.containsKey("moe.shared_experts");
+      boolean sharedOverlapped = groups.containsKey("moe.routed_and_shared_experts");
       for (Map.Entry<String, List<String>> kind : GROUPS.entrySet()) {
         double ms = 0;
         for (String g : kind.getValue()) {

@@ -54,8 +54,11 @@ class OneBatchKernelsTest {
     try (var in = OneBatchKernelsTest.class.getResourceAsStream("/calibrate/" + name)) {
       json = new String(Objects.requireNonNull(in).readAllBytes(), StandardCharsets.UTF_8);
     }
-    // The batch-1 step as a side-stream profile shows it: no shared-experts group.
-    String overlapped = json.replace("\"moe.shared_experts\":0.554,", "");
+    // The batch-1 step as a side-stream profile shows it: the shared experts inside the routed
+    // experts' group.
+    String overlapped =
+        json.replace("\"moe.shared_experts\":0.554,", "")
+            .replace("\"moe.routed_experts\":1.618", "\"moe.routed_and_shared_experts\":2.172");
     assertThat(overlapped).isNotEqualTo(json);
     HardwareProfile h200 = Profiles.load("h200");
     List<KernelSample> inline = OneBatchKernels.samples(sample(name), V2_LITE, h200);
@@ -70,6 +73,7 @@ class OneBatchKernelsTest {
     assertThat(moved).isPositive();
     assertThat(gemmInline.bytes() - gemmAside.bytes()).isCloseTo(moved, within(1.0));
     assertThat(gemmInline.timeUs() - gemmAside.timeUs()).isCloseTo(554.0, within(1e-6));
+    assertThat(moeAside.timeUs()).isCloseTo(2172.0, within(1e-6));
     // other batch sizes keep their inline profiles
     assertThat(byName(aside, "moe.routed_experts (batch 8)").bytes())
         .isEqualTo(byName(inline, "moe.routed_experts (batch 8)").bytes());
