@@ -6,6 +6,8 @@ import dev.ringmaster.engine.GenerationDefaults;
 import dev.ringmaster.engine.GenerationResult;
 import dev.ringmaster.engine.Generator;
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.engine.spec.SpeculativeGenerator;
+import dev.ringmaster.engine.spec.SpeculativeResult;
 import dev.ringmaster.model.tokenizer.ChatMessage;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.model.tokenizer.StreamDecoder;
@@ -18,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.function.IntPredicate;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -66,6 +69,8 @@ final class GenerateCommand implements Callable<Integer> {
   boolean chat;
 
   @picocli.CommandLine.Mixin EngineOptions engine = new EngineOptions();
+
+  @picocli.CommandLine.Mixin SpeculativeOptions speculative = new SpeculativeOptions();
 
   @Option(names = "--json", description = "Print one JSON object instead of streaming text.")
   boolean json;
@@ -121,6 +126,13 @@ final class GenerateCommand implements Callable<Integer> {
               + maxNewTokens
               + ": give one id per new token");
     }
+    speculative.validate(dir);
+    if (speculative.enabled() && (dumpLogits != null || forceIds != null)) {
+      throw new UserError(
+          (dumpLogits != null ? "--dump-logits" : "--force-ids")
+              + " sees one decode step per token and cannot be combined with"
+              + " --speculative-algorithm; drop one of them");
+    }
     Tokenizer tok = null;
     if (prompt != null || !json || Files.exists(dir.resolve("tokenizer.json"))) {
       tok = Tokenizer.load(dir);
@@ -143,6 +155,12 @@ final class GenerateCommand implements Callable<Integer> {
     }
     FlagChecks.fitsContext(
         dir, "the prompt plus --max-new-tokens", (long) ids.length + maxNewTokens);
+    if (speculative.draftDir() != null) {
+      FlagChecks.fitsContext(
+          speculative.draftDir(),
+          "the prompt plus --max-new-tokens (for the draft model)",
+          (long) ids.length + maxNewTokens);
+    }
     GenerationDefaults defaults = GenerationDefaults.of(dir);
     SamplingParams params =
         new SamplingParams(
@@ -169,24 +187,32 @@ final class GenerateCommand implements Callable<Integer> {
         out.print(prompt);
       }
       final Tokenizer tokenizer = tok;
-      GenerationResult r =
-          new Generator(lm)
-              .generate(
-                  ids,
-                  params,
-                  eos,
-                  id -> {
-                    if (!json) {
-                      if (stream != null) {
-                        out.print(stream.next(id));
-                      } else {
-                        out.print(id + " ");
-                      }
-                      out.flush();
-                    }
-                    return true;
-                  },
-                  steps);
+      IntPredicate onToken =
+          id -> {
+            if (!json) {
+              if (stream != null) {
+                out.print(stream.next(id));
+              } else {
+                out.print(id + " ");
+              }
+              out.flush();
+            }
+            return true;
+          };
+      SpeculativeResult spec = null;
+      GenerationResult r;
+      if (speculative.enabled()) {
+        try (LanguageModel draft = speculative.openDraft()) {
+          spec =
+              new SpeculativeGenerator(lm, speculative.config(), draft)
+                  .generate(ids, params, eos, onToken);
+        } catch (IllegalArgumentException e) {
+          throw new UserError(e.getMessage());
+        }
+        r = spec.generation();
+      } else {
+        r = new Generator(lm).generate(ids, params, eos, onToken, steps);
+      }
       if (dumpLogits != null) {
         steps.writeLogits(dumpLogits);
       }
@@ -203,6 +229,9 @@ final class GenerateCommand implements Callable<Integer> {
         o.put("decode_tokens_per_s", r.decodeTokensPerSecond());
         o.put("model", dir.toString());
         o.set("kernel_tuning", m.valueToTree(engine.tuning().toMap()));
+        if (spec != null) {
+          o.set("speculative", m.valueToTree(speculative.toMap(spec)));
+        }
         out.println(m.writeValueAsString(o));
       } else {
         if (stream != null) {
@@ -216,6 +245,9 @@ final class GenerateCommand implements Callable<Integer> {
             r.outputIds().length,
             r.decodeTokensPerSecond(),
             r.finishReason());
+        if (spec != null) {
+          System.err.println(speculative.summary(spec));
+        }
       }
       if (dumpLogits != null) {
         System.err.printf("[logits of %d steps written to %s]%n", r.outputIds().length, dumpLogits);

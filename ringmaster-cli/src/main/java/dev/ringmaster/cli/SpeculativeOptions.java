@@ -1,0 +1,185 @@
+package dev.ringmaster.cli;
+
+import dev.ringmaster.backend.cpu.model.CausalLm;
+import dev.ringmaster.engine.spec.SpeculationStats;
+import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
+import dev.ringmaster.engine.spec.SpeculativeConfig;
+import dev.ringmaster.engine.spec.SpeculativeResult;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.runtime.LanguageModel;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/**
+ * The {@code --speculative-*} flags of {@code generate} (SGLang's names), checked before any model
+ * loads.
+ */
+final class SpeculativeOptions {
+  @Option(
+      names = "--speculative-algorithm",
+      paramLabel = "NGRAM|STANDALONE",
+      description =
+          "Speculative decoding: NGRAM drafts from earlier context (no model), STANDALONE from a"
+              + " small draft model with the same tokenizer (default: off).")
+  String algorithm;
+
+  @Option(
+      names = "--speculative-num-draft-tokens",
+      paramLabel = "K",
+      description =
+          "Draft tokens proposed per verify pass; the target checks K + 1 tokens in one forward"
+              + " (default: "
+              + SpeculativeConfig.DEFAULT_NUM_DRAFT_TOKENS
+              + ").")
+  Integer numDraftTokens;
+
+  @Option(
+      names = "--speculative-draft-model-path",
+      paramLabel = "DIR",
+      description =
+          "Draft model directory for STANDALONE (default: the model's draft/ directory, which the"
+              + " embedded model has). The draft runs on the CPU.")
+  Path draftModelPath;
+
+  private SpeculativeConfig config;
+  private Path draftDir;
+
+  /** Whether speculation was asked for. */
+  boolean enabled() {
+    return algorithm != null;
+  }
+
+  /**
+   * Checks the flags against each other and the target model directory, and the draft model's
+   * config and tokenizer against the target's, reading only small files.
+   */
+  void validate(Path targetDir) {
+    if (algorithm == null) {
+      if (numDraftTokens != null || draftModelPath != null) {
+        throw new UserError(
+            (numDraftTokens != null
+                    ? "--speculative-num-draft-tokens"
+                    : "--speculative-draft-model-path")
+                + " needs --speculative-algorithm NGRAM or STANDALONE");
+      }
+      return;
+    }
+    SpeculativeAlgorithm a;
+    try {
+      a = SpeculativeAlgorithm.parse(algorithm);
+    } catch (IllegalArgumentException e) {
+      throw new UserError("--speculative-algorithm: " + e.getMessage());
+    }
+    FlagChecks.atLeast("--speculative-num-draft-tokens", numDraftTokens, 1);
+    config =
+        SpeculativeConfig.of(
+            a,
+            numDraftTokens != null ? numDraftTokens : SpeculativeConfig.DEFAULT_NUM_DRAFT_TOKENS);
+    if (a == SpeculativeAlgorithm.NGRAM) {
+      if (draftModelPath != null) {
+        throw new UserError(
+            "--speculative-draft-model-path is for STANDALONE; NGRAM drafts use no model");
+      }
+      return;
+    }
+    draftDir = draftModelPath != null ? draftModelPath : targetDir.resolve("draft");
+    if (!Files.isDirectory(draftDir)) {
+      throw new UserError(
+          draftModelPath != null
+              ? "--speculative-draft-model-path " + draftDir + ": not a model directory"
+              : "--speculative-algorithm STANDALONE needs a draft model: "
+                  + targetDir
+                  + " has no draft/ directory; pass --speculative-draft-model-path DIR");
+    }
+    ModelConfig target = parse(targetDir, "the target model");
+    ModelConfig draft = parse(draftDir, "the draft model");
+    if (draft.vocabSize() != target.vocabSize()) {
+      throw new UserError(
+          "draft model "
+              + draftDir
+              + " has a vocabulary of "
+              + draft.vocabSize()
+              + " tokens but the target's has "
+              + target.vocabSize()
+              + ": a STANDALONE draft must use the target's tokenizer");
+    }
+    Path draftTok = draftDir.resolve("tokenizer.json");
+    Path targetTok = targetDir.resolve("tokenizer.json");
+    if (Files.exists(draftTok) && Files.exists(targetTok) && !sameBytes(draftTok, targetTok)) {
+      throw new UserError(
+          draftTok
+              + " differs from "
+              + targetTok
+              + ": a STANDALONE draft must use the target's tokenizer (same tokenizer.json)");
+    }
+  }
+
+  /** The draft model directory (STANDALONE, after {@link #validate}), else null. */
+  Path draftDir() {
+    return draftDir;
+  }
+
+  /** The speculation settings (after {@link #validate}). */
+  SpeculativeConfig config() {
+    return config;
+  }
+
+  /** Loads the draft model on the CPU (STANDALONE), else returns null. */
+  LanguageModel openDraft() {
+    return draftDir == null ? null : CausalLm.load(draftDir);
+  }
+
+  /** The line printed after generation. */
+  String summary(SpeculativeResult r) {
+    SpeculationStats s = r.stats();
+    return String.format(
+        "[speculative %s, %d draft tokens per verify: accept length %.2f (%d of %d draft tokens"
+            + " accepted in %d verify passes), %.1f tok/s decode, drafting %.0f ms]",
+        config.algorithm(),
+        config.numDraftTokens(),
+        s.acceptLength(),
+        s.acceptedTokens(),
+        s.draftTokens(),
+        s.verifySteps(),
+        r.generation().decodeTokensPerSecond(),
+        s.draftMs());
+  }
+
+  /** The {@code speculative} object of {@code --json}. */
+  Map<String, Object> toMap(SpeculativeResult r) {
+    SpeculationStats s = r.stats();
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("algorithm", config.algorithm().name());
+    m.put("num_draft_tokens", config.numDraftTokens());
+    m.put("draft_model", draftDir == null ? null : draftDir.toString());
+    m.put("accept_length", s.acceptLength());
+    m.put("accept_rate", s.acceptRate());
+    m.put("verify_steps", s.verifySteps());
+    m.put("draft_tokens", s.draftTokens());
+    m.put("accepted_tokens", s.acceptedTokens());
+    m.put("draft_ms", s.draftMs());
+    return m;
+  }
+
+  private static ModelConfig parse(Path dir, String what) {
+    try {
+      return ModelConfigParser.parse(dir);
+    } catch (RuntimeException e) {
+      throw new UserError(what + " at " + dir + " has no readable config.json: " + e.getMessage());
+    }
+  }
+
+  private static boolean sameBytes(Path a, Path b) {
+    try {
+      return Files.mismatch(a, b) == -1;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,133 @@
+package dev.ringmaster.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code generate --speculative-*}: same greedy tokens, acceptance in --json, and flag errors. */
+class SpeculativeCliTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private static JsonNode generate(Path model, String prompt, String... extra) throws Exception {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "generate",
+                "--model",
+                model.toString(),
+                prompt,
+                "--max-new-tokens",
+                "24",
+                "--temperature",
+                "0",
+                "--ignore-eos",
+                "--json"));
+    args.addAll(Arrays.asList(extra));
+    CliTest.Run r = CliTest.run(args.toArray(String[]::new));
+    assertThat(r.status()).as(r.err()).isZero();
+    return JSON.readTree(r.out());
+  }
+
+  @Test
+  void standaloneWithTheEmbeddedDraftGivesThePlainGreedyTokens() throws Exception {
+    Path model = CliTest.repo().resolve("models/sotu-moe");
+    String prompt = "Mr. Speaker, Mr. Vice President, Members of Congress";
+    JsonNode plain = generate(model, prompt);
+    JsonNode spec =
+        generate(
+            model,
+            prompt,
+            "--speculative-algorithm",
+            "standalone",
+            "--speculative-num-draft-tokens",
+            "3");
+    assertThat(spec.get("output_ids")).isEqualTo(plain.get("output_ids"));
+    assertThat(plain.has("speculative")).isFalse();
+    JsonNode s = spec.get("speculative");
+    assertThat(s.get("algorithm").asText()).isEqualTo("STANDALONE");
+    assertThat(s.get("num_draft_tokens").asInt()).isEqualTo(3);
+    assertThat(s.get("draft_model").asText()).endsWith("draft");
+    assertThat(s.get("accept_length").asDouble()).isGreaterThan(1);
+    assertThat(s.get("verify_steps").asInt() + s.get("accepted_tokens").asInt()).isEqualTo(23);
+    assertThat(spec.get("decode_tokens_per_s").asDouble()).isPositive();
+  }
+
+  @Test
+  void ngramOnAFixtureGivesThePlainGreedyTokens() throws Exception {
+    Path model = CliTest.repo().resolve("fixtures/golden/qwen3_moe_basic");
+    JsonNode plain = generate(model, "hello hello hello");
+    JsonNode spec = generate(model, "hello hello hello", "--speculative-algorithm", "NGRAM");
+    assertThat(spec.get("output_ids")).isEqualTo(plain.get("output_ids"));
+    assertThat(spec.get("speculative").get("num_draft_tokens").asInt()).isEqualTo(4);
+    assertThat(spec.get("speculative").get("draft_model").isNull()).isTrue();
+  }
+
+  @Test
+  void badSpeculativeFlagsAreOneLineErrorsBeforeAnyModelLoads(@TempDir Path tmp) throws Exception {
+    Path embedded = CliTest.repo().resolve("models/sotu-moe");
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    // A draft with the embedded model's config but another tokenizer.json.
+    Path otherTok = tmp.resolve("other-tokenizer");
+    Files.createDirectories(otherTok);
+    Files.copy(embedded.resolve("draft/config.json"), otherTok.resolve("config.json"));
+    Files.copy(fixture.resolve("tokenizer.json"), otherTok.resolve("tokenizer.json"));
+    String[][] cases = {
+      {"--speculative-num-draft-tokens", "2"},
+      {"--speculative-algorithm", "eagle9"},
+      {"--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "0"},
+      {"--speculative-algorithm", "NGRAM", "--speculative-draft-model-path", fixture.toString()},
+      {"--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", "/no/such/dir"},
+      {
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-draft-model-path",
+        fixture.toString()
+      },
+      {
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-draft-model-path",
+        otherTok.toString()
+      },
+      {"--speculative-algorithm", "NGRAM", "--dump-logits", tmp.resolve("l.npy").toString()},
+    };
+    String[] expected = {
+      "--speculative-num-draft-tokens needs --speculative-algorithm",
+      "unknown speculative algorithm 'eagle9'",
+      "--speculative-num-draft-tokens",
+      "NGRAM drafts use no model",
+      "not a model directory",
+      "vocabulary of 320 tokens but the target's has 6144",
+      "must use the target's tokenizer (same tokenizer.json)",
+      "cannot be combined with --speculative-algorithm",
+    };
+    for (int i = 0; i < cases.length; i++) {
+      List<String> args = new ArrayList<>(List.of("generate", "--model", embedded.toString(), "x"));
+      args.addAll(Arrays.asList(cases[i]));
+      CliTest.Run r = CliTest.run(args.toArray(String[]::new));
+      assertThat(r.status()).as(args + " -> " + r.err()).isEqualTo(2);
+      assertThat(r.err()).as(args.toString()).startsWith("error: ").contains(expected[i]);
+      assertThat(r.err()).doesNotContain("\tat ").doesNotContain("loading layers");
+    }
+    CliTest.Run noDraft =
+        CliTest.run(
+            "generate",
+            "--model",
+            fixture.toString(),
+            "x",
+            "--speculative-algorithm",
+            "STANDALONE");
+    assertThat(noDraft.status()).isEqualTo(2);
+    assertThat(noDraft.err())
+        .contains("has no draft/ directory")
+        .contains("--speculative-draft-model-path");
+  }
+}

@@ -1,0 +1,22 @@
+package dev.ringmaster.engine.spec;
+
+/**
+ * Proposes tokens to follow a sequence's context. A drafter serves one sequence: each call sees the
+ * whole context so far (prompt and every accepted output token), which may have dropped earlier
+ * proposals the target rejected; a drafter with state (a draft model's KV cache) rolls itself back
+ * to the part of the context it has seen.
+ */
+public interface Drafter extends AutoCloseable {
+  /**
+   * Up to {@code k} tokens to follow {@code context[0, length)}.
+   *
+   * @param context token ids (only the first {@code length} count)
+   * @param length tokens of context, at least one
+   * @param k most tokens to propose, at least one
+   */
+  Draft propose(int[] context, int length, int k);
+
+  /** Releases the drafter's caches. */
+  @Override
+  default void close() {}
+}

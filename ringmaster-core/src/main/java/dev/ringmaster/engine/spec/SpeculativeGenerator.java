@@ -1,0 +1,201 @@
+package dev.ringmaster.engine.spec;
+
+import dev.ringmaster.engine.GenerationResult;
+import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
+import dev.ringmaster.runtime.LanguageModel;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.function.IntPredicate;
+
+/**
+ * Generates one sequence with speculative decoding: one prefill forward over the prompt, then per
+ * step a draft of up to {@code k} tokens, one target forward over the last accepted token and the
+ * draft ({@code k + 1} logit rows), {@link DraftVerifier}'s decision, and a rollback of the
+ * target's KV cache to the accepted length ({@link KvCache#setLength}; the drafter rolls its own
+ * back). The target's cache always holds the context but its newest token, as in {@link
+ * dev.ringmaster.engine.Generator}. Each emitted token is handed to the listener as it is decided.
+ */
+public final class SpeculativeGenerator {
+  private final LanguageModel target;
+  private final LanguageModel draftModel;
+  private final SpeculativeConfig config;
+
+  /**
+   * A generator over {@code target}.
+   *
+   * @param draftModel the draft model for {@link SpeculativeAlgorithm#STANDALONE} (else null)
+   * @throws IllegalArgumentException when the draft model is missing, given for n-gram drafts, or
+   *     has another vocabulary size than the target
+   */
+  public SpeculativeGenerator(
+      LanguageModel target, SpeculativeConfig config, LanguageModel draftModel) {
+    this.target = target;
+    this.config = config;
+    this.draftModel = draftModel;
+    boolean needsModel = config.algorithm() == SpeculativeAlgorithm.STANDALONE;
+    if (needsModel && draftModel == null) {
+      throw new IllegalArgumentException("STANDALONE speculation needs a draft model");
+    }
+    if (!needsModel && draftModel != null) {
+      throw new IllegalArgumentException(
+          config.algorithm() + " speculation uses no draft model, but one was given");
+    }
+    if (draftModel != null && draftModel.config().vocabSize() != target.config().vocabSize()) {
+      throw new IllegalArgumentException(
+          "the draft model's vocabulary has "
+              + draftModel.config().vocabSize()
+              + " tokens but the target's has "
+              + target.config().vocabSize()
+              + ": a draft model must share the target's tokenizer");
+    }
+  }
+
+  /**
+   * Generates from {@code prompt}.
+   *
+   * @param prompt prompt token ids (at least one)
+   * @param params sampling and stopping (no penalties)
+   * @param eosIds end-of-sequence tokens (ignored with {@code ignoreEos})
+   * @param onToken called with each new token; returning false stops generation
+   */
+  public SpeculativeResult generate(
+      int[] prompt, SamplingParams params, int[] eosIds, IntPredicate onToken) {
+    ModelConfig cfg = target.config();
+    int vocab = cfg.vocabSize();
+    checkPrompt(prompt, params, cfg);
+    if (draftModel != null) {
+      int draftContext = draftModel.config().maxPositionEmbeddings();
+      if (prompt.length + params.maxNewTokens() > draftContext) {
+        throw new IllegalArgumentException(
+            "prompt plus max new tokens ("
+                + (prompt.length + params.maxNewTokens())
+                + ") exceeds the draft model's context of "
+                + draftContext
+                + " tokens");
+      }
+    }
+    RowDistribution rule = RowDistribution.of(params, vocab);
+    DraftVerifier verifier = new DraftVerifier(rule, vocab);
+    Set<Integer> stops = new HashSet<>(params.stopTokenIds());
+    if (!params.ignoreEos()) {
+      for (int e : eosIds) {
+        stops.add(e);
+      }
+    }
+    int maxNew = params.maxNewTokens();
+    if (maxNew == 0) {
+      return new SpeculativeResult(
+          new GenerationResult(prompt, new int[0], "length", 0, 0),
+          new SpeculationStats(0, 0, 0, 0));
+    }
+    int[] context = Arrays.copyOf(prompt, prompt.length + maxNew);
+    int length = prompt.length;
+    int produced = 0;
+    String finish = "length";
+    long verifySteps = 0;
+    long draftTokens = 0;
+    long accepted = 0;
+    long draftNanos = 0;
+    long t0 = System.nanoTime();
+    long t1;
+    long t2;
+    try (KvCache cache = target.newCache();
+        Drafter drafter = newDrafter(rule)) {
+      float[] logits =
+          target.forward(
+              prompt,
+              BatchLayout.single(prompt.length, 0),
+              new KvCache[] {cache},
+              new int[] {prompt.length - 1});
+      int[] fresh = {verifier.verify(Draft.EMPTY, logits, 0).token()};
+      int freshCount = 1;
+      t1 = System.nanoTime();
+      emit:
+      while (true) {
+        for (int j = 0; j < freshCount; j++) {
+          int token = fresh[j];
+          context[length++] = token;
+          produced++;
+          boolean keepGoing = onToken.test(token);
+          if (stops.contains(token)) {
+            finish = "stop";
+            break emit;
+          }
+          if (!keepGoing || produced == maxNew) {
+            break emit;
+          }
+        }
+        // A verify pass yields up to k + 1 tokens: never draft past the token budget.
+        int k = Math.min(config.numDraftTokens(), maxNew - produced - 1);
+        long d0 = System.nanoTime();
+        Draft draft = k > 0 ? drafter.propose(context, length, k) : Draft.EMPTY;
+        draftNanos += System.nanoTime() - d0;
+        int n = draft.length();
+        int[] tokens = new int[n + 1];
+        tokens[0] = context[length - 1];
+        System.arraycopy(draft.tokens(), 0, tokens, 1, n);
+        int[] rows = new int[n + 1];
+        for (int i = 0; i <= n; i++) {
+          rows[i] = i;
+        }
+        int start = cache.length();
+        logits =
+            target.forward(tokens, BatchLayout.single(n + 1, start), new KvCache[] {cache}, rows);
+        DraftVerifier.Outcome outcome = verifier.verify(draft, logits, produced);
+        // Keep the last token and the accepted drafts; the rejected ones' slots are reused.
+        cache.setLength(start + 1 + outcome.accepted());
+        verifySteps++;
+        draftTokens += n;
+        accepted += outcome.accepted();
+        fresh = Arrays.copyOf(draft.tokens(), outcome.accepted() + 1);
+        fresh[outcome.accepted()] = outcome.token();
+        freshCount = fresh.length;
+      }
+      t2 = System.nanoTime();
+    }
+    return new SpeculativeResult(
+        new GenerationResult(
+            prompt,
+            Arrays.copyOfRange(context, prompt.length, length),
+            finish,
+            (t1 - t0) / 1e6,
+            (t2 - t1) / 1e6),
+        new SpeculationStats(verifySteps, draftTokens, accepted, draftNanos / 1e6));
+  }
+
+  private Drafter newDrafter(RowDistribution rule) {
+    return switch (config.algorithm()) {
+      case NGRAM -> new NgramDrafter(config.ngramMinMatch(), config.ngramMaxMatch());
+      case STANDALONE ->
+          new ModelDrafter(
+              draftModel, RowDistribution.of(rule.params(), draftModel.config().vocabSize()));
+    };
+  }
+
+  private static void checkPrompt(int[] prompt, SamplingParams params, ModelConfig cfg) {
+    int vocab = cfg.vocabSize();
+    if (prompt.length == 0) {
+      throw new IllegalArgumentException("the prompt is empty: give at least one token");
+    }
+    for (int id : prompt) {
+      if (id < 0 || id >= vocab) {
+        throw new IllegalArgumentException(
+            "prompt token id " + id + " is outside the vocabulary (0.." + (vocab - 1) + ")");
+      }
+    }
+    if (prompt.length + params.maxNewTokens() > cfg.maxPositionEmbeddings()) {
+      throw new IllegalArgumentException(
+          "prompt ("
+              + prompt.length
+              + " tokens) plus max new tokens ("
+              + params.maxNewTokens()
+              + ") exceeds the model's context of "
+              + cfg.maxPositionEmbeddings()
+              + " tokens");
+    }
+  }
+}
