@@ -282,6 +282,7 @@ public final class BatchEngine implements AutoCloseable {
       try {
         if (flight == null) {
           if (!pullInbox(true)) {
+            scheduler.flushCache(); // every request ended: the tree gives its blocks back
             return;
           }
           abortAllIfClosing();
