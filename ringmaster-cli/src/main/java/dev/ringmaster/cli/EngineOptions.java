@@ -464,6 +464,12 @@ final class EngineOptions {
     }
   }
 
+  /**
+   * The GPU cache's block size when a command fixes it ({@code serve --page-size}: one scheduler
+   * page is one GPU block); null keeps the GPU's default.
+   */
+  Integer cudaBlockSize;
+
   /** The GPU model settings the flags give. */
   private CudaModelOptions cudaOptions() {
     CudaModelOptions d = CudaModelOptions.defaults();
@@ -476,7 +482,7 @@ final class EngineOptions {
           disableCudaGraph,
           chunkedPrefillSizeForDevice(8192),
           maxTotalTokens,
-          d.blockSize(),
+          cudaBlockSize != null ? cudaBlockSize : d.blockSize(),
           d.gemvMaxTokens(),
           d.moeGroupedMinTokens(),
           tuning(),

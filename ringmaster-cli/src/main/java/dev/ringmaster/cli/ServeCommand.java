@@ -2,6 +2,7 @@ package dev.ringmaster.cli;
 
 import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
+import dev.ringmaster.engine.batch.SchedulePolicy;
 import dev.ringmaster.engine.batch.ServingDefaults;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.runtime.LanguageModel;
@@ -58,9 +59,29 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(
       names = "--page-size",
-      defaultValue = "16",
-      description = "Token positions per KV block (default: ${DEFAULT-VALUE}).")
-  int pageSize;
+      description =
+          "Token positions per KV block, the unit the radix cache shares (default: 16 on the"
+              + " CPU; on the GPU it is the KV cache's block size, default 64, 1.."
+              + dev.ringmaster.cuda.model.CudaModelOptions.MAX_BLOCK_SIZE
+              + ").")
+  Integer pageSize;
+
+  @Option(
+      names = "--disable-radix-cache",
+      description =
+          "Do not keep finished prefixes' KV pages for later requests (default: the radix"
+              + " prefix cache is on, except across nodes, where it cannot run yet).")
+  boolean disableRadixCache;
+
+  @Option(
+      names = "--schedule-policy",
+      defaultValue = "fcfs",
+      description =
+          "Admission order: fcfs (first come, first served) or lpm (longest cached prefix first,"
+              + " a request passed over "
+              + SchedulePolicy.LPM_STARVATION_BOUND
+              + " times goes first) (default: ${DEFAULT-VALUE}).")
+  String schedulePolicy;
 
   @Option(
       names = "--max-running-requests",
@@ -121,6 +142,7 @@ final class ServeCommand implements Callable<Integer> {
       return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks
     }
     Tokenizer tok = Tokenizer.load(dir);
+    engine.cudaBlockSize = pageSize; // on the GPU one page is one cache block
     LanguageModel lm = engine.open(dir);
     BatchEngine batch;
     try {
@@ -179,7 +201,10 @@ final class ServeCommand implements Callable<Integer> {
                 engine.chunkedPrefillSize == null,
                 pool.capacityTokens(),
                 lm.decodeGraphBatchSizes())
-            + (batch.config().overlap() ? "; overlap schedule on" : "; overlap schedule off"));
+            + (batch.config().overlap() ? "; overlap schedule on" : "; overlap schedule off")
+            + (batch.config().radixCache()
+                ? "; radix cache on (" + batch.config().schedulePolicy().flagName() + ")"
+                : "; radix cache off"));
     System.out.println("ringmaster: serving at " + server.url());
     System.out.flush();
     stopped.await();
@@ -205,6 +230,11 @@ final class ServeCommand implements Callable<Integer> {
     engine.validate();
     FlagChecks.port(port);
     FlagChecks.atLeast("--page-size", pageSize, 1);
+    try {
+      SchedulePolicy.parse(schedulePolicy);
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
+    }
     FlagChecks.atLeast("--max-running-requests", maxRunningRequests, 1);
     FlagChecks.atLeast("--max-queued-requests", maxQueuedRequests, 1);
     FlagChecks.atLeast("--max-request-bytes", maxRequestBytes, 1);
@@ -248,9 +278,8 @@ final class ServeCommand implements Callable<Integer> {
       long free = rt.maxMemory() - (rt.totalMemory() - rt.freeMemory());
       tokens = (long) (free * cpuKvFraction()) / bytesPerToken;
     }
-    if (pageSize < 1) {
-      throw new UserError("--page-size must be >= 1, got " + pageSize);
-    }
+    // The GPU's block size is the page size (given or its default); the CPU's default is 16.
+    int pageSize = lm.kvPageSize().orElse(this.pageSize != null ? this.pageSize : 16);
     long blocks = tokens / pageSize;
     if (blocks < 1) {
       throw new UserError(
@@ -269,7 +298,23 @@ final class ServeCommand implements Callable<Integer> {
         engine.chunkedPrefillSizeForDevice(ServingDefaults.CPU_CHUNKED_PREFILL_SIZE),
         pageSize,
         (int) Math.min(blocks, Integer.MAX_VALUE),
-        !disableOverlapSchedule);
+        !disableOverlapSchedule,
+        radixCache(lm),
+        SchedulePolicy.parse(schedulePolicy));
+  }
+
+  /** On unless disabled, or the model cannot share pages (several nodes): then it says so. */
+  private boolean radixCache(LanguageModel lm) {
+    if (disableRadixCache) {
+      return false;
+    }
+    if (!lm.sharesKvPages()) {
+      System.err.println(
+          "ringmaster: radix cache off: the nodes of a multi-node model cannot share KV pages yet"
+              + " (pass --disable-radix-cache to say so and silence this line)");
+      return false;
+    }
+    return true;
   }
 
   private Map<String, Object> flags(Path dir, BatchConfig batch) {
@@ -285,7 +330,9 @@ final class ServeCommand implements Callable<Integer> {
     if (engine.maxTotalTokens != null) {
       f.put("max_total_tokens", engine.maxTotalTokens);
     }
-    f.put("page_size", pageSize);
+    f.put("page_size", batch.pageSize());
+    f.put("disable_radix_cache", !batch.radixCache());
+    f.put("schedule_policy", batch.schedulePolicy().flagName());
     f.put("chunked_prefill_size", batch.chunkedPrefillSize());
     f.put("max_running_requests", batch.maxRunningRequests());
     f.put("max_running_requests_derived", maxRunningRequests == null);

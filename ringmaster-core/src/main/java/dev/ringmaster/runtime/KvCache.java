@@ -2,6 +2,7 @@ package dev.ringmaster.runtime;
 
 import dev.ringmaster.model.config.ModelConfig;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The attention cache of one sequence on the CPU, per layer two row-major arrays indexed by
@@ -16,6 +17,12 @@ import java.util.Arrays;
  * and forwards {@link #ensureCapacity} and {@link #close} to the storage, and has no heap arrays.
  * {@link #close} releases the storage (GPU blocks go back to their pool); for heap caches it is a
  * no-op, so callers can always close a cache they are done with.
+ *
+ * <p>Prefix caching shares whole pages ({@code pageSize} consecutive positions) between caches:
+ * {@link #retainPage} takes a {@link Page} handle that keeps one page's contents alive on its own,
+ * and {@link #attachPages} makes an empty cache start with the contents of such pages. Heap caches
+ * copy the rows; sharded caches compose one page per shard; external caches delegate to their
+ * backend (the GPU shares the block itself, reference-counted).
  */
 public final class KvCache implements AutoCloseable {
   /**
@@ -29,6 +36,55 @@ public final class KvCache implements AutoCloseable {
     /** Returns the storage to its backend; idempotent. */
     @Override
     void close();
+
+    /**
+     * A handle on page {@code pageIndex} (positions {@code [pageIndex * pageSize, (pageIndex + 1) *
+     * pageSize)}) that keeps its contents alive after this storage is closed.
+     *
+     * @throws UnsupportedOperationException when the backend cannot share pages
+     */
+    default Page retainPage(int pageIndex, int pageSize) {
+      throw new UnsupportedOperationException(
+          getClass().getSimpleName() + " cannot share KV pages; run with --disable-radix-cache");
+    }
+
+    /**
+     * Makes the pages the first positions of this storage, which holds nothing yet.
+     *
+     * @throws UnsupportedOperationException when the backend cannot share pages
+     */
+    default void attachPages(List<Page> pages, int pageSize) {
+      throw new UnsupportedOperationException(
+          getClass().getSimpleName() + " cannot share KV pages; run with --disable-radix-cache");
+    }
+  }
+
+  /**
+   * A reference to the keys and values of one page of positions, owned by the backend that made it
+   * ({@link #retainPage}); it stays valid whatever happens to the cache it came from. {@link
+   * #close} drops this reference (idempotent); the backend frees the page when none is left.
+   */
+  public interface Page extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /** A heap page: per layer a copy of the page's rows of {@code a}, {@code b} and {@code c}. */
+  private record HeapPage(float[][] a, float[][] b, float[][] c) implements Page {
+    @Override
+    public void close() {
+      // the rows are plain heap memory: the collector frees them with the last handle
+    }
+  }
+
+  /** A sharded cache's page: one page per shard, closed together. */
+  private record ShardedPage(Page[] shards) implements Page {
+    @Override
+    public void close() {
+      for (Page p : shards) {
+        p.close();
+      }
+    }
   }
 
   private final int widthA;
@@ -227,6 +283,116 @@ public final class KvCache implements AutoCloseable {
   /** Row width of {@link #b}. */
   public int widthB() {
     return widthB;
+  }
+
+  /**
+   * A handle on page {@code pageIndex} of this cache (positions {@code [pageIndex * pageSize,
+   * (pageIndex + 1) * pageSize)}, all of them stored), valid after this cache is closed or changed.
+   */
+  public Page retainPage(int pageIndex, int pageSize) {
+    if (pageSize < 1 || pageIndex < 0 || (long) (pageIndex + 1) * pageSize > length) {
+      throw new IllegalArgumentException(
+          "page "
+              + pageIndex
+              + " of "
+              + pageSize
+              + " positions is not stored (the cache holds "
+              + length
+              + " positions)");
+    }
+    if (external != null) {
+      return external.retainPage(pageIndex, pageSize);
+    }
+    if (shards != null) {
+      Page[] parts = new Page[shards.length];
+      try {
+        for (int r = 0; r < shards.length; r++) {
+          parts[r] = shards[r].retainPage(pageIndex, pageSize);
+        }
+      } catch (RuntimeException e) {
+        for (Page p : parts) {
+          if (p != null) {
+            p.close();
+          }
+        }
+        throw e;
+      }
+      return new ShardedPage(parts);
+    }
+    int from = pageIndex * pageSize;
+    float[][] pa = new float[a.length][];
+    float[][] pb = new float[b.length][];
+    float[][] pc = c == null ? null : new float[c.length][];
+    for (int l = 0; l < a.length; l++) {
+      pa[l] = Arrays.copyOfRange(a[l], from * widthA, (from + pageSize) * widthA);
+      pb[l] = Arrays.copyOfRange(b[l], from * widthB, (from + pageSize) * widthB);
+      if (pc != null && c[l] != null) {
+        pc[l] = Arrays.copyOfRange(c[l], from * widthC, (from + pageSize) * widthC);
+      }
+    }
+    return new HeapPage(pa, pb, pc);
+  }
+
+  /**
+   * Makes {@code pages} (made by {@link #retainPage} on caches of the same model and layout) the
+   * first {@code pages.size() * pageSize} positions of this cache, which must be empty; its length
+   * becomes that many positions.
+   */
+  public void attachPages(List<Page> pages, int pageSize) {
+    if (length != 0) {
+      throw new IllegalStateException(
+          "pages attach only to an empty cache; this one holds " + length + " positions");
+    }
+    if (pageSize < 1) {
+      throw new IllegalArgumentException("page size must be >= 1, got " + pageSize);
+    }
+    int tokens = pages.size() * pageSize;
+    if (pages.isEmpty()) {
+      return;
+    }
+    if (external != null) {
+      external.attachPages(pages, pageSize);
+      capacity = Math.max(capacity, tokens);
+      length = tokens;
+      return;
+    }
+    if (shards != null) {
+      for (int r = 0; r < shards.length; r++) {
+        List<Page> part = new java.util.ArrayList<>(pages.size());
+        for (Page p : pages) {
+          if (!(p instanceof ShardedPage sp) || sp.shards().length != shards.length) {
+            throw new IllegalArgumentException(
+                "a page of another cache layout cannot attach to a cache of "
+                    + shards.length
+                    + " shards");
+          }
+          part.add(sp.shards()[r]);
+        }
+        shards[r].attachPages(part, pageSize);
+      }
+      capacity = Math.max(capacity, tokens);
+      length = tokens;
+      return;
+    }
+    ensureCapacity(tokens);
+    for (int i = 0; i < pages.size(); i++) {
+      if (!(pages.get(i) instanceof HeapPage hp)
+          || hp.a().length != a.length
+          || hp.a()[0].length != pageSize * widthA
+          || hp.b()[0].length != pageSize * widthB) {
+        throw new IllegalArgumentException(
+            "page " + i + " was not made by a heap cache of this layout and page size");
+      }
+      int at = i * pageSize;
+      for (int l = 0; l < a.length; l++) {
+        System.arraycopy(hp.a()[l], 0, a[l], at * widthA, pageSize * widthA);
+        System.arraycopy(hp.b()[l], 0, b[l], at * widthB, pageSize * widthB);
+        if (c != null && c[l] != null) {
+          System.arraycopy(hp.c()[l], 0, c[l], at * widthC, pageSize * widthC);
+        }
+      }
+    }
+    length = tokens;
   }
 
   /**

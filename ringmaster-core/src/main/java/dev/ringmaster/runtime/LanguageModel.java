@@ -27,6 +27,22 @@ public interface LanguageModel extends AutoCloseable {
   }
 
   /**
+   * Token positions per block of the model's own paged KV cache (the GPU's), which the scheduler's
+   * pages must equal so one shared page is one block; empty when caches are heap arrays (the CPU).
+   */
+  default java.util.OptionalInt kvPageSize() {
+    return java.util.OptionalInt.empty();
+  }
+
+  /**
+   * Whether this model's caches can share whole pages ({@link KvCache#retainPage}, {@link
+   * KvCache#attachPages}), which the prefix cache needs.
+   */
+  default boolean sharesKvPages() {
+    return true;
+  }
+
+  /**
    * The decode batch sizes this model replays as captured graphs, ascending; empty when it has none
    * (the CPU, or graphs disabled). A decode step of {@code n} sequences runs as the smallest of
    * them that is at least {@code n}, padded; a larger one runs without a graph. The server caps its

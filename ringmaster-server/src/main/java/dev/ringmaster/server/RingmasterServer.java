@@ -46,6 +46,7 @@ public final class RingmasterServer implements AutoCloseable {
           "/server_info",
           "/get_model_info",
           "/abort_request",
+          "/flush_cache",
           "/version",
           "/metrics");
 
@@ -124,6 +125,7 @@ public final class RingmasterServer implements AutoCloseable {
     r.get("/get_model_info", handler(ApiKeyCheck.require(key, sglang.modelInfo())));
     r.get("/version", handler(ApiKeyCheck.require(key, sglang.version())));
     r.post("/abort_request", handler(ApiKeyCheck.require(key, sglang.abortRequest())));
+    r.post("/flush_cache", handler(ApiKeyCheck.require(key, sglang.flushCache())));
     r.get("/server_info", handler(ApiKeyCheck.require(key, info)));
     r.post("/generate", handler(ApiKeyCheck.require(key, new GenerateEndpoint(ctx))));
     r.post("/tokenize", handler(ApiKeyCheck.require(key, tokenize.tokenize())));

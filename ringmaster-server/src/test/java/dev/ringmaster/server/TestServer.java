@@ -231,10 +231,10 @@ final class TestServer implements AutoCloseable {
     return sum;
   }
 
-  /** Waits until the engine is idle and every KV block is back. */
+  /** Waits until the engine is idle and every KV block is back (prefix-cache pages flushed). */
   void awaitDrained() throws InterruptedException {
     long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-    while (!(engine.isIdle() && engine.pool().used() == 0)) {
+    while (!(engine.isIdle() && engine.flushCache().join() >= 0 && engine.pool().used() == 0)) {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("engine not drained: " + engine.stats());
       }

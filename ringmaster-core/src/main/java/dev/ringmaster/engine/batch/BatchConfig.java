@@ -11,6 +11,9 @@ package dev.ringmaster.engine.batch;
  * @param kvBlocks KV blocks in the pool
  * @param overlap whether the next step is planned and built while the current one runs on a model
  *     thread (SGLang's overlap schedule); off, the engine thread runs each forward itself
+ * @param radixCache whether whole KV pages of finished prefixes are kept in a radix tree and reused
+ *     by later requests that start with the same tokens (prefix caching)
+ * @param schedulePolicy the order in which waiting requests are admitted
  */
 public record BatchConfig(
     int maxRunningRequests,
@@ -18,7 +21,9 @@ public record BatchConfig(
     int chunkedPrefillSize,
     int pageSize,
     int kvBlocks,
-    boolean overlap) {
+    boolean overlap,
+    boolean radixCache,
+    SchedulePolicy schedulePolicy) {
 
   /** Validates every limit. */
   public BatchConfig {
@@ -27,6 +32,26 @@ public record BatchConfig(
     positive("chunked prefill size", chunkedPrefillSize);
     positive("page size", pageSize);
     positive("KV blocks", kvBlocks);
+    java.util.Objects.requireNonNull(schedulePolicy, "schedulePolicy");
+  }
+
+  /** Limits with the radix cache on and first-come-first-served admission. */
+  public BatchConfig(
+      int maxRunningRequests,
+      int maxQueuedRequests,
+      int chunkedPrefillSize,
+      int pageSize,
+      int kvBlocks,
+      boolean overlap) {
+    this(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        overlap,
+        true,
+        SchedulePolicy.FCFS);
   }
 
   /** Limits with the overlap schedule on. */
@@ -42,7 +67,40 @@ public record BatchConfig(
   /** A copy with the overlap schedule on or off. */
   public BatchConfig withOverlap(boolean on) {
     return new BatchConfig(
-        maxRunningRequests, maxQueuedRequests, chunkedPrefillSize, pageSize, kvBlocks, on);
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        on,
+        radixCache,
+        schedulePolicy);
+  }
+
+  /** A copy with the radix (prefix) cache on or off. */
+  public BatchConfig withRadixCache(boolean on) {
+    return new BatchConfig(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        overlap,
+        on,
+        schedulePolicy);
+  }
+
+  /** A copy with another admission order. */
+  public BatchConfig withSchedulePolicy(SchedulePolicy policy) {
+    return new BatchConfig(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        overlap,
+        radixCache,
+        policy);
   }
 
   private static void positive(String name, int v) {

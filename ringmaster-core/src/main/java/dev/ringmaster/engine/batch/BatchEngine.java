@@ -62,6 +62,19 @@ public final class BatchEngine implements AutoCloseable {
   private volatile boolean closing;
 
   private BatchEngine(LanguageModel model, BatchConfig config) {
+    if (config.radixCache() && !model.sharesKvPages()) {
+      throw new IllegalArgumentException(
+          "this model's caches cannot share KV pages, so the radix cache cannot run on it;"
+              + " pass --disable-radix-cache");
+    }
+    if (model.kvPageSize().isPresent() && model.kvPageSize().getAsInt() != config.pageSize()) {
+      throw new IllegalArgumentException(
+          "the scheduler's page size ("
+              + config.pageSize()
+              + ") differs from the model's KV block size ("
+              + model.kvPageSize().getAsInt()
+              + "); give both the same --page-size");
+    }
     this.model = model;
     this.config = config;
     this.pool = new KvBlockPool(config.pageSize(), config.kvBlocks());
@@ -164,6 +177,7 @@ public final class BatchEngine implements AutoCloseable {
 
   /** A snapshot of the load. */
   public EngineStats stats() {
+    RadixCache radix = scheduler.radix();
     return new EngineStats(
         running,
         queued.get(),
@@ -171,8 +185,28 @@ public final class BatchEngine implements AutoCloseable {
         pool.capacity(),
         pool.pageSize(),
         steps.get(),
-        preemptions);
+        preemptions,
+        radix != null,
+        radix == null ? 0 : radix.pages(),
+        scheduler.admittedTokens(),
+        scheduler.cachedTokens());
   }
+
+  /**
+   * Evicts every prefix-cache page no running request uses (their blocks go back to the pool);
+   * completes with the number of pages freed once the engine thread did it between two steps.
+   */
+  public CompletableFuture<Integer> flushCache() {
+    FlushCache f = new FlushCache(new CompletableFuture<>());
+    inbox.offer(f);
+    if (!thread.isAlive()) {
+      f.done().complete(0);
+    }
+    return f.done();
+  }
+
+  /** A {@link #flushCache} call travelling to the engine thread. */
+  private record FlushCache(CompletableFuture<Integer> done) {}
 
   /** Host and batch-building time per step (see {@link StepTimes}). */
   public StepTimes stepTimes() {
@@ -231,7 +265,7 @@ public final class BatchEngine implements AutoCloseable {
           s.finished = true;
           s.request
               .listener()
-              .onFinish(new RequestOutcome(FinishReason.ABORT, s.promptLength, 0, 0, null));
+              .onFinish(new RequestOutcome(FinishReason.ABORT, s.promptLength, 0, 0, 0, null));
         }
       }
     }
@@ -248,6 +282,7 @@ public final class BatchEngine implements AutoCloseable {
       try {
         if (flight == null) {
           if (!pullInbox(true)) {
+            scheduler.flushCache(); // every request ended: the tree gives its blocks back
             return;
           }
           abortAllIfClosing();
@@ -444,6 +479,8 @@ public final class BatchEngine implements AutoCloseable {
     for (Object o : batch) {
       if (o instanceof Sequence s) {
         scheduler.enqueue(s);
+      } else if (o instanceof FlushCache f) {
+        f.done().complete(scheduler.flushCache());
       }
     }
     return true;
@@ -506,6 +543,7 @@ public final class BatchEngine implements AutoCloseable {
       int r = row++;
       int token = sampled.tokens()[r];
       s.awaitingToken = false;
+      scheduler.cachePrefill(s);
       boolean stop = s.stopIds.contains(token);
       int top = Math.min(s.request.topLogprobs(), vocab);
       TokenEvent event =
@@ -544,9 +582,13 @@ public final class BatchEngine implements AutoCloseable {
       return;
     }
     s.finished = true;
+    if (reason == FinishReason.STOP || reason == FinishReason.LENGTH) {
+      scheduler.cachePages(s); // between steps: every stored position is final
+    }
     scheduler.remove(s);
     RequestOutcome outcome =
-        new RequestOutcome(reason, s.promptLength, s.generated(), s.preemptions, error);
+        new RequestOutcome(
+            reason, s.promptLength, s.generated(), s.preemptions, s.cachedTokens, error);
     try {
       s.request.listener().onFinish(outcome);
     } catch (RuntimeException e) {

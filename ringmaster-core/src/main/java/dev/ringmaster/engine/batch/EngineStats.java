@@ -10,6 +10,11 @@ package dev.ringmaster.engine.batch;
  * @param pageSize token positions per block
  * @param steps forward steps run so far
  * @param preemptions requests evicted to free KV blocks so far
+ * @param radixCache whether the prefix cache is on
+ * @param cachedPages KV pages (blocks, counted in {@code usedBlocks}) the prefix cache holds
+ * @param admittedTokens tokens of all admissions so far (prompts, and recomputed tokens after a
+ *     preemption)
+ * @param cachedTokens of {@code admittedTokens}, those taken from the prefix cache
  */
 public record EngineStats(
     int running,
@@ -18,7 +23,16 @@ public record EngineStats(
     int totalBlocks,
     int pageSize,
     long steps,
-    long preemptions) {
+    long preemptions,
+    boolean radixCache,
+    int cachedPages,
+    long admittedTokens,
+    long cachedTokens) {
+
+  /** Fraction of admitted tokens taken from the prefix cache, 0..1 (0 before any admission). */
+  public double cacheHitRate() {
+    return admittedTokens == 0 ? 0 : (double) cachedTokens / admittedTokens;
+  }
 
   /** Fraction of the KV pool in use, 0..1. */
   public double kvUsage() {

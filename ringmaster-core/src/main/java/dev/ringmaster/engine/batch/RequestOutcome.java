@@ -7,6 +7,8 @@ package dev.ringmaster.engine.batch;
  * @param promptTokens prompt length
  * @param completionTokens tokens generated (a final stop token included)
  * @param preemptions how often it was evicted to free KV blocks and recomputed
+ * @param cachedTokens prompt tokens taken from the prefix cache instead of computed (at its last
+ *     admission)
  * @param error the fault behind {@link FinishReason#ERROR}, else null
  */
 public record RequestOutcome(
@@ -14,4 +16,5 @@ public record RequestOutcome(
     int promptTokens,
     int completionTokens,
     int preemptions,
+    int cachedTokens,
     Throwable error) {}

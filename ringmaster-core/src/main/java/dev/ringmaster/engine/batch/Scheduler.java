@@ -19,6 +19,14 @@ import java.util.function.Supplier;
  * reserved as sequences grow; when a decode finds the pool empty the most recently admitted request
  * is preempted (its blocks freed, its tokens recomputed later). A finished or preempted request's
  * cache is closed, so a model that owns its cache memory gets it back at once.
+ *
+ * <p>With the radix cache on, an admitted request's cache starts with the cached pages of its
+ * longest cached prefix ({@link RadixCache}), at most every whole page before its last token, and
+ * only the rest of the prompt is reserved and computed. A sequence hands the whole pages of its
+ * prompt to the tree once their prefill is done, and the whole pages of prompt and output when it
+ * finishes; the block of each such page moves from the sequence's reservation to the tree. When the
+ * pool is short, unlocked tree pages are evicted before anything is preempted. With {@link
+ * SchedulePolicy#LPM} the waiting requests are admitted longest cached prefix first.
  */
 final class Scheduler {
   private final BatchConfig config;
@@ -27,7 +35,14 @@ final class Scheduler {
   private final AtomicInteger queued;
   private final Deque<Sequence> waiting = new ArrayDeque<>();
   private final List<Sequence> running = new ArrayList<>();
+  private final RadixCache radix;
   private long preemptions;
+  private long arrivals;
+  private volatile long admittedTokens;
+  private volatile long cachedTokens;
+
+  /** Waiting requests beyond this many are admitted in arrival order even under LPM (SGLang's). */
+  static final int LPM_MAX_SORTED = 128;
 
   /**
    * @param queued count of requests submitted but not running, shared with submitters: this class
@@ -39,6 +54,22 @@ final class Scheduler {
     this.pool = pool;
     this.newCache = newCache;
     this.queued = queued;
+    this.radix = config.radixCache() ? new RadixCache(config.pageSize(), pool) : null;
+  }
+
+  /** The prefix cache, or null when it is off. */
+  RadixCache radix() {
+    return radix;
+  }
+
+  /** Tokens of every admission so far (prompts, and recomputed tokens after a preemption). */
+  long admittedTokens() {
+    return admittedTokens;
+  }
+
+  /** Of {@link #admittedTokens}, those taken from the prefix cache. */
+  long cachedTokens() {
+    return cachedTokens;
   }
 
   int runningCount() {
@@ -58,6 +89,7 @@ final class Scheduler {
   }
 
   void enqueue(Sequence s) {
+    s.arrival = arrivals++;
     waiting.addLast(s);
   }
 
@@ -86,21 +118,143 @@ final class Scheduler {
 
   /** Moves waiting requests into the running batch while there is room. */
   void admit() {
+    boolean lpm = radix != null && config.schedulePolicy() == SchedulePolicy.LPM;
+    if (lpm && waiting.size() > 1 && waiting.size() <= LPM_MAX_SORTED) {
+      orderByCachedPrefix();
+    }
     while (!waiting.isEmpty() && running.size() < config.maxRunningRequests()) {
       Sequence s = waiting.peekFirst();
-      // The whole prompt's blocks are reserved up front, so a prefill never waits for blocks
-      // half-way (two half-prefilled prompts could otherwise hold the pool between them forever).
-      int need = pool.blocksFor(s.length());
-      if (!pool.tryReserve(need)) {
+      if (!tryAdmit(s)) {
         return;
       }
-      s.blocks = need;
       waiting.pollFirst();
       queued.decrementAndGet();
-      s.cache = newCache.get();
-      s.planned = 0;
       running.add(s);
+      if (lpm) {
+        for (Sequence w : waiting) {
+          if (w.arrival < s.arrival) {
+            w.bypassed++;
+          }
+        }
+      }
     }
+  }
+
+  /**
+   * Reserves the blocks of a waiting request's tokens that the prefix cache does not hold and gives
+   * it a cache starting with the cached pages; false (nothing changed) when the pool is short.
+   */
+  private boolean tryAdmit(Sequence s) {
+    List<RadixCache.Node> hit = matchPrefix(s);
+    // The whole uncached prompt's blocks are reserved up front, so a prefill never waits for
+    // blocks half-way (two half-prefilled prompts could otherwise hold the pool between them).
+    int need = pool.blocksFor(s.length()) - hit.size();
+    if (radix != null) {
+      radix.lock(hit); // the eviction below must not take the pages this request will use
+    }
+    if (!reserveEvicting(need)) {
+      if (radix != null) {
+        radix.unlock(hit);
+      }
+      return false;
+    }
+    s.blocks = need;
+    s.prefixNodes = new ArrayList<>(hit);
+    s.treeBlocks = hit.size();
+    s.prefillCached = false;
+    s.cache = newCache.get();
+    if (!hit.isEmpty()) {
+      List<KvCache.Page> pages = new ArrayList<>(hit.size());
+      for (RadixCache.Node n : hit) {
+        pages.add(n.page());
+      }
+      s.cache.attachPages(pages, config.pageSize());
+    }
+    s.planned = hit.size() * config.pageSize();
+    s.cachedTokens = s.planned;
+    admittedTokens += s.length();
+    cachedTokens += s.planned;
+    return true;
+  }
+
+  /** The cached pages a sequence may start with: never its last token, so it has one to run. */
+  private List<RadixCache.Node> matchPrefix(Sequence s) {
+    if (radix == null) {
+      return List.of();
+    }
+    return radix.match(s::token, s.length(), (s.length() - 1) / config.pageSize());
+  }
+
+  /** LPM: requests passed over too often first, then the longest cached prefix, then arrival. */
+  private void orderByCachedPrefix() {
+    List<Sequence> list = new ArrayList<>(waiting);
+    java.util.Map<Sequence, Integer> hits = new java.util.IdentityHashMap<>();
+    for (Sequence s : list) {
+      hits.put(s, radix.peek(s::token, s.length(), (s.length() - 1) / config.pageSize()));
+    }
+    list.sort(
+        java.util.Comparator.<Sequence>comparingInt(
+                s -> s.bypassed >= SchedulePolicy.LPM_STARVATION_BOUND ? 0 : 1)
+            .thenComparingInt(s -> -hits.get(s))
+            .thenComparingLong(s -> s.arrival));
+    waiting.clear();
+    waiting.addAll(list);
+  }
+
+  /** Reserves {@code n} blocks, evicting unlocked prefix-cache pages when the pool is short. */
+  private boolean reserveEvicting(int n) {
+    if (pool.tryReserve(n)) {
+      return true;
+    }
+    if (radix == null) {
+      return false;
+    }
+    radix.evict(n - pool.free());
+    return pool.tryReserve(n);
+  }
+
+  /**
+   * After a step sampled {@code s}'s next token: the whole pages of the prefill it just finished go
+   * to the prefix cache (once per prefill; decode steps add none until the request finishes).
+   */
+  void cachePrefill(Sequence s) {
+    if (!s.prefillCached) {
+      s.prefillCached = true;
+      cachePages(s);
+    }
+  }
+
+  /**
+   * Hands the whole pages of {@code s}'s cache that the tree lacks to the prefix cache: their
+   * blocks move from the sequence's reservation to the tree, and the sequence locks them. Only
+   * positions whose keys and values are stored count (call between steps).
+   */
+  void cachePages(Sequence s) {
+    if (radix == null || s.cache == null) {
+      return;
+    }
+    int pages = s.cache.length() / config.pageSize();
+    RadixCache.Node parent = s.prefixNodes.isEmpty() ? null : s.prefixNodes.getLast();
+    for (int p = s.prefixNodes.size(); p < pages; p++) {
+      RadixCache.Node n = radix.child(parent, s::token, p);
+      if (n == null) {
+        if (s.blocks == 0) {
+          throw new IllegalStateException("a sequence's page has no block of its own");
+        }
+        n = radix.insert(parent, s::token, p, s.cache.retainPage(p, config.pageSize()));
+        s.blocks--;
+        s.treeBlocks++;
+      }
+      // else another request cached the same page first: this one keeps its own copy's block.
+      radix.lock(List.of(n));
+      s.prefixNodes.add(n);
+      parent = n;
+    }
+  }
+
+  /** Evicts every prefix-cache page no running request uses; returns how many went. */
+  int flushCache() {
+    return radix == null ? 0 : radix.flush();
   }
 
   /** Plans the next step and reserves its blocks; null when nothing can run. */
@@ -164,8 +318,8 @@ final class Scheduler {
 
   /** Like {@link #reserve} without preemption: -1 when a decode finds no block. */
   private int reserveAhead(Sequence s, int n) {
-    int need = pool.blocksFor((long) s.cached() + n) - s.blocks;
-    if (need <= 0 || pool.tryReserve(need)) {
+    int need = pool.blocksFor((long) s.cached() + n) - s.heldBlocks();
+    if (need <= 0 || reserveEvicting(need)) {
       s.blocks += Math.max(need, 0);
       return n;
     }
@@ -178,8 +332,8 @@ final class Scheduler {
    */
   private int reserve(Sequence s, int n, boolean decode) {
     while (true) {
-      int need = pool.blocksFor((long) s.cached() + n) - s.blocks;
-      if (need <= 0 || pool.tryReserve(need)) {
+      int need = pool.blocksFor((long) s.cached() + n) - s.heldBlocks();
+      if (need <= 0 || reserveEvicting(need)) {
         s.blocks += Math.max(need, 0);
         return n;
       }
@@ -197,8 +351,7 @@ final class Scheduler {
 
   private void preempt(Sequence s) {
     running.remove(s);
-    pool.release(s.blocks);
-    s.blocks = 0;
+    releaseBlocks(s);
     closeCache(s);
     s.preemptions++;
     preemptions++;
@@ -211,9 +364,20 @@ final class Scheduler {
     if (!running.remove(s) && waiting.remove(s)) {
       queued.decrementAndGet();
     }
+    releaseBlocks(s);
+    closeCache(s);
+  }
+
+  /** Returns the sequence's own blocks to the pool and unlocks its prefix-cache pages. */
+  private void releaseBlocks(Sequence s) {
     pool.release(s.blocks);
     s.blocks = 0;
-    closeCache(s);
+    if (radix != null) {
+      radix.unlock(s.prefixNodes);
+    }
+    s.prefixNodes = new ArrayList<>();
+    s.treeBlocks = 0;
+    s.prefillCached = false;
   }
 
   /** Gives the cache's storage back to the model (a GPU cache's blocks to its pool). */

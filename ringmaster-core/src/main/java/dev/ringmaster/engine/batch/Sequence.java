@@ -4,8 +4,10 @@ import dev.ringmaster.engine.Sampler;
 import dev.ringmaster.engine.TokenCounts;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.sampling.SamplingBatch;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -37,7 +39,28 @@ final class Sequence {
   /** Whether a submitted step samples this sequence's next token (not appended yet). */
   boolean awaitingToken;
 
+  /** KV blocks this sequence holds itself (pages of it the prefix cache owns not counted). */
   int blocks;
+
+  /**
+   * The prefix-cache pages this sequence's cache starts with or has handed to the cache, root
+   * first, each locked by it; its first {@code prefixNodes.size()} pages are cached.
+   */
+  List<RadixCache.Node> prefixNodes = new ArrayList<>();
+
+  /** Pages of {@link #prefixNodes} whose block the prefix cache holds (not this sequence). */
+  int treeBlocks;
+
+  /** Prompt tokens the last admission took from the prefix cache instead of computing them. */
+  int cachedTokens;
+
+  /** Whether the pages of the current prefill went to the prefix cache already. */
+  boolean prefillCached;
+
+  /** Admission order, and how often a later request was admitted first (the LPM policy). */
+  long arrival;
+
+  int bypassed;
   int preemptions;
   boolean finished;
 
@@ -94,6 +117,11 @@ final class Sequence {
   /** Whether the request's constraint allows no further token. */
   boolean constraintComplete() {
     return request.constraint() != null && request.constraint().isComplete();
+  }
+
+  /** Pages of positions this sequence's cache covers with blocks it or the prefix cache holds. */
+  int heldBlocks() {
+    return blocks + treeBlocks;
   }
 
   /** Tokens in the cache once the submitted steps have run. */

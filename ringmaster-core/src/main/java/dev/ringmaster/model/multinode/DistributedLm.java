@@ -205,6 +205,21 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     return min == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(min);
   }
 
+  /** This node's block size: every node runs the same flags. */
+  @Override
+  public java.util.OptionalInt kvPageSize() {
+    return local.model().kvPageSize();
+  }
+
+  /**
+   * False: the other nodes mirror caches by id but not page handles, so a prefix-cache decision
+   * made here would not reach their caches.
+   */
+  @Override
+  public boolean sharesKvPages() {
+    return false;
+  }
+
   /** This node's graph sizes: every node runs the same flags (the fingerprint checks them). */
   @Override
   public java.util.List<Integer> decodeGraphBatchSizes() {

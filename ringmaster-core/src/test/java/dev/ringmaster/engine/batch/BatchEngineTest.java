@@ -87,6 +87,7 @@ class BatchEngineTest {
       assertThat(o.reason()).isEqualTo(FinishReason.LENGTH);
       assertThat(c.ids()).containsExactly(fixture.greedyIds());
       assertThat(o.completionTokens()).isEqualTo(fixture.greedyIds().length);
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
     }
   }
@@ -112,6 +113,7 @@ class BatchEngineTest {
         assertThat(cs.get(i).ids()).as("request %d", i).containsExactly(solo(prompts.get(i), 12));
       }
       assertThat(engine.awaitIdle(java.time.Duration.ofSeconds(5))).isTrue();
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
       assertThat(engine.stats().queued()).isZero();
     }
@@ -153,6 +155,7 @@ class BatchEngineTest {
         assertThat(cs.get(i).ids()).hasSize(20);
       }
       assertThat(engine.stats().preemptions()).isPositive();
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
     }
   }
@@ -185,6 +188,7 @@ class BatchEngineTest {
         assertThat(c.await().reason()).isEqualTo(FinishReason.LENGTH);
         assertThat(c.ids()).containsExactly(solo(goodPrompt, 8));
       }
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
     }
   }
@@ -208,6 +212,7 @@ class BatchEngineTest {
       assertThat(thrower.await().reason()).isEqualTo(FinishReason.ERROR);
       assertThat(slow.await().reason()).isEqualTo(FinishReason.ABORT);
       assertThat(engine.awaitIdle(java.time.Duration.ofSeconds(5))).isTrue();
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
     }
   }
@@ -295,6 +300,7 @@ class BatchEngineTest {
     for (Collector c : cs) {
       assertThat(c.await().reason()).isIn(FinishReason.ABORT, FinishReason.LENGTH);
     }
+    // A closed engine has given back every block, the prefix cache's included.
     assertThat(engine.pool().used()).isZero();
   }
 }

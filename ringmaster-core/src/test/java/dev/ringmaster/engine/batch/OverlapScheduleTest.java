@@ -107,6 +107,7 @@ class OverlapScheduleTest {
         out.add(c.ids());
       }
       assertThat(engine.awaitIdle(Duration.ofSeconds(5))).isTrue();
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
       return out;
     }
@@ -215,8 +216,10 @@ class OverlapScheduleTest {
   @Test
   void finishedAndPreemptedRequestsGiveTheirCachesBack() throws Exception {
     Hollow m = new Hollow();
-    // 12 blocks of 4 positions for 6 requests of up to 20 positions: preemptions happen.
-    try (BatchEngine engine = BatchEngine.start(m, new BatchConfig(64, 256, 64, 4, 12))) {
+    // 12 blocks of 4 positions for 6 requests of up to 20 positions: preemptions happen. The
+    // hollow caches hold no pages to share, so the radix cache is off.
+    BatchConfig cfg = new BatchConfig(64, 256, 64, 4, 12).withRadixCache(false);
+    try (BatchEngine engine = BatchEngine.start(m, cfg)) {
       List<Collector> cs = new ArrayList<>();
       for (int i = 0; i < 6; i++) {
         Collector c = new Collector();
@@ -250,6 +253,7 @@ class OverlapScheduleTest {
       assertThat(o.reason()).isEqualTo(FinishReason.STOP);
       assertThat(o.completionTokens()).isLessThan(200);
       assertThat(engine.awaitIdle(Duration.ofSeconds(5))).isTrue();
+      engine.flushCache().get(5, java.util.concurrent.TimeUnit.SECONDS);
       assertThat(engine.pool().used()).isZero();
     }
   }

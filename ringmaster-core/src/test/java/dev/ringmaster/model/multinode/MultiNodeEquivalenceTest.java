@@ -172,8 +172,13 @@ class MultiNodeEquivalenceTest {
     }
     try (TestNodes nodes =
         TestNodes.cpu(f.dir(), ParallelConfig.tensor(2), AllReduceAlgorithm.AUTO, 2)) {
+      // The nodes do not mirror prefix-cache pages: the engine refuses the radix cache on them.
+      BatchConfig radix = new BatchConfig(8, 64, 7, 4, 24);
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> BatchEngine.start(nodes.lm, radix))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("--disable-radix-cache");
       // Small chunks and a tight pool: prompts split across steps, and preemption frees caches.
-      try (BatchEngine engine = BatchEngine.start(nodes.lm, new BatchConfig(8, 64, 7, 4, 24))) {
+      try (BatchEngine engine = BatchEngine.start(nodes.lm, radix.withRadixCache(false))) {
         List<CompletableFuture<RequestOutcome>> done = new ArrayList<>();
         List<List<Integer>> got = new ArrayList<>();
         for (int[] prompt : prompts) {

@@ -8,6 +8,10 @@ import dev.ringmaster.cuda.driver.DeviceBuffer;
  * D]} of bf16 ({@code D = kv_lora_rank + qk_rope_head_dim}, the layout of the MLA kernels) and a
  * free list of block ids. Block 0 is never handed out: padding tokens of a graph batch write and
  * read it, so real sequences never see their values.
+ *
+ * <p>Blocks are reference-counted so caches and the prefix cache can share them: {@link #take}
+ * hands out a block with one reference, {@link #retain} adds one, {@link #give} drops one, and the
+ * block returns to the free list when none is left.
  */
 final class BlockPool implements AutoCloseable {
   private final DeviceBuffer cache;
@@ -16,6 +20,7 @@ final class BlockPool implements AutoCloseable {
   private final int blockSize;
   private final int rowWidth;
   private final int[] free;
+  private final int[] refs;
   private int freeCount;
 
   BlockPool(int layers, int numBlocks, int blockSize, int rowWidth, CudaStream stream) {
@@ -33,6 +38,7 @@ final class BlockPool implements AutoCloseable {
     for (int l = 0; l < layers; l++) {
       CudaDriverAccess.memsetZero(cache.ptr(l * layerBytes), blockBytes, stream);
     }
+    refs = new int[numBlocks];
     free = new int[numBlocks - 1];
     for (int i = 0; i < free.length; i++) {
       free[i] = numBlocks - 1 - i; // hand out low ids first
@@ -96,12 +102,32 @@ final class BlockPool implements AutoCloseable {
               + "): release finished sequences' caches, or give the cache more memory"
               + " (--mem-fraction-static)");
     }
-    return free[--freeCount];
+    int block = free[--freeCount];
+    refs[block] = 1;
+    return block;
   }
 
-  /** Returns a block to the pool. */
+  /** Adds a reference to a block in use (another cache, or the prefix cache, shares it). */
+  synchronized void retain(int block) {
+    if (block <= 0 || block >= numBlocks || refs[block] == 0) {
+      throw new IllegalStateException("block " + block + " is not in use and cannot be shared");
+    }
+    refs[block]++;
+  }
+
+  /** Drops a reference to a block; the last one returns it to the pool. */
   synchronized void give(int block) {
-    free[freeCount++] = block;
+    if (block <= 0 || block >= numBlocks || refs[block] == 0) {
+      throw new IllegalStateException("block " + block + " is not in use and cannot be given back");
+    }
+    if (--refs[block] == 0) {
+      free[freeCount++] = block;
+    }
+  }
+
+  /** References held on a block (0: free). */
+  synchronized int references(int block) {
+    return refs[block];
   }
 
   @Override

@@ -439,6 +439,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return java.util.OptionalLong.of(plan.kvTokens());
   }
 
+  /** The GPU cache's block size: one scheduler page is one block. */
+  @Override
+  public java.util.OptionalInt kvPageSize() {
+    return java.util.OptionalInt.of(pool.blockSize());
+  }
+
   /** The decode sizes captured as graphs (empty with {@code --disable-cuda-graph}). */
   @Override
   public List<Integer> decodeGraphBatchSizes() {

@@ -38,6 +38,8 @@ public record CudaModelOptions(
     int moeGroupedMinTokens,
     KernelTuning tuning,
     boolean profile) {
+  /** The largest KV block size (tokens) the GPU cache takes. */
+  public static final int MAX_BLOCK_SIZE = 1024;
 
   /** SGLang's default chunked prefill size for large GPUs. */
   public static final int DEFAULT_CHUNKED_PREFILL = 8192;
@@ -60,6 +62,15 @@ public record CudaModelOptions(
     if (chunkedPrefillSize < 1 || blockSize < 1 || gemvMaxTokens < 0 || moeGroupedMinTokens < 1) {
       throw new IllegalArgumentException(
           "chunked prefill size and block size must be positive, gemv tokens not negative");
+    }
+    if (blockSize > MAX_BLOCK_SIZE) {
+      // The attention kernels index any block size (slot = table[p / bs] * bs + p % bs); a huge
+      // block only wastes the unused tail of every sequence's last block.
+      throw new IllegalArgumentException(
+          "--page-size on the GPU is its KV cache block size and must be in 1.."
+              + MAX_BLOCK_SIZE
+              + ", got "
+              + blockSize);
     }
     if (tuning == null) {
       throw new IllegalArgumentException("kernel tuning must be given (KernelTuning.defaults())");

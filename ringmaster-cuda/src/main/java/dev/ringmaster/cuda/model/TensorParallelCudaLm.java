@@ -253,6 +253,12 @@ public final class TensorParallelCudaLm
     return OptionalLong.of(min);
   }
 
+  /** Rank 0's block size (every rank runs the same options). */
+  @Override
+  public java.util.OptionalInt kvPageSize() {
+    return ranks.getFirst().kvPageSize();
+  }
+
   /** Rank 0's captured decode sizes (every rank captures the same ones). */
   @Override
   public java.util.List<Integer> decodeGraphBatchSizes() {

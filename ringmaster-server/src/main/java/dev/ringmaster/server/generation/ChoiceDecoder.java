@@ -93,6 +93,7 @@ final class ChoiceDecoder {
             matchedStop,
             outcome.promptTokens(),
             stringStop ? consumed : outcome.completionTokens(),
+            outcome.cachedTokens(),
             outcome.error(),
             (nanos - submitted) / 1e9,
             firstToken == 0 ? Double.NaN : (firstToken - submitted) / 1e9);
@@ -108,6 +109,7 @@ final class ChoiceDecoder {
         null,
         o.promptTokens(),
         o.completionTokens(),
+        o.cachedTokens(),
         o.error(),
         (nanos - submitted) / 1e9,
         Double.NaN);

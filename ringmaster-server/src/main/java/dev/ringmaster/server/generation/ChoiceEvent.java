@@ -27,6 +27,7 @@ public sealed interface ChoiceEvent {
    * @param matchedStop the stop string or stop token id that ended it, or null
    * @param promptTokens prompt length
    * @param completionTokens tokens generated
+   * @param cachedTokens prompt tokens taken from the prefix cache
    * @param error the fault behind {@link FinishReason#ERROR}, else null
    * @param e2eSeconds seconds from submission to the end
    * @param ttftSeconds seconds from submission to the first token, NaN if none
@@ -37,6 +38,7 @@ public sealed interface ChoiceEvent {
       Object matchedStop,
       int promptTokens,
       int completionTokens,
+      int cachedTokens,
       Throwable error,
       double e2eSeconds,
       double ttftSeconds)

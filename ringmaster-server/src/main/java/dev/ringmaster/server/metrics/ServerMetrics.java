@@ -74,6 +74,22 @@ public final class ServerMetrics implements LatencyObserver {
         "KV cache capacity in token positions.",
         engine,
         s -> (double) s.totalBlocks() * s.pageSize());
+    gauge(
+        "cache_hit_rate",
+        "Fraction of admitted prompt tokens taken from the prefix (radix) cache, 0..1.",
+        engine,
+        EngineStats::cacheHitRate);
+    gauge(
+        "radix_cache_pages",
+        "KV pages the prefix cache holds (counted in num_used_tokens).",
+        engine,
+        s -> s.cachedPages());
+    CounterWithCallback.builder()
+        .name(name("cached_tokens"))
+        .help("Prompt tokens taken from the prefix cache instead of computed.")
+        .labelNames("model_name")
+        .callback(cb -> cb.call(engine.stats().cachedTokens(), model))
+        .register(registry);
     stepCounter("engine_steps", "Forward steps run.", engine, t -> t.steps());
     stepCounter(
         "engine_overlapped_steps",

@@ -255,7 +255,7 @@ public final class GenerateEndpoint implements Endpoint {
             }
             ChoiceEvent.Done pending =
                 new ChoiceEvent.Done(
-                    i, null, null, prompts.get(i / n).length, tokens.get(i).size(), null, 0, 0);
+                    i, null, null, prompts.get(i / n).length, tokens.get(i).size(), 0, null, 0, 0);
             sse.send(result(text[i].toString(), tokens.get(i), pending, rid, i, logprobs));
           }
           case ChoiceEvent.Done d -> {
@@ -286,6 +286,7 @@ public final class GenerateEndpoint implements Endpoint {
     ObjectNode meta = o.putObject("meta_info");
     meta.put("id", rid + (index > 0 ? "-" + index : ""));
     meta.put("prompt_tokens", d.promptTokens());
+    meta.put("cached_tokens", d.cachedTokens());
     meta.put("completion_tokens", d.completionTokens());
     if (d.reason() == null) {
       meta.putNull("finish_reason");

@@ -64,6 +64,14 @@ public final class ServerInfoEndpoint implements Endpoint {
     kv.put("used_blocks", s.usedBlocks());
     kv.put("page_size", s.pageSize());
     kv.put("token_usage", s.kvUsage());
+    ObjectNode radix = out.putObject("radix_cache");
+    radix.put("enabled", s.radixCache());
+    radix.put("schedule_policy", engine.config().schedulePolicy().flagName());
+    radix.put("cached_pages", s.cachedPages());
+    radix.put("cached_page_tokens", (long) s.cachedPages() * s.pageSize());
+    radix.put("admitted_tokens", s.admittedTokens());
+    radix.put("cached_tokens", s.cachedTokens());
+    radix.put("cache_hit_rate", s.cacheHitRate());
     out.put("max_model_len", ctx.model().maxSequenceLength());
     out.put("context_length", engine.model().config().maxPositionEmbeddings());
     ObjectNode load = out.putObject("load");

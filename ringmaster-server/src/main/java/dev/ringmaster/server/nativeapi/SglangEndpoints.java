@@ -9,8 +9,8 @@ import dev.ringmaster.server.api.Json;
 import dev.ringmaster.server.http.Endpoint;
 
 /**
- * SGLang's small native endpoints: {@code GET /get_model_info}, {@code GET /version} and {@code
- * POST /abort_request}.
+ * SGLang's small native endpoints: {@code GET /get_model_info}, {@code GET /version}, {@code POST
+ * /abort_request} and {@code POST /flush_cache}.
  */
 public final class SglangEndpoints {
   private final ServerContext ctx;
@@ -44,6 +44,28 @@ public final class SglangEndpoints {
     return ex -> {
       ObjectNode out = Json.object();
       out.put("version", ServerVersion.VERSION);
+      ex.ok(out);
+    };
+  }
+
+  /**
+   * Evicts every prefix-cache page no running request uses, so their KV blocks go back to the pool;
+   * pages running requests use stay (they go once those requests end). Answers {@code
+   * flushed_pages} and the {@code cached_pages} left.
+   */
+  public Endpoint flushCache() {
+    return ex -> {
+      var engine = ctx.model().engine();
+      int flushed;
+      try {
+        flushed = engine.flushCache().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+        throw new IllegalStateException("the engine did not flush its prefix cache", e);
+      }
+      ObjectNode out = Json.object();
+      out.put("radix_cache", engine.stats().radixCache());
+      out.put("flushed_pages", flushed);
+      out.put("cached_pages", engine.stats().cachedPages());
       ex.ok(out);
     };
   }

@@ -65,7 +65,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
         ctx.start(params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"), id)) {
       if (params.stream()) {
         StreamRelay.relay(
-            g, ex.sse(), new Format(tools), id, model, prompt.length, params.includeUsage());
+            g, ex.sse(), new Format(tools), id, model, prompt.length, 1, params.includeUsage());
         return;
       }
       results = g.collect(ex::clientGone);
@@ -93,7 +93,8 @@ public final class ChatCompletionsEndpoint implements Endpoint {
       Responses.matchedStop(c, r.done());
       completion += r.done().completionTokens();
     }
-    out.set("usage", Responses.usage(prompt.length, completion));
+    int[] cached = results.stream().mapToInt(r -> r.done().cachedTokens()).toArray();
+    out.set("usage", Responses.usage(prompt.length, completion, Responses.cachedTokens(cached, 1)));
     ex.ok(out);
   }
 

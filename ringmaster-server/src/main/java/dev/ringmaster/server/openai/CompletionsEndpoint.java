@@ -57,7 +57,14 @@ public final class CompletionsEndpoint implements Endpoint {
     try (Generation g = ctx.start(choices, id)) {
       if (params.stream()) {
         StreamRelay.relay(
-            g, ex.sse(), new Format(), id, model, promptTokens, params.includeUsage());
+            g,
+            ex.sse(),
+            new Format(),
+            id,
+            model,
+            promptTokens,
+            prompts.size(),
+            params.includeUsage());
         return;
       }
       results = g.collect(ex::clientGone);
@@ -81,7 +88,10 @@ public final class CompletionsEndpoint implements Endpoint {
       Responses.matchedStop(c, r.done());
       completion += r.done().completionTokens();
     }
-    out.set("usage", Responses.usage(promptTokens, completion));
+    int[] cached = results.stream().mapToInt(r -> r.done().cachedTokens()).toArray();
+    out.set(
+        "usage",
+        Responses.usage(promptTokens, completion, Responses.cachedTokens(cached, prompts.size())));
     ex.ok(out);
   }
 

@@ -19,13 +19,34 @@ final class Responses {
     return prefix + UUID.randomUUID().toString().replace("-", "");
   }
 
-  /** The usage object. */
-  static ObjectNode usage(int promptTokens, int completionTokens) {
+  /**
+   * The usage object; {@code prompt_tokens_details.cached_tokens} counts the prompt tokens the
+   * prefix cache held, as OpenAI reports them.
+   */
+  static ObjectNode usage(int promptTokens, int completionTokens, int cachedTokens) {
     ObjectNode u = Json.object();
     u.put("prompt_tokens", promptTokens);
     u.put("completion_tokens", completionTokens);
     u.put("total_tokens", promptTokens + completionTokens);
+    u.putObject("prompt_tokens_details").put("cached_tokens", cachedTokens);
     return u;
+  }
+
+  /**
+   * Cached prompt tokens of a response: choices come {@code choices / prompts} per prompt, which is
+   * counted once in {@code prompt_tokens}, so each prompt counts its best-cached choice.
+   */
+  static int cachedTokens(int[] perChoice, int prompts) {
+    int per = Math.max(1, perChoice.length / Math.max(1, prompts));
+    int total = 0;
+    for (int start = 0; start < perChoice.length; start += per) {
+      int best = 0;
+      for (int i = start; i < Math.min(perChoice.length, start + per); i++) {
+        best = Math.max(best, perChoice[i]);
+      }
+      total += best;
+    }
+    return total;
   }
 
   /** The head every response and chunk starts with. */

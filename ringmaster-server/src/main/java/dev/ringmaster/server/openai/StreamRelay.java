@@ -21,6 +21,7 @@ final class StreamRelay {
    * Streams every event.
    *
    * @param promptTokens prompt tokens to report in the usage chunk
+   * @param prompts how many prompts the choices answer (each has the same number of choices)
    * @param includeUsage whether to send a usage chunk before {@code [DONE]}
    */
   static void relay(
@@ -30,11 +31,13 @@ final class StreamRelay {
       String id,
       String model,
       int promptTokens,
+      int prompts,
       boolean includeUsage)
       throws InterruptedException {
     long created = System.currentTimeMillis() / 1000;
     boolean[] started = new boolean[g.choices()];
     int completionTokens = 0;
+    int[] cached = new int[g.choices()];
     try {
       for (ChoiceEvent e; (e = g.next()) != null; ) {
         switch (e) {
@@ -53,6 +56,7 @@ final class StreamRelay {
           }
           case ChoiceEvent.Done d -> {
             completionTokens += d.completionTokens();
+            cached[d.index()] = d.cachedTokens();
             if (d.reason() == FinishReason.ERROR) {
               sse.send(Json.error(Generation.internalError(d)));
               continue;
@@ -71,7 +75,10 @@ final class StreamRelay {
       if (includeUsage) {
         ObjectNode u = Responses.head(id, format.chunkObject(), created, model);
         u.putArray("choices");
-        u.set("usage", Responses.usage(promptTokens, completionTokens));
+        u.set(
+            "usage",
+            Responses.usage(
+                promptTokens, completionTokens, Responses.cachedTokens(cached, prompts)));
         sse.send(u);
       }
       sse.done();

@@ -127,6 +127,11 @@ public final class Datasets {
     return rows;
   }
 
+  /**
+   * Groups of prompts that share a system prompt, as token ids (like {@code random-ids}): text
+   * would be re-tokenized and could merge tokens across the prefix's end, so the requests would not
+   * share the exact prefix a prefix cache keys on.
+   */
   private static List<DatasetRow> sharedPrefix(
       BenchServeConfig.SharedPrefix g, Tokenizer tok, Random random) {
     int total = g.numGroups() * g.promptsPerGroup();
@@ -134,18 +139,28 @@ public final class Datasets {
     int[] qLens = randomLens(g.questionLen(), g.rangeRatio(), total, random);
     int[] outLens = randomLens(g.outputLen(), g.rangeRatio(), total, random);
     int[] pool = tokenPool(tok);
-    List<String> systems = new ArrayList<>();
+    List<int[]> systems = new ArrayList<>();
     for (int len : sysLens) {
-      systems.add(randomText(tok, pool, len, random));
+      systems.add(randomIds(pool, len, random));
     }
     List<DatasetRow> rows = new ArrayList<>(total);
     for (int i = 0; i < total; i++) {
-      String prompt =
-          systems.get(i / g.promptsPerGroup()) + "\n\n" + randomText(tok, pool, qLens[i], random);
-      rows.add(DatasetRow.text(prompt, tok.encode(prompt).length, outLens[i]));
+      int[] system = systems.get(i / g.promptsPerGroup());
+      int[] question = randomIds(pool, qLens[i], random);
+      int[] prompt = java.util.Arrays.copyOf(system, system.length + question.length);
+      System.arraycopy(question, 0, prompt, system.length, question.length);
+      rows.add(DatasetRow.ids(prompt, outLens[i]));
     }
     Collections.shuffle(rows, random);
     return rows;
+  }
+
+  private static int[] randomIds(int[] pool, int len, Random random) {
+    int[] ids = new int[len];
+    for (int j = 0; j < len; j++) {
+      ids[j] = pool[random.nextInt(pool.length)];
+    }
+    return ids;
   }
 
   private static String randomText(Tokenizer tok, int[] pool, int len, Random random) {

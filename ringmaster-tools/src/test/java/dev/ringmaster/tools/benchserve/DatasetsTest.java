@@ -156,18 +156,29 @@ class DatasetsTest {
   }
 
   @Test
-  void sharedPrefixGroupsShareTheirSystemPrompt() {
+  void sharedPrefixGroupsShareTheirSystemPromptAsTokenIds() {
     Tokenizer tok = tokenizer();
     List<DatasetRow> rows = Datasets.make(spec("generated-shared-prefix", null, 12, null), tok, 9);
     assertThat(rows).hasSize(12);
+    // 20-token system prompts, 6-token questions (range ratio 1: exact lengths)
     var prefixes =
         rows.stream()
-            .collect(Collectors.groupingBy(r -> r.text().substring(0, r.text().indexOf("\n\n"))));
+            .collect(
+                Collectors.groupingBy(
+                    r -> java.util.Arrays.toString(java.util.Arrays.copyOf(r.ids(), 20))));
     assertThat(prefixes).hasSize(3);
     assertThat(prefixes.values()).allMatch(g -> g.size() == 4);
     for (DatasetRow r : rows) {
+      assertThat(r.text()).isNull();
+      assertThat(r.ids()).hasSize(26);
+      assertThat(r.promptLen()).isEqualTo(26);
       assertThat(r.outputLen()).isEqualTo(5);
-      assertThat(r.promptLen()).isEqualTo(tok.encode(r.text()).length);
+    }
+    List<DatasetRow> again = Datasets.make(spec("generated-shared-prefix", null, 12, null), tok, 9);
+    for (int i = 0; i < rows.size(); i++) {
+      assertThat(again.get(i).ids())
+          .as("same seed, same prompts")
+          .containsExactly(rows.get(i).ids());
     }
   }
 }
