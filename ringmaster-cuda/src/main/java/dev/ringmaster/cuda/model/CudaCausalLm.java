@@ -464,6 +464,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return cfg;
   }
 
+  /** Blocks of the paged KV cache no sequence or prefix-cache page holds (tests). */
+  int freeKvBlocks() {
+    return pool.freeBlocks();
+  }
+
   @Override
   public long weightBytes() {
     return store.totalBytes();

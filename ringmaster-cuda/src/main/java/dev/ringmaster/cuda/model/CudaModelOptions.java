@@ -116,6 +116,23 @@ public record CudaModelOptions(
         profile);
   }
 
+  /** These options with KV cache blocks of {@code tokens} positions (one prefix-cache page). */
+  public CudaModelOptions withBlockSize(int tokens) {
+    return new CudaModelOptions(
+        device,
+        memFractionStatic,
+        cudaGraphMaxBs,
+        cudaGraphBs,
+        disableCudaGraph,
+        chunkedPrefillSize,
+        maxTotalTokens,
+        tokens,
+        gemvMaxTokens,
+        moeGroupedMinTokens,
+        tuning,
+        profile);
+  }
+
   /** These options with profiling on or off. */
   public CudaModelOptions withProfile(boolean on) {
     return new CudaModelOptions(
