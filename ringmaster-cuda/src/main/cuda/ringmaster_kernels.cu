@@ -6,6 +6,7 @@
 #include "gemv.cu"
 #include "moe_route.cu"
 #include "moe_experts.cu"
+#include "fp8_weights.cu"
 #include "moe_small_batch.cu"
 #include "moe_mma.cu"
 #include "mla_attention.cu"

@@ -10,6 +10,7 @@ import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.quant.CheckpointQuantizer;
 import dev.ringmaster.model.quant.QuantFormat;
 import dev.ringmaster.model.random.RandomModelWriter;
+import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.KvCache;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -127,7 +128,9 @@ final class ModelCommand implements Runnable {
   @Command(
       name = "info",
       mixinStandardHelpOptions = true,
-      description = "Describe a model: architecture, parameters, KV cache bytes per token.")
+      description =
+          "Describe a model: architecture, parameters, quantization, weight bytes as stored,"
+              + " KV cache bytes per token.")
   static final class Info implements Callable<Integer> {
     @Option(
         names = {"--model", "--config"},
@@ -145,6 +148,14 @@ final class ModelCommand implements Runnable {
       o.put("parameters", CheckpointLayout.parameterCount(cfg));
       o.put("kv_bytes_per_token_f32", KvCache.bytesPerToken(cfg));
       o.put("kv_values_per_token_per_layer", cfg.kvValuesPerTokenPerLayer());
+      o.put("quantization", cfg.quantization().method().name().toLowerCase(java.util.Locale.ROOT));
+      Path dir = Files.isDirectory(p) ? p : p.getParent();
+      if (dir != null && hasWeights(dir)) {
+        // The checkpoint's bytes as stored: FP8 codes and scales count as they are.
+        try (WeightStore store = WeightStore.open(dir)) {
+          o.put("weight_bytes", store.totalBytes());
+        }
+      }
       if (cfg.moe() != null) {
         o.put("experts", cfg.moe().numExperts());
         o.put("experts_per_token", cfg.moe().topK());
@@ -159,6 +170,12 @@ final class ModelCommand implements Runnable {
       System.out.println(
           new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(o));
       return 0;
+    }
+
+    private static boolean hasWeights(Path dir) throws java.io.IOException {
+      try (var files = Files.list(dir)) {
+        return files.anyMatch(f -> f.getFileName().toString().endsWith(".safetensors"));
+      }
     }
   }
 }

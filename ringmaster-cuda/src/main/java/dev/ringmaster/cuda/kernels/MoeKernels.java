@@ -83,6 +83,8 @@ public final class MoeKernels {
   private final Kernel moeDownMma;
   private final Kernel moeGateUpMma64;
   private final Kernel moeDownMma64;
+  private final Kernel moeGateUpFp8;
+  private final Kernel moeDownFp8;
   private int moeMmaMinTokens;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
@@ -101,6 +103,8 @@ public final class MoeKernels {
     moeDownMma = kernel.apply("rm_moe_down_mma", 10);
     moeGateUpMma64 = kernel.apply("rm_moe_gate_up_mma64", 10);
     moeDownMma64 = kernel.apply("rm_moe_down_mma64", 10);
+    moeGateUpFp8 = kernel.apply("rm_moe_gate_up_fp8", 11);
+    moeDownFp8 = kernel.apply("rm_moe_down_fp8", 11);
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
   }
 
@@ -281,6 +285,41 @@ public final class MoeKernels {
     moeGateUp.arg(6, ws.activeCount.ptr()).arg(7, hidden).arg(8, inter).arg(9, ws.topK);
     moeGateUp.launch(s, blocks(inter, 4), active, 1, 128, 0);
     moeDown(s, ws, w2, weights, n, hidden, inter);
+  }
+
+  /**
+   * {@link #moeExpertPairs} on the CUDA-core kernels for FP8 block-scaled experts: {@code w13} e4m3
+   * {@code [E, 2 * inter, hidden]} with scales {@code s13} (parts of {@code inter} rows: each
+   * expert's gate, then its up projection), {@code w2} e4m3 {@code [E, hidden, inter]} with scales
+   * {@code s2} (parts of {@code hidden} rows); f32 activations, any number of tokens (each expert's
+   * rows streamed once per 8 of its pairs). The pairs' rows are left in {@link
+   * MoeWorkspace#pairRowsPtr()}; with {@code aligned}, {@code ws} already holds them grouped.
+   */
+  public void moeExpertPairsFp8(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long s13,
+      long w2,
+      long s2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean aligned) {
+    int active =
+        aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
+    moeGateUpFp8.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());
+    moeGateUpFp8.arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
+    moeGateUpFp8.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter).arg(10, ws.topK);
+    moeGateUpFp8.launch(s, blocks(inter, 4), active, 1, 128, 0);
+    moeDownFp8.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, ws.h.ptr()).arg(4, weights);
+    moeDownFp8.arg(5, ws.offsets.ptr()).arg(6, ws.sortedPairs.ptr());
+    moeDownFp8.arg(7, ws.activeExperts.ptr()).arg(8, ws.activeCount.ptr());
+    moeDownFp8.arg(9, hidden).arg(10, inter);
+    moeDownFp8.launch(s, blocks(hidden, 4), active, 1, 128, 0);
   }
 
   /**

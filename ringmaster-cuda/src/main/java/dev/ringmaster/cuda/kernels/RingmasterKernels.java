@@ -24,6 +24,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel rmsNorm;
   private final Kernel rope;
   private final Kernel gemv;
+  private final Fp8Kernels fp8;
   private final Kernel gemv2;
   private final Kernel gemv1R2;
   private final Kernel gemv1R4;
@@ -74,6 +75,7 @@ public final class RingmasterKernels implements AutoCloseable {
     argmax = kernel("rm_argmax", 3);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
+    fp8 = new Fp8Kernels(this::kernel);
     setProgrammaticDependentLaunch(tuning.pdl());
     gqaAttention = new GqaAttention(this::kernel);
     deviceSampler = new DeviceSampler(this::kernel);
@@ -82,6 +84,11 @@ public final class RingmasterKernels implements AutoCloseable {
   /** The MoE kernels (routing, experts, combine), loaded with these. */
   public MoeKernels moe() {
     return moe;
+  }
+
+  /** The FP8 block-scaled weight kernels (GEMV, dequantization), loaded with these. */
+  public Fp8Kernels fp8() {
+    return fp8;
   }
 
   /** The MLA kernels (cache append, decode attention, prefill pieces), loaded with these. */

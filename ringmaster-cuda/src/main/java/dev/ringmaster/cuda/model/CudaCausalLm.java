@@ -12,6 +12,7 @@ import dev.ringmaster.cuda.kernels.MoeKernels;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KernelTuning;
@@ -118,11 +119,25 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    * and GQA shapes its kernels cannot take.
    */
   static void checkSupported(ModelConfig cfg) {
-    if (cfg.quantization().quantized()) {
+    QuantizationConfig q = cfg.quantization();
+    if (q.quantized() && q.method() != QuantizationConfig.Method.FP8_BLOCK) {
       throw new IllegalArgumentException(
           "quantized checkpoints ("
-              + cfg.quantization().method()
-              + ") run on the CPU backend only; use --device cpu");
+              + q.method()
+              + ", "
+              + q.source()
+              + ") run on the CPU backend only; the GPU backend runs DeepSeek FP8 block-scaled"
+              + " checkpoints; use --device cpu");
+    }
+    if (q.quantized()
+        && (q.blockRows() != Fp8BlockLayout.BLOCK || q.blockCols() != Fp8BlockLayout.BLOCK)) {
+      throw new IllegalArgumentException(
+          q.source()
+              + ": weight_block_size ["
+              + q.blockRows()
+              + ", "
+              + q.blockCols()
+              + "]: the GPU's FP8 kernels take 128x128 blocks only; use --device cpu");
     }
     if (cfg.architecture().usesSparseAttention()) {
       throw new IllegalArgumentException(
@@ -193,7 +208,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
                 cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
     KernelTuning tuning = options.tuning();
-    ops = new GpuOps(stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning);
+    ops =
+        new GpuOps(
+            stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning, weights.fp8MaxElements);
     // The fused MLA launch is not checked under tensor parallelism: separate kernels there.
     boolean usesMla = cfg.architecture().usesMla();
     mlaFusedTokens =

@@ -87,6 +87,8 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
                 GpuTensor.vec(m.scoreBias()),
                 experts.w13(),
                 experts.w2(),
+                experts.s13(),
+                experts.s2(),
                 m.shared() == null ? null : dense(m.shared()));
       }
     }

@@ -110,6 +110,15 @@ final class GpuMoe {
       boolean useGrouped,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
+    // FP8 experts run on their CUDA-core kernels at every step size (no tensor-core, grouped-GEMM
+    // or pair variants of them).
+    boolean fp8 = m.fp8();
+    if (fp8 && allToAll != null) {
+      throw new IllegalStateException("FP8 experts do not run with all-to-all dispatch");
+    }
+    useGrouped &= !fp8;
+    boolean tensorCores = !fp8 && k.moe().moeUsesTensorCores(n, hidden, expertInter);
+    boolean pairs = !fp8 && ops.pairExperts(n);
     boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
@@ -123,9 +132,9 @@ final class GpuMoe {
         allToAll == null
             && afterRouting == null
             && !(useGrouped && grouped != null)
-            && !ops.pairExperts(n)
+            && !pairs
             && ops.fusedRouting(m.gate(), n)
-            && !k.moe().moeUsesTensorCores(n, hidden, expertInter);
+            && !tensorCores;
     route(ops, act, m, n, aligned);
     if (afterRouting != null) {
       afterRouting.accept(n);
@@ -158,7 +167,7 @@ final class GpuMoe {
       mark.accept("moe.grouped.scatter_combine");
       return act.mlpOut.ptr();
     }
-    if (ops.pairExperts(n)) {
+    if (pairs) {
       // Straight from the routed pairs; the side stream joins before the down projections add the
       // routed sum to the shared experts' output.
       var small = k.smallBatchMoe();
@@ -185,6 +194,23 @@ final class GpuMoe {
           hidden,
           expertInter,
           shared);
+    } else if (fp8) {
+      k.moe()
+          .moeExpertPairsFp8(
+              ops.stream,
+              act.moe,
+              act.normed.ptr(),
+              m.w13(),
+              m.s13(),
+              m.w2(),
+              m.s2(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              n,
+              hidden,
+              expertInter,
+              aligned);
+      combine(ops, act, n, shared, sharedAside);
     } else {
       // MoeKernels.moeExperts as its two steps, so that the side stream joins before the
       // sum.
@@ -200,21 +226,29 @@ final class GpuMoe {
               n,
               hidden,
               expertInter,
-              k.moe().moeUsesTensorCores(n, hidden, expertInter),
+              tensorCores,
               aligned);
-      if (sharedAside) {
-        ops.joinSide();
-      }
-      if (deferCombine) {
-        pending = new PendingCombine(act.moe.pairRowsPtr(), moe.topK(), shared);
-      } else {
-        k.moe()
-            .moeCombine(
-                ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
-      }
+      combine(ops, act, n, shared, sharedAside);
     }
     mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
     return act.mlpOut.ptr();
+  }
+
+  /**
+   * Joins the side stream, then sums the pair rows onto the output (or leaves that to the norm).
+   */
+  private void combine(GpuOps ops, Activations act, int n, boolean shared, boolean sharedAside) {
+    if (sharedAside) {
+      ops.joinSide();
+    }
+    if (deferCombine) {
+      pending = new PendingCombine(act.moe.pairRowsPtr(), moe.topK(), shared);
+    } else {
+      ops.kernels
+          .moe()
+          .moeCombine(
+              ops.stream, act.mlpOut.ptr(), act.moe.pairRowsPtr(), n, hidden, moe.topK(), shared);
+    }
   }
 
   /**

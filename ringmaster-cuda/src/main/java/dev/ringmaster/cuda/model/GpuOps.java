@@ -34,18 +34,28 @@ final class GpuOps implements AutoCloseable {
   private final CudaEvent join;
   private final CublasHandle blas;
   private final DeviceBuffer xBf16;
+  private final DeviceBuffer fp8Dequantized;
   private final int gemvMaxTokens;
 
   /**
    * Ops for batches of up to {@code maxTokens} tokens whose linear layers have at most {@code
-   * maxInputs} input features, with the kernel choices of {@code tuning}.
+   * maxInputs} input features, with the kernel choices of {@code tuning}; {@code fp8MaxElements}
+   * sizes the bf16 scratch that an FP8 linear is dequantized into for steps beyond the GEMV (0: the
+   * model has no FP8 linear).
    */
-  GpuOps(CudaStream stream, int maxTokens, int maxInputs, int gemvMaxTokens, KernelTuning tuning) {
+  GpuOps(
+      CudaStream stream,
+      int maxTokens,
+      int maxInputs,
+      int gemvMaxTokens,
+      KernelTuning tuning,
+      long fp8MaxElements) {
     this.stream = stream;
     this.tuning = tuning;
     this.kernels = new RingmasterKernels(tuning);
     this.blas = new CublasHandle(stream);
     this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
+    this.fp8Dequantized = fp8MaxElements == 0 ? null : DeviceBuffer.allocate(2 * fp8MaxElements);
     this.gemvMaxTokens = gemvMaxTokens;
     this.side = CudaStream.create();
     this.fork = CudaEvent.createForOrdering();
@@ -64,14 +74,24 @@ final class GpuOps implements AutoCloseable {
     stream.waitFor(join);
   }
 
-  /** Bytes of scratch held (bf16 staging and the cuBLAS workspace). */
+  /**
+   * Bytes of scratch held (bf16 staging, the cuBLAS workspace and the bf16 copy of one FP8 linear).
+   */
   long scratchBytes() {
-    return xBf16.bytes() + CublasHandle.WORKSPACE_BYTES;
+    return xBf16.bytes()
+        + CublasHandle.WORKSPACE_BYTES
+        + (fp8Dequantized == null ? 0 : fp8Dequantized.bytes());
   }
 
-  /** {@code y[n, w.rows] = x[n, w.cols] . w^T (+ bias)}. */
+  /**
+   * {@code y[n, w.rows] = x[n, w.cols] . w^T (+ bias)}. An FP8 matrix takes the FP8 GEMV up to the
+   * GEMV's token count; beyond, it is dequantized to bf16 scratch and multiplied by cuBLAS like a
+   * bf16 matrix (prefill: the copy costs a read of the FP8 bytes and a bf16 write per step).
+   */
   void linear(long y, long x, DeviceMatrix w, int n) {
-    if (n <= gemvMaxTokens) {
+    if (w.fp8()) {
+      linearFp8(stream, y, x, w, n);
+    } else if (n <= gemvMaxTokens) {
       kernels.gemv(stream, y, w.ptr(), x, w.rows(), w.cols(), n);
     } else {
       kernels.toBf16(stream, xBf16.ptr(), x, (long) n * w.cols());
@@ -82,12 +102,34 @@ final class GpuOps implements AutoCloseable {
     }
   }
 
+  private void linearFp8(CudaStream s, long y, long x, DeviceMatrix w, int n) {
+    if (n <= gemvMaxTokens) {
+      kernels.fp8().gemv(s, y, w.ptr(), w.scales(), w.scalePartRows(), x, w.rows(), w.cols(), n);
+      return;
+    }
+    if (fp8Dequantized == null || 2L * w.rows() * w.cols() > fp8Dequantized.bytes()) {
+      throw new IllegalStateException(
+          "FP8 matrix [" + w.rows() + ", " + w.cols() + "] exceeds the dequantization scratch");
+    }
+    kernels
+        .fp8()
+        .dequantToBf16(
+            s, fp8Dequantized.ptr(), w.ptr(), w.scales(), w.scalePartRows(), w.rows(), w.cols());
+    kernels.toBf16(s, xBf16.ptr(), x, (long) n * w.cols());
+    blas.linear(y, xBf16.ptr(), fp8Dequantized.ptr(), n, w.rows(), w.cols(), false);
+  }
+
   /**
    * {@code y1 = x . w1^T} and {@code y2 = x . w2^T} for {@code n} tokens of the same {@code x}: one
    * GEMV launch where both run as GEMVs without bias, else two {@link #linear} calls.
    */
   void linear2(long y1, DeviceMatrix w1, long y2, DeviceMatrix w2, long x, int n) {
-    if (fusedDecode(n) && w1.bias() == 0 && w2.bias() == 0 && w1.cols() == w2.cols()) {
+    if (fusedDecode(n)
+        && w1.bias() == 0
+        && w2.bias() == 0
+        && w1.cols() == w2.cols()
+        && !w1.fp8()
+        && !w2.fp8()) {
       kernels.gemv2(stream, y1, w1.ptr(), w1.rows(), y2, w2.ptr(), w2.rows(), x, w1.cols(), n);
     } else {
       linear(y1, x, w1, n);
@@ -100,7 +142,7 @@ final class GpuOps implements AutoCloseable {
    * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#routerRoute}).
    */
   boolean fusedRouting(DeviceMatrix gate, int n) {
-    return fusedDecode(n) && gate.bias() == 0;
+    return fusedDecode(n) && gate.bias() == 0 && !gate.fp8();
   }
 
   /** Whether a step of {@code n} tokens runs its routed experts from the routed pairs. */
@@ -154,9 +196,16 @@ final class GpuOps implements AutoCloseable {
     linear(out, act, w.down(), n);
   }
 
-  /** Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs). */
+  /**
+   * Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free bf16 GEMVs; an
+   * FP8 MLP runs as its FP8 GEMV, SiLU-and-mul and down GEMV launches).
+   */
   boolean gemvSwiglu(KernelWeights.DenseWeights w, int n) {
-    return fusedDecode(n) && w.gateUp().bias() == 0 && w.down().bias() == 0;
+    return fusedDecode(n)
+        && w.gateUp().bias() == 0
+        && w.down().bias() == 0
+        && !w.gateUp().fp8()
+        && !w.down().fp8();
   }
 
   /**
@@ -179,6 +228,9 @@ final class GpuOps implements AutoCloseable {
     fork.close();
     side.close();
     xBf16.close();
+    if (fp8Dequantized != null) {
+      fp8Dequantized.close();
+    }
     blas.close();
     kernels.close();
   }

@@ -2,7 +2,8 @@ package dev.ringmaster.cuda.model;
 
 /**
  * The GPU backend's weight handle: what {@link GpuWeightSource} uploaded for each tensor the
- * architecture asked for. Matrices are bf16, vectors f32.
+ * architecture asked for. Matrices are bf16 or FP8 block-scaled ({@link DeviceMatrix}), vectors
+ * f32.
  */
 sealed interface GpuTensor {
   /** The matrix of a {@link Mat} handle. */
@@ -29,7 +30,9 @@ sealed interface GpuTensor {
 
   /**
    * A rank's routed experts stacked as the MoE kernels read them: {@code w13 [E, 2 * inter,
-   * hidden]} (gate rows then up rows) and {@code w2 [E, hidden, inter]}.
+   * hidden]} (gate rows then up rows) and {@code w2 [E, hidden, inter]}; bf16, or FP8 codes with
+   * their block scales {@code s13} (parts of {@code inter} rows) and {@code s2} (parts of {@code
+   * hidden} rows), which are 0 for bf16.
    */
-  record Experts(long w13, long w2) implements GpuTensor {}
+  record Experts(long w13, long w2, long s13, long s2) implements GpuTensor {}
 }

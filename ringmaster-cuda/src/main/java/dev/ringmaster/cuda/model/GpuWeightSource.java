@@ -1,20 +1,42 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.CpuMatrix;
+import dev.ringmaster.backend.cpu.Dequantizer;
+import dev.ringmaster.backend.cpu.Quantization;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.model.ModelLoadException;
+import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.ops.ExpertTensors;
 import dev.ringmaster.model.ops.WeightSource;
+import dev.ringmaster.model.weights.QuantizedTensor;
+import dev.ringmaster.model.weights.QuantizedTensors;
 import dev.ringmaster.model.weights.TensorView;
 
 /**
  * Weights for the GPU backend: each tensor the architecture asks for, uploaded as bf16 matrices and
  * f32 vectors through a {@link WeightUploader} (GPU thread only). Gate and up projections land in
- * one matrix, routed experts in two stacked buffers, as the kernels read them.
+ * one matrix, routed experts in two stacked buffers, as the kernels read them. DeepSeek FP8
+ * block-scaled linears are uploaded as they are stored (e4m3 codes and f32 block scales, sliced at
+ * block boundaries, {@link Fp8BlockLayout}); only {@code kv_b_proj}, which the attention kernels
+ * read per head as bf16, is dequantized on the host.
  */
 final class GpuWeightSource implements WeightSource<GpuTensor> {
   private final WeightUploader up;
+  private final QuantizationConfig quantization;
+  private long fp8MaxElements;
 
-  GpuWeightSource(WeightUploader up) {
+  GpuWeightSource(WeightUploader up, QuantizationConfig quantization) {
     this.up = up;
+    this.quantization = quantization;
+  }
+
+  /**
+   * Elements of the largest FP8 matrix outside the routed experts (the bf16 scratch that the
+   * many-token path dequantizes one linear into before cuBLAS), 0 when there is none.
+   */
+  long fp8MaxElements() {
+    return fp8MaxElements;
   }
 
   @Override
@@ -27,13 +49,87 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     return new GpuTensor.Vec(up.vector(name, n), n);
   }
 
+  /** The FP8 block-scaled weight {@code name} of {@code [rows, cols]}, or null for f32/bf16/f16. */
+  private QuantizedTensor fp8(String name, int rows, int cols) {
+    QuantizedTensor q = QuantizedTensors.find(up.store(), quantization, name, rows, cols);
+    if (q != null && q.format() != QuantizedTensor.Format.FP8_BLOCK) {
+      throw new ModelLoadException(
+          q.weight().file()
+              + ": tensor '"
+              + name
+              + "' is stored as "
+              + q.format()
+              + "; the GPU backend runs DeepSeek FP8 block-scaled weights only (NVFP4 and"
+              + " per-tensor FP8 run on the CPU backend); use --device cpu");
+    }
+    return q;
+  }
+
+  /** Rows {@code [r0, r0 + rn)} of {@code q} into fresh buffers, as one FP8 part. */
+  private DeviceMatrix fp8Rows(QuantizedTensor q, int r0, int rn) {
+    int sc = Fp8BlockLayout.blocks(q.cols());
+    DeviceBuffer codes = up.allocate((long) rn * q.cols());
+    DeviceBuffer scales = up.allocate(4L * Fp8BlockLayout.blocks(rn) * sc);
+    fp8RowsInto(codes, 0, scales, 0, q, r0, rn);
+    notePlainFp8((long) rn * q.cols());
+    return DeviceMatrix.fp8(codes.ptr(), scales.ptr(), rn, q.cols(), rn);
+  }
+
+  /** Codes and scales of rows {@code [r0, r0 + rn)} of {@code q} at the given byte offsets. */
+  private void fp8RowsInto(
+      DeviceBuffer codes,
+      long codeOffset,
+      DeviceBuffer scales,
+      long scaleOffset,
+      QuantizedTensor q,
+      int r0,
+      int rn) {
+    int cols = q.cols();
+    int[] sr = Fp8BlockLayout.scaleRows(q, r0, rn);
+    long scaleRowBytes = 4L * Fp8BlockLayout.blocks(cols);
+    up.bytesInto(codes, codeOffset, q.weight().data(), (long) r0 * cols, (long) rn * cols);
+    up.bytesInto(
+        scales, scaleOffset, q.scales().data(), sr[0] * scaleRowBytes, sr[1] * scaleRowBytes);
+  }
+
+  /** Codes and scales of columns {@code [c0, c0 + cn)} of {@code q} at the given byte offsets. */
+  private void fp8ColsInto(
+      DeviceBuffer codes,
+      long codeOffset,
+      DeviceBuffer scales,
+      long scaleOffset,
+      QuantizedTensor q,
+      int c0,
+      int cn) {
+    int[] scs = Fp8BlockLayout.scaleCols(q, c0, cn);
+    up.byteColsInto(codes, codeOffset, q.weight().data(), q.rows(), q.cols(), c0, cn);
+    up.byteColsInto(
+        scales,
+        scaleOffset,
+        q.scales().data(),
+        Fp8BlockLayout.blocks(q.rows()),
+        4L * Fp8BlockLayout.blocks(q.cols()),
+        4L * scs[0],
+        4L * scs[1]);
+  }
+
+  private void notePlainFp8(long elements) {
+    fp8MaxElements = Math.max(fp8MaxElements, elements);
+  }
+
   @Override
   public GpuTensor linearRows(String prefix, int rows, int cols, Slice rowSlice, boolean bias) {
     boolean whole = rowSlice.start() == 0 && rowSlice.count() == rows;
-    DeviceMatrix m =
-        whole
-            ? up.matrix(prefix + ".weight", rows, cols)
-            : up.matrixRows(prefix + ".weight", rows, cols, rowSlice.start(), rowSlice.count());
+    QuantizedTensor q = fp8(prefix + ".weight", rows, cols);
+    DeviceMatrix m;
+    if (q != null) {
+      m = fp8Rows(q, rowSlice.start(), rowSlice.count());
+    } else {
+      m =
+          whole
+              ? up.matrix(prefix + ".weight", rows, cols)
+              : up.matrixRows(prefix + ".weight", rows, cols, rowSlice.start(), rowSlice.count());
+    }
     if (bias) {
       m =
           m.withBias(
@@ -46,14 +142,46 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
 
   @Override
   public GpuTensor linearCols(String prefix, int rows, int cols, Slice colSlice, boolean bias) {
-    DeviceMatrix m =
-        up.matrixCols(prefix + ".weight", rows, cols, colSlice.start(), colSlice.count());
+    QuantizedTensor q = fp8(prefix + ".weight", rows, cols);
+    DeviceMatrix m;
+    if (q != null) {
+      int cn = colSlice.count();
+      DeviceBuffer codes = up.allocate((long) rows * cn);
+      DeviceBuffer scales =
+          up.allocate(4L * Fp8BlockLayout.blocks(rows) * Fp8BlockLayout.blocks(cn));
+      fp8ColsInto(codes, 0, scales, 0, q, colSlice.start(), cn);
+      notePlainFp8((long) rows * cn);
+      m = DeviceMatrix.fp8(codes.ptr(), scales.ptr(), rows, cn, rows);
+    } else {
+      m = up.matrixCols(prefix + ".weight", rows, cols, colSlice.start(), colSlice.count());
+    }
     return new GpuTensor.Mat(bias ? m.withBias(up.vector(prefix + ".bias", rows)) : m);
   }
 
   @Override
   public GpuTensor latentProjection(String name, int rows, int cols, Slice rowSlice) {
-    return new GpuTensor.Mat(up.matrixRows(name, rows, cols, rowSlice.start(), rowSlice.count()));
+    QuantizedTensor q = fp8(name, rows, cols);
+    if (q == null) {
+      return new GpuTensor.Mat(up.matrixRows(name, rows, cols, rowSlice.start(), rowSlice.count()));
+    }
+    // The MLA kernels read W_UK / W_UV rows of each head as bf16: dequantized here, this rank's
+    // rows only (a small matrix: kv_lora_rank columns).
+    int r0 = rowSlice.start();
+    int rn = rowSlice.count();
+    int[] sr = Fp8BlockLayout.scaleRows(q, r0, rn);
+    long scaleRowBytes = 4L * Fp8BlockLayout.blocks(cols);
+    CpuMatrix slice =
+        new CpuMatrix(
+            q.weight().data().asSlice((long) r0 * cols, (long) rn * cols),
+            DType.F8_E4M3,
+            rn,
+            cols,
+            new Quantization.Fp8Block(
+                q.scales().data().asSlice(sr[0] * scaleRowBytes, sr[1] * scaleRowBytes),
+                Fp8BlockLayout.blocks(cols)));
+    DeviceBuffer b = up.allocate(2L * rn * cols);
+    up.bf16Into(b, 0, Dequantizer.matrix(slice));
+    return new GpuTensor.Mat(new DeviceMatrix(b.ptr(), rn, cols));
   }
 
   @Override
@@ -61,6 +189,23 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     int i0 = part.start();
     int inter = part.count();
     long from = (long) i0 * h;
+    // mlp_bias checkpoints (some V2 variants) bias all three projections; gate|up biases fused too.
+    long bias = up.vectorSlicesOrZeros(total, i0, inter, gatePrefix + ".bias", upPrefix + ".bias");
+    QuantizedTensor gq = fp8(gatePrefix + ".weight", total, h);
+    QuantizedTensor uq = fp8(upPrefix + ".weight", total, h);
+    if ((gq == null) != (uq == null)) {
+      throw mixed(gq != null ? gq.weight() : uq.weight(), upPrefix + " / " + gatePrefix);
+    }
+    if (gq != null) {
+      long partScaleBytes = 4L * Fp8BlockLayout.blocks(inter) * Fp8BlockLayout.blocks(h);
+      DeviceBuffer codes = up.allocate(2L * inter * h);
+      DeviceBuffer scales = up.allocate(2 * partScaleBytes);
+      fp8RowsInto(codes, 0, scales, 0, gq, i0, inter);
+      fp8RowsInto(codes, (long) inter * h, scales, partScaleBytes, uq, i0, inter);
+      notePlainFp8(2L * inter * h);
+      DeviceMatrix m = DeviceMatrix.fp8(codes.ptr(), scales.ptr(), 2 * inter, h, inter);
+      return new GpuTensor.GateUp(m.withBias(bias), inter);
+    }
     DeviceBuffer gu = up.allocate(4L * inter * h);
     up.bf16Into(
         gu, 0, up.store().require(gatePrefix + ".weight", total, h), from, (long) inter * h);
@@ -70,13 +215,81 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
         up.store().require(upPrefix + ".weight", total, h),
         from,
         (long) inter * h);
-    // mlp_bias checkpoints (some V2 variants) bias all three projections; gate|up biases fused too.
-    long bias = up.vectorSlicesOrZeros(total, i0, inter, gatePrefix + ".bias", upPrefix + ".bias");
     return new GpuTensor.GateUp(new DeviceMatrix(gu.ptr(), 2 * inter, h, bias), inter);
+  }
+
+  private static ModelLoadException mixed(TensorView t, String what) {
+    return new ModelLoadException(
+        t.file()
+            + ": "
+            + what
+            + ": one projection is quantized and the other is not; the fused gate/up projections"
+            + " must be stored alike");
   }
 
   @Override
   public GpuTensor experts(
+      ExpertTensors t, int numExperts, int[] ids, int h, int total, Slice part) {
+    if (contains(t.fusedGateUp())) {
+      TensorView gu = up.store().require(t.fusedGateUp(), numExperts, 2L * total, h);
+      if (QuantizedTensors.isQuantizedDtype(gu.dtype())) {
+        throw new ModelLoadException(
+            gu.file()
+                + ": fused expert tensor '"
+                + gu.name()
+                + "' is quantized ("
+                + gu.dtype()
+                + "); quantized experts are read in the per-expert layout"
+                + " (experts.E.gate_proj.weight with its scales)");
+      }
+      return bf16Experts(t, numExperts, ids, h, total, part);
+    }
+    if (ids.length > 0 && fp8(t.gate(ids[0]), total, h) != null) {
+      return fp8Experts(t, ids, h, total, part);
+    }
+    return bf16Experts(t, numExperts, ids, h, total, part);
+  }
+
+  /** Stacked FP8 experts: w13 codes {@code [E, 2I, H]} (parts of I rows), w2 {@code [E, H, I]}. */
+  private GpuTensor fp8Experts(ExpertTensors t, int[] ids, int h, int total, Slice part) {
+    int e = ids.length;
+    int i0 = part.start();
+    int inter = part.count();
+    long guScaleBytes = 4L * Fp8BlockLayout.blocks(inter) * Fp8BlockLayout.blocks(h);
+    long dnScaleBytes = 4L * Fp8BlockLayout.blocks(h) * Fp8BlockLayout.blocks(inter);
+    DeviceBuffer w13 = up.allocate(2L * inter * h * e);
+    DeviceBuffer s13 = up.allocate(2 * guScaleBytes * e);
+    DeviceBuffer w2 = up.allocate((long) h * inter * e);
+    DeviceBuffer s2 = up.allocate(dnScaleBytes * e);
+    for (int k = 0; k < e; k++) {
+      QuantizedTensor g = requireFp8(t.gate(ids[k]), total, h);
+      QuantizedTensor u = requireFp8(t.up(ids[k]), total, h);
+      QuantizedTensor d = requireFp8(t.down(ids[k]), h, total);
+      long codes = 2L * inter * h * k;
+      fp8RowsInto(w13, codes, s13, 2 * guScaleBytes * k, g, i0, inter);
+      fp8RowsInto(w13, codes + (long) inter * h, s13, guScaleBytes * (2L * k + 1), u, i0, inter);
+      fp8ColsInto(w2, (long) h * inter * k, s2, dnScaleBytes * k, d, i0, inter);
+    }
+    return new GpuTensor.Experts(w13.ptr(), w2.ptr(), s13.ptr(), s2.ptr());
+  }
+
+  private QuantizedTensor requireFp8(String name, int rows, int cols) {
+    QuantizedTensor q = fp8(name, rows, cols);
+    if (q == null) {
+      TensorView v = up.store().require(name, rows, cols);
+      throw new ModelLoadException(
+          v.file()
+              + ": expert tensor '"
+              + name
+              + "' is "
+              + v.dtype()
+              + " while the layer's first expert is FP8; a layer's routed experts must be"
+              + " quantized alike");
+    }
+    return q;
+  }
+
+  private GpuTensor bf16Experts(
       ExpertTensors t, int numExperts, int[] ids, int h, int total, Slice part) {
     int e = ids.length;
     int i0 = part.start();
@@ -113,6 +326,6 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
             inter);
       }
     }
-    return new GpuTensor.Experts(w13.ptr(), w2.ptr());
+    return new GpuTensor.Experts(w13.ptr(), w2.ptr(), 0, 0);
   }
 }

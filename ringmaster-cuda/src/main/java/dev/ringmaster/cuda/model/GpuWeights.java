@@ -17,11 +17,17 @@ import java.util.List;
 final class GpuWeights implements AutoCloseable {
   final ModelWeights<GpuTensor> model;
   final long bytes;
+
+  /** Elements of the largest FP8 matrix outside the routed experts (0: none is FP8). */
+  final long fp8MaxElements;
+
   private final List<DeviceBuffer> buffers;
 
-  private GpuWeights(ModelWeights<GpuTensor> model, long bytes, List<DeviceBuffer> buffers) {
+  private GpuWeights(
+      ModelWeights<GpuTensor> model, long bytes, long fp8MaxElements, List<DeviceBuffer> buffers) {
     this.model = model;
     this.bytes = bytes;
+    this.fp8MaxElements = fp8MaxElements;
     this.buffers = buffers;
   }
 
@@ -34,9 +40,9 @@ final class GpuWeights implements AutoCloseable {
     // Progress counts checkpoint bytes read (multi-token-prediction layers, if any, are skipped).
     try (WeightUploader up = new WeightUploader(store, stream, store.totalBytes(), report)) {
       try {
-        ModelWeights<GpuTensor> w =
-            DecoderModel.of(cfg).load(new GpuWeightSource(up), shard.context(), null);
-        return new GpuWeights(w, up.deviceBytes(), up.buffers());
+        GpuWeightSource source = new GpuWeightSource(up, cfg.quantization());
+        ModelWeights<GpuTensor> w = DecoderModel.of(cfg).load(source, shard.context(), null);
+        return new GpuWeights(w, up.deviceBytes(), source.fp8MaxElements(), up.buffers());
       } catch (RuntimeException e) {
         up.buffers().forEach(DeviceBuffer::close);
         throw e;

@@ -18,7 +18,21 @@ final class KernelWeights {
    * @param scoreBias e_score_correction_bias (f32) or 0
    * @param w13 stacked gate/up projections
    * @param w2 stacked down projections
+   * @param s13 FP8 block scales of {@code w13} (parts of {@code inter} rows), or 0 for bf16
+   * @param s2 FP8 block scales of {@code w2} (parts of {@code hidden} rows), or 0 for bf16
    * @param shared shared experts as one MLP, or null
    */
-  record MoeWeights(DeviceMatrix gate, long scoreBias, long w13, long w2, DenseWeights shared) {}
+  record MoeWeights(
+      DeviceMatrix gate,
+      long scoreBias,
+      long w13,
+      long w2,
+      long s13,
+      long s2,
+      DenseWeights shared) {
+    /** Whether the routed experts are FP8 block-scaled. */
+    boolean fp8() {
+      return s13 != 0;
+    }
+  }
 }

@@ -214,6 +214,13 @@ public final class TensorParallelCudaLm
               + " (DeepSeek-V2/V3): use --tp-size 1, or --device cpu");
     }
     CudaCausalLm.checkSupported(cfg);
+    if (cfg.quantization().quantized()) {
+      throw new IllegalArgumentException(
+          "FP8 checkpoints ("
+              + cfg.quantization().source()
+              + ") run on one GPU: the tensor-parallel GPU path takes bf16, f16 or f32 weights;"
+              + " use --tp-size 1, or --device cpu for a parallel FP8 run");
+    }
     // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);
   }

@@ -211,6 +211,69 @@ final class WeightUploader implements AutoCloseable {
     }
   }
 
+  /**
+   * Copies bytes {@code [from, from + n)} of {@code src} unchanged to byte {@code offset} of {@code
+   * dst} (FP8 codes and their f32 scales, uploaded as the checkpoint stores them).
+   */
+  void bytesInto(DeviceBuffer dst, long offset, MemorySegment src, long from, long n) {
+    long done = 0;
+    while (done < n) {
+      long count = Math.min(n - done, CHUNK_BYTES);
+      MemorySegment host = slot();
+      MemorySegment.copy(src, from + done, host, 0, count);
+      send(dst.ptr(offset + done), count, count);
+      done += count;
+    }
+  }
+
+  /**
+   * Copies bytes {@code [b0, b0 + bn)} of each of the {@code rows} rows of {@code rowBytes} bytes
+   * in {@code src} to byte {@code offset} of {@code dst}, packed ({@code [rows, bn]}): a column
+   * slice of FP8 codes or scales, rows gathered in the staging buffer so it moves in large copies.
+   */
+  void byteColsInto(
+      DeviceBuffer dst,
+      long offset,
+      MemorySegment src,
+      long rows,
+      long rowBytes,
+      long b0,
+      long bn) {
+    if (b0 == 0 && bn == rowBytes) {
+      bytesInto(dst, offset, src, 0, rows * rowBytes);
+      return;
+    }
+    if (bn > CHUNK_BYTES) {
+      throw new IllegalArgumentException("a row slice of " + bn + " bytes is too wide");
+    }
+    long perChunk = CHUNK_BYTES / bn;
+    for (long r0 = 0; r0 < rows; r0 += perChunk) {
+      long count = Math.min(perChunk, rows - r0);
+      MemorySegment host = slot();
+      for (long i = 0; i < count; i++) {
+        MemorySegment.copy(src, (r0 + i) * rowBytes + b0, host, i * bn, bn);
+      }
+      send(dst.ptr(offset + r0 * bn), count * bn, count * bn);
+    }
+  }
+
+  /**
+   * Uploads {@code values} as bf16 (rounded to nearest even) at byte {@code offset} of {@code dst}.
+   */
+  void bf16Into(DeviceBuffer dst, long offset, float[] values) {
+    long done = 0;
+    while (done < values.length) {
+      int n = (int) Math.min(values.length - done, CHUNK_BYTES / 2);
+      MemorySegment host = slot();
+      for (int i = 0; i < n; i++) {
+        host.setAtIndex(
+            ValueLayout.JAVA_SHORT_UNALIGNED, i, Numerics.floatToBf16(values[(int) done + i]));
+      }
+      send(dst.ptr(offset + 2 * done), 2L * n, 2L * n);
+      done += n;
+    }
+  }
+
   /** The next staging buffer, once the copy that last read it has finished. */
   private MemorySegment slot() {
     if (inFlight[next]) {
