@@ -109,7 +109,7 @@ final class BenchCommand implements Runnable {
       description =
           "Prefill and decode latency and throughput of one static batch per batch size, without"
               + " a server (like sglang.bench_one_batch); each batch size is timed after an"
-              + " untimed warm-up of the same prompts (a prefill and up to 32 decode steps).")
+              + " untimed warm-up of the same prompts (--warmup-rounds of a prefill and --warmup-decode-steps).")
   static final class OneBatch implements Callable<Integer> {
     @Option(names = "--model", description = "Model directory (default: the embedded model).")
     Path model;
@@ -127,6 +127,22 @@ final class BenchCommand implements Runnable {
 
     @Option(names = "--seed", defaultValue = "0", description = "Seed of the random prompts.")
     long seed;
+
+    @Option(
+        names = "--warmup-rounds",
+        defaultValue = "4",
+        description =
+            "Untimed rounds, each a prefill of the same prompts and --warmup-decode-steps decode"
+                + " steps, before each batch size is timed (default 4).")
+    int warmupRounds;
+
+    @Option(
+        names = "--warmup-decode-steps",
+        defaultValue = "64",
+        description =
+            "Untimed decode steps of the whole batch per warm-up round (default 64; the JIT"
+                + " compiles the CPU kernels' hot loops only after hundreds of steps).")
+    int warmupDecodeSteps;
 
     @Option(names = "--json", description = "Print the results as JSON.")
     boolean json;
@@ -155,6 +171,8 @@ final class BenchCommand implements Runnable {
       }
       FlagChecks.atLeast("--input-len", inputLen, 1);
       FlagChecks.atLeast("--output-len", outputLen, 1);
+      FlagChecks.atLeast("--warmup-rounds", warmupRounds, 1);
+      FlagChecks.atLeast("--warmup-decode-steps", warmupDecodeSteps, 0);
       Path dir = DefaultModel.resolve(model);
       FlagChecks.fitsContext(dir, "--input-len plus --output-len", (long) inputLen + outputLen);
       if (engine.follower()) {
@@ -178,9 +196,12 @@ final class BenchCommand implements Runnable {
                   + engine.describe()
                   + ")");
         }
+        var warmup =
+            new dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup(
+                warmupRounds, warmupDecodeSteps);
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
-                lm, batchSizes, inputLen, outputLen, seed, System.err);
+                lm, batchSizes, inputLen, outputLen, seed, warmup, System.err);
         ObjectMapper m =
             new ObjectMapper()
                 .setPropertyNamingStrategy(
@@ -202,6 +223,7 @@ final class BenchCommand implements Runnable {
         if (engine.parallel().epSize() > 1) {
           node.put("moe_a2a_backend", engine.parallel().a2a().cliName());
         }
+        node.set("warmup", m.valueToTree(warmup));
         node.set("results", m.valueToTree(results));
         List<String> rooflineText =
             roofline(
@@ -228,6 +250,7 @@ final class BenchCommand implements Runnable {
                 r.decodeTokensPerS());
           }
           rooflineText.forEach(System.out::println);
+          System.out.println(warmup.describe());
         }
         if (history != null) {
           BenchmarkHistory.append(
@@ -241,7 +264,11 @@ final class BenchCommand implements Runnable {
                   + " --input-len "
                   + inputLen
                   + " --output-len "
-                  + outputLen,
+                  + outputLen
+                  + " --warmup-rounds "
+                  + warmupRounds
+                  + " --warmup-decode-steps "
+                  + warmupDecodeSteps,
               node,
               "none (absolute figures)",
               engine.historyMachine());

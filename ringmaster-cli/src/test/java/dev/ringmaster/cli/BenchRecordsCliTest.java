@@ -83,6 +83,8 @@ class BenchRecordsCliTest {
             "4",
             "--output-len",
             "2",
+            "--warmup-decode-steps",
+            "3",
             "--tp-size",
             "2",
             "--allreduce",
@@ -94,6 +96,11 @@ class BenchRecordsCliTest {
     assertThat(rec.get("command").asText())
         .isEqualTo(
             "ringmaster bench one-batch --device cpu --tp-size 2 --allreduce ring"
-                + " --batch-size 1,2 --input-len 4 --output-len 2");
+                + " --batch-size 1,2 --input-len 4 --output-len 2"
+                + " --warmup-rounds 4 --warmup-decode-steps 3");
+    assertThat(rec.at("/results/warmup/rounds").asInt()).isEqualTo(4);
+    assertThat(rec.at("/results/warmup/decode_steps").asInt()).isEqualTo(3);
+    assertThat(r.out())
+        .contains("warm-up per batch size (untimed): 4 rounds of a prefill and 3 decode steps");
   }
 }

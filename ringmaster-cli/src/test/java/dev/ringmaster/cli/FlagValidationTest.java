@@ -55,6 +55,8 @@ class FlagValidationTest {
     refused("--batch-size", "bench", "one-batch", "--batch-size", "4,0");
     refused("--input-len", "bench", "one-batch", "--input-len", "0");
     refused("--output-len", "bench", "one-batch", "--output-len", "-2");
+    refused("--warmup-rounds", "bench", "one-batch", "--warmup-rounds", "0");
+    refused("--warmup-decode-steps", "bench", "one-batch", "--warmup-decode-steps", "-1");
   }
 
   @Test

@@ -11,8 +11,9 @@ import java.util.List;
  * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded to f32 a group of
  * rows at a time and then take the f32 path. Each weight row is read from memory once per call
  * whatever the number of tokens, so a batch of tokens costs little more than one token. Output rows
- * are split into chunks run on the {@link CpuKernels} thread pool; small products stay on the
- * calling thread. Results do not depend on the thread count or on the batch size.
+ * are split into chunks run on the {@link CpuKernels} thread pool; products too small to repay a
+ * parallel region stay on the calling thread ({@link ParallelCostModel}). Results do not depend on
+ * the thread count or on the batch size.
  */
 public final class CpuMatmul {
   private CpuMatmul() {}
@@ -86,13 +87,16 @@ public final class CpuMatmul {
   public static void matmulMany(List<Job> jobs) {
     CpuThreadPool pool = CpuKernels.pool();
     MatmulPlan plan = MatmulPlan.of(jobs, pool);
+    long t0 = System.nanoTime();
+    boolean shared = false;
     if (plan.parallel()) {
-      pool.run(plan.chunks(), plan::runChunk);
+      shared = pool.run(plan.chunks(), plan::runChunk);
     } else {
       for (int i = 0; i < plan.chunks(); i++) {
         plan.runChunk(i);
       }
     }
+    pool.costModel().observe(plan.cost(), System.nanoTime() - t0, shared);
   }
 
   /**

@@ -18,6 +18,9 @@ final class CpuThreadPool implements AutoCloseable {
   /** How long idle workers and a waiting caller spin before parking. */
   private static final long SPIN_NANOS = 50_000;
 
+  /** Regions timed when the pool starts, after as many untimed ones. */
+  private static final int TIMED_REGIONS = 200;
+
   private final Worker[] workers;
   private final ReentrantLock regionLock = new ReentrantLock();
   private final AtomicInteger pendingWorkers = new AtomicInteger();
@@ -25,6 +28,7 @@ final class CpuThreadPool implements AutoCloseable {
   private volatile int generation;
   private volatile Thread caller;
   private volatile boolean closed;
+  private final ParallelCostModel costModel;
 
   /** One parallel region: its tasks, the next unclaimed index and the first failure. */
   private static final class Region {
@@ -73,6 +77,30 @@ final class CpuThreadPool implements AutoCloseable {
       workers[i] = new Worker(i + 1);
       workers[i].start();
     }
+    costModel = new ParallelCostModel(threads, workers.length == 0 ? 0 : measureRegionNanos());
+  }
+
+  /**
+   * The median time of a region of one empty task per thread: what any parallel region costs on
+   * this machine beyond its work (a few microseconds when the workers are spinning).
+   */
+  private double measureRegionNanos() {
+    long[] times = new long[TIMED_REGIONS];
+    int tasks = threads();
+    for (int k = -TIMED_REGIONS; k < TIMED_REGIONS; k++) {
+      long t0 = System.nanoTime();
+      run(tasks, i -> {});
+      if (k >= 0) {
+        times[k] = System.nanoTime() - t0;
+      }
+    }
+    java.util.Arrays.sort(times);
+    return times[TIMED_REGIONS / 2];
+  }
+
+  /** When products are worth this pool's threads. */
+  ParallelCostModel costModel() {
+    return costModel;
   }
 
   /** Whether the workers may read {@code segment} (a confined arena's segments they may not). */
@@ -85,10 +113,13 @@ final class CpuThreadPool implements AutoCloseable {
     return workers.length + 1;
   }
 
-  /** Runs {@code body.accept(i)} for every {@code 0 <= i < tasks}, in parallel, and waits. */
-  void run(int tasks, IntConsumer body) {
+  /**
+   * Runs {@code body.accept(i)} for every {@code 0 <= i < tasks}, in parallel, and waits; returns
+   * whether the workers took part (false where the region ran serially on the caller).
+   */
+  boolean run(int tasks, IntConsumer body) {
     if (tasks <= 0) {
-      return;
+      return false;
     }
     if (workers.length == 0
         || tasks == 1
@@ -97,7 +128,7 @@ final class CpuThreadPool implements AutoCloseable {
       for (int i = 0; i < tasks; i++) {
         body.accept(i);
       }
-      return;
+      return false;
     }
     regionLock.lock();
     try {
@@ -123,6 +154,7 @@ final class CpuThreadPool implements AutoCloseable {
       } else if (failure != null) {
         throw new IllegalStateException(failure);
       }
+      return true;
     } finally {
       regionLock.unlock();
     }

@@ -6,12 +6,10 @@ import java.util.List;
 /**
  * How one {@link CpuMatmul#matmulMany} call is cut into chunks of output rows. Chunk sizes follow
  * the cost of a job's rows so that all threads get similar work; products too small to repay a
- * parallel region, or whose weights only the calling thread may read, run on the calling thread.
+ * parallel region (as the pool's {@link ParallelCostModel} judges from this machine's timings), or
+ * whose weights only the calling thread may read, run on the calling thread.
  */
 final class MatmulPlan {
-  /** Below this many weight elements (scaled by batch) a call runs on the calling thread. */
-  static final long SERIAL_COST = 1L << 18;
-
   /** Chunks per thread, so that uneven progress still balances out. */
   private static final int CHUNKS_PER_THREAD = 4;
 
@@ -26,6 +24,7 @@ final class MatmulPlan {
   private final int[] chunkStart;
   private final int[] chunkEnd;
   private final boolean parallel;
+  private final double cost;
 
   private MatmulPlan(
       RowKernel[] kernels,
@@ -35,7 +34,8 @@ final class MatmulPlan {
       int[] chunkJob,
       int[] chunkStart,
       int[] chunkEnd,
-      boolean parallel) {
+      boolean parallel,
+      double cost) {
     this.kernels = kernels;
     this.jobs = jobs;
     this.xOffsets = xOffsets;
@@ -44,6 +44,7 @@ final class MatmulPlan {
     this.chunkStart = chunkStart;
     this.chunkEnd = chunkEnd;
     this.parallel = parallel;
+    this.cost = cost;
   }
 
   static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuThreadPool pool) {
@@ -78,7 +79,7 @@ final class MatmulPlan {
     int chunks = 0;
     int[] perJob = new int[jobs.length];
     int[] rowsPerChunk = new int[jobs.length];
-    boolean serial = threads == 1 || total < SERIAL_COST || !shared;
+    boolean serial = threads == 1 || !shared || !pool.costModel().parallel(total);
     double target = total / ((double) threads * CHUNKS_PER_THREAD);
     for (int j = 0; j < jobs.length; j++) {
       int rows = jobs[j].w().rows();
@@ -106,7 +107,12 @@ final class MatmulPlan {
       }
     }
     return new MatmulPlan(
-        kernels, jobs, xOffsets, outOffsets, chunkJob, chunkStart, chunkEnd, !serial);
+        kernels, jobs, xOffsets, outOffsets, chunkJob, chunkStart, chunkEnd, !serial, total);
+  }
+
+  /** The work of the call in cost units: weight elements, scaled up for large batches. */
+  double cost() {
+    return cost;
   }
 
   /** Number of chunks. */

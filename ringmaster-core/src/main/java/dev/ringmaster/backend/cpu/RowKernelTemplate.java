@@ -11,6 +11,7 @@ import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -48,6 +49,10 @@ final class RowKernelTemplate implements RowKernel {
   private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
   private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
   private static final ValueLayout.OfShort I16_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(LE);
+  private static final VectorShuffle<Float> FOLD_8 = fold(8);
+  private static final VectorShuffle<Float> FOLD_4 = fold(4);
+  private static final VectorShuffle<Float> FOLD_2 = fold(2);
+  private static final VectorShuffle<Float> FOLD_1 = fold(1);
 
   /** Bytes of reused rows (weights, or token inputs) to keep in cache while tiling. */
   private static final long BLOCK_BYTES = 128 * 1024;
@@ -366,15 +371,28 @@ final class RowKernelTemplate implements RowKernel {
   }
 
   /**
-   * Sums the lanes in a fixed order. {@code reduceLanes(ADD)} may add in a different order when
-   * compiled than when interpreted, which made results depend on JIT state; a fixed order keeps
-   * every result bitwise reproducible (greedy decoding must not depend on batching or warm-up).
+   * Sums the lanes in a fixed pairwise order, in registers: lane {@code i} gets lane {@code i ^
+   * half} added while {@code half} halves from {@code LANES / 2} to 1, then lane 0 holds the sum.
+   * {@code reduceLanes(ADD)} may add in a different order when compiled than when interpreted,
+   * which made results depend on JIT state; these lane-wise adds of fixed shuffles give the same
+   * bits either way, and each row's sum is a function of its accumulator alone, so results do not
+   * depend on the tile, the batch or the threads (greedy decoding must not depend on batching or
+   * warm-up).
    */
   private static float sum(FloatVector v) {
-    float s = 0f;
-    for (int i = 0; i < LANES; i++) {
-      s += v.lane(i);
+    if (LANES >= 16) {
+      v = v.add(v.rearrange(FOLD_8));
     }
-    return s;
+    if (LANES >= 8) {
+      v = v.add(v.rearrange(FOLD_4));
+    }
+    v = v.add(v.rearrange(FOLD_2));
+    v = v.add(v.rearrange(FOLD_1));
+    return v.lane(0);
+  }
+
+  /** The shuffle pairing lane {@code i} with lane {@code i ^ half}; null where too wide. */
+  private static VectorShuffle<Float> fold(int half) {
+    return half < LANES ? VectorShuffle.fromOp(F, i -> i ^ half) : null;
   }
 }

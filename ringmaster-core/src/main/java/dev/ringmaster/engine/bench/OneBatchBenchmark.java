@@ -14,17 +14,54 @@ import java.util.SplittableRandom;
 /**
  * Static-batch latency benchmark without a server, in the manner of {@code sglang.bench_one_batch}:
  * for each batch size, one prefill of {@code batch} random prompts of {@code inputLen} tokens, then
- * {@code outputLen} greedy decode steps of the whole batch. As there, a warm-up of the same prompts
- * (a prefill and up to {@link #WARMUP_DECODE_STEPS} decode steps, into caches that are then
- * dropped) runs first for every batch size and is not timed: a first launch pays one-off costs
- * (GEMM heuristics, kernels and graphs loaded on first use, JIT) that a running server has already
- * paid for each shape, and the batch size listed first would otherwise carry them.
+ * {@code outputLen} greedy decode steps of the whole batch. A {@link Warmup} of the same prompts
+ * (prefills, then decode steps, into caches that are then dropped) runs first for every batch size
+ * and is not timed: a first launch pays one-off costs (GEMM heuristics, kernels and graphs loaded
+ * on first use, JIT compilation) that a running server has already paid for each shape, and the
+ * batch size listed first would otherwise carry them. The JVM compiles the CPU kernels' hottest
+ * loops only after hundreds of forward steps, so the default warm-up is long enough for the CPU
+ * figures to be steady state.
  */
 public final class OneBatchBenchmark {
-  /** Untimed decode steps before each batch size's timed ones (fewer when outputLen is less). */
-  public static final int WARMUP_DECODE_STEPS = 32;
+  /**
+   * The untimed work before each batch size's timed steps: {@code rounds} rounds, each a prefill of
+   * the batch's prompts and {@code decodeSteps} decode steps of the whole batch. Prefill and decode
+   * share the kernels, so rounds alternate them as a timed run does: the JIT then compiles code
+   * profiled on both shapes instead of recompiling when the timed prefill follows a long decode.
+   *
+   * @param rounds rounds of a prefill and decode steps, at least 1
+   * @param decodeSteps decode steps per round, at least 0
+   */
+  public record Warmup(int rounds, int decodeSteps) {
+    /**
+     * The default: on the embedded model on a 2-core CPU, a batch size timed after this much
+     * warm-up measures within noise of one timed again after it (the JIT has compiled the kernels).
+     */
+    public static final Warmup DEFAULT = new Warmup(4, 64);
 
-  private OneBatchBenchmark() {}
+    /** Checks the counts. */
+    public Warmup {
+      if (rounds < 1) {
+        throw new IllegalArgumentException(
+            "--warmup-rounds must be at least 1 (the timed prefill must not be the first), got "
+                + rounds);
+      }
+      if (decodeSteps < 0) {
+        throw new IllegalArgumentException(
+            "--warmup-decode-steps must not be negative, got " + decodeSteps);
+      }
+    }
+
+    /** One line for the benchmark's output. */
+    public String describe() {
+      return "warm-up per batch size (untimed): "
+          + rounds
+          + (rounds == 1 ? " round" : " rounds")
+          + " of a prefill and "
+          + decodeSteps
+          + " decode steps of the same prompts";
+    }
+  }
 
   /**
    * One batch size's figures.
@@ -82,13 +119,25 @@ public final class OneBatchBenchmark {
     }
   }
 
-  /** Runs every batch size; progress lines go to {@code log}. */
+  /** Runs every batch size after the {@link Warmup#DEFAULT} warm-up; see the other overload. */
   public static List<Result> run(
       LanguageModel model,
       List<Integer> batchSizes,
       int inputLen,
       int outputLen,
       long seed,
+      PrintStream log) {
+    return run(model, batchSizes, inputLen, outputLen, seed, Warmup.DEFAULT, log);
+  }
+
+  /** Runs every batch size, each after {@code warmup}; progress lines go to {@code log}. */
+  public static List<Result> run(
+      LanguageModel model,
+      List<Integer> batchSizes,
+      int inputLen,
+      int outputLen,
+      long seed,
+      Warmup warmup,
       PrintStream log) {
     int vocab = model.config().vocabSize();
     if (model instanceof StepProfileReporting p) {
@@ -105,6 +154,7 @@ public final class OneBatchBenchmark {
               + model.config().maxPositionEmbeddings()
               + ")");
     }
+    log.println(warmup.describe());
     List<Result> results = new ArrayList<>();
     SplittableRandom random = new SplittableRandom(seed);
     for (int b : batchSizes) {
@@ -125,26 +175,7 @@ public final class OneBatchBenchmark {
       for (int s = 0; s < b; s++) {
         caches[s] = model.newCache();
       }
-      KvCache[] warmup = new KvCache[b];
-      for (int s = 0; s < b; s++) {
-        warmup[s] = model.newCache();
-      }
-      int[] warm =
-          model.forwardGreedy(tokens, new BatchLayout(starts, positions), warmup, lastRows);
-      int[] warmStarts = new int[b + 1];
-      int[] warmRows = new int[b];
-      for (int s = 0; s < b; s++) {
-        warmStarts[s + 1] = s + 1;
-        warmRows[s] = s;
-      }
-      for (int step = 0; step < Math.min(WARMUP_DECODE_STEPS, outputLen); step++) {
-        int[] pos = new int[b];
-        Arrays.fill(pos, inputLen + step);
-        warm = model.forwardGreedy(warm, new BatchLayout(warmStarts, pos), warmup, warmRows);
-      }
-      for (KvCache c : warmup) {
-        c.close();
-      }
+      warmUp(model, tokens, new BatchLayout(starts, positions), lastRows, inputLen, warmup);
       if (model instanceof StepProfileReporting p) {
         p.takeStepProfiles(); // the profile of a batch size is that of its timed steps
       }
@@ -206,5 +237,60 @@ public final class OneBatchBenchmark {
       results.add(r);
     }
     return results;
+  }
+
+  /** Runs {@code warmup} on the batch's prompts into caches that are dropped afterwards. */
+  private static void warmUp(
+      LanguageModel model,
+      int[] tokens,
+      BatchLayout prompts,
+      int[] lastRows,
+      int inputLen,
+      Warmup warmup) {
+    int b = lastRows.length;
+    int[] starts = new int[b + 1];
+    int[] rows = new int[b];
+    for (int s = 0; s < b; s++) {
+      starts[s + 1] = s + 1;
+      rows[s] = s;
+    }
+    // A round's decode steps that would pass the context restart from a new prefill.
+    int room = model.config().maxPositionEmbeddings() - inputLen;
+    for (int round = 0; round < warmup.rounds(); round++) {
+      KvCache[] caches = null;
+      try {
+        int[] next = null;
+        for (int step = 0; step < Math.max(1, warmup.decodeSteps()); step++) {
+          if (step % room == 0) {
+            closeAll(caches);
+            caches = newCaches(model, b);
+            next = model.forwardGreedy(tokens, prompts, caches, lastRows);
+          }
+          if (step < warmup.decodeSteps()) {
+            int[] pos = new int[b];
+            Arrays.fill(pos, inputLen + step % room);
+            next = model.forwardGreedy(next, new BatchLayout(starts, pos), caches, rows);
+          }
+        }
+      } finally {
+        closeAll(caches);
+      }
+    }
+  }
+
+  private static void closeAll(KvCache[] caches) {
+    if (caches != null) {
+      for (KvCache c : caches) {
+        c.close();
+      }
+    }
+  }
+
+  private static KvCache[] newCaches(LanguageModel model, int n) {
+    KvCache[] caches = new KvCache[n];
+    for (int s = 0; s < n; s++) {
+      caches[s] = model.newCache();
+    }
+    return caches;
   }
 }

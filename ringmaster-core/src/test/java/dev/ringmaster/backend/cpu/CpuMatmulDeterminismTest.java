@@ -5,9 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ringmaster.backend.DType;
 import java.lang.foreign.Arena;
 import java.util.Arrays;
+import java.util.List;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Tiling and threading must not change the arithmetic: every (row, token) result is bitwise the
@@ -21,12 +25,15 @@ class CpuMatmulDeterminismTest {
     CpuKernels.setThreads(Runtime.getRuntime().availableProcessors());
   }
 
+  static Stream<Arguments> dtypesAndWidths() {
+    return Stream.of(DType.F32, DType.BF16, DType.F16)
+        .flatMap(d -> IntStream.of(128, 256, 512).mapToObj(bits -> Arguments.of(d, bits)));
+  }
+
   @ParameterizedTest
-  @EnumSource(
-      value = DType.class,
-      names = {"F32", "BF16", "F16"})
-  void batchAndThreadsDoNotChangeResults(DType dtype) {
-    CpuKernels.setVectorBits(256);
+  @MethodSource("dtypesAndWidths")
+  void batchAndThreadsDoNotChangeResults(DType dtype, int bits) {
+    CpuKernels.setVectorBits(bits);
     int rows = 203;
     int cols = 1501;
     int n = 23;
@@ -49,6 +56,32 @@ class CpuMatmulDeterminismTest {
         assertThat(one)
             .as("token %d", t)
             .isEqualTo(Arrays.copyOfRange(batched, t * rows, (t + 1) * rows));
+      }
+    }
+  }
+
+  /** An expert's gathered tokens (as MoE runs them) give each token's solo result bitwise. */
+  @ParameterizedTest
+  @MethodSource("dtypesAndWidths")
+  void gatheredTokenListsMatchSoloProducts(DType dtype, int bits) {
+    CpuKernels.setVectorBits(bits);
+    CpuKernels.setThreads(2);
+    int rows = 64;
+    int cols = 256;
+    int n = 9;
+    int[] picked = {7, 0, 3, 8, 5};
+    try (Arena arena = Arena.ofShared()) {
+      CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 11);
+      float[] x = TestMatrices.randomInputs(n * cols, 12);
+      float[] gathered = new float[picked.length * rows];
+      CpuMatmul.matmulMany(List.of(new CpuMatmul.Job(w, x, picked, gathered)));
+      for (int k = 0; k < picked.length; k++) {
+        float[] one = new float[rows];
+        int t = picked[k];
+        CpuMatmul.matmul(one, Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, w);
+        assertThat(Arrays.copyOfRange(gathered, k * rows, (k + 1) * rows))
+            .as("token %d", t)
+            .isEqualTo(one);
       }
     }
   }

@@ -34,6 +34,8 @@ class CpuMatmulManyTest {
         CpuMatrix w = TestMatrices.random(arena, dtypes[e], rows[e], cols, 100 + e);
         jobs.add(new CpuMatmul.Job(w, x, routes[e], new float[routes[e].length * rows[e]]));
       }
+      // As after timing slow products: every call is worth splitting, so the chunks run parallel.
+      CpuKernels.pool().costModel().observe(1, 1_000_000, false);
       assertThat(MatmulPlan.of(jobs, CpuKernels.pool()).parallel()).isTrue();
       CpuMatmul.matmulMany(jobs);
       for (CpuMatmul.Job job : jobs) {
@@ -64,11 +66,21 @@ class CpuMatmulManyTest {
   }
 
   @Test
-  void smallProductsStayOnTheCallingThread() {
-    try (Arena arena = Arena.ofShared()) {
-      CpuMatrix w = TestMatrices.random(arena, DType.BF16, 64, 64, 1);
-      List<CpuMatmul.Job> jobs = List.of(CpuMatmul.Job.of(w, new float[64], 1, new float[64]));
-      assertThat(MatmulPlan.of(jobs, CpuKernels.pool()).parallel()).isFalse();
+  void productsGoParallelOnlyWhenTheCostModelSaysSplittingPays() {
+    try (Arena arena = Arena.ofShared();
+        CpuThreadPool pool = new CpuThreadPool(2)) {
+      CpuMatrix small = TestMatrices.random(arena, DType.BF16, 64, 64, 1);
+      CpuMatrix big = TestMatrices.random(arena, DType.BF16, 1024, 256, 1);
+      List<CpuMatmul.Job> smallJobs =
+          List.of(CpuMatmul.Job.of(small, new float[64], 1, new float[64]));
+      List<CpuMatmul.Job> bigJobs =
+          List.of(CpuMatmul.Job.of(big, new float[256], 1, new float[1024]));
+      assertThat(MatmulPlan.of(bigJobs, pool).parallel()).as("nothing timed yet").isFalse();
+      // A rate at which splitting 64x64 saves a quarter of a region and 1024x256 saves 16.
+      double rate = pool.costModel().regionNanos() / (64 * 64 * 0.5) / 4;
+      pool.costModel().observe(1000, (long) Math.ceil(rate * 1000), false);
+      assertThat(MatmulPlan.of(smallJobs, pool).parallel()).isFalse();
+      assertThat(MatmulPlan.of(bigJobs, pool).parallel()).isTrue();
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.ringmaster.engine.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.BatchLayout;
@@ -63,13 +64,47 @@ class OneBatchProfileTest {
   }
 
   @Test
-  void eachBatchSizeRunsAnUntimedPrefillAndDecodeStepsFirst() throws Exception {
+  void eachBatchSizeRunsItsWarmupPrefillsAndDecodeStepsFirst() throws Exception {
     try (Profiled m =
         new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
-      OneBatchBenchmark.run(m, List.of(2), 3, 4, 7, new PrintStream(new ByteArrayOutputStream()));
-      // a warm-up prefill of 2 x 3 tokens and 4 warm-up decode steps of 2 tokens, then the same
-      // timed
-      assertThat(m.callsByTokens).containsExactly(Map.entry(6, 2), Map.entry(2, 8));
+      OneBatchBenchmark.run(
+          m,
+          List.of(2),
+          3,
+          4,
+          7,
+          new OneBatchBenchmark.Warmup(3, 5),
+          new PrintStream(new ByteArrayOutputStream()));
+      // 3 warm-up rounds of a prefill of 2 x 3 tokens and 5 decode steps of 2 tokens, then the
+      // timed prefill and 4 timed decode steps
+      assertThat(m.callsByTokens).containsExactly(Map.entry(6, 4), Map.entry(2, 19));
     }
+  }
+
+  @Test
+  void warmupDecodeStepsBeyondTheContextRestartFromThePrompt() throws Exception {
+    try (Profiled m =
+        new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
+      int context = m.config().maxPositionEmbeddings();
+      int inputLen = context - 4; // room for 4 decode steps per prefill
+      OneBatchBenchmark.run(
+          m,
+          List.of(1),
+          inputLen,
+          2,
+          7,
+          new OneBatchBenchmark.Warmup(1, 10),
+          new PrintStream(new ByteArrayOutputStream()));
+      // 10 warm-up steps in runs of 4 need 3 prefills; then the timed prefill and 2 steps
+      assertThat(m.callsByTokens).containsExactly(Map.entry(inputLen, 4), Map.entry(1, 12));
+    }
+  }
+
+  @Test
+  void theWarmupNeedsAPrefillAndNoNegativeSteps() {
+    assertThatThrownBy(() -> new OneBatchBenchmark.Warmup(0, 4))
+        .hasMessageContaining("--warmup-rounds must be at least 1");
+    assertThatThrownBy(() -> new OneBatchBenchmark.Warmup(1, -1))
+        .hasMessageContaining("--warmup-decode-steps must not be negative");
   }
 }

@@ -1,15 +1,17 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
-import java.util.stream.IntStream;
 
 /**
  * The CPU's grouped-query attention core (Qwen3-MoE), after the projections and the per-head query
  * and key norms: rotates queries and keys, appends keys and values of the KV heads to the caches
- * and attends.
+ * and attends, the (token, head) pairs spread over the CPU kernels' threads by {@link
+ * AttentionSplit}.
  */
 final class CpuGqaAttention {
   private final RopeTable rope;
@@ -50,27 +52,29 @@ final class CpuGqaAttention {
     float[] attn = new float[t * heads * headDim];
     int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;
-    IntStream.range(0, t * heads)
-        .parallel()
-        .forEach(
-            job -> {
-              int i = job / heads;
-              int h = job % heads;
-              KvCache cache = caches[seqOf[i]];
-              float[] keys = cache.a(layer);
-              float[] values = cache.b(layer);
-              int kvOff = (h / group) * headDim;
-              int len = layout.positions()[i] + 1;
-              int qOff = (i * heads + h) * headDim;
-              float[] scores = new float[len];
-              for (int s = 0; s < len; s++) {
-                scores[s] = CpuOps.dot(q, qOff, keys, s * kvWidth + kvOff, headDim) * scale;
-              }
-              CpuOps.softmax(scores, 0, len);
-              for (int s = 0; s < len; s++) {
-                CpuOps.axpy(scores[s], values, s * kvWidth + kvOff, attn, qOff, headDim);
-              }
-            });
+    AttentionSplit split = AttentionSplit.of(t, heads);
+    CpuKernels.parallelFor(
+        split.tasks(),
+        task -> {
+          for (int job = split.firstJob(task); job < split.endJob(task); job++) {
+            int i = job / heads;
+            int h = job % heads;
+            KvCache cache = caches[seqOf[i]];
+            float[] keys = cache.a(layer);
+            float[] values = cache.b(layer);
+            int kvOff = (h / group) * headDim;
+            int len = layout.positions()[i] + 1;
+            int qOff = (i * heads + h) * headDim;
+            float[] scores = new float[len];
+            for (int s = 0; s < len; s++) {
+              scores[s] = VectorMath.dot(q, qOff, keys, s * kvWidth + kvOff, headDim) * scale;
+            }
+            CpuOps.softmax(scores, 0, len);
+            for (int s = 0; s < len; s++) {
+              VectorMath.axpy(scores[s], values, s * kvWidth + kvOff, attn, qOff, headDim);
+            }
+          }
+        });
     return attn;
   }
 }

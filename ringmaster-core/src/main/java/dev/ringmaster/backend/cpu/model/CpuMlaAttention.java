@@ -1,11 +1,12 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
-import java.util.stream.IntStream;
 
 /**
  * The CPU's multi-head latent attention core (DeepSeek-V2/V3) in the absorbed form, after the query
@@ -13,6 +14,8 @@ import java.util.stream.IntStream;
  * and shared rotary keys to the caches, projects each query head into latent space through its
  * slice of {@code kv_b_proj} (W_UK), attends over latents and projects the latent context back
  * through the value slice (W_UV). Mathematically equal to the expanded form transformers computes.
+ * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them;
+ * each pair's arithmetic is the same however they are grouped.
  */
 final class CpuMlaAttention {
   /**
@@ -76,15 +79,17 @@ final class CpuMlaAttention {
     KvCache.storeNewTokens(layout, caches, layer, kva, kvaWidth, 0, kva, kvaWidth, kvLora);
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
-    IntStream.range(0, t * heads)
-        .parallel()
-        .forEach(
-            job -> {
-              int i = job / heads;
-              int h = job % heads;
-              int[] sel = selected == null ? null : selected[i];
-              attendOne(q, i, h, layout.positions()[i], sel, caches[seqOf[i]], layer, kvB, attn);
-            });
+    AttentionSplit split = AttentionSplit.of(t, heads);
+    CpuKernels.parallelFor(
+        split.tasks(),
+        task -> {
+          for (int job = split.firstJob(task); job < split.endJob(task); job++) {
+            int i = job / heads;
+            int h = job % heads;
+            int[] sel = selected == null ? null : selected[i];
+            attendOne(q, i, h, layout.positions()[i], sel, caches[seqOf[i]], layer, kvB, attn);
+          }
+        });
     return attn;
   }
 
@@ -104,8 +109,7 @@ final class CpuMlaAttention {
     // q_lat = W_UK[h]^T q_nope
     float[] qLat = new float[kvLora];
     for (int d = 0; d < nope; d++) {
-      float qd = q[qOff + d];
-      CpuOps.axpy(qd, kvB, (rowBase + d) * kvLora, qLat, 0, kvLora);
+      VectorMath.axpy(q[qOff + d], kvB, (rowBase + d) * kvLora, qLat, 0, kvLora);
     }
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
@@ -113,19 +117,19 @@ final class CpuMlaAttention {
     float[] scores = new float[len];
     for (int j = 0; j < len; j++) {
       int s = sel == null ? j : sel[j];
-      float sc = CpuOps.dot(qLat, 0, latents, s * kvLora, kvLora);
-      sc += CpuOps.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
+      float sc = VectorMath.dot(qLat, 0, latents, s * kvLora, kvLora);
+      sc += VectorMath.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
       scores[j] = sc * scale;
     }
     CpuOps.softmax(scores, 0, len);
     float[] ctx = new float[kvLora];
     for (int j = 0; j < len; j++) {
       int s = sel == null ? j : sel[j];
-      CpuOps.axpy(scores[j], latents, s * kvLora, ctx, 0, kvLora);
+      VectorMath.axpy(scores[j], latents, s * kvLora, ctx, 0, kvLora);
     }
     int outOff = (i * heads + h) * vDim;
     for (int d = 0; d < vDim; d++) {
-      attn[outOff + d] = CpuOps.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
+      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
     }
   }
 

@@ -1,0 +1,85 @@
+package dev.ringmaster.backend.cpu;
+
+/**
+ * Decides whether a product is worth a parallel region, from two costs measured on this machine and
+ * kept up to date: how long a unit of matmul work takes on one thread (a moving average of the
+ * products run serially) and what a region costs beyond its work (waking the workers and waiting
+ * for the last: timed when the pool starts, then a moving average of what the parallel products
+ * took beyond their share of work). A product goes parallel when splitting it saves more time than
+ * a region costs: {@code rate * cost * (1 - 1/threads) > regionNanos}. On a busy machine regions
+ * get slower (a worker waits for a core) and fewer products go parallel. Until a first product has
+ * been timed, and for one product in {@link #EXPLORE_EVERY} that would go parallel, products run
+ * serially, so the rate keeps being measured.
+ *
+ * <p>Plans only decide where rows are computed, never how: results are the same either way, so the
+ * racy updates of the averages (several callers may time products at once) cannot change outputs.
+ */
+final class ParallelCostModel {
+  /** Weight of a new timing in a moving average: about the last 20 timings count. */
+  private static final double NEW_SAMPLE_WEIGHT = 0.05;
+
+  /** One product in this many that would go parallel runs serially to time the rate. */
+  static final int EXPLORE_EVERY = 64;
+
+  private final int threads;
+  private volatile double nanosPerCost = Double.NaN;
+  private volatile double regionNanos;
+  private int decisions;
+
+  /**
+   * A model for {@code threads} threads whose parallel region was measured at {@code regionNanos}.
+   *
+   * @param threads threads of a region, the caller included
+   * @param regionNanos the measured cost of an empty region, in nanoseconds
+   */
+  ParallelCostModel(int threads, double regionNanos) {
+    if (threads < 1 || !(regionNanos >= 0)) {
+      throw new IllegalArgumentException(
+          "threads must be at least 1 and the region cost non-negative, got "
+              + threads
+              + " and "
+              + regionNanos);
+    }
+    this.threads = threads;
+    this.regionNanos = regionNanos;
+  }
+
+  /** Whether a product of {@code cost} units is worth a parallel region, as the costs stand. */
+  boolean pays(double cost) {
+    double rate = nanosPerCost;
+    return threads > 1 && !Double.isNaN(rate) && rate * cost * (1 - 1.0 / threads) > regionNanos;
+  }
+
+  /** Whether the next product of {@code cost} units should run parallel ({@link #pays}, or not). */
+  boolean parallel(double cost) {
+    return pays(cost) && ++decisions % EXPLORE_EVERY != 0;
+  }
+
+  /**
+   * Learns from a product of {@code cost} units that took {@code nanos}, on the pool's threads
+   * ({@code parallel}) or on the caller alone.
+   */
+  void observe(double cost, long nanos, boolean parallel) {
+    if (cost <= 0) {
+      return;
+    }
+    double rate = nanosPerCost;
+    if (!parallel) {
+      double sample = nanos / cost;
+      nanosPerCost = Double.isNaN(rate) ? sample : rate + NEW_SAMPLE_WEIGHT * (sample - rate);
+    } else if (!Double.isNaN(rate)) {
+      double overhead = Math.max(0, nanos - rate * cost / threads);
+      regionNanos = regionNanos + NEW_SAMPLE_WEIGHT * (overhead - regionNanos);
+    }
+  }
+
+  /** The learned nanoseconds per unit of cost on one thread; NaN before the first product. */
+  double nanosPerCost() {
+    return nanosPerCost;
+  }
+
+  /** The current estimate of what one parallel region costs, in nanoseconds. */
+  double regionNanos() {
+    return regionNanos;
+  }
+}

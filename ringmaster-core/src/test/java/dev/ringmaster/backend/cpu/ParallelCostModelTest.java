@@ -1,0 +1,72 @@
+package dev.ringmaster.backend.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.assertj.core.data.Offset;
+import org.junit.jupiter.api.Test;
+
+/** The parallel-or-serial decision follows the measured region cost and the learned work rate. */
+class ParallelCostModelTest {
+  @Test
+  void serialUntilAProductHasBeenTimed() {
+    assertThat(new ParallelCostModel(2, 1000).pays(1e12)).isFalse();
+  }
+
+  @Test
+  void parallelWhenTheTimeSavedExceedsTheRegionCost() {
+    ParallelCostModel m = new ParallelCostModel(2, 2000);
+    m.observe(1000, 1000, false); // 1 ns per unit
+    // two threads save half the time: 0.5 * cost against a 2000 ns region
+    assertThat(m.pays(3900)).isFalse();
+    assertThat(m.pays(4100)).isTrue();
+    ParallelCostModel four = new ParallelCostModel(4, 2000);
+    four.observe(1000, 1000, false);
+    assertThat(four.pays(3000)).as("four threads save three quarters").isTrue();
+  }
+
+  @Test
+  void slowParallelRegionsRaiseTheRegionCost() {
+    ParallelCostModel m = new ParallelCostModel(2, 2000);
+    m.observe(10_000, 5000, false); // 0.5 ns per unit: 2500 ns per thread for 10_000 units
+    m.observe(10_000, 2500 + 22_000, true); // the region took 22 us beyond its work
+    assertThat(m.nanosPerCost()).isCloseTo(0.5, Offset.offset(1e-12));
+    assertThat(m.regionNanos()).isCloseTo(2000 + 0.05 * 20_000, Offset.offset(1e-9));
+  }
+
+  @Test
+  void someProductsThatWouldGoParallelRunSeriallyToKeepTimingTheRate() {
+    ParallelCostModel m = new ParallelCostModel(2, 0);
+    m.observe(1, 1, false);
+    int serial = 0;
+    for (int i = 0; i < 10 * ParallelCostModel.EXPLORE_EVERY; i++) {
+      serial += m.parallel(1000) ? 0 : 1;
+    }
+    assertThat(serial).isEqualTo(10);
+  }
+
+  @Test
+  void oneThreadNeverGoesParallel() {
+    ParallelCostModel m = new ParallelCostModel(1, 0);
+    m.observe(1, 1_000_000, false);
+    assertThat(m.pays(1e12)).isFalse();
+  }
+
+  @Test
+  void aPoolMeasuresItsRegionCost() {
+    try (CpuThreadPool pool = new CpuThreadPool(2)) {
+      assertThat(pool.costModel().regionNanos()).isPositive().isLessThan(1e8);
+    }
+    try (CpuThreadPool pool = new CpuThreadPool(1)) {
+      assertThat(pool.costModel().regionNanos()).isZero();
+    }
+  }
+
+  @Test
+  void rejectsNonsense() {
+    assertThatThrownBy(() -> new ParallelCostModel(0, 1))
+        .hasMessageContaining("threads must be at least 1");
+    assertThatThrownBy(() -> new ParallelCostModel(2, Double.NaN))
+        .hasMessageContaining("region cost non-negative");
+  }
+}
