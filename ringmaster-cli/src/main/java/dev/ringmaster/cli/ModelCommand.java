@@ -91,7 +91,10 @@ final class ModelCommand implements Runnable {
     @Option(names = "--out", required = true, description = "Output model directory.")
     Path out;
 
-    @Option(names = "--format", required = true, description = "fp8 or nvfp4.")
+    @Option(
+        names = {"--to", "--format"},
+        required = true,
+        description = "fp8 or nvfp4.")
     String format;
 
     @Option(

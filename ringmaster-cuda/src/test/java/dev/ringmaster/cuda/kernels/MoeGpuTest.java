@@ -153,7 +153,11 @@ class MoeGpuTest {
     "64,13,4,72,40,true,64", // K not a multiple of 32, one expert with 64 tokens (2 passes)
     "200,33,6,128,80,false,120", // 120 tokens on expert 0: passes of 32, 32, 32, 24
     "40,64,6,256,176,false,0", // experts with no token
-    "9,160,8,64,8,true,0" // inter 8: one 16-byte unit per row
+    "9,160,8,64,8,true,0", // inter 8: one 16-byte unit per row
+    // the deepseek_v3_bf16 fixture's shape over one prefill step of more than 128 tokens
+    "129,8,2,64,8,false,0",
+    "130,8,2,64,8,true,0",
+    "129,8,2,64,8,false,33" // expert 0: a pass of 32, then one of a single token
   })
   void tensorCoreExpertsMatchTheReference(
       int n, int e, int k, int hidden, int inter, boolean acc, int hot) {
