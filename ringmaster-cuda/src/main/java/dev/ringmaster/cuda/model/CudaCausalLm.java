@@ -12,7 +12,6 @@ import dev.ringmaster.cuda.kernels.MoeKernels;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
-import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KernelTuning;
@@ -113,43 +112,6 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
   }
 
-  /**
-   * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
-   * (their kernels are the CPU's only), DeepSeek Sparse Attention models (no indexer kernels yet)
-   * and GQA shapes its kernels cannot take.
-   */
-  static void checkSupported(ModelConfig cfg) {
-    QuantizationConfig q = cfg.quantization();
-    if (q.quantized() && q.method() != QuantizationConfig.Method.FP8_BLOCK) {
-      throw new IllegalArgumentException(
-          "quantized checkpoints ("
-              + q.method()
-              + ", "
-              + q.source()
-              + ") run on the CPU backend only; the GPU backend runs DeepSeek FP8 block-scaled"
-              + " checkpoints; use --device cpu");
-    }
-    if (q.quantized()
-        && (q.blockRows() != Fp8BlockLayout.BLOCK || q.blockCols() != Fp8BlockLayout.BLOCK)) {
-      throw new IllegalArgumentException(
-          q.source()
-              + ": weight_block_size ["
-              + q.blockRows()
-              + ", "
-              + q.blockCols()
-              + "]: the GPU's FP8 kernels take 128x128 blocks only; use --device cpu");
-    }
-    if (cfg.architecture().usesSparseAttention()) {
-      throw new IllegalArgumentException(
-          cfg.architecture().modelType()
-              + " uses DeepSeek Sparse Attention, which runs on the CPU backend only;"
-              + " use --device cpu");
-    }
-    if (!cfg.architecture().usesMla()) {
-      GpuGqaAttention.checkShape(cfg);
-    }
-  }
-
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
   void setUpRank() {
     setUp();
@@ -174,7 +136,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
     }
     ModelConfig cfg = ModelConfigParser.parse(dir);
-    checkSupported(cfg);
+    GpuModelSupport.check(cfg);
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
     CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);

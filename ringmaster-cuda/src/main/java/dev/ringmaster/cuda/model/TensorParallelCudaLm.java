@@ -213,7 +213,7 @@ public final class TensorParallelCudaLm
               + " runs on one GPU; tensor parallelism on GPUs is for MLA models only"
               + " (DeepSeek-V2/V3): use --tp-size 1, or --device cpu");
     }
-    CudaCausalLm.checkSupported(cfg);
+    GpuModelSupport.check(cfg);
     if (cfg.quantization().quantized()) {
       throw new IllegalArgumentException(
           "FP8 checkpoints ("

@@ -78,10 +78,9 @@ class Fp8BlockLayoutTest {
 
   @Test
   void theGpuTakesFp8BlockCheckpointsAndRefusesTheOthersAndTensorParallelism() {
-    CudaCausalLm.checkSupported(ModelConfigParser.parse(fixture("deepseek_v3_fp8")));
+    GpuModelSupport.check(ModelConfigParser.parse(fixture("deepseek_v3_fp8")));
     assertThatThrownBy(
-            () ->
-                CudaCausalLm.checkSupported(ModelConfigParser.parse(fixture("deepseek_v3_nvfp4"))))
+            () -> GpuModelSupport.check(ModelConfigParser.parse(fixture("deepseek_v3_nvfp4"))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("NVFP4")
         .hasMessageContaining("--device cpu");

@@ -23,18 +23,18 @@ class GpuModelSupportTest {
 
   @Test
   void nvfp4CheckpointsAreRefusedNamingTheCpuAndFp8BlockOnesAccepted() {
-    assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("quantized", "deepseek_v3_nvfp4")))
+    assertThatThrownBy(() -> GpuModelSupport.check(config("quantized", "deepseek_v3_nvfp4")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("quantized checkpoints")
         .hasMessageContaining("use --device cpu");
-    assertThatCode(() -> CudaCausalLm.checkSupported(config("quantized", "deepseek_v3_fp8")))
+    assertThatCode(() -> GpuModelSupport.check(config("quantized", "deepseek_v3_fp8")))
         .doesNotThrowAnyException();
   }
 
   @Test
   void sparseAttentionModelsAreRefusedNamingTheCpu() {
     for (String name : new String[] {"deepseek_v32_dsa", "glm_moe_dsa_shared"}) {
-      assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("golden", name)))
+      assertThatThrownBy(() -> GpuModelSupport.check(config("golden", name)))
           .as(name)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("DeepSeek Sparse Attention")
@@ -44,7 +44,7 @@ class GpuModelSupportTest {
 
   @Test
   void gqaHeadSizesTheKernelsCannotTakeAreRefused() {
-    assertThatThrownBy(() -> CudaCausalLm.checkSupported(config("golden", "qwen3_moe_untied")))
+    assertThatThrownBy(() -> GpuModelSupport.check(config("golden", "qwen3_moe_untied")))
         .hasMessageContaining("head dims that are multiples of 8");
   }
 
@@ -52,7 +52,7 @@ class GpuModelSupportTest {
   void supportedModelsPass() {
     for (String name :
         new String[] {"deepseek_v3_bf16", "deepseek_v2_sharded", "qwen3_moe_basic"}) {
-      assertThatCode(() -> CudaCausalLm.checkSupported(config("golden", name)))
+      assertThatCode(() -> GpuModelSupport.check(config("golden", name)))
           .as(name)
           .doesNotThrowAnyException();
     }

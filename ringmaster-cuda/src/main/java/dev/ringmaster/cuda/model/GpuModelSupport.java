@@ -1,0 +1,46 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.QuantizationConfig;
+
+/** What the GPU backend runs, checked from a model's configuration before anything loads. */
+final class GpuModelSupport {
+  private GpuModelSupport() {}
+
+  /**
+   * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
+   * (their kernels are the CPU's only), DeepSeek Sparse Attention models (no indexer kernels yet)
+   * and GQA shapes its kernels cannot take.
+   */
+  static void check(ModelConfig cfg) {
+    QuantizationConfig q = cfg.quantization();
+    if (q.quantized() && q.method() != QuantizationConfig.Method.FP8_BLOCK) {
+      throw new IllegalArgumentException(
+          "quantized checkpoints ("
+              + q.method()
+              + ", "
+              + q.source()
+              + ") run on the CPU backend only; the GPU backend runs DeepSeek FP8 block-scaled"
+              + " checkpoints; use --device cpu");
+    }
+    if (q.quantized()
+        && (q.blockRows() != Fp8BlockLayout.BLOCK || q.blockCols() != Fp8BlockLayout.BLOCK)) {
+      throw new IllegalArgumentException(
+          q.source()
+              + ": weight_block_size ["
+              + q.blockRows()
+              + ", "
+              + q.blockCols()
+              + "]: the GPU's FP8 kernels take 128x128 blocks only; use --device cpu");
+    }
+    if (cfg.architecture().usesSparseAttention()) {
+      throw new IllegalArgumentException(
+          cfg.architecture().modelType()
+              + " uses DeepSeek Sparse Attention, which runs on the CPU backend only;"
+              + " use --device cpu");
+    }
+    if (!cfg.architecture().usesMla()) {
+      GpuGqaAttention.checkShape(cfg);
+    }
+  }
+}
