@@ -86,6 +86,8 @@ class TuneCommandTest {
     assertThat(t.get("metrics").get("output_throughput").asDouble()).isPositive();
     assertThat(r.out()).contains("goodput: output tokens per second of the requests meeting");
     assertThat(r.out()).contains("TTFT <= 100000 ms and TPOT <= 0.001 ms");
+    assertThat(r.out()).contains("| median goodput tok/s |", "| output tok/s |", "| SLO met |");
+    assertThat(r.out()).contains("| 0% |");
   }
 
   @Test

@@ -63,12 +63,15 @@ final class TuneChart {
         sampleY.add(s);
       }
     }
-    c.addSeries("median", ranks, medians)
-        .setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter)
-        .setMarker(SeriesMarkers.DIAMOND);
+    // the repeats first, so each median's diamond is drawn over its repeat
     c.addSeries("repeats", sampleX, sampleY)
         .setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter)
         .setMarker(SeriesMarkers.CIRCLE);
+    c.addSeries("median", ranks, medians)
+        .setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter)
+        .setMarker(SeriesMarkers.DIAMOND);
+    c.getStyler().setXAxisMin(0.5);
+    c.getStyler().setXAxisMax(v.ranked().size() + 0.5);
     Path parent = file.toAbsolutePath().getParent();
     if (parent != null) {
       Files.createDirectories(parent);

@@ -67,28 +67,39 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
     if (!v.ranked().isEmpty()) {
       sb.append("![trials by objective](").append(CHART).append(")\n\n");
     }
-    sb.append("| rank | settings | ")
-        .append(obj.unit())
-        .append(" | spread | runs | output tok/s | req/s | median TTFT ms | median TPOT ms |")
-        .append(" SLO met | wall s |\n");
-    sb.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    boolean throughputColumn = obj.kind() != Objective.Kind.THROUGHPUT;
+    boolean sloColumn = obj.sloTtftMs() != null || obj.sloTpotMs() != null;
+    sb.append("| rank | settings | median ").append(obj.unit()).append(" | spread | runs |");
+    sb.append(throughputColumn ? " output tok/s |" : "");
+    sb.append(" req/s | median TTFT ms | median TPOT ms |");
+    sb.append(sloColumn ? " SLO met |" : "").append(" wall s |\n");
+    sb.append("|---:|---|---:|---:|---:|").append(throughputColumn ? "---:|" : "");
+    sb.append("---:|---:|---:|").append(sloColumn ? "---:|" : "").append("---:|\n");
     int rank = 1;
     for (TrialResult r : v.ranked()) {
       sb.append(
           String.format(
               Locale.ROOT,
-              "| %d | `%s` | %.1f | %.1f | %d | %.1f | %.2f | %.1f | %.1f | %.0f%% | %.1f |%n",
+              "| %d | `%s` | %.1f | %.1f | %d |",
               rank++,
               r.id(),
               r.objective(),
               r.spread(),
-              r.samples().size(),
-              metric(r, "output_throughput"),
+              r.samples().size()));
+      if (throughputColumn) {
+        sb.append(String.format(Locale.ROOT, " %.1f |", metric(r, "output_throughput")));
+      }
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              " %.2f | %.1f | %.1f |",
               metric(r, "request_throughput"),
               metric(r, "median_ttft_ms"),
-              metric(r, "median_tpot_ms"),
-              100 * r.metrics().getOrDefault("slo_attainment", 1.0),
-              r.wallSeconds()));
+              metric(r, "median_tpot_ms")));
+      if (sloColumn) {
+        sb.append(String.format(Locale.ROOT, " %.0f%% |", 100 * metric(r, "slo_attainment")));
+      }
+      sb.append(String.format(Locale.ROOT, " %.1f |%n", r.wallSeconds()));
     }
     if (!failures().isEmpty()) {
       sb.append("\n## Failures\n\n| settings | status | phase | cause | exit | last error |\n");
