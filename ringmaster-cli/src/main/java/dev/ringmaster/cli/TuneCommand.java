@@ -1,6 +1,7 @@
 package dev.ringmaster.cli;
 
 import dev.ringmaster.tools.benchserve.BenchServeConfig;
+import dev.ringmaster.tools.tune.Objective;
 import dev.ringmaster.tools.tune.TuneConfig;
 import dev.ringmaster.tools.tune.TuneReport;
 import dev.ringmaster.tools.tune.TuneSpace;
@@ -66,7 +67,7 @@ final class TuneCommand implements Callable<Integer> {
   @Option(
       names = "--run-timeout",
       defaultValue = "600",
-      description = "Seconds one trial's benchmark may take (default: ${DEFAULT-VALUE}).")
+      description = "Seconds one benchmark run (one repeat) may take (default: ${DEFAULT-VALUE}).")
   int runTimeout;
 
   @Option(
@@ -113,6 +114,33 @@ final class TuneCommand implements Callable<Integer> {
   @Option(names = "--seed", defaultValue = "1", description = "Dataset and arrivals seed.")
   long seed;
 
+  @Option(
+      names = "--repeats",
+      defaultValue = "3",
+      description =
+          "Benchmark runs per trial against its server; the objective is their median and the"
+              + " noise their range (default: ${DEFAULT-VALUE}).")
+  int repeats;
+
+  @Option(
+      names = "--objective",
+      paramLabel = "throughput|goodput|latency",
+      description =
+          "What trials are ranked by: output tok/s, output tok/s of the requests meeting the SLOs,"
+              + " or median end-to-end latency (lower is better; set --max-concurrency)."
+              + " Default: goodput with an SLO, else throughput.")
+  String objective;
+
+  @Option(
+      names = "--slo-ttft-ms",
+      description = "A request meets the SLO only with a time to first token at most this.")
+  Double sloTtftMs;
+
+  @Option(
+      names = "--slo-tpot-ms",
+      description = "A request meets the SLO only with a time per output token at most this.")
+  Double sloTpotMs;
+
   @Parameters(paramLabel = "SERVE_FLAG", description = "Flags every trial's serve gets, after --.")
   List<String> fixed = new ArrayList<>();
 
@@ -127,6 +155,19 @@ final class TuneCommand implements Callable<Integer> {
     FlagChecks.atLeast("--startup-timeout", startupTimeout, 1);
     FlagChecks.atLeast("--run-timeout", runTimeout, 1);
     FlagChecks.atLeast("--num-prompts", numPrompts, 1);
+    FlagChecks.atLeast("--repeats", repeats, 1);
+    Objective obj;
+    try {
+      Objective.Kind kind =
+          objective != null
+              ? Objective.Kind.parse(objective)
+              : sloTtftMs != null || sloTpotMs != null
+                  ? Objective.Kind.GOODPUT
+                  : Objective.Kind.THROUGHPUT;
+      obj = new Objective(kind, sloTtftMs, sloTpotMs);
+    } catch (IllegalArgumentException e) {
+      throw new UserError(e.getMessage());
+    }
     if (!datasetName.equals("random") && !datasetName.equals("random-ids")) {
       throw new UserError("--dataset-name must be random or random-ids, got " + datasetName);
     }
@@ -157,7 +198,9 @@ final class TuneCommand implements Callable<Integer> {
                 new BenchServeConfig.Load(rate, maxConcurrency, 1, seed, false, false, null, true)),
             Duration.ofSeconds(startupTimeout),
             Duration.ofSeconds(runTimeout),
-            out);
+            out,
+            obj,
+            repeats);
     if (dryRun) {
       Tuner.dryRun(cfg).forEach(System.out::println);
       return 0;

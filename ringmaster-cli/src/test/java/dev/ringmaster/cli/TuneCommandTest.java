@@ -50,6 +50,60 @@ class TuneCommandTest {
   }
 
   @Test
+  void goodputCountsOnlyRequestsMeetingTheSlo(@TempDir Path out) throws Exception {
+    // no request can produce a token in a microsecond: every repeat's goodput is 0
+    CliTest.Run r =
+        CliTest.run(
+            "tune",
+            "--out",
+            out.toString(),
+            "--model",
+            CliTest.repo().resolve("models/sotu-moe").toString(),
+            "--space",
+            "--max-running-requests=4",
+            "--num-prompts",
+            "2",
+            "--random-input-len",
+            "8",
+            "--random-output-len",
+            "4",
+            "--repeats",
+            "2",
+            "--slo-ttft-ms",
+            "100000",
+            "--slo-tpot-ms",
+            "0.001",
+            "--startup-timeout",
+            "60",
+            "--run-timeout",
+            "60");
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode t = JSON.readTree(Files.readAllLines(out.resolve("evidence.jsonl")).getFirst());
+    assertThat(t.get("status").asText()).isEqualTo("ok");
+    assertThat(t.get("samples")).hasSize(2);
+    assertThat(t.get("objective").asDouble()).isZero();
+    assertThat(t.get("metrics").get("slo_attainment").asDouble()).isZero();
+    assertThat(t.get("metrics").get("output_throughput").asDouble()).isPositive();
+    assertThat(r.out()).contains("goodput: output tokens per second of the requests meeting");
+    assertThat(r.out()).contains("TTFT <= 100000 ms and TPOT <= 0.001 ms");
+    assertThat(r.out()).contains("| median goodput tok/s |", "| output tok/s |", "| SLO met |");
+    assertThat(r.out()).contains("| 0% |");
+  }
+
+  @Test
+  void badObjectiveFlagsAreRefused(@TempDir Path out) {
+    CliTest.Run goodput =
+        CliTest.run(
+            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--objective", "goodput");
+    assertThat(goodput.status()).isEqualTo(2);
+    assertThat(goodput.err()).contains("--objective goodput needs an SLO");
+    CliTest.Run repeats =
+        CliTest.run("tune", "--out", out.toString(), "--space", "cpu-threads=1", "--repeats", "0");
+    assertThat(repeats.status()).isEqualTo(2);
+    assertThat(repeats.err()).contains("--repeats");
+  }
+
+  @Test
   void runsTheGridRecordsFailuresWithCausesAndResumes(@TempDir Path out) throws Exception {
     CliTest.Run dry = CliTest.run(args(out, "--dry-run").toArray(String[]::new));
     assertThat(dry.status()).as(dry.err()).isZero();
@@ -79,11 +133,25 @@ class TuneCommandTest {
         assertThat(t.get("status").asText()).as(t.toString()).isEqualTo("ok");
         assertThat(t.get("objective").asDouble()).isPositive();
         assertThat(t.get("metrics").get("median_ttft_ms").asDouble()).isPositive();
+        // the default three repeats against one server: the objective is their median
+        assertThat(t.get("samples")).hasSize(3);
+        List<Double> samples = new ArrayList<>();
+        t.get("samples").forEach(x -> samples.add(x.asDouble()));
+        assertThat(t.get("objective").asDouble())
+            .isEqualTo(samples.stream().sorted().toList().get(1));
+        assertThat(t.get("spread").asDouble())
+            .isEqualTo(
+                samples.stream().mapToDouble(x -> x).max().orElseThrow()
+                    - samples.stream().mapToDouble(x -> x).min().orElseThrow());
       }
       assertThat(Files.exists(Path.of(t.get("log").asText()))).isTrue();
     }
     String report = Files.readString(out.resolve("report.md"));
-    assertThat(report).contains("## Failures", "refused flags", "requests failed");
+    assertThat(report)
+        .contains("## Failures", "refused flags", "requests failed", "median of 3 repeats")
+        .containsAnyOf("Winner `", "No winner: ");
+    byte[] png = Files.readAllBytes(out.resolve("trials.png"));
+    assertThat(java.util.Arrays.copyOf(png, 4)).isEqualTo(new byte[] {(byte) 0x89, 'P', 'N', 'G'});
     assertThat(r.out()).isEqualTo(report);
     String launch =
         report.lines().filter(l -> l.startsWith("    ringmaster serve")).findFirst().orElseThrow();

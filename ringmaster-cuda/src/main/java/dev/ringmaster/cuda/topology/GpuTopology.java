@@ -134,10 +134,23 @@ public record GpuTopology(
     return sb.append(", driver ").append(driverVersion).toString();
   }
 
-  /** The link matrix and the peer-access matrix, like {@code nvidia-smi topo -m}. */
+  /**
+   * The link matrix and the peer-access matrix, like {@code nvidia-smi topo -m}; with fewer than
+   * two GPUs there are no links, so one line says which GPU there is instead of a 1x1 matrix of
+   * self.
+   */
   public String format() {
     int n = gpuCount();
     StringBuilder sb = new StringBuilder();
+    if (n < 2) {
+      if (n == 1) {
+        sb.append("GPU0  ").append(names.getFirst()).append("  ").append(busIds.getFirst());
+        sb.append(": the only GPU, so no links or peer access between GPUs to show\n");
+      } else {
+        sb.append("no GPUs: no topology to show\n");
+      }
+      return sb.append("driver ").append(driverVersion).append('\n').toString();
+    }
     sb.append(String.format(Locale.ROOT, "%-6s", ""));
     for (int j = 0; j < n; j++) {
       sb.append(String.format(Locale.ROOT, "%-7s", "GPU" + j));

@@ -15,6 +15,18 @@ class GpuTopologyTest {
   }
 
   @Test
+  void oneGpuSaysThereAreNoLinksInsteadOfAMatrixOfSelf() {
+    String m = fake(1, Link.SELF, 0, "580.159.04").format();
+    assertThat(m)
+        .startsWith("GPU0  NVIDIA H200  ")
+        .contains("the only GPU, so no links or peer access between GPUs to show")
+        .contains("driver 580.159.04")
+        .doesNotContain("Legend")
+        .doesNotContain("cuDeviceCanAccessPeer");
+    assertThat(m.lines()).hasSize(2);
+  }
+
+  @Test
   void pcieOnlyMeansNoNvLinkPair() {
     assertThat(fake(4, Link.PXB, 0, "580").pcieOnly()).isTrue();
     assertThat(fake(4, Link.NVLINK, 4, "580").pcieOnly()).isFalse();

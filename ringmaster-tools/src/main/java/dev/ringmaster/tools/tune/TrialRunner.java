@@ -11,8 +11,10 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -23,10 +25,15 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Runs one trial: a child {@code serve} with the trial's flags, then the {@code bench serve} client
- * against it in this process, then the server stopped. Nothing a trial does can end the tune: every
- * way it fails becomes a {@link TrialResult} naming the phase and the cause.
+ * against it in this process once per repeat, then the server stopped. The repeats share the
+ * server: they measure the run-to-run noise of the load, not the start-up's. Nothing a trial does
+ * can end the tune: every way it fails becomes a {@link TrialResult} naming the phase and the
+ * cause.
  */
 final class TrialRunner {
+  /** The key of the objective's value in one run's metrics (not kept in the evidence). */
+  private static final String OBJECTIVE = "objective";
+
   private final TuneConfig config;
 
   TrialRunner(TuneConfig config) {
@@ -55,7 +62,9 @@ final class TrialRunner {
         o.metrics,
         (System.nanoTime() - t0) / 1e9,
         cmd,
-        log.toString());
+        log.toString(),
+        o.samples,
+        o.spread);
   }
 
   private Outcome serveAndMeasure(ServerProcess server, Path log) throws InterruptedException {
@@ -79,8 +88,31 @@ final class TrialRunner {
     }
     Path clientLog =
         log.resolveSibling(log.getFileName().toString().replace(".log", "-client.log"));
-    try (ExecutorService ex = Executors.newVirtualThreadPerTaskExecutor();
-        PrintStream clientOut = clientLog(clientLog)) {
+    List<Map<String, Double>> runs = new ArrayList<>();
+    try (PrintStream clientOut = clientLog(clientLog)) {
+      for (int k = 1; k <= config.repeats(); k++) {
+        clientOut.printf(Locale.ROOT, "# repeat %d of %d%n", k, config.repeats());
+        Object r = benchOnce(server, url, clientOut);
+        if (r instanceof Outcome failed) {
+          return config.repeats() == 1 ? failed : failed.inRepeat(k, config.repeats());
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, Double> m = (Map<String, Double>) r;
+        runs.add(m);
+      }
+    } catch (IOException e) {
+      return Outcome.failed(
+          "run", "crashed", null, "cannot write " + clientLog + ": " + e.getMessage());
+    }
+    return Outcome.ok(runs);
+  }
+
+  /**
+   * One benchmark run: its metrics (with {@code objective}), or the {@link Outcome} of a failure.
+   */
+  private Object benchOnce(ServerProcess server, String url, PrintStream clientOut)
+      throws InterruptedException {
+    try (ExecutorService ex = Executors.newVirtualThreadPerTaskExecutor()) {
       Future<BenchServeResult> f = ex.submit(() -> BenchServe.run(benchConfig(url), clientOut));
       BenchServeResult r;
       try {
@@ -105,10 +137,7 @@ final class TrialRunner {
             null,
             failed + " of " + r.outputs().size() + " requests failed: " + r.firstError());
       }
-      return Outcome.ok(metrics(r.metrics()));
-    } catch (IOException e) {
-      return Outcome.failed(
-          "run", "crashed", null, "cannot write " + clientLog + ": " + e.getMessage());
+      return metrics(r, config.objective());
     }
   }
 
@@ -141,13 +170,18 @@ final class TrialRunner {
     return new PrintStream(os, true, StandardCharsets.UTF_8);
   }
 
-  private static Map<String, Double> metrics(ServingMetrics m) {
+  private static Map<String, Double> metrics(BenchServeResult r, Objective objective) {
+    ServingMetrics m = r.metrics();
     Map<String, Double> out = new LinkedHashMap<>();
+    out.put(OBJECTIVE, objective.value(r));
     out.put("output_throughput", m.outputThroughput());
     out.put("request_throughput", m.requestThroughput());
     out.put("total_throughput", m.totalThroughput());
     out.put("median_ttft_ms", m.ttft().median());
     out.put("median_tpot_ms", m.tpot().median());
+    out.put("median_e2e_ms", m.e2e().median());
+    out.put("goodput_throughput", objective.goodput(r));
+    out.put("slo_attainment", objective.attainment(r));
     out.put("duration_s", m.durationS());
     return out;
   }
@@ -160,17 +194,51 @@ final class TrialRunner {
       Integer exitCode,
       String lastError,
       Double objective,
-      Map<String, Double> metrics) {
-    static Outcome ok(Map<String, Double> metrics) {
-      return new Outcome("ok", "done", "", null, "", metrics.get("output_throughput"), metrics);
+      Map<String, Double> metrics,
+      List<Double> samples,
+      Double spread) {
+    /** The medians of the repeats' metrics; the objective's samples in run order. */
+    static Outcome ok(List<Map<String, Double>> runs) {
+      List<Double> samples = runs.stream().map(m -> m.get(OBJECTIVE)).toList();
+      Map<String, Double> medians = new LinkedHashMap<>();
+      for (String key : runs.getFirst().keySet()) {
+        if (!key.equals(OBJECTIVE)) {
+          medians.put(key, Stats.median(runs.stream().map(m -> m.get(key)).toList()));
+        }
+      }
+      return new Outcome(
+          "ok",
+          "done",
+          "",
+          null,
+          "",
+          Stats.median(samples),
+          medians,
+          samples,
+          Stats.range(samples));
+    }
+
+    /** This failure, its error saying which repeat it happened in. */
+    Outcome inRepeat(int k, int n) {
+      return new Outcome(
+          status,
+          phase,
+          cause,
+          exitCode,
+          "repeat " + k + " of " + n + ": " + lastError,
+          objective,
+          metrics,
+          samples,
+          spread);
     }
 
     static Outcome failed(String phase, String cause, Integer exitCode, String lastError) {
-      return new Outcome("failed", phase, cause, exitCode, lastError, null, Map.of());
+      return new Outcome(
+          "failed", phase, cause, exitCode, lastError, null, Map.of(), List.of(), null);
     }
 
     static Outcome timeout(String phase, String cause, String lastError) {
-      return new Outcome("timeout", phase, cause, null, lastError, null, Map.of());
+      return new Outcome("timeout", phase, cause, null, lastError, null, Map.of(), List.of(), null);
     }
   }
 }

@@ -15,8 +15,10 @@ import java.util.List;
  * @param space the grid
  * @param workload the {@code bench serve} dataset and load (the target is filled per trial)
  * @param startupTimeout how long a server may take to listen
- * @param runTimeout how long the benchmark of one trial may take
+ * @param runTimeout how long one benchmark run (one repeat) of a trial may take
  * @param out the folder of the evidence file, the report and the server logs
+ * @param objective what the trials are ranked by
+ * @param repeats benchmark runs per trial against its server, at least 1
  */
 public record TuneConfig(
     List<String> javaCommand,
@@ -26,10 +28,15 @@ public record TuneConfig(
     Workload workload,
     Duration startupTimeout,
     Duration runTimeout,
-    Path out) {
+    Path out,
+    Objective objective,
+    int repeats) {
 
-  /** Copies the lists. */
+  /** Copies the lists and checks the repeats. */
   public TuneConfig {
+    if (repeats < 1) {
+      throw new IllegalArgumentException("--repeats must be at least 1, got " + repeats);
+    }
     javaCommand = List.copyOf(javaCommand);
     fixedArgs = List.copyOf(fixedArgs);
   }

@@ -1,25 +1,29 @@
 package dev.ringmaster.tools.tune;
 
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 
 /**
- * The trials ranked by output tokens per second, the failures with their causes, and the winner's
- * launch command, as Markdown (the same text goes to the terminal and to {@code report.md}).
+ * The trials ranked by the objective's median, the failures with their causes, the verdict (a
+ * winner, or the trials tied within the noise) and the launch command, as Markdown (the same text
+ * goes to the terminal and to {@code report.md}).
  *
  * @param config the tune
  * @param trials the grid
  * @param results every trial's record
  */
 public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult> results) {
+  /** The chart's file name beside {@code report.md}. */
+  public static final String CHART = "trials.png";
+
+  /** The ranking and the winner or the tie. */
+  public Verdict verdict() {
+    return Verdict.of(results, config.objective());
+  }
 
   /** The measured trials, best first. */
   public List<TrialResult> ranked() {
-    return results.stream()
-        .filter(TrialResult::ok)
-        .sorted(Comparator.comparingDouble(TrialResult::objective).reversed())
-        .toList();
+    return verdict().ranked();
   }
 
   /** The trials that did not produce a measurement, in grid order. */
@@ -27,49 +31,75 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
     return results.stream().filter(r -> !r.ok()).toList();
   }
 
-  /** The winner's launch command, or null when no trial was measured. */
+  /** The best trial's launch command, or null when no trial was measured. */
   public String winnerCommand() {
-    List<TrialResult> r = ranked();
-    if (r.isEmpty()) {
-      return null;
-    }
-    return config.launchCommand(new Trial(0, r.getFirst().settings()));
+    TrialResult best = verdict().best();
+    return best == null ? null : command(best);
+  }
+
+  private String command(TrialResult r) {
+    return config.launchCommand(new Trial(0, r.settings()));
   }
 
   /** The report. */
   public String markdown() {
+    Objective obj = config.objective();
+    Verdict v = verdict();
     StringBuilder sb = new StringBuilder();
     sb.append("# ringmaster tune: ").append(config.model()).append("\n\n");
     sb.append(
         String.format(
             Locale.ROOT,
-            "%d trials: %d measured, %d failed. Objective: output tokens per second of `bench"
-                + " serve` (%d prompts, input %d, output %d, concurrency %s).%n%n",
+            "%d trials: %d measured, %d failed. Objective: %s of `bench serve` (%d prompts, input"
+                + " %d, output %d, concurrency %s), the median of %d repeat%s per trial.%n%n",
             trials.size(),
-            ranked().size(),
+            v.ranked().size(),
             failures().size(),
+            obj.describe(),
             config.workload().dataset().numPrompts(),
             config.workload().dataset().randomInputLen(),
             config.workload().dataset().randomOutputLen(),
             config.workload().load().maxConcurrency() == null
                 ? "unbounded"
-                : config.workload().load().maxConcurrency().toString()));
-    sb.append(
-        "| rank | settings | output tok/s | req/s | median TTFT ms | median TPOT ms | wall s |\n");
-    sb.append("|---:|---|---:|---:|---:|---:|---:|\n");
+                : config.workload().load().maxConcurrency().toString(),
+            config.repeats(),
+            config.repeats() == 1 ? "" : "s"));
+    if (!v.ranked().isEmpty()) {
+      sb.append("![trials by objective](").append(CHART).append(")\n\n");
+    }
+    boolean throughputColumn = obj.kind() != Objective.Kind.THROUGHPUT;
+    boolean sloColumn = obj.sloTtftMs() != null || obj.sloTpotMs() != null;
+    sb.append("| rank | settings | median ").append(obj.unit()).append(" | spread | runs |");
+    sb.append(throughputColumn ? " output tok/s |" : "");
+    sb.append(" req/s | median TTFT ms | median TPOT ms |");
+    sb.append(sloColumn ? " SLO met |" : "").append(" wall s |\n");
+    sb.append("|---:|---|---:|---:|---:|").append(throughputColumn ? "---:|" : "");
+    sb.append("---:|---:|---:|").append(sloColumn ? "---:|" : "").append("---:|\n");
     int rank = 1;
-    for (TrialResult r : ranked()) {
+    for (TrialResult r : v.ranked()) {
       sb.append(
           String.format(
               Locale.ROOT,
-              "| %d | `%s` | %.1f | %.2f | %.1f | %.1f | %.1f |%n",
+              "| %d | `%s` | %.1f | %.1f | %d |",
               rank++,
               r.id(),
               r.objective(),
-              r.metrics().getOrDefault("request_throughput", Double.NaN),
-              r.metrics().getOrDefault("median_ttft_ms", Double.NaN),
-              r.metrics().getOrDefault("median_tpot_ms", Double.NaN),
-              r.wallSeconds()));
+              r.spread(),
+              r.samples().size()));
+      if (throughputColumn) {
+        sb.append(String.format(Locale.ROOT, " %.1f |", metric(r, "output_throughput")));
+      }
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              " %.2f | %.1f | %.1f |",
+              metric(r, "request_throughput"),
+              metric(r, "median_ttft_ms"),
+              metric(r, "median_tpot_ms")));
+      if (sloColumn) {
+        sb.append(String.format(Locale.ROOT, " %.0f%% |", 100 * metric(r, "slo_attainment")));
+      }
+      sb.append(String.format(Locale.ROOT, " %.1f |%n", r.wallSeconds()));
     }
     if (!failures().isEmpty()) {
       sb.append("\n## Failures\n\n| settings | status | phase | cause | exit | last error |\n");
@@ -87,28 +117,68 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
                 r.lastError().replace("|", "\\|")));
       }
     }
-    String cmd = winnerCommand();
     sb.append("\n");
-    if (cmd == null) {
-      sb.append("No trial was measured: no winner.\n");
-    } else {
-      List<TrialResult> r = ranked();
-      if (r.size() > 1) {
-        double gain = r.get(0).objective() / r.get(1).objective() - 1;
-        sb.append(
-            String.format(
-                Locale.ROOT,
-                "Winner `%s`: %.1f output tok/s, %.1f%% above the runner-up `%s` (one run each,"
-                    + " so no noise estimate: rerun both when the gap is a few percent).%n%n",
-                r.get(0).id(),
-                r.get(0).objective(),
-                100 * gain,
-                r.get(1).id()));
-      } else {
-        sb.append("Winner `").append(r.getFirst().id()).append("` (the only trial measured).\n\n");
-      }
-      sb.append("Launch command:\n\n    ").append(cmd).append('\n');
-    }
+    verdictText(sb, v);
     return sb.toString();
+  }
+
+  private static double metric(TrialResult r, String key) {
+    return r.metrics().getOrDefault(key, Double.NaN);
+  }
+
+  private void verdictText(StringBuilder sb, Verdict v) {
+    Objective obj = config.objective();
+    TrialResult best = v.best();
+    if (best == null) {
+      sb.append("No trial was measured: no winner.\n");
+      return;
+    }
+    if (v.ranked().size() == 1) {
+      sb.append("Winner `").append(best.id()).append("` (the only trial measured).\n\n");
+      sb.append("Launch command:\n\n    ").append(command(best)).append('\n');
+      return;
+    }
+    if (v.winner() != null) {
+      TrialResult second = v.ranked().get(1);
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "Winner `%s`: %.1f %s, %.1f%% %s the runner-up `%s` (%.1f), %s.%n%n",
+              best.id(),
+              best.objective(),
+              obj.unit(),
+              100 * Math.abs(best.objective() / second.objective() - 1),
+              obj.higherIsBetter() ? "above" : "below",
+              second.id(),
+              second.objective(),
+              v.noNoiseEstimate()
+                  ? "one run each, so no noise estimate (use --repeats 3 or more)"
+                  : String.format(
+                      Locale.ROOT,
+                      "more than the noise of %.1f (the larger spread of the two)",
+                      Verdict.noise(best, second))));
+      sb.append("Launch command:\n\n    ").append(command(best)).append('\n');
+      return;
+    }
+    sb.append(
+        String.format(
+            Locale.ROOT,
+            "No winner: %d trials are tied with the best, their medians within the noise (the"
+                + " larger spread of each pair):%n%n",
+            v.tied().size()));
+    for (TrialResult r : v.tied()) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "- `%s`: %.1f %s, spread %.1f%n",
+              r.id(),
+              r.objective(),
+              obj.unit(),
+              r.spread()));
+    }
+    sb.append("\nLaunch commands of the tied trials, best median first:\n\n");
+    for (TrialResult r : v.tied()) {
+      sb.append("    ").append(command(r)).append('\n');
+    }
   }
 }

@@ -52,9 +52,7 @@ public final class Tuner {
     List<TrialResult> results = new ArrayList<>();
     TrialResult best = null;
     for (TrialResult r : done.values()) {
-      if (r.ok() && (best == null || r.objective() > best.objective())) {
-        best = r;
-      }
+      best = better(config, best, r);
     }
     if (!done.isEmpty()) {
       log.printf(
@@ -70,21 +68,29 @@ public final class Tuner {
           log.printf(Locale.ROOT, "tune: trial %d/%d %s%n", t.number(), grid.size(), t.id());
           r = runner.run(t);
           evidence.append(r);
-          if (r.ok() && (best == null || r.objective() > best.objective())) {
-            best = r;
-          }
+          best = better(config, best, r);
           log.printf(
               Locale.ROOT,
               "tune: trial %d/%d %s (%.1f s); best so far %s%n",
               t.number(),
               grid.size(),
               r.ok()
-                  ? String.format(Locale.ROOT, "ok, %.1f output tok/s", r.objective())
+                  ? String.format(
+                      Locale.ROOT,
+                      "ok, %.1f %s (spread %.1f)",
+                      r.objective(),
+                      config.objective().unit(),
+                      r.spread())
                   : r.status() + " at " + r.phase() + ": " + r.cause() + " (" + r.lastError() + ")",
               r.wallSeconds(),
               best == null
                   ? "none"
-                  : String.format(Locale.ROOT, "%.1f tok/s [%s]", best.objective(), best.id()));
+                  : String.format(
+                      Locale.ROOT,
+                      "%.1f %s [%s]",
+                      best.objective(),
+                      config.objective().unit(),
+                      best.id()));
         }
         results.add(r);
         progress.step(1);
@@ -92,7 +98,18 @@ public final class Tuner {
     }
     TuneReport report = new TuneReport(config, grid, results);
     Files.writeString(config.out().resolve("report.md"), report.markdown());
+    if (!report.ranked().isEmpty()) {
+      TuneChart.write(config.out().resolve(TuneReport.CHART), report);
+    }
     return report;
+  }
+
+  /** The better of the best so far and a new result by the objective. */
+  private static TrialResult better(TuneConfig config, TrialResult best, TrialResult r) {
+    if (!r.ok()) {
+      return best;
+    }
+    return best == null || config.objective().better(r.objective(), best.objective()) ? r : best;
   }
 
   private static Map<String, TrialResult> recorded(TuneConfig config) {

@@ -3,6 +3,8 @@
  * {@code serve} process of the same Java, loaded by the {@code bench serve} client), with a
  * start-up and a run time limit. Every result and every failure (exit status, last error line, out
  * of memory, timeout, refused flag, failed requests) goes to a JSONL evidence file that a later run
- * resumes from; the report ranks the trials and prints the winner's launch command.
+ * resumes from. Each trial's load is repeated; the report ranks the trials by the median of the
+ * objective (throughput, SLO goodput or latency), declares a winner only beyond the noise (the
+ * spread of the repeats), charts them, and prints the winner's or the tied trials' launch commands.
  */
 package dev.ringmaster.tools.tune;

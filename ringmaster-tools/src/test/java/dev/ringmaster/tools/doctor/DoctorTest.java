@@ -263,4 +263,29 @@ class DoctorTest {
         g.ncclVersion(),
         List.of(t));
   }
+
+  @Test
+  void everyVerdictOnEveryKindOfHostHasAOneLineReasonNamingItsFeature() {
+    // a blank or multi-line reason throws in FeatureCheck; this sweeps the fact combinations
+    java.util.List<GpuFacts> hosts = new java.util.ArrayList<>(List.of(FakeFacts.noGpu()));
+    for (int n : new int[] {1, 2, 4, 8}) {
+      for (int cc : new int[] {80, 89, 90, 100, 120}) {
+        for (String link : new String[] {"NV18", "PIX", "SYS", "?"}) {
+          hosts.add(FakeFacts.gpus(n, cc, link, true, true));
+          hosts.add(FakeFacts.gpus(n, cc, link, false, false));
+        }
+      }
+    }
+    for (GpuFacts g : hosts) {
+      for (DoctorTarget t :
+          List.of(ONE, tp(2), tp(8), new DoctorTarget(8, 8, true, 8192, 4096, 160, 0))) {
+        List<FeatureCheck> checks = Doctor.check(FakeFacts.host(), g, t, null);
+        assertThat(checks).isNotEmpty();
+        for (FeatureCheck c : checks) {
+          assertThat(c.reason()).as(c.feature()).isNotBlank().doesNotContain("\n");
+          assertThat(c.reason()).as(c.feature()).doesNotContain("null");
+        }
+      }
+    }
+  }
 }

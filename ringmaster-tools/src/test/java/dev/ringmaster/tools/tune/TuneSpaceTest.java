@@ -84,7 +84,9 @@ class TuneSpaceTest {
             Map.of("output_throughput", 12.5),
             3.0,
             List.of("java", "serve"),
-            "l.log");
+            "l.log",
+            List.of(12.0, 12.5, 13.0),
+            1.0);
     log.append(r);
     log.append(
         new TrialResult(
@@ -99,13 +101,26 @@ class TuneSpaceTest {
             Map.of(),
             0.4,
             List.of(),
-            "l2.log"));
+            "l2.log",
+            List.of(),
+            null));
     Files.writeString(
         log.file(), "{\"id\": \"--x 3\", \"sta", java.nio.file.StandardOpenOption.APPEND);
     List<TrialResult> back = log.read();
     assertThat(back).hasSize(2);
     assertThat(back.get(0)).isEqualTo(r);
     assertThat(back.get(1).exitCode()).isEqualTo(2);
+    assertThat(back.get(1).samples()).isEmpty();
+    assertThat(back.get(1).spread()).isNull();
+    // a record written before repeats existed: one run, its objective the only sample
+    Files.writeString(
+        log.file(),
+        "{\"id\":\"--x 4\",\"status\":\"ok\",\"objective\":7.0,\"settings\":{}}\n",
+        java.nio.file.StandardOpenOption.TRUNCATE_EXISTING);
+    TrialResult old = log.read().getFirst();
+    assertThat(old.samples()).containsExactly(7.0);
+    assertThat(old.spread()).isZero();
+    log.append(r);
     Files.writeString(log.file(), "garbage\n" + Files.readString(log.file()));
     assertThatThrownBy(log::read).hasMessageContaining("line 1 is not a trial record");
   }
