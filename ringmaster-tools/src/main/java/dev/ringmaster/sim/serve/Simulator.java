@@ -209,6 +209,11 @@ public final class Simulator {
         && cfg.tp() > 2) {
       warnings.add(hw.collectives().peerAllreduceNote());
     }
+    if (cfg.spec() != null && cfg.spec().algorithm().equals("MTP") && s.numMtpLayers() == 0) {
+      warnings.add(
+          "MTP: the model config has no MTP layer (num_nextn_predict_layers is 0); predicted as if"
+              + " it had one shaped as the last decoder layer, which the checkpoint cannot serve");
+    }
     if (cfg.a2a() == A2aBackend.DEEPEP && !hw.interconnect().nvlink()) {
       warnings.add(
           "DeepEP-style all-to-all is built for NVLink/RDMA; on a PCIe-only box it may not run at"
