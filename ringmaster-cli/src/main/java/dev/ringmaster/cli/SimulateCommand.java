@@ -65,7 +65,9 @@ final class SimulateCommand implements Callable<Integer> {
       defaultValue = "none",
       description =
           "none | all-to-all (the engine's) | deepep (what-if: a DeepEP-style all-to-all the"
-              + " engine does not have) (default ${DEFAULT-VALUE}).")
+              + " engine does not have) | deepep-low-latency (the same what-if in low-latency mode for"
+              + " every step, its buffers sized for the whole prefill chunk) (default"
+              + " ${DEFAULT-VALUE}).")
   String a2a;
 
   @Option(
