@@ -65,7 +65,9 @@ final class SimulateCommand implements Callable<Integer> {
       defaultValue = "none",
       description =
           "none | all-to-all (the engine's) | deepep (what-if: a DeepEP-style all-to-all the"
-              + " engine does not have) (default ${DEFAULT-VALUE}).")
+              + " engine does not have) | deepep-low-latency (the same what-if in low-latency mode for"
+              + " every step, its buffers sized for the whole prefill chunk) (default"
+              + " ${DEFAULT-VALUE}).")
   String a2a;
 
   @Option(
@@ -112,14 +114,13 @@ final class SimulateCommand implements Callable<Integer> {
   @Option(names = "--speculative-algorithm", description = "EAGLE3 | MTP.")
   String specAlgorithm;
 
-  @Option(names = "--speculative-num-steps", defaultValue = "3", description = "Draft steps.")
-  int specSteps;
+  @Option(names = "--speculative-num-steps", description = "Draft steps (default 3).")
+  Integer specSteps;
 
   @Option(
       names = "--speculative-num-draft-tokens",
-      defaultValue = "4",
-      description = "Tokens verified per sequence.")
-  int specDraftTokens;
+      description = "Tokens verified per sequence (default 4).")
+  Integer specDraftTokens;
 
   @Option(
       names = "--speculative-eagle-topk",
@@ -128,9 +129,8 @@ final class SimulateCommand implements Callable<Integer> {
 
   @Option(
       names = "--speculative-accept-length",
-      defaultValue = "2.5",
-      description = "Mean tokens kept per cycle, bonus token included.")
-  double specAccept;
+      description = "Mean tokens kept per cycle, bonus token included (default 2.5).")
+  Double specAccept;
 
   @Option(names = "--json", description = "Print the prediction as JSON.")
   boolean json;
@@ -249,12 +249,21 @@ final class SimulateCommand implements Callable<Integer> {
     String ar = o.containsKey("allreduce") ? o.remove("allreduce") : allreduce;
     String q = o.containsKey("quantization") ? o.remove("quantization") : quantization;
     String a = o.containsKey("moe-a2a-backend") ? o.remove("moe-a2a-backend") : a2a;
-    int steps = intOf(o, "speculative-num-steps", specSteps);
-    int draft = intOf(o, "speculative-num-draft-tokens", specDraftTokens);
-    double accept =
-        o.containsKey("speculative-accept-length")
-            ? Double.parseDouble(o.remove("speculative-accept-length"))
-            : specAccept;
+    boolean specGiven =
+        specSteps != null
+            || specDraftTokens != null
+            || specAccept != null
+            || specTopK != null
+            || o.keySet().stream().anyMatch(k -> k.startsWith("speculative-"));
+    if (specAlgorithm == null && specGiven) {
+      throw new UserError(
+          "--speculative-* options need --speculative-algorithm EAGLE3|MTP; without it nothing"
+              + " is speculated");
+    }
+    int steps = intOf(o, "speculative-num-steps", specSteps == null ? 3 : specSteps);
+    int draft =
+        intOf(o, "speculative-num-draft-tokens", specDraftTokens == null ? 4 : specDraftTokens);
+    double accept = doubleOf(o, "speculative-accept-length", specAccept == null ? 2.5 : specAccept);
     if (!o.isEmpty()) {
       throw new UserError("--sweep: unknown parameter " + o.keySet());
     }
@@ -280,6 +289,18 @@ final class SimulateCommand implements Callable<Integer> {
         maxBs,
         chunkedPrefill,
         spec);
+  }
+
+  private static double doubleOf(Map<String, String> o, String key, double def) {
+    String v = o.remove(key);
+    if (v == null) {
+      return def;
+    }
+    try {
+      return Double.parseDouble(v.trim());
+    } catch (NumberFormatException ex) {
+      throw new UserError("--sweep " + key + ": '" + v + "' is not a number");
+    }
   }
 
   private static int intOf(Map<String, String> o, String key, int def) {

@@ -107,4 +107,65 @@ class SimulateCommandTest {
     assertThat(r.status()).isEqualTo(2);
     assertThat(r.err()).startsWith("error: hardware 'tpu-v9'");
   }
+
+  @Test
+  void speculativeOptionsWithoutAnAlgorithmAreRejected() {
+    CliTest.Run r =
+        CliTest.run(
+            "simulate",
+            "--model-config",
+            config("glm5"),
+            "--hardware",
+            "rtx-pro-6000-x8",
+            "--tp-size",
+            "8",
+            "--speculative-num-steps",
+            "5");
+    assertThat(r.status()).isEqualTo(2);
+    assertThat(r.err()).contains("--speculative-algorithm");
+  }
+
+  @Test
+  void malformedSweepNumberNamesTheParameter() {
+    CliTest.Run r =
+        CliTest.run(
+            "simulate",
+            "--model-config",
+            config("glm5"),
+            "--hardware",
+            "rtx-pro-6000-x8",
+            "--tp-size",
+            "8",
+            "--speculative-algorithm",
+            "MTP",
+            "--sweep",
+            "speculative-accept-length=2,x");
+    assertThat(r.status()).isEqualTo(2);
+    assertThat(r.err()).contains("speculative-accept-length").contains("'x' is not a number");
+  }
+
+  @Test
+  void nonPositiveChunkAndGraphSizesAreRejected() {
+    for (String[] bad :
+        new String[][] {
+          {"--chunked-prefill-size", "0"},
+          {"--chunked-prefill-size", "-4"},
+          {"--cuda-graph-max-bs", "0"},
+          {"--cuda-graph-max-bs", "-1"}
+        }) {
+      CliTest.Run r =
+          CliTest.run(
+              "simulate",
+              "--model-config",
+              config("glm5"),
+              "--hardware",
+              "rtx-pro-6000-x8",
+              "--tp-size",
+              "8",
+              bad[0],
+              bad[1]);
+      assertThat(r.status()).as(String.join(" ", bad)).isEqualTo(2);
+      assertThat(r.err()).contains(bad[0]);
+    }
+  }
 }

@@ -9,12 +9,17 @@ import java.util.Map;
  * Concurrent flows over shared links: every link's capacity is divided max-min fairly among the
  * flows crossing it (progressive filling), each flow also limited by its own cap, and rates are
  * recomputed whenever a flow finishes, so that the flows left behind speed up.
+ *
+ * <p>A flow may use a resource with a weight other than 1: a read window of {@code W} bytes in
+ * flight is a resource of capacity {@code W} that a flow of round trip {@code rtt} seconds uses
+ * with weight {@code rtt} (Little's law: bytes in flight = rate x round trip), so that the flows of
+ * one reader share its outstanding requests and a far peer costs more of them per byte.
  */
 public final class FlowNetwork {
   private final Map<String, Double> capacity = new HashMap<>();
   private final List<Flow> flows = new ArrayList<>();
 
-  private record Flow(double bytes, double cap, List<String> links) {}
+  private record Flow(double bytes, double cap, Map<String, Double> use) {}
 
   /** Declares a link of {@code bytesPerSecond} (one direction). */
   public void link(String name, double bytesPerSecond) {
@@ -26,12 +31,27 @@ public final class FlowNetwork {
 
   /** Adds a flow of {@code bytes} over {@code links}, at most {@code cap} bytes/s on its own. */
   public void flow(double bytes, double cap, List<String> links) {
+    Map<String, Double> use = new HashMap<>();
     for (String l : links) {
-      if (!capacity.containsKey(l)) {
-        throw new IllegalArgumentException("flow over undeclared link " + l);
+      use.merge(l, 1.0, Double::sum);
+    }
+    flow(bytes, cap, use);
+  }
+
+  /**
+   * Adds a flow of {@code bytes} that uses each resource of {@code use} at its weight times the
+   * flow's rate, at most {@code cap} bytes/s on its own.
+   */
+  public void flow(double bytes, double cap, Map<String, Double> use) {
+    for (Map.Entry<String, Double> e : use.entrySet()) {
+      if (!capacity.containsKey(e.getKey())) {
+        throw new IllegalArgumentException("flow over undeclared link " + e.getKey());
+      }
+      if (!(e.getValue() > 0)) {
+        throw new IllegalArgumentException("flow over " + e.getKey() + " needs a positive weight");
       }
     }
-    flows.add(new Flow(bytes, cap, List.copyOf(links)));
+    flows.add(new Flow(bytes, cap, Map.copyOf(use)));
   }
 
   /** Seconds until the last flow has delivered its bytes. */
@@ -75,21 +95,19 @@ public final class FlowNetwork {
     boolean[] frozen = done.clone();
     Map<String, Double> left = new HashMap<>(capacity);
     while (true) {
-      Map<String, Integer> users = new HashMap<>();
+      Map<String, Double> users = new HashMap<>();
       int open = 0;
       for (int i = 0; i < n; i++) {
         if (!frozen[i]) {
           open++;
-          for (String l : flows.get(i).links()) {
-            users.merge(l, 1, Integer::sum);
-          }
+          flows.get(i).use().forEach((l, w) -> users.merge(l, w, Double::sum));
         }
       }
       if (open == 0) {
         return rate;
       }
       double inc = Double.POSITIVE_INFINITY;
-      for (Map.Entry<String, Integer> e : users.entrySet()) {
+      for (Map.Entry<String, Double> e : users.entrySet()) {
         inc = Math.min(inc, left.get(e.getKey()) / e.getValue());
       }
       for (int i = 0; i < n; i++) {
@@ -100,8 +118,8 @@ public final class FlowNetwork {
       for (int i = 0; i < n; i++) {
         if (!frozen[i]) {
           rate[i] += inc;
-          for (String l : flows.get(i).links()) {
-            left.merge(l, -inc, Double::sum);
+          for (Map.Entry<String, Double> e : flows.get(i).use().entrySet()) {
+            left.merge(e.getKey(), -inc * e.getValue(), Double::sum);
           }
         }
       }
@@ -110,7 +128,7 @@ public final class FlowNetwork {
           continue;
         }
         boolean saturated = rate[i] >= flows.get(i).cap() * (1 - 1e-12);
-        for (String l : flows.get(i).links()) {
+        for (String l : flows.get(i).use().keySet()) {
           saturated |= left.get(l) <= capacity.get(l) * 1e-12;
         }
         frozen[i] = saturated;

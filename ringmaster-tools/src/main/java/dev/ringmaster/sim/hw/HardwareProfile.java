@@ -25,6 +25,21 @@ public record HardwareProfile(
     Interconnect interconnect,
     CollectiveSpec collectives) {
 
+  /** Validates that the profile describes a box: a name, GPUs, their spec and their links. */
+  public HardwareProfile {
+    String who = name == null ? "hardware profile" : "hardware profile " + name;
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException("hardware profile needs a \"name\"");
+    }
+    if (gpuCount < 1) {
+      throw new IllegalArgumentException(who + " needs \"gpu_count\" of at least 1");
+    }
+    if (gpu == null || interconnect == null || collectives == null) {
+      throw new IllegalArgumentException(
+          who + " needs \"gpu\", \"interconnect\" and \"collectives\" sections");
+    }
+  }
+
   /** Copy with a new name, GPU constants and collective constants (calibration output). */
   public HardwareProfile calibrated(
       String newName, List<String> newSources, GpuSpec newGpu, CollectiveSpec newCollectives) {

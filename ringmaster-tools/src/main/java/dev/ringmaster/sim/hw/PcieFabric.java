@@ -15,7 +15,8 @@ import java.util.Map;
  * @param switchUplinkBandwidth bytes/s per direction of one switch's uplink to its root complex,
  *     shared by the GPUs beneath it
  * @param readWindowBytes bytes of non-posted reads one GPU keeps in flight to its peers, all peers
- *     together: a peer load's rate is this window over the path's round trip
+ *     together: the reader's flows share it, each holding its rate times its path's round trip
+ *     (Little's law), so a far peer costs more of the window per byte than a near one
  * @param flagWriteNs time one posted 4-byte flag write takes at a link it crosses (small TLPs
  *     forwarded peer to peer by a root complex or the socket link), nanoseconds
  */
@@ -29,11 +30,14 @@ public record PcieFabric(
    * One path class between two GPUs.
    *
    * @param bandwidth most bytes/s one peer-to-peer flow reaches on this path, per direction
-   * @param rttUs round trip of a peer read, microseconds
+   * @param rttUs round trip of a peer read (non-posted: the request goes out, the completion comes
+   *     back) while every GPU reads from every peer, microseconds
+   * @param writeUs one-way latency of a posted peer write (a flag store: no completion returns),
+   *     microseconds
    * @param peerAccess {@code direct} (loads and stores to peer memory) or {@code staged} (no peer
    *     access: data goes through host memory, so peer-memory kernels cannot run)
    */
-  public record PathClass(double bandwidth, double rttUs, String peerAccess) {
+  public record PathClass(double bandwidth, double rttUs, double writeUs, String peerAccess) {
     /** Whether kernels can load from and store to the peer's memory directly. */
     public boolean direct() {
       return "direct".equalsIgnoreCase(peerAccess);
@@ -47,11 +51,17 @@ public record PcieFabric(
     }
     for (String k : new String[] {"PIX", "NODE", "SYS"}) {
       PathClass c = paths.get(k);
-      if (c == null || !(c.bandwidth() > 0) || !(c.rttUs() > 0) || c.peerAccess() == null) {
+      if (c == null
+          || !(c.bandwidth() > 0)
+          || !(c.rttUs() > 0)
+          || !(c.writeUs() > 0)
+          || c.peerAccess() == null
+          || !(c.peerAccess().equalsIgnoreCase("direct")
+              || c.peerAccess().equalsIgnoreCase("staged"))) {
         throw new IllegalArgumentException(
             "pcie_fabric.paths."
                 + k
-                + " needs a positive bandwidth, a positive rtt_us and peer_access direct|staged");
+                + " needs a positive bandwidth, rtt_us and write_us and peer_access direct|staged");
       }
     }
     if (!(switchUplinkBandwidth > 0) || !(readWindowBytes > 0) || flagWriteNs < 0) {

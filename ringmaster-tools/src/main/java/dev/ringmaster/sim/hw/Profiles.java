@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -21,7 +23,7 @@ public final class Profiles {
       new ObjectMapper()
           .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
           .enable(SerializationFeature.INDENT_OUTPUT)
-          .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+          .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   private Profiles() {}
 
@@ -49,6 +51,20 @@ public final class Profiles {
     }
     try {
       return JSON.readValue(p.toFile(), HardwareProfile.class);
+    } catch (UnrecognizedPropertyException e) {
+      throw new IllegalArgumentException(
+          "profile "
+              + p
+              + ": unknown field \""
+              + e.getPropertyName()
+              + "\" at "
+              + e.getPathReference()
+              + "; known fields there: "
+              + e.getKnownPropertyIds(),
+          e);
+    } catch (ValueInstantiationException e) {
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      throw new IllegalArgumentException("profile " + p + ": " + cause.getMessage(), e);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read profile " + p + ": " + e.getMessage(), e);
     }

@@ -14,7 +14,14 @@ public enum A2aBackend {
    * What-if, not in the engine: a DeepEP-style all-to-all (fp8 dispatch with per-128 scales, bf16
    * combine, each token sent only to the ranks of its experts), as SGLang's {@code deepep}.
    */
-  DEEPEP("deepep");
+  DEEPEP("deepep"),
+  /**
+   * The DeepEP-style what-if in low-latency mode for every step, prefill chunks included: its
+   * symmetric buffers ({@link MemoryPlanner#deepEpLowLatencyBytes}) are sized for the whole prefill
+   * chunk per rank, as SGLang's {@code --deepep-mode low_latency} with the dispatch-token limit
+   * raised to the chunk.
+   */
+  DEEPEP_LOW_LATENCY("deepep-low-latency");
 
   private final String cliName;
 
@@ -25,6 +32,11 @@ public enum A2aBackend {
   /** Whether tokens travel to the experts' ranks (any backend but {@link #NONE}). */
   public boolean dispatches() {
     return this != NONE;
+  }
+
+  /** Whether this is one of the DeepEP-style what-ifs (not in the engine). */
+  public boolean deepEp() {
+    return this == DEEPEP || this == DEEPEP_LOW_LATENCY;
   }
 
   /** Name used on the command line. */
@@ -40,6 +52,6 @@ public enum A2aBackend {
       }
     }
     throw new IllegalArgumentException(
-        "unknown a2a backend '" + name + "' (none, all-to-all, deepep)");
+        "unknown a2a backend '" + name + "' (none, all-to-all, deepep, deepep-low-latency)");
   }
 }

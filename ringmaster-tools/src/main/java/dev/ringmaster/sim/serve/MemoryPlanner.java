@@ -17,8 +17,9 @@ import dev.ringmaster.sim.model.WeightInventory;
  * <p>Assumptions, to be replaced by measurement: every captured graph keeps its own decode
  * activations alive (so graph memory grows with the sum of captured batch sizes); the engine's
  * all-to-all holds f32 blocks sized for a full prefill chunk ({@link #engineAllToAllBytes}) plus 1
- * GiB for NCCL's channels, the DeepEP what-if low-latency buffers (dispatch and combine,
- * double-buffered, room for 128 tokens per rank per local expert) plus a 1 GiB normal-mode buffer.
+ * GiB for NCCL's channels, the DeepEP what-if low-latency buffers ({@link #deepEpLowLatencyBytes}:
+ * 128 tokens per rank for decode, plus a 1 GiB normal-mode buffer for prefill; in {@code
+ * deepep-low-latency} sized for the whole prefill chunk instead).
  */
 public final class MemoryPlanner {
   private static final double SLACK = 0.97;
@@ -53,10 +54,10 @@ public final class MemoryPlanner {
       }
     }
     double a2a = 0;
-    if (cfg.a2a() == A2aBackend.DEEPEP && s.moe() != null) {
-      int localExperts = s.moe().numExperts() / sh.ep();
-      a2a =
-          2.0 * 2 * localExperts * sh.ep() * A2A_TOKENS_PER_RANK * s.hiddenSize() * 2 + (1L << 30);
+    if (cfg.a2a() == A2aBackend.DEEPEP && s.moe() != null && sh.ep() > 1) {
+      a2a = deepEpLowLatencyBytes(s, A2A_TOKENS_PER_RANK) + (1L << 30);
+    } else if (cfg.a2a() == A2aBackend.DEEPEP_LOW_LATENCY && s.moe() != null && sh.ep() > 1) {
+      a2a = deepEpLowLatencyBytes(s, cfg.chunkedPrefill());
     } else if (cfg.a2a() == A2aBackend.ALL_TO_ALL && s.moe() != null && sh.ep() > 1) {
       a2a = engineAllToAllBytes(s, sh.ep(), cfg.chunkedPrefill()) + NCCL_CHANNEL_BYTES;
     }
@@ -111,6 +112,25 @@ public final class MemoryPlanner {
       }
     }
     return sum;
+  }
+
+  /**
+   * DeepEP's low-latency buffers for {@code tokensPerRank} dispatched tokens per rank, as its
+   * {@code LowLatencyLayout} lays them out: odd and even copies (double buffering) of a send buffer
+   * (the larger of the dispatch rows and the combine rows for every expert) and a receive buffer
+   * sized for the worst case, every expert receiving every token of every rank's limit (the larger
+   * of dispatch and combine messages); a dispatch message is a 16-byte header and the larger of
+   * bf16 and fp8-with-scales rows, a combine message a bf16 row.
+   */
+  static double deepEpLowLatencyBytes(ModelShape s, int tokensPerRank) {
+    double h = s.hiddenSize();
+    double experts = s.moe().numExperts();
+    double t = tokensPerRank;
+    double dispatchMsg = 16 + Math.max(2 * h, h + 4 * (h / 128));
+    double combineMsg = 2 * h;
+    double send = Math.max(t * dispatchMsg, experts * t * combineMsg);
+    double recv = experts * t * Math.max(dispatchMsg, combineMsg);
+    return 2 * (send + recv);
   }
 
   /**

@@ -39,6 +39,20 @@ public record ServingConfig(
     if (batch < 1 || contextLen < 1) {
       throw new IllegalArgumentException("batch size and context length must be positive");
     }
+    if (tp < 1 || ep < 1) {
+      throw new IllegalArgumentException(
+          "--tp-size and --ep-size must be at least 1, got " + tp + " and " + ep);
+    }
+    if (cudaGraphMaxBs < 1) {
+      throw new IllegalArgumentException(
+          "--cuda-graph-max-bs must be at least 1, got "
+              + cudaGraphMaxBs
+              + "; use --disable-cuda-graph to decode without graphs");
+    }
+    if (chunkedPrefill < 1) {
+      throw new IllegalArgumentException(
+          "--chunked-prefill-size must be a positive number of tokens, got " + chunkedPrefill);
+    }
     if (!kvDtype.equals("bf16") && !kvDtype.equals("fp8")) {
       throw new IllegalArgumentException("kv cache dtype must be bf16 or fp8");
     }

@@ -54,8 +54,15 @@ public final class Simulator {
     if (!mem.fits()) {
       blockers.add(
           String.format(
-              "does not fit: weights %.1f GB + buffers exceed the %.1f GB of one GPU",
-              mem.weightsBytes() / 1e9, mem.totalBytes() / 1e9));
+              "out of memory (weights %.1f GB + activations %.1f GB + CUDA graphs %.1f GB +"
+                  + " all-to-all buffers %.1f GB + reserved %.1f GB exceed the %.1f GB of one"
+                  + " GPU)",
+              mem.weightsBytes() / 1e9,
+              mem.activationsBytes() / 1e9,
+              mem.cudaGraphBytes() / 1e9,
+              mem.a2aBufferBytes() / 1e9,
+              mem.reservedBytes() / 1e9,
+              mem.totalBytes() / 1e9));
     } else if (mem.maxBatchAtContext() < cfg.batch()) {
       blockers.add(
           String.format(
@@ -209,14 +216,20 @@ public final class Simulator {
         && cfg.tp() > 2) {
       warnings.add(hw.collectives().peerAllreduceNote());
     }
-    if (cfg.a2a() == A2aBackend.DEEPEP && !hw.interconnect().nvlink()) {
+    if (cfg.spec() != null && cfg.spec().algorithm().equals("MTP") && s.numMtpLayers() == 0) {
+      warnings.add(
+          "MTP: the model config has no MTP layer (num_nextn_predict_layers is 0); predicted as if"
+              + " it had one shaped as the last decoder layer, which the checkpoint cannot serve");
+    }
+    if (cfg.a2a().deepEp() && !hw.interconnect().nvlink()) {
       warnings.add(
           "DeepEP-style all-to-all is built for NVLink/RDMA; on a PCIe-only box it may not run at"
               + " all; predicted with NCCL all-to-all");
     }
-    if (cfg.a2a() == A2aBackend.DEEPEP) {
+    if (cfg.a2a().deepEp()) {
       warnings.add(
-          "deepep is a what-if: the engine's all-to-all is --moe-a2a-backend all-to-all (f32"
+          cfg.a2a().cliName()
+              + " is a what-if: the engine's all-to-all is --moe-a2a-backend all-to-all (f32"
               + " blocks of every slice token to every peer)");
     }
     if (cfg.a2a().dispatches() && cfg.ep() == 1) {

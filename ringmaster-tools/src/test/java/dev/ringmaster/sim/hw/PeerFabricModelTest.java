@@ -72,10 +72,13 @@ class PeerFabricModelTest {
     CollectiveModel m = new CollectiveModel(p);
     double one = m.allreduce(AllreduceAlgorithm.ONESHOT, bytes, 8).timeUs();
     assertThat(one).isGreaterThan(m.allreduce(AllreduceAlgorithm.NCCL, bytes, 8).timeUs());
-    // the switch uplinks carry 4 GPUs x 4 outside peers of traffic each way
+    // the switch uplinks carry 4 GPUs x 4 outside peers of traffic each way: the bound, reached
+    // within a few percent (the read window slows the last flows)
     PeerFabricModel f = new PeerFabricModel(packed);
+    double uplinkBound = 16 * bytes / ic.pcieFabric().switchUplinkBandwidth();
     assertThat(f.transferSeconds(bytes, 8))
-        .isCloseTo(16 * bytes / ic.pcieFabric().switchUplinkBandwidth(), within(1e-7));
+        .isGreaterThanOrEqualTo(uplinkBound * (1 - 1e-9))
+        .isLessThan(uplinkBound * 1.05);
     assertThat(spread).isGreaterThan(0);
   }
 
@@ -86,14 +89,16 @@ class PeerFabricModelTest {
     assertThat(f.barrierUs(2, 1)).isLessThan(f.barrierUs(4, 1));
     assertThat(f.barrierUs(4, 1)).isLessThan(f.barrierUs(8, 1));
     assertThat(f.barrierUs(8, 128)).isGreaterThan(f.barrierUs(8, 1));
-    assertThat(f.maxRttUs(8)).isEqualTo(3.0);
+    assertThat(f.maxRttUs(8)).isEqualTo(7.39);
+    // a barrier is posted flag writes: far cheaper than one read round trip
+    assertThat(f.barrierUs(8, 3)).isLessThan(f.maxRttUs(8) / 4);
   }
 
   @Test
   void stagedPeerAccessIsReported() {
     PcieFabric fab = PCIE.interconnect().pcieFabric();
     var paths = new java.util.HashMap<>(fab.paths());
-    paths.put("SYS", new PcieFabric.PathClass(1e10, 5, "staged"));
+    paths.put("SYS", new PcieFabric.PathClass(1e10, 5, 0.5, "staged"));
     Interconnect ic = PCIE.interconnect();
     Interconnect staged =
         new Interconnect(

@@ -140,6 +140,6 @@ class SimulatorTest {
     Prediction p = new Simulator(Profiles.load("h200")).predict(glm5, ServingConfig.defaults(1));
     assertThat(p.memory().fits()).isFalse();
     assertThat(p.runs()).isFalse();
-    assertThat(p.doesNotRun()).anyMatch(w -> w.startsWith("does not fit"));
+    assertThat(p.doesNotRun()).anyMatch(w -> w.startsWith("out of memory ("));
   }
 }
