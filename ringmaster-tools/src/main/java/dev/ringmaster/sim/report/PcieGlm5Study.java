@@ -110,6 +110,17 @@ public final class PcieGlm5Study {
       Prediction p = sim.predict(glm5, r.cfg());
       Prediction p32 = sim.predict(glm5, r.cfg().withBatch(32));
       double perStep = p.stepTimeMs() / p.perTokenMs();
+      if (!p.doesNotRun().isEmpty()) {
+        // A configuration that does not run gets its reason, never a speed.
+        md.append("| ").append(r.group()).append(" | ").append(r.label());
+        md.append(" | does not run | | | | | | | | | | | |\n");
+        for (String w : p.doesNotRun()) {
+          md.append("|  | does not run: ")
+              .append(w.replace("|", "/"))
+              .append(" | | | | | | | | | | | | |\n");
+        }
+        continue;
+      }
       md.append(
           String.format(
               Locale.ROOT,
@@ -131,12 +142,6 @@ public final class PcieGlm5Study {
       labels.add(r.group() + ": " + r.label().replaceAll(":.*", ""));
       p.breakdownMs()
           .forEach((k, v) -> series.computeIfAbsent(k, x -> new ArrayList<>()).add(v / perStep));
-      for (String w : p.doesNotRun()) {
-        md.append("|  | ")
-            .append("does not run: ")
-            .append(w.replace("|", "/"))
-            .append(" | | | | | | | | | | | | |\n");
-      }
       for (String w : p.warnings()) {
         md.append("|  | ")
             .append("warning: ")
