@@ -16,6 +16,8 @@ import java.util.List;
  * @param indexer DSA sparse-attention indexer, or null when attention is dense
  * @param tieWordEmbeddings whether the LM head reuses the embedding
  * @param numMtpLayers multi-token-prediction layers stored after the decoder layers
+ * @param engineConfig the engine's parsed configuration when the engine runs this model (its loader
+ *     then names the weights), else null
  */
 public record ModelShape(
     String modelType,
@@ -28,7 +30,36 @@ public record ModelShape(
     List<Boolean> moeLayers,
     IndexerShape indexer,
     boolean tieWordEmbeddings,
-    int numMtpLayers) {
+    int numMtpLayers,
+    dev.ringmaster.model.config.ModelConfig engineConfig) {
+
+  /** A shape the engine does not load (its weights come from the simulator's own table). */
+  public ModelShape(
+      String modelType,
+      int vocabSize,
+      int hiddenSize,
+      int denseIntermediateSize,
+      int numLayers,
+      AttentionShape attention,
+      MoeShape moe,
+      List<Boolean> moeLayers,
+      IndexerShape indexer,
+      boolean tieWordEmbeddings,
+      int numMtpLayers) {
+    this(
+        modelType,
+        vocabSize,
+        hiddenSize,
+        denseIntermediateSize,
+        numLayers,
+        attention,
+        moe,
+        moeLayers,
+        indexer,
+        tieWordEmbeddings,
+        numMtpLayers,
+        null);
+  }
 
   /**
    * Attention shape. MLA fields are zero for GQA and {@code headDim} is zero for MLA.

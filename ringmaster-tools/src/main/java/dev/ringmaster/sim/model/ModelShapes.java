@@ -52,7 +52,7 @@ public final class ModelShapes {
     }
     String type = root.path("model_type").asText("");
     return switch (type) {
-      case "glm_moe_dsa" -> glmMoeDsa(root);
+      case "glm_moe_dsa" -> withEngineConfig(glmMoeDsa(root), json, source);
       case "llama", "mistral", "qwen2" -> denseLlama(root, type);
       default -> {
         if (Architecture.fromModelType(type) == null) {
@@ -67,6 +67,32 @@ public final class ModelShapes {
         yield fromEngineConfig(ModelConfigParser.parseString(json, source));
       }
     };
+  }
+
+  /**
+   * The shape with the engine's parse of the same config attached when the engine reads it, so the
+   * weights come from the engine's loader; as it is when the engine refuses the config.
+   */
+  private static ModelShape withEngineConfig(ModelShape shape, String json, String source) {
+    ModelConfig c;
+    try {
+      c = ModelConfigParser.parseString(json, source);
+    } catch (RuntimeException notForTheEngine) {
+      return shape;
+    }
+    return new ModelShape(
+        shape.modelType(),
+        shape.vocabSize(),
+        shape.hiddenSize(),
+        shape.denseIntermediateSize(),
+        shape.numLayers(),
+        shape.attention(),
+        shape.moe(),
+        shape.moeLayers(),
+        shape.indexer(),
+        shape.tieWordEmbeddings(),
+        shape.numMtpLayers(),
+        c);
   }
 
   /** Converts the engine's normalised config. */
@@ -103,9 +129,16 @@ public final class ModelShapes {
         att,
         moe,
         c.moeLayers(),
-        null,
+        c.sparseAttention() == null
+            ? null
+            : new IndexerShape(
+                c.sparseAttention().indexHeads(),
+                c.sparseAttention().indexHeadDim(),
+                c.sparseAttention().topK(),
+                c.sparseAttention().fullLayers()),
         c.tieWordEmbeddings(),
-        c.numNextnPredictLayers());
+        c.numNextnPredictLayers(),
+        c);
   }
 
   // Defaults from transformers 5.18 GlmMoeDsaConfig (configuration_glm_moe_dsa.py).

@@ -9,15 +9,27 @@ import java.util.List;
 /**
  * Every weight of a model's main body, per layer, with the names and shapes of the Hugging Face
  * checkpoint; the multi-token-prediction (MTP) layers are listed apart ({@link #mtp()}), since
- * neither the engine nor the published totals count them. Parameter counts agree with the engine's
- * {@code CheckpointLayout} for the families it runs and with transformers for GLM-5.
+ * neither the engine nor the published totals count them.
+ *
+ * <p>For a model the engine runs ({@link ModelShape#engineConfig()} set) the main body's weights
+ * are the engine loader's own requests ({@link LoaderWeights}): the names, shapes and rank splits
+ * the CPU loader and the GPU uploader use. The table below serves the shapes the engine does not
+ * load (dense Llama-style models, GLM-5 configs read by the simulator's parser, draft models) and
+ * the MTP layers; a test keeps it equal to the loader's for every family the engine runs.
  */
 public final class WeightInventory {
   private final ModelShape shape;
+  private final LoaderWeights loaded;
 
   /** Inventory of {@code shape}. */
   public WeightInventory(ModelShape shape) {
     this.shape = shape;
+    this.loaded = shape.engineConfig() == null ? null : LoaderWeights.of(shape.engineConfig());
+  }
+
+  /** Whether the main body's weights come from the engine's loader rather than the table. */
+  public boolean fromEngineLoader() {
+    return loaded != null;
   }
 
   /** The shape this inventory describes. */
@@ -27,6 +39,11 @@ public final class WeightInventory {
 
   /** Weights of the embedding (first) and the final norm plus LM head (last). */
   public List<Weight> embedding() {
+    return loaded != null ? loaded.embedding() : tableEmbedding();
+  }
+
+  /** The table's embedding. */
+  List<Weight> tableEmbedding() {
     return List.of(
         new Weight(
             "model.embed_tokens",
@@ -39,6 +56,11 @@ public final class WeightInventory {
 
   /** The final norm and the LM head (absent when tied: the embedding is reused). */
   public List<Weight> head() {
+    return loaded != null ? loaded.head() : tableHead();
+  }
+
+  /** The table's final norm and LM head. */
+  List<Weight> tableHead() {
     List<Weight> out = new ArrayList<>();
     out.add(vector("model.norm", shape.hiddenSize()));
     if (!shape.tieWordEmbeddings()) {
@@ -51,6 +73,14 @@ public final class WeightInventory {
 
   /** Attention weights of one layer (norms, projections and the DSA indexer when present). */
   public List<Weight> attention(int layer) {
+    if (loaded != null && layer < shape.numLayers()) {
+      return loaded.attention().getOrDefault(layer, List.of());
+    }
+    return tableAttention(layer);
+  }
+
+  /** The table's attention weights of one layer. */
+  List<Weight> tableAttention(int layer) {
     List<Weight> out = new ArrayList<>();
     String p = "model.layers." + layer + ".self_attn.";
     AttentionShape a = shape.attention();
@@ -108,6 +138,14 @@ public final class WeightInventory {
 
   /** MLP weights of one layer (post-attention norm, dense MLP or router plus experts). */
   public List<Weight> mlp(int layer) {
+    if (loaded != null && layer < shape.numLayers()) {
+      return loaded.mlp().getOrDefault(layer, List.of());
+    }
+    return tableMlp(layer);
+  }
+
+  /** The table's MLP weights of one layer. */
+  List<Weight> tableMlp(int layer) {
     List<Weight> out = new ArrayList<>();
     String p = "model.layers." + layer + ".mlp.";
     int h = shape.hiddenSize();
@@ -151,6 +189,17 @@ public final class WeightInventory {
       out.addAll(mlp(l));
     }
     out.addAll(head());
+    return out;
+  }
+
+  /** The table's weights of the main model, whatever the shape (for checking it). */
+  List<Weight> tableAll() {
+    List<Weight> out = new ArrayList<>(tableEmbedding());
+    for (int l = 0; l < shape.numLayers(); l++) {
+      out.addAll(tableAttention(l));
+      out.addAll(tableMlp(l));
+    }
+    out.addAll(tableHead());
     return out;
   }
 
