@@ -356,6 +356,9 @@ public final class BatchEngine implements AutoCloseable {
           boolean ahead = next != null && next.stillValid();
           if (ahead) {
             next.fillDeferred();
+            if (speculation != null) {
+              speculation.countPlain(next);
+            }
           } else {
             scheduler.admit();
             next = withDrafts(scheduler.plan());

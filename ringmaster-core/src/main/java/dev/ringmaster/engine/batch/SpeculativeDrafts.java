@@ -78,6 +78,16 @@ final class SpeculativeDrafts implements AutoCloseable {
         && s.request.topLogprobs() < 0;
   }
 
+  /** Counts a step planned while the previous one ran (it never carries drafts) as plain. */
+  void countPlain(Step step) {
+    for (int i = 0; i < step.seqs().size(); i++) {
+      if (isDecodeRow(step, i) && eligible(step.seqs().get(i))) {
+        controller.countPlain();
+        return;
+      }
+    }
+  }
+
   /**
    * The step with drafts on the decode rows the policy and the pool allow ({@code step} itself when
    * none); null stays null.

@@ -10,10 +10,10 @@ package dev.ringmaster.engine.spec;
  * yield {@code 1 + a_1 + ... + a_k} tokens per request, and a moving average of the drafting time
  * per draft token. For a step of {@code b} sequences it picks the {@code k} with the most expected
  * tokens per nanosecond, {@code b (1 + sum a_i) / (verify(b, k) + b k draft)}, and speculates only
- * if that beats plain decoding's {@code b / decode(b)} by the margin. The averages start at 1, so
- * speculation is tried until acceptance is known; while it is off, one step in {@link
- * #PROBE_INTERVAL} speculates anyway to keep the averages current, unless even drafts that were
- * always accepted could not pay at that batch size.
+ * if that beats plain decoding's {@code b / decode(b)} by the margin. The averages start at 1 (as
+ * one observation), so speculation is tried until acceptance is known; while it is off, one step in
+ * {@link #PROBE_INTERVAL} speculates anyway to keep the averages current, unless even drafts that
+ * were always accepted could not pay at that batch size.
  *
  * <p>Called by the engine thread; the counters are read by others through {@link #snapshot}.
  */
@@ -30,6 +30,7 @@ public final class SpeculationController {
   private final double margin;
   private final SpeculationCostModel cost;
   private final double[] acceptance;
+  private final long[] observed;
   private double draftNanosPerToken;
   private long decisions;
   private long enabledDecisions;
@@ -67,6 +68,7 @@ public final class SpeculationController {
     this.margin = margin;
     this.cost = cost;
     this.acceptance = new double[maxDraftTokens];
+    this.observed = new long[maxDraftTokens];
     java.util.Arrays.fill(acceptance, 1);
   }
 
@@ -79,6 +81,12 @@ public final class SpeculationController {
     }
     lastEnabled = k > 0;
     return k;
+  }
+
+  /** Counts a decode step that was planned without asking (it runs plainly). */
+  public synchronized void countPlain() {
+    decisions++;
+    lastEnabled = false;
   }
 
   /** What {@link #decide} would answer now, without counting it. */
@@ -114,7 +122,9 @@ public final class SpeculationController {
     draftTokens += proposed;
     acceptedTokens += accepted;
     for (int i = 0; i < proposed && i < acceptance.length; i++) {
-      acceptance[i] += SMOOTHING * ((i < accepted ? 1 : 0) - acceptance[i]);
+      // The starting 1 counts as one observation: early averages are plain means.
+      double weight = Math.max(SMOOTHING, 1.0 / (++observed[i] + 1));
+      acceptance[i] += weight * ((i < accepted ? 1 : 0) - acceptance[i]);
     }
   }
 

@@ -9,25 +9,31 @@ import java.util.List;
 
 /**
  * Decode and verify costs at a few batch sizes, interpolated linearly in between (and extrapolated
- * per sequence beyond the largest); the verify cost of fewer draft tokens than were measured is
- * interpolated between the decode cost (0 drafts) and the measured verify cost.
+ * per sequence beyond the largest).
  *
  * @param batchSizes measured batch sizes, ascending, at least one
  * @param decodeNanos decode step cost at each batch size
- * @param verifyNanos verify step cost at each batch size with {@code draftTokens} drafts each
- * @param draftTokens draft tokens per sequence of the measured verify steps
+ * @param verifyNanos verify step cost at each batch size ({@code [size][k - 1]} for {@code k}
+ *     drafts per sequence, {@code k} from 1 to {@code draftTokens})
+ * @param draftTokens most draft tokens per sequence measured
  */
 public record TabulatedSpeculationCost(
-    int[] batchSizes, double[] decodeNanos, double[] verifyNanos, int draftTokens)
+    int[] batchSizes, double[] decodeNanos, double[][] verifyNanos, int draftTokens)
     implements SpeculationCostModel {
 
-  /** Checks that the three tables line up. */
+  /** Checks that the tables line up. */
   public TabulatedSpeculationCost {
     if (batchSizes.length == 0
         || decodeNanos.length != batchSizes.length
         || verifyNanos.length != batchSizes.length) {
       throw new IllegalArgumentException(
-          "a cost table needs one decode and one verify cost per batch size");
+          "a cost table needs one decode and one verify row per batch size");
+    }
+    for (double[] row : verifyNanos) {
+      if (row.length != draftTokens) {
+        throw new IllegalArgumentException(
+            "a cost table needs a verify cost for each draft length 1.." + draftTokens);
+      }
     }
     for (int i = 1; i < batchSizes.length; i++) {
       if (batchSizes[i] <= batchSizes[i - 1]) {
@@ -40,6 +46,21 @@ public record TabulatedSpeculationCost(
     }
   }
 
+  /**
+   * A table from a verify cost that grows linearly in the draft tokens: {@code decode(b) (1 + slope
+   * k)} at every batch size {@code b} of {@code decodeNanos}.
+   */
+  public static TabulatedSpeculationCost linear(
+      int[] batchSizes, double[] decodeNanos, double slope, int draftTokens) {
+    double[][] verify = new double[batchSizes.length][draftTokens];
+    for (int b = 0; b < batchSizes.length; b++) {
+      for (int k = 1; k <= draftTokens; k++) {
+        verify[b][k - 1] = decodeNanos[b] * (1 + slope * k);
+      }
+    }
+    return new TabulatedSpeculationCost(batchSizes, decodeNanos, verify, draftTokens);
+  }
+
   @Override
   public double decodeNanos(int batch) {
     return interpolate(decodeNanos, batch);
@@ -47,9 +68,15 @@ public record TabulatedSpeculationCost(
 
   @Override
   public double verifyNanos(int batch, int k) {
-    double decode = decodeNanos(batch);
-    double full = interpolate(verifyNanos, batch);
-    return decode + (full - decode) * k / draftTokens;
+    if (k < 1 || k > draftTokens) {
+      throw new IllegalArgumentException(
+          "verify costs are known for 1.." + draftTokens + " draft tokens, not " + k);
+    }
+    double[] column = new double[batchSizes.length];
+    for (int b = 0; b < column.length; b++) {
+      column[b] = verifyNanos[b][k - 1];
+    }
+    return interpolate(column, batch);
   }
 
   private double interpolate(double[] table, int batch) {
@@ -84,16 +111,16 @@ public record TabulatedSpeculationCost(
   }
 
   /**
-   * Times one decode step and one verify step of {@code draftTokens} drafts at each batch size on
-   * {@code model} (median of three after a warm-up, caches holding a short context), then frees the
-   * caches it made.
+   * Times one decode step, and one verify step for each draft length 1..{@code draftTokens}, at
+   * each batch size on {@code model} (the fastest of five after a warm-up, caches holding a short
+   * context), then frees the caches it made.
    */
   public static TabulatedSpeculationCost measure(
       LanguageModel model, int[] batchSizes, int draftTokens) {
     int context = 16;
     int vocab = model.config().vocabSize();
     double[] decode = new double[batchSizes.length];
-    double[] verify = new double[batchSizes.length];
+    double[][] verify = new double[batchSizes.length][draftTokens];
     for (int s = 0; s < batchSizes.length; s++) {
       int b = batchSizes[s];
       KvCache[] caches = new KvCache[b];
@@ -102,8 +129,10 @@ public record TabulatedSpeculationCost(
           caches[i] = model.newCache();
         }
         forward(model, caches, context, 0, vocab);
-        decode[s] = median(model, caches, 1, context, vocab);
-        verify[s] = median(model, caches, draftTokens + 1, context, vocab);
+        decode[s] = fastest(model, caches, 1, context, vocab);
+        for (int k = 1; k <= draftTokens; k++) {
+          verify[s][k - 1] = fastest(model, caches, k + 1, context, vocab);
+        }
       } finally {
         for (KvCache c : caches) {
           if (c != null) {
@@ -115,20 +144,22 @@ public record TabulatedSpeculationCost(
     return new TabulatedSpeculationCost(batchSizes.clone(), decode, verify, draftTokens);
   }
 
-  private static double median(
+  /** The fastest of five timed forwards after a warm-up: other load only ever adds time. */
+  private static double fastest(
       LanguageModel model, KvCache[] caches, int tokens, int context, int vocab) {
-    double[] t = new double[4];
-    for (int r = 0; r < t.length; r++) {
+    double best = Double.POSITIVE_INFINITY;
+    for (int r = 0; r < 6; r++) {
       long t0 = System.nanoTime();
       forward(model, caches, tokens, context, vocab);
-      t[r] = System.nanoTime() - t0;
+      long t = System.nanoTime() - t0;
+      if (r > 0) {
+        best = Math.min(best, t);
+      }
       for (KvCache c : caches) {
         c.setLength(context);
       }
     }
-    double[] timed = Arrays.copyOfRange(t, 1, t.length); // the first is a warm-up
-    Arrays.sort(timed);
-    return timed[timed.length / 2];
+    return best;
   }
 
   /** One forward of {@code tokens} tokens per cache from {@code start}, logits for every row. */

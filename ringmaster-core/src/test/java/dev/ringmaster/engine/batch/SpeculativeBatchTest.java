@@ -224,6 +224,39 @@ class SpeculativeBatchTest {
     }
   }
 
+  @Test
+  void autoSwitchesItselfOffWithTheCpuCostsAndStaysOnWhereVerifyIsCheap() throws Exception {
+    CausalLm lm = MODELS.get("models/sotu-moe");
+    List<int[]> prompts = prompts(lm.config().vocabSize(), 4);
+    BatchConfig cfg = new BatchConfig(4, 64, 32, PAGE, 4096);
+    Run plain = run(lm, cfg, null, prompts, i -> greedy(120), i -> new Collector());
+    SpeculativeConfig ngram = SpeculativeConfig.of(SpeculativeAlgorithm.NGRAM, 4);
+    // A 4-draft verify at 2.9 decode steps (as measured on the CPU) and at 1.04 (weight-bound).
+    for (double slope : new double[] {0.475, 0.01}) {
+      var cost =
+          dev.ringmaster.engine.spec.TabulatedSpeculationCost.linear(
+              new int[] {1}, new double[] {1e6}, slope, 4);
+      ServingSpeculation auto =
+          new ServingSpeculation(
+              ngram, null, SpeculativePolicy.AUTO, ServingSpeculation.DEFAULT_MARGIN, cost);
+      Run r = run(lm, cfg, auto, prompts, i -> greedy(120), i -> new Collector());
+      for (int i = 0; i < prompts.size(); i++) {
+        assertThat(r.outputs().get(i)).containsExactly(plain.outputs().get(i));
+      }
+      SpeculationSnapshot s = r.spec();
+      System.out.println(
+          "AUTO " + slope + " " + java.util.Arrays.toString(s.acceptanceByPosition()) + " " + s);
+      assertThat(s.decisions()).isPositive();
+      if (slope > 0.2) {
+        assertThat(s.acceptLength()).as("accept length").isLessThan(2.9);
+        assertThat(s.enabledFraction()).as("auto switched off").isLessThan(0.5);
+        assertThat(s.enabled()).isFalse();
+      } else {
+        assertThat(s.enabledFraction()).as("auto stayed on").isGreaterThan(0.9);
+      }
+    }
+  }
+
   private static int indexOf(int[] a, int v) {
     for (int i = 0; i < a.length; i++) {
       if (a[i] == v) {
