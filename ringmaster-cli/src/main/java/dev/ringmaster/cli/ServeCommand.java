@@ -4,6 +4,8 @@ import dev.ringmaster.engine.batch.BatchConfig;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.SchedulePolicy;
 import dev.ringmaster.engine.batch.ServingDefaults;
+import dev.ringmaster.engine.spec.ServingSpeculation;
+import dev.ringmaster.engine.spec.SpeculativePolicy;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.server.RingmasterServer;
@@ -56,6 +58,26 @@ final class ServeCommand implements Callable<Integer> {
   String apiKey;
 
   @Mixin EngineOptions engine = new EngineOptions();
+
+  @Mixin SpeculativeOptions speculative = new SpeculativeOptions();
+
+  @Option(
+      names = "--speculative-policy",
+      paramLabel = "auto|always",
+      description =
+          "With --speculative-algorithm: auto drafts only at batch sizes and draft lengths where"
+              + " the measured verify cost and the acceptance so far promise more tokens per"
+              + " second than plain decoding (by --speculative-margin); always drafts every decode"
+              + " step (default: auto).")
+  String speculativePolicy;
+
+  @Option(
+      names = "--speculative-margin",
+      paramLabel = "FRACTION",
+      description =
+          "The gain over plain decoding the auto policy asks for before it drafts (default:"
+              + " 0.05, that is 5%).")
+  Double speculativeMargin;
 
   @Option(
       names = "--page-size",
@@ -141,16 +163,23 @@ final class ServeCommand implements Callable<Integer> {
     if (engine.follower()) {
       return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks
     }
+    speculative.validate(dir); // reads only config.json and tokenizer.json files
     Tokenizer tok = Tokenizer.load(dir);
     engine.cudaBlockSize = pageSize; // on the GPU one page is one cache block
     LanguageModel lm = engine.open(dir);
+    LanguageModel draft = null;
     BatchEngine batch;
     try {
-      batch = BatchEngine.start(lm, batchConfig(lm));
+      draft = speculative.openDraft();
+      batch = BatchEngine.start(lm, batchConfig(lm), speculation(draft));
     } catch (IllegalArgumentException e) {
+      if (draft != null) {
+        draft.close();
+      }
       lm.close();
       throw new UserError(e.getMessage());
     }
+    LanguageModel draftModel = draft;
     String name = servedModelName != null ? servedModelName : dir.getFileName().toString();
     ServerConfig cfg =
         new ServerConfig(
@@ -178,6 +207,9 @@ final class ServeCommand implements Callable<Integer> {
                   System.err.println("ringmaster: shutting down (draining requests)");
                   server.shutdown();
                   lm.close();
+                  if (draftModel != null) {
+                    draftModel.close();
+                  }
                   stopped.countDown();
                   // A SIGTERM is the normal way to stop a server: report success, not 143.
                   Runtime.getRuntime().halt(0);
@@ -205,6 +237,18 @@ final class ServeCommand implements Callable<Integer> {
             + (batch.config().radixCache()
                 ? "; radix cache on (" + batch.config().schedulePolicy().flagName() + ")"
                 : "; radix cache off"));
+    batch
+        .speculation()
+        .ifPresent(
+            sp ->
+                System.err.printf(
+                    "ringmaster: speculative %s, up to %d draft tokens, policy %s%s%n",
+                    sp.algorithm(),
+                    sp.numDraftTokens(),
+                    sp.policy().name().toLowerCase(Locale.ROOT),
+                    sp.policy() == SpeculativePolicy.AUTO
+                        ? String.format(Locale.ROOT, " (margin %.0f%%)", sp.margin() * 100)
+                        : ""));
     System.out.println("ringmaster: serving at " + server.url());
     System.out.flush();
     stopped.await();
@@ -240,6 +284,18 @@ final class ServeCommand implements Callable<Integer> {
     FlagChecks.atLeast("--max-request-bytes", maxRequestBytes, 1);
     FlagChecks.atLeast("--max-n", maxN, 1);
     FlagChecks.atLeast("--shutdown-timeout", shutdownTimeout, 0);
+    if (!speculative.enabled() && (speculativePolicy != null || speculativeMargin != null)) {
+      throw new UserError(
+          (speculativePolicy != null ? "--speculative-policy" : "--speculative-margin")
+              + " needs --speculative-algorithm NGRAM or STANDALONE");
+    }
+    policy();
+    if (speculativeMargin != null && !(speculativeMargin >= 0 && speculativeMargin < 10)) {
+      throw new UserError(
+          "--speculative-margin must be a fraction in [0, 10) (0.05 asks for 5% more throughput),"
+              + " got "
+              + speculativeMargin);
+    }
     if (allowedOrigins != null) {
       for (String o : allowedOrigins) {
         if (o.isBlank()
@@ -263,6 +319,29 @@ final class ServeCommand implements Callable<Integer> {
       throw new UserError("--mem-fraction-static must be in (0, 1], got " + f);
     }
     return f;
+  }
+
+  private SpeculativePolicy policy() {
+    try {
+      return speculativePolicy == null
+          ? SpeculativePolicy.AUTO
+          : SpeculativePolicy.parse(speculativePolicy);
+    } catch (IllegalArgumentException e) {
+      throw new UserError("--speculative-policy: " + e.getMessage());
+    }
+  }
+
+  /** The engine's speculation from the flags (after {@link SpeculativeOptions#validate}). */
+  private ServingSpeculation speculation(LanguageModel draft) {
+    if (!speculative.enabled()) {
+      return null;
+    }
+    return new ServingSpeculation(
+        speculative.config(),
+        draft,
+        policy(),
+        speculativeMargin != null ? speculativeMargin : ServingSpeculation.DEFAULT_MARGIN,
+        null);
   }
 
   private BatchConfig batchConfig(LanguageModel lm) {
@@ -345,6 +424,19 @@ final class ServeCommand implements Callable<Integer> {
     f.put("max_request_bytes", maxRequestBytes);
     f.put("shutdown_timeout_s", shutdownTimeout);
     f.put("allowed_origins", allowedOrigins != null ? allowedOrigins : List.of());
+    if (speculative.enabled()) {
+      f.put("speculative_algorithm", speculative.config().algorithm().name());
+      f.put("speculative_num_draft_tokens", speculative.config().numDraftTokens());
+      f.put(
+          "speculative_draft_model_path",
+          speculative.draftDir() == null ? null : speculative.draftDir().toString());
+      f.put("speculative_policy", policy().name().toLowerCase(Locale.ROOT));
+      f.put(
+          "speculative_margin",
+          speculativeMargin != null ? speculativeMargin : ServingSpeculation.DEFAULT_MARGIN);
+    } else {
+      f.put("speculative_algorithm", null);
+    }
     return f;
   }
 }

@@ -17,8 +17,8 @@ import java.util.Map;
 import picocli.CommandLine.Option;
 
 /**
- * The {@code --speculative-*} flags of {@code generate} (SGLang's names), checked before any model
- * loads.
+ * The {@code --speculative-*} flags of {@code generate} and {@code serve} (SGLang's names), checked
+ * before any model loads.
  */
 final class SpeculativeOptions {
   @Option(

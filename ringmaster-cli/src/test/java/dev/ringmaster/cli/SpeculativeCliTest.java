@@ -130,4 +130,40 @@ class SpeculativeCliTest {
         .contains("has no draft/ directory")
         .contains("--speculative-draft-model-path");
   }
+
+  @Test
+  void badServeSpeculativeFlagsAreOneLineErrorsBeforeAnyModelLoads() throws Exception {
+    Path embedded = CliTest.repo().resolve("models/sotu-moe");
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String[][] cases = {
+      {"--speculative-policy", "auto"},
+      {"--speculative-margin", "0.1"},
+      {"--speculative-algorithm", "NGRAM", "--speculative-policy", "sometimes"},
+      {"--speculative-algorithm", "NGRAM", "--speculative-margin", "-1"},
+      {"--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "0"},
+      {
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-draft-model-path",
+        fixture.toString()
+      },
+    };
+    String[] expected = {
+      "--speculative-policy needs --speculative-algorithm",
+      "--speculative-margin needs --speculative-algorithm",
+      "unknown speculative policy 'sometimes'",
+      "--speculative-margin must be a fraction",
+      "--speculative-num-draft-tokens",
+      "vocabulary of 320 tokens but the target's has 6144",
+    };
+    for (int i = 0; i < cases.length; i++) {
+      List<String> args =
+          new ArrayList<>(List.of("serve", "--model", embedded.toString(), "--port", "0"));
+      args.addAll(Arrays.asList(cases[i]));
+      CliTest.Run r = CliTest.run(args.toArray(String[]::new));
+      assertThat(r.status()).as(args + " -> " + r.err()).isEqualTo(2);
+      assertThat(r.err()).as(args.toString()).startsWith("error: ").contains(expected[i]);
+      assertThat(r.err()).doesNotContain("\tat ").doesNotContain("loading layers");
+    }
+  }
 }

@@ -110,13 +110,27 @@ final class TestServer implements AutoCloseable {
     return start(fixtureWithTemplate(template), lm -> lm, ServerConfig.defaults(), defaultBatch());
   }
 
+  /** The fixture server whose engine speculates as {@code spec} says. */
+  static TestServer speculating(dev.ringmaster.engine.spec.ServingSpeculation spec) {
+    return start(modelDir(), lm -> lm, ServerConfig.defaults(), defaultBatch(), spec);
+  }
+
   private static TestServer start(
       Path dir,
       java.util.function.Function<CausalLm, LanguageModel> wrap,
       ServerConfig cfg,
       BatchConfig batch) {
+    return start(dir, wrap, cfg, batch, null);
+  }
+
+  private static TestServer start(
+      Path dir,
+      java.util.function.Function<CausalLm, LanguageModel> wrap,
+      ServerConfig cfg,
+      BatchConfig batch,
+      dev.ringmaster.engine.spec.ServingSpeculation spec) {
     CausalLm lm = CausalLm.load(dir);
-    BatchEngine engine = BatchEngine.start(wrap.apply(lm), batch);
+    BatchEngine engine = BatchEngine.start(wrap.apply(lm), batch, spec);
     Tokenizer tok = Tokenizer.load(dir);
     RingmasterServer s =
         RingmasterServer.start(new ServingModel(MODEL, dir.toString(), tok, engine), cfg);

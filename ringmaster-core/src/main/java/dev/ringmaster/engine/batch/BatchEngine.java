@@ -1,6 +1,8 @@
 package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
+import dev.ringmaster.engine.spec.ServingSpeculation;
+import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.sampling.SampledTokens;
@@ -8,6 +10,7 @@ import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -37,6 +40,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * only the requests that fail by themselves end with {@link FinishReason#ERROR}; a listener that
  * throws fails only its own request. Greedy results do not depend on batching as long as the
  * model's forward is per-row deterministic (the CPU one is).
+ *
+ * <p>With speculation ({@link ServingSpeculation}) a freshly planned step may give decode rows a
+ * draft ({@link SpeculativeDrafts}): such a row runs its last token and the drafts in the same
+ * forward as the other rows, the verifier keeps the accepted prefix and one token of the target's
+ * own, and the cache and the row's KV blocks are rolled back to what stands. Steps with drafts are
+ * not overlapped (the next plan needs to know how many tokens were accepted).
  */
 public final class BatchEngine implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
@@ -56,12 +65,13 @@ public final class BatchEngine implements AutoCloseable {
   private final Thread thread;
   private final ExecutorService modelThread;
   private final StepClock clock = new StepClock();
+  private final SpeculativeDrafts speculation;
   private volatile int running;
   private volatile long preemptions;
   private volatile boolean accepting = true;
   private volatile boolean closing;
 
-  private BatchEngine(LanguageModel model, BatchConfig config) {
+  private BatchEngine(LanguageModel model, BatchConfig config, ServingSpeculation spec) {
     if (config.radixCache() && !model.sharesKvPages()) {
       throw new IllegalArgumentException(
           "this model's caches cannot share KV pages, so the radix cache cannot run on it;"
@@ -79,6 +89,7 @@ public final class BatchEngine implements AutoCloseable {
     this.config = config;
     this.pool = new KvBlockPool(config.pageSize(), config.kvBlocks());
     this.scheduler = new Scheduler(config, pool, model::newCache, queued);
+    this.speculation = spec == null ? null : new SpeculativeDrafts(spec, model, config);
     this.vocab = model.config().vocabSize();
     this.context = model.config().maxPositionEmbeddings();
     this.thread = Thread.ofPlatform().name("ringmaster-engine").daemon(true).unstarted(this::loop);
@@ -91,9 +102,25 @@ public final class BatchEngine implements AutoCloseable {
 
   /** Starts an engine thread over a model. */
   public static BatchEngine start(LanguageModel model, BatchConfig config) {
-    BatchEngine e = new BatchEngine(model, config);
+    return start(model, config, null);
+  }
+
+  /**
+   * Starts an engine thread over a model that speculates as {@code spec} says (null: never); with
+   * the auto policy and no cost model given, it first times decode and verify steps on the model.
+   */
+  public static BatchEngine start(
+      LanguageModel model, BatchConfig config, ServingSpeculation spec) {
+    BatchEngine e = new BatchEngine(model, config, spec);
     e.thread.start();
     return e;
+  }
+
+  /**
+   * What speculation did so far and its policy's state; empty when the engine does not speculate.
+   */
+  public Optional<SpeculationSnapshot> speculation() {
+    return speculation == null ? Optional.empty() : Optional.of(speculation.snapshot());
   }
 
   /** The model the engine drives. */
@@ -273,7 +300,13 @@ public final class BatchEngine implements AutoCloseable {
 
   /** A step handed to the model: its tokens come back through {@code result}. */
   private record Flight(
-      Step step, Future<SampledTokens> result, long submitted, long hostNanos, boolean ahead) {}
+      Step step, Future<StepOutput> result, long submitted, long hostNanos, boolean ahead) {}
+
+  /**
+   * A forward's result: the sampled tokens of the rows that sample plainly and, for a step with
+   * drafts, the logits of every requested row (null otherwise).
+   */
+  private record StepOutput(SampledTokens sampled, float[] logits) {}
 
   private void loop() {
     Flight flight = null;
@@ -283,13 +316,16 @@ public final class BatchEngine implements AutoCloseable {
         if (flight == null) {
           if (!pullInbox(true)) {
             scheduler.flushCache(); // every request ended: the tree gives its blocks back
+            if (speculation != null) {
+              speculation.close();
+            }
             return;
           }
           abortAllIfClosing();
           finishEnded();
           long b = System.nanoTime();
           scheduler.admit();
-          Step step = scheduler.plan();
+          Step step = withDrafts(scheduler.plan());
           clock.built(System.nanoTime() - b);
           publish();
           if (step == null) {
@@ -302,7 +338,7 @@ public final class BatchEngine implements AutoCloseable {
           flight = launch(step, back, false);
         } else {
           Step next = null;
-          if (config.overlap()) {
+          if (config.overlap() && !speculatesNext(flight.step())) {
             // The model is busy with the flight: take in new requests and plan the next batch.
             pullInbox(false);
             long b = System.nanoTime();
@@ -320,9 +356,12 @@ public final class BatchEngine implements AutoCloseable {
           boolean ahead = next != null && next.stillValid();
           if (ahead) {
             next.fillDeferred();
+            if (speculation != null) {
+              speculation.countPlain(next);
+            }
           } else {
             scheduler.admit();
-            next = scheduler.plan();
+            next = withDrafts(scheduler.plan());
           }
           clock.built(System.nanoTime() - b);
           publish();
@@ -347,6 +386,21 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
+  /** The step with the drafts speculation gives it (the step itself without speculation). */
+  private Step withDrafts(Step step) {
+    return speculation == null ? step : speculation.attach(step, scheduler);
+  }
+
+  /**
+   * Whether the step after {@code flight} must be planned once it lands: the flight's drafts make
+   * its token counts unknown, or the next step would speculate.
+   */
+  private boolean speculatesNext(Step flight) {
+    return speculation != null
+        && (flight.hasDrafts(0, flight.seqs().size())
+            || speculation.wouldDraft(scheduler.runningCount()));
+  }
+
   /**
    * Commits a step's plan to its sequences and hands it to the model: on the model thread with the
    * overlap schedule, else run here.
@@ -360,11 +414,11 @@ public final class BatchEngine implements AutoCloseable {
     boolean raw = fillSampling(step, 0, step.seqs().size());
     long now = System.nanoTime();
     long host = back < 0 ? 0 : now - back;
-    Callable<SampledTokens> run = () -> forward(in, raw);
+    Callable<StepOutput> run = () -> forward(step, 0, step.seqs().size(), in, raw);
     if (modelThread != null) {
       return new Flight(step, modelThread.submit(run), now, host, ahead);
     }
-    CompletableFuture<SampledTokens> result = new CompletableFuture<>();
+    CompletableFuture<StepOutput> result = new CompletableFuture<>();
     try {
       result.complete(run.call());
     } catch (Exception | OutOfMemoryError | StackOverflowError e) {
@@ -375,7 +429,7 @@ public final class BatchEngine implements AutoCloseable {
 
   /** Waits for a step's tokens and hands them out; returns when they came back. */
   private long land(Flight f) throws InterruptedException {
-    SampledTokens out = null;
+    StepOutput out = null;
     Throwable fault = null;
     try {
       out = f.result().get();
@@ -406,7 +460,7 @@ public final class BatchEngine implements AutoCloseable {
       commit(step, i, i + 1);
       try {
         Step.Inputs in = step.inputs(i, i + 1);
-        emit(step, i, i + 1, forward(in, fillSampling(step, i, i + 1)));
+        emit(step, i, i + 1, forward(step, i, i + 1, in, fillSampling(step, i, i + 1)));
       } catch (RuntimeException | OutOfMemoryError | StackOverflowError alone) {
         rollback(step, i, i + 1);
         finish(step.seqs().get(i), FinishReason.ERROR, alone);
@@ -447,11 +501,14 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
-  /** Fills the sampling rows of {@code [from, to)}; returns whether every row is raw greedy. */
+  /**
+   * Fills the sampling rows of {@code [from, to)} (rows with a draft are verified instead); returns
+   * whether every row is raw greedy.
+   */
   private boolean fillSampling(Step step, int from, int to) {
     sampling.clear();
     for (int i = from; i < to; i++) {
-      if (step.samples()[i]) {
+      if (step.samples()[i] && step.draft(i) == null) {
         step.seqs().get(i).addSamplingRow(sampling);
       }
     }
@@ -510,19 +567,34 @@ public final class BatchEngine implements AutoCloseable {
    * Runs one step's inputs and chooses the next token of each row that samples, with the sampling
    * rows in {@link #sampling}: through {@link LanguageModel#forwardGreedy} when every row takes the
    * argmax of its raw logits without logprobs (a device computes it where the logits are), else
-   * {@link LanguageModel#forwardSample}. A failed forward leaves the caches as they were.
+   * {@link LanguageModel#forwardSample}. A step with drafts in {@code [from, to)} takes every
+   * requested row's logits with {@link LanguageModel#forward} and samples its plain rows on the
+   * CPU. A failed forward leaves the caches as they were.
    */
-  private SampledTokens forward(Step.Inputs in, boolean rawGreedy) {
+  private StepOutput forward(Step step, int from, int to, Step.Inputs in, boolean rawGreedy) {
     int[] before = new int[in.caches().length];
     for (int i = 0; i < before.length; i++) {
       before[i] = in.caches()[i].length();
     }
     try {
-      if (rawGreedy) {
-        return SampledTokens.tokensOnly(
-            model.forwardGreedy(in.tokens(), in.layout(), in.caches(), in.logitRows()));
+      if (step.hasDrafts(from, to)) {
+        float[] logits = model.forward(in.tokens(), in.layout(), in.caches(), in.logitRows());
+        int[] plain = step.plainLogitRows(from, to);
+        float[] rows = new float[plain.length * vocab];
+        for (int r = 0; r < plain.length; r++) {
+          System.arraycopy(logits, plain[r] * vocab, rows, r * vocab, vocab);
+        }
+        return new StepOutput(sampling.sampleOnCpu(rows, vocab), logits);
       }
-      return model.forwardSample(in.tokens(), in.layout(), in.caches(), in.logitRows(), sampling);
+      if (rawGreedy) {
+        return new StepOutput(
+            SampledTokens.tokensOnly(
+                model.forwardGreedy(in.tokens(), in.layout(), in.caches(), in.logitRows())),
+            null);
+      }
+      return new StepOutput(
+          model.forwardSample(in.tokens(), in.layout(), in.caches(), in.logitRows(), sampling),
+          null);
     } catch (RuntimeException | Error e) {
       // Roll back whatever the failed step appended, so a retry starts from the same state.
       for (int i = 0; i < before.length; i++) {
@@ -533,17 +605,24 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
-  private void emit(Step step, int from, int to, SampledTokens sampled) {
-    int row = 0;
+  private void emit(Step step, int from, int to, StepOutput out) {
+    SampledTokens sampled = out.sampled();
+    int row = 0; // among the plainly sampled rows
+    int logitRow = 0; // among all requested logit rows
     for (int i = from; i < to; i++) {
       if (!step.samples()[i]) {
         continue;
       }
       Sequence s = step.seqs().get(i);
+      if (step.draft(i) != null) {
+        int[] run = speculation.verify(step, i, out.logits(), logitRow);
+        logitRow += step.counts()[i];
+        emitRun(s, step.starts()[i], run);
+        continue;
+      }
+      logitRow++;
       int r = row++;
       int token = sampled.tokens()[r];
-      s.awaitingToken = false;
-      scheduler.cachePrefill(s);
       boolean stop = s.stopIds.contains(token);
       int top = Math.min(s.request.topLogprobs(), vocab);
       TokenEvent event =
@@ -556,24 +635,56 @@ public final class BatchEngine implements AutoCloseable {
                   sampled.logprobs()[r],
                   sampled.topIds(r, top),
                   sampled.topLogprobs(r, top));
-      try {
-        s.append(token);
-      } catch (IllegalStateException e) {
-        finish(s, FinishReason.ERROR, e);
-        continue;
+      deliver(s, token, event);
+    }
+  }
+
+  /**
+   * Hands out the tokens a verified draft yielded, cut after a stop token or at max tokens, once
+   * the cache is rolled back to plain decoding's state after them (the last token and the kept
+   * drafts) and the blocks of the rejected drafts are returned.
+   *
+   * @param start the cache length before the verify step (the last token's position)
+   */
+  private void emitRun(Sequence s, int start, int[] run) {
+    int kept = 0;
+    while (kept < run.length) {
+      int t = run[kept++];
+      if (s.stopIds.contains(t) || s.length() + kept >= s.maxTokens) {
+        break;
       }
-      boolean more;
-      try {
-        more = s.request.listener().onToken(event);
-      } catch (RuntimeException e) {
-        finish(s, FinishReason.ERROR, e);
-        continue;
-      }
-      if (stop || !more || s.constraintComplete()) {
-        finish(s, FinishReason.STOP, null);
-      } else if (s.length() >= s.maxTokens) {
-        finish(s, FinishReason.LENGTH, null);
-      }
+    }
+    s.cache.setLength(start + kept);
+    s.planned = start + kept;
+    scheduler.trimBlocks(s);
+    for (int j = 0; j < kept && !s.finished; j++) {
+      int t = run[j];
+      boolean stop = s.stopIds.contains(t);
+      deliver(s, t, new TokenEvent(t, s.generated(), stop, Float.NaN, new int[0], new float[0]));
+    }
+  }
+
+  /** Appends one sampled token, signals the listener, and finishes the request if it ends. */
+  private void deliver(Sequence s, int token, TokenEvent event) {
+    s.awaitingToken = false;
+    scheduler.cachePrefill(s);
+    try {
+      s.append(token);
+    } catch (IllegalStateException e) {
+      finish(s, FinishReason.ERROR, e);
+      return;
+    }
+    boolean more;
+    try {
+      more = s.request.listener().onToken(event);
+    } catch (RuntimeException e) {
+      finish(s, FinishReason.ERROR, e);
+      return;
+    }
+    if (event.stopToken() || !more || s.constraintComplete()) {
+      finish(s, FinishReason.STOP, null);
+    } else if (s.length() >= s.maxTokens) {
+      finish(s, FinishReason.LENGTH, null);
     }
   }
 
@@ -582,7 +693,14 @@ public final class BatchEngine implements AutoCloseable {
       return;
     }
     s.finished = true;
+    if (speculation != null) {
+      speculation.forget(s);
+    }
     if (reason == FinishReason.STOP || reason == FinishReason.LENGTH) {
+      if (s.cache != null && s.cache.length() >= s.length()) {
+        // A listener stopped inside a verified run: drop the positions past its last token.
+        s.cache.setLength(s.length() - 1);
+      }
       scheduler.cachePages(s); // between steps: every stored position is final
     }
     scheduler.remove(s);

@@ -349,6 +349,32 @@ final class Scheduler {
     }
   }
 
+  /**
+   * Reserves the blocks {@code draftTokens} draft tokens after {@code s}'s planned decode token
+   * need, from free blocks only (drafts neither evict cached prefixes nor preempt); false (nothing
+   * changed) when the pool is short.
+   */
+  boolean reserveDraft(Sequence s, int draftTokens) {
+    int need = pool.blocksFor((long) s.cached() + 1 + draftTokens) - s.heldBlocks();
+    if (need > 0 && !pool.tryReserve(need)) {
+      return false;
+    }
+    s.blocks += Math.max(need, 0);
+    return true;
+  }
+
+  /**
+   * After a verify step rolled {@code s}'s cache back: returns the blocks beyond those its cache
+   * now covers, so rejected drafts hold no blocks.
+   */
+  void trimBlocks(Sequence s) {
+    int surplus = Math.min(s.blocks, s.heldBlocks() - pool.blocksFor(s.cached()));
+    if (surplus > 0) {
+      pool.release(surplus);
+      s.blocks -= surplus;
+    }
+  }
+
   private void preempt(Sequence s) {
     running.remove(s);
     releaseBlocks(s);

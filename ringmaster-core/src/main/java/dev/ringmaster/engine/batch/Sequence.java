@@ -93,6 +93,11 @@ final class Sequence {
     return tokens[i];
   }
 
+  /** The token array itself (only the first {@link #length} count): a drafter's context. */
+  int[] tokenArray() {
+    return tokens;
+  }
+
   void append(int token) {
     if (length == tokens.length) {
       tokens = Arrays.copyOf(tokens, tokens.length * 2);

@@ -6,6 +6,9 @@
  * the longest prefix the target agrees with plus one token of the target's own. Greedy output is
  * identical to decoding without speculation; sampled output follows the same distribution
  * (rejection sampling). {@link dev.ringmaster.engine.spec.SpeculativeGenerator} runs the loop and
- * rolls both KV caches back to the accepted length.
+ * rolls both KV caches back to the accepted length. In the batch engine, {@link
+ * dev.ringmaster.engine.spec.ServingSpeculation} configures it and {@link
+ * dev.ringmaster.engine.spec.SpeculationController} decides each step whether drafting pays, from a
+ * {@link dev.ringmaster.engine.spec.SpeculationCostModel} and the acceptance seen so far.
  */
 package dev.ringmaster.engine.spec;

@@ -3,6 +3,7 @@ package dev.ringmaster.server.metrics;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
 import dev.ringmaster.engine.batch.StepTimes;
+import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.server.generation.ChoiceEvent;
 import dev.ringmaster.server.generation.LatencyObserver;
 import io.prometheus.metrics.config.EscapingScheme;
@@ -121,6 +122,50 @@ public final class ServerMetrics implements LatencyObserver {
         "Host time as a share of the recent steps (host plus forward), 0..1.",
         engine,
         StepTimes::recentHostShare);
+    if (engine.speculation().isPresent()) {
+      speculationMetrics(engine);
+    }
+  }
+
+  /** The speculation series, exported only when the engine speculates. */
+  private void speculationMetrics(BatchEngine engine) {
+    specGauge(
+        "spec_accept_length",
+        "Mean tokens one verified draft yielded (accepted drafts plus the target's own).",
+        engine,
+        SpeculationSnapshot::acceptLength);
+    specGauge(
+        "spec_enabled_fraction",
+        "Share of decode steps in which the speculative policy drafted, 0..1.",
+        engine,
+        SpeculationSnapshot::enabledFraction);
+    specGauge(
+        "spec_enabled",
+        "1 when the latest decode step speculated, else 0.",
+        engine,
+        s -> s.enabled() ? 1 : 0);
+    CounterWithCallback.builder()
+        .name(name("spec_draft_tokens"))
+        .help("Draft tokens verified.")
+        .labelNames("model_name")
+        .callback(cb -> cb.call(engine.speculation().orElseThrow().draftTokens(), model))
+        .register(registry);
+    CounterWithCallback.builder()
+        .name(name("spec_accepted_tokens"))
+        .help("Draft tokens the target accepted.")
+        .labelNames("model_name")
+        .callback(cb -> cb.call(engine.speculation().orElseThrow().acceptedTokens(), model))
+        .register(registry);
+  }
+
+  private void specGauge(
+      String suffix, String help, BatchEngine engine, ToDoubleFunction<SpeculationSnapshot> value) {
+    GaugeWithCallback.builder()
+        .name(name(suffix))
+        .help(help)
+        .labelNames("model_name")
+        .callback(cb -> cb.call(value.applyAsDouble(engine.speculation().orElseThrow()), model))
+        .register(registry);
   }
 
   private void stepCounter(

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineStats;
 import dev.ringmaster.engine.batch.StepTimes;
+import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.ServerVersion;
 import dev.ringmaster.server.api.Json;
@@ -24,6 +25,35 @@ public final class ServerInfoEndpoint implements Endpoint {
   /** The endpoint over a server context. */
   public ServerInfoEndpoint(ServerContext ctx) {
     this.ctx = ctx;
+  }
+
+  /** The speculation state: off, or the algorithm, the policy, its counters and averages. */
+  private static ObjectNode speculative(BatchEngine engine) {
+    ObjectNode o = Json.object();
+    var snap = engine.speculation();
+    o.put("enabled", snap.isPresent());
+    if (snap.isEmpty()) {
+      return o;
+    }
+    SpeculationSnapshot s = snap.get();
+    o.put("algorithm", s.algorithm().name());
+    o.put("policy", s.policy().name().toLowerCase(java.util.Locale.ROOT));
+    o.put("num_draft_tokens", s.numDraftTokens());
+    o.put("margin", s.margin());
+    o.put("speculating_now", s.enabled());
+    o.put("enabled_fraction", s.enabledFraction());
+    o.put("decode_steps_decided", s.decisions());
+    o.put("decode_steps_speculated", s.enabledDecisions());
+    o.put("verified_drafts", s.verifyRows());
+    o.put("draft_tokens", s.draftTokens());
+    o.put("accepted_tokens", s.acceptedTokens());
+    o.put("accept_length", s.acceptLength());
+    var acc = o.putArray("acceptance_by_position");
+    for (double a : s.acceptanceByPosition()) {
+      acc.add(a);
+    }
+    o.put("draft_ns_per_token", s.draftNanosPerToken());
+    return o;
   }
 
   @Override
@@ -72,6 +102,7 @@ public final class ServerInfoEndpoint implements Endpoint {
     radix.put("admitted_tokens", s.admittedTokens());
     radix.put("cached_tokens", s.cachedTokens());
     radix.put("cache_hit_rate", s.cacheHitRate());
+    out.set("speculative", speculative(engine));
     out.put("max_model_len", ctx.model().maxSequenceLength());
     out.put("context_length", engine.model().config().maxPositionEmbeddings());
     ObjectNode load = out.putObject("load");
@@ -81,7 +112,12 @@ public final class ServerInfoEndpoint implements Endpoint {
     load.put("preemptions", s.preemptions());
     ObjectNode state = out.putArray("internal_states").addObject();
     state.put("last_gen_throughput", ctx.metrics().lastGenerationThroughput());
-    state.putNull("avg_spec_accept_length"); // no speculative decoding runs in this server
+    var spec = engine.speculation();
+    if (spec.isPresent()) {
+      state.put("avg_spec_accept_length", spec.get().acceptLength());
+    } else {
+      state.putNull("avg_spec_accept_length"); // this server does not speculate
+    }
     state.put("num_running_reqs", s.running());
     state.put("num_queue_reqs", s.queued());
     state.put("token_usage", s.kvUsage());
