@@ -7,6 +7,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,10 +26,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code generate --nnodes 2} as a user runs it: every node a separate JVM started from this build,
- * talking over real sockets. Node 0 prints the single-rank greedy tokens; killing either node
- * mid-run makes the other stop promptly with a message naming it; usage mistakes are one-line
- * errors.
+ * {@code generate --nnodes 2} (and {@code serve}) as a user runs it: every node a separate JVM
+ * started from this build, talking over real sockets. Node 0 prints the single-rank greedy tokens
+ * and serves them with the prefix cache on; killing either node mid-run makes the other stop
+ * promptly with a message naming it; usage mistakes are one-line errors.
  */
 class MultiNodeCliTest {
   private final List<Process> started = new ArrayList<>();
@@ -191,6 +195,97 @@ class MultiNodeCliTest {
     assertThat(c.status()).as(c.out() + c.err()).isZero();
     assertThat(new ObjectMapper().readTree(c.out()).get("max_rel_error").asDouble())
         .isLessThan(1e-4);
+  }
+
+  /**
+   * {@code serve} over two node processes with the prefix cache on: a prompt sent twice gets the
+   * one-rank greedy tokens both times, the second from cached pages; after {@code /flush_cache} no
+   * KV block is used, and node 1 exits holding no cache and no page.
+   */
+  @Test
+  void twoNodeServeRunsThePrefixCacheAndLeavesNoPageOnEitherNode() throws Exception {
+    String model = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic").toString();
+    String ids = "5,17,42,99,3,250,7,81,12,64,150,33,9,201,44,18,77,120,6,300,28,55";
+    CliTest.Run r =
+        CliTest.run(
+            "generate",
+            "--model",
+            model,
+            "--prompt-ids",
+            ids,
+            "--max-new-tokens",
+            "6",
+            "--temperature",
+            "0",
+            "--ignore-eos",
+            "--json");
+    assertThat(r.status()).as(r.err()).isZero();
+    JsonNode want = new ObjectMapper().readTree(r.out()).get("output_ids");
+    List<String> serve =
+        List.of(
+            "serve",
+            "--model",
+            model,
+            "--port",
+            "0",
+            "--page-size",
+            "4",
+            "--max-total-tokens",
+            "4096");
+    int port = freePort();
+    Node follower = launch("node1", nodeArgs(serve, 1, port));
+    Node leader = launch("node0", nodeArgs(serve, 0, port));
+    await(leader, s -> s.contains("ringmaster: serving at "), Duration.ofSeconds(60));
+    String url =
+        leader
+            .stdout()
+            .lines()
+            .filter(l -> l.startsWith("ringmaster: serving at "))
+            .findFirst()
+            .orElseThrow()
+            .substring("ringmaster: serving at ".length())
+            .strip();
+    HttpClient http = HttpClient.newHttpClient();
+    String body =
+        "{\"input_ids\": ["
+            + ids
+            + "], \"sampling_params\": {\"temperature\": 0, \"max_new_tokens\": 6,"
+            + " \"ignore_eos\": true}}";
+    JsonNode first = post(http, url + "/generate", body);
+    JsonNode second = post(http, url + "/generate", body);
+    assertThat(first.get("output_ids")).isEqualTo(want);
+    assertThat(second.get("output_ids")).as("with cached pages").isEqualTo(want);
+    assertThat(first.at("/meta_info/cached_tokens").asInt()).isZero();
+    // 22 prompt tokens in pages of 4: the five whole pages before the last token.
+    assertThat(second.at("/meta_info/cached_tokens").asInt()).isEqualTo(20);
+    assertThat(post(http, url + "/flush_cache", "").get("flushed_pages").asInt()).isPositive();
+    JsonNode info =
+        new ObjectMapper()
+            .readTree(
+                http.send(
+                        HttpRequest.newBuilder(URI.create(url + "/get_server_info")).build(),
+                        HttpResponse.BodyHandlers.ofString())
+                    .body());
+    assertThat(info.at("/kv_cache/used_blocks").asInt()).isZero();
+    assertThat(info.at("/radix_cache/cached_pages").asInt()).isZero();
+    leader.process().destroy(); // SIGTERM: node 0 drains, sends what is pending, stops node 1
+    assertThat(exit(leader, Duration.ofSeconds(60))).as(leader.stderr()).isZero();
+    assertThat(exit(follower, Duration.ofSeconds(20))).as(follower.stderr()).isZero();
+    assertThat(leader.stderr()).doesNotContain("radix cache off");
+    assertThat(follower.stderr()).contains("it left 0 caches and 0 KV pages open here");
+  }
+
+  private static JsonNode post(HttpClient http, String url, String body) throws Exception {
+    HttpResponse<String> resp =
+        http.send(
+            HttpRequest.newBuilder(URI.create(url))
+                .timeout(Duration.ofSeconds(60))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(resp.statusCode()).as(resp.body()).isEqualTo(200);
+    return new ObjectMapper().readTree(resp.body());
   }
 
   private static List<String> longRun() {

@@ -171,7 +171,11 @@ final class Scheduler {
       s.cache.attachPages(pages, config.pageSize());
     }
     s.planned = hit.size() * config.pageSize();
-    s.cachedTokens = s.planned;
+    // Per request, count only positions it never had: a re-admission after a preemption that
+    // finds its own pages again reused them, but they were computed for it (the engine-wide
+    // counters below count them).
+    s.cachedTokens += Math.max(0, s.planned - s.reached);
+    s.reached = Math.max(s.reached, s.planned);
     admittedTokens += s.length();
     cachedTokens += s.planned;
     return true;
@@ -376,6 +380,7 @@ final class Scheduler {
   }
 
   private void preempt(Sequence s) {
+    s.reached = Math.max(s.reached, s.cached());
     running.remove(s);
     releaseBlocks(s);
     closeCache(s);

@@ -51,8 +51,16 @@ final class Sequence {
   /** Pages of {@link #prefixNodes} whose block the prefix cache holds (not this sequence). */
   int treeBlocks;
 
-  /** Prompt tokens the last admission took from the prefix cache instead of computing them. */
+  /**
+   * Positions whose keys and values came from the prefix cache and were never computed for this
+   * request: the prompt tokens its first admission took from the cache. A re-admission after a
+   * preemption adds only cached positions beyond {@link #reached}, which it never held before (in
+   * practice none: it held every position up to its last token).
+   */
   int cachedTokens;
+
+  /** Positions this request's cache held at most, over all its admissions. */
+  int reached;
 
   /** Whether the pages of the current prefill went to the prefix cache already. */
   boolean prefillCached;

@@ -15,21 +15,25 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Node 0's view of a model spread over several nodes: a {@link LanguageModel} whose every step runs
  * on this node's ranks and, in lock-step, on every other node's. Each step's inputs go to the other
  * nodes over their control connections before this node's ranks start; the step returns when every
  * node has answered. The caches it hands out are node 0's; each carries an id that names the
- * matching cache on the other nodes, which create it on first use and drop it when node 0 closes it
- * (the id travels with the next step).
+ * matching cache on the other nodes, which create it on first use and drop it when node 0 closes
+ * it. Shared KV pages (the prefix cache's) work the same way: a page retained from a cache,
+ * attached to a fresh one or closed here is retained, attached or closed under the same id on every
+ * node. These operations travel with the next step, in the order they happened ({@link CacheOps}),
+ * so every node's caches follow the same prefix-cache decisions; {@link #syncCaches} sends them at
+ * once.
  *
  * <p>A failure anywhere fails the step here: a node that reports an error or whose connection drops
  * is named, this node's data plane is aborted so its ranks stop waiting, and every later step
@@ -47,7 +51,8 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
   private final long[] capacities;
   private final Follower[] followers;
   private final ExecutorService stepThread;
-  private final ConcurrentLinkedQueue<Integer> freed = new ConcurrentLinkedQueue<>();
+  private final CacheOps ops = new CacheOps();
+  private final AtomicInteger openCaches = new AtomicInteger();
   private final Object stepLock = new Object();
   private final PrintStream log;
   private int nextCacheId;
@@ -212,12 +217,12 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
   }
 
   /**
-   * False: the other nodes mirror caches by id but not page handles, so a prefix-cache decision
-   * made here would not reach their caches.
+   * Whether this node's ranks share pages: every node runs the same backend (the fingerprint checks
+   * it), and the other nodes mirror page handles by id.
    */
   @Override
   public boolean sharesKvPages() {
-    return false;
+    return local.model().sharesKvPages();
   }
 
   /** This node's graph sizes: every node runs the same flags (the fingerprint checks them). */
@@ -232,30 +237,89 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     synchronized (this) {
       id = nextCacheId++;
     }
-    NodeCache nc = new NodeCache(id, local.model().newCache());
+    NodeCache nc = new NodeCache(id, local.model().newCache(), ops);
     KvCache outer = KvCache.ofExternal(nc);
-    nc.cleanable = CLEANER.register(outer, new FreeId(freed, id));
+    openCaches.incrementAndGet();
+    nc.cleanable = CLEANER.register(outer, new FreeId(ops, openCaches, id));
     return outer;
   }
 
   /** Queues a cache id for the other nodes to drop; runs once, on close or when unreachable. */
-  private record FreeId(ConcurrentLinkedQueue<Integer> freed, int id) implements Runnable {
+  private record FreeId(CacheOps ops, AtomicInteger open, int id) implements Runnable {
     @Override
     public void run() {
-      freed.add(id);
+      open.decrementAndGet();
+      ops.freeCache(id);
     }
   }
 
-  /** A node-0 cache: this node's ranks' cache under an id the other nodes know it by. */
+  /**
+   * What one node holds of node 0's caches: caches open and shared page handles open.
+   *
+   * @param node the node's rank
+   * @param caches caches it holds
+   * @param pages page handles it holds
+   */
+  public record HeldCaches(int node, int caches, int pages) {}
+
+  /**
+   * Sends the cache operations recorded since the last step to every node at once (a step of no
+   * tokens) and returns what each node then holds, node 0 first. Call it when no step is running;
+   * after every request ended and the prefix cache was flushed, every node should hold nothing.
+   */
+  public List<HeldCaches> syncCaches() {
+    step(
+        false,
+        new int[0],
+        new BatchLayout(new int[] {0}, new int[0]),
+        new KvCache[0],
+        new int[0],
+        c -> null);
+    List<HeldCaches> out = new ArrayList<>();
+    out.add(new HeldCaches(0, openCaches.get(), ops.openPages()));
+    for (int k = 1; k < followers.length; k++) {
+      out.add(new HeldCaches(k, followers[k].heldCaches, followers[k].heldPages));
+    }
+    return out;
+  }
+
+  /**
+   * A node-0 cache: this node's ranks' cache under an id the other nodes know it by. Its pages are
+   * this node's pages under ids the other nodes know them by.
+   */
   private static final class NodeCache implements KvCache.External {
     final int id;
     final KvCache inner;
+    final CacheOps ops;
     final AtomicBoolean closed = new AtomicBoolean();
     Cleaner.Cleanable cleanable;
 
-    NodeCache(int id, KvCache inner) {
+    NodeCache(int id, KvCache inner, CacheOps ops) {
       this.id = id;
       this.inner = inner;
+      this.ops = ops;
+    }
+
+    @Override
+    public KvCache.Page retainPage(int pageIndex, int pageSize) {
+      KvCache.Page page = inner.retainPage(pageIndex, pageSize);
+      return new NodePage(ops.retainPage(id, pageIndex, pageSize), page, ops);
+    }
+
+    @Override
+    public void attachPages(List<KvCache.Page> pages, int pageSize) {
+      List<KvCache.Page> mine = new ArrayList<>(pages.size());
+      int[] ids = new int[pages.size()];
+      for (int i = 0; i < ids.length; i++) {
+        if (!(pages.get(i) instanceof NodePage np) || np.closed.get()) {
+          throw new IllegalArgumentException(
+              "page " + i + " was not retained from a cache of this model, or is closed");
+        }
+        mine.add(np.inner);
+        ids[i] = np.id;
+      }
+      inner.attachPages(mine, pageSize);
+      ops.attachPages(id, pageSize, ids);
     }
 
     @Override
@@ -271,6 +335,28 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         } finally {
           cleanable.clean();
         }
+      }
+    }
+  }
+
+  /** A node-0 page: this node's page under an id the other nodes know it by. */
+  private static final class NodePage implements KvCache.Page {
+    final int id;
+    final KvCache.Page inner;
+    final CacheOps ops;
+    final AtomicBoolean closed = new AtomicBoolean();
+
+    NodePage(int id, KvCache.Page inner, CacheOps ops) {
+      this.id = id;
+      this.inner = inner;
+      this.ops = ops;
+    }
+
+    @Override
+    public void close() {
+      if (closed.compareAndSet(false, true)) {
+        inner.close();
+        ops.releasePage(id);
       }
     }
   }
@@ -339,10 +425,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         ids[s] = mine[s].id;
         lengths[s] = caches[s].length();
       }
-      List<Integer> drained = new ArrayList<>();
-      for (Integer id; (id = freed.poll()) != null; ) {
-        drained.add(id);
-      }
+      int[] cacheOps = ops.drain();
       long stepNo = ++steps;
       byte[] message =
           new StepMessage(
@@ -354,7 +437,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
                   logitRows,
                   ids,
                   lengths,
-                  drained.stream().mapToInt(Integer::intValue).toArray())
+                  cacheOps)
               .encode();
       CompletableFuture<Throwable> t = new CompletableFuture<>();
       trouble = t;
@@ -526,11 +609,19 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
 
   /**
    * Stops the other nodes (they close their ranks and exit) and closes this node's ranks. Call it
-   * when no step is running.
+   * when no step is running. The cache operations not sent yet go first, so a node that exits still
+   * holding a cache or page (it says how many) shows a leak rather than a late message.
    */
   @Override
   public void close() {
     synchronized (stepLock) {
+      if (broken == null && !closing) {
+        try {
+          syncCaches();
+        } catch (RuntimeException e) {
+          log.println("ringmaster: could not send the last cache operations: " + e.getMessage());
+        }
+      }
       closing = true;
       for (int k = 1; k < followers.length; k++) {
         try {
@@ -601,6 +692,8 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     volatile Throwable lostCause;
     volatile NodeFailureException stepError;
     volatile boolean stepErrorIsConsequence;
+    volatile int heldCaches;
+    volatile int heldPages;
 
     Follower(int node, ControlChannel channel) {
       this.node = node;
@@ -627,7 +720,10 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
           long step = in.readLong();
           boolean ok = in.readBoolean();
           String error = ok ? null : ControlChannel.readString(in);
-          finish(step, error, !ok && in.readBoolean());
+          boolean consequence = !ok && in.readBoolean();
+          heldCaches = in.readInt();
+          heldPages = in.readInt();
+          finish(step, error, consequence);
         }
       } catch (IOException e) {
         if (!closing) {

@@ -5,7 +5,6 @@ import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -13,19 +12,23 @@ import java.util.concurrent.ExecutionException;
 
 /**
  * A node other than 0: meets node 0, loads its ranks, then runs every step node 0 sends on them, in
- * order, until node 0 shuts down. Its caches mirror node 0's by id.
+ * order, until node 0 shuts down. Its caches and shared KV pages mirror node 0's by id ({@link
+ * CacheMirror}); every answer says how many of each it holds.
  */
 public final class FollowerNode {
   private final Cluster cluster;
   private final LocalNode local;
   private final ControlChannel leader;
-  private final Map<Integer, KvCache> caches = new HashMap<>();
+  private final CacheMirror mirror;
   private boolean failed;
+  private int leftCaches;
+  private int leftPages;
 
   private FollowerNode(Cluster cluster, LocalNode local) {
     this.cluster = cluster;
     this.local = local;
     this.leader = cluster.leader();
+    this.mirror = new CacheMirror(local.model());
   }
 
   /**
@@ -105,8 +108,11 @@ public final class FollowerNode {
         throw stopped(layout, next);
       }
       log.printf("%s: ready%n", me);
-      int status = new FollowerNode(cluster, local).loop();
-      log.printf("%s: node 0 finished; exiting%n", me);
+      FollowerNode node = new FollowerNode(cluster, local);
+      int status = node.loop();
+      log.printf(
+          "%s: node 0 finished; exiting (it left %d caches and %d KV pages open here)%n",
+          me, node.leftCaches, node.leftPages);
       return status;
     }
   }
@@ -160,6 +166,8 @@ public final class FollowerNode {
         switch (m.type()) {
           case ControlChannel.STEP -> answer(m.payload());
           case ControlChannel.SHUTDOWN -> {
+            leftCaches = mirror.caches();
+            leftPages = mirror.pages();
             return failed ? 1 : 0;
           }
           case ControlChannel.ABORT ->
@@ -172,9 +180,7 @@ public final class FollowerNode {
     } catch (IOException e) {
       throw new NodeFailureException("bad message from node 0: " + ControlChannel.reason(e), e);
     } finally {
-      for (KvCache c : caches.values()) {
-        c.close();
-      }
+      mirror.close();
     }
   }
 
@@ -203,6 +209,8 @@ public final class FollowerNode {
                   ControlChannel.writeString(out, result);
                   out.writeBoolean(secondary);
                 }
+                out.writeInt(mirror.caches());
+                out.writeInt(mirror.pages());
               }));
     } catch (IOException e) {
       local.abort().accept(e);
@@ -213,15 +221,13 @@ public final class FollowerNode {
 
   private void run(StepMessage s) {
     LanguageModel model = local.model();
-    for (int id : s.freed()) {
-      KvCache c = caches.remove(id);
-      if (c != null) {
-        c.close();
-      }
+    mirror.apply(s.cacheOps());
+    if (s.tokens().length == 0) {
+      return;
     }
     KvCache[] mine = new KvCache[s.cacheIds().length];
     for (int i = 0; i < mine.length; i++) {
-      KvCache c = caches.computeIfAbsent(s.cacheIds()[i], id -> model.newCache());
+      KvCache c = mirror.cache(s.cacheIds()[i]);
       if (c.length() != s.cacheLengths()[i]) {
         c.setLength(s.cacheLengths()[i]); // node 0 rolled it back
       }

@@ -4,7 +4,8 @@ import java.io.DataInputStream;
 import java.io.IOException;
 
 /**
- * Everything a node needs to run one forward step on its ranks, as node 0 sends it.
+ * Everything a node needs to run one forward step on its ranks, as node 0 sends it. A step of no
+ * tokens only replays {@code cacheOps}.
  *
  * @param step the step's number (1, 2, ...), checked in the answer
  * @param greedy whether node 0 called {@code forwardGreedy} (the GPU computes argmax on the device,
@@ -17,7 +18,8 @@ import java.io.IOException;
  *     sees an id)
  * @param cacheLengths per sequence, the cache's length before the step (node 0 may have rolled a
  *     cache back since the last step)
- * @param freed ids of caches closed on node 0 since the last step
+ * @param cacheOps what node 0 did to its caches and shared pages since the last step, {@link
+ *     CacheOps}' encoding, replayed before the step runs
  */
 record StepMessage(
     long step,
@@ -28,7 +30,7 @@ record StepMessage(
     int[] logitRows,
     int[] cacheIds,
     int[] cacheLengths,
-    int[] freed) {
+    int[] cacheOps) {
 
   byte[] encode() {
     return ControlChannel.payload(
@@ -41,7 +43,7 @@ record StepMessage(
           ControlChannel.writeInts(out, logitRows);
           ControlChannel.writeInts(out, cacheIds);
           ControlChannel.writeInts(out, cacheLengths);
-          ControlChannel.writeInts(out, freed);
+          ControlChannel.writeInts(out, cacheOps);
         });
   }
 

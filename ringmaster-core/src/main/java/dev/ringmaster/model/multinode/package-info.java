@@ -10,10 +10,10 @@
  * flags that must agree), and node 0 answers with every node's data-plane address. Then each node
  * loads its ranks ({@link dev.ringmaster.model.multinode.NodeBackend}: TCP collectives on the CPU,
  * NCCL on GPUs) and reports ready. Each step node 0 sends the step's inputs (token ids, batch
- * layout, logit rows, which cache each sequence uses and its length, caches freed since the last
- * step) and every node answers when its ranks are done; {@link
- * dev.ringmaster.model.multinode.DistributedLm} is node 0's side, a {@link
- * dev.ringmaster.runtime.LanguageModel} the engine uses like any other.
+ * layout, logit rows, which cache each sequence uses and its length, and what node 0 did to its
+ * caches and the prefix cache's shared pages since the last step, replayed by id on every node) and
+ * every node answers when its ranks are done; {@link dev.ringmaster.model.multinode.DistributedLm}
+ * is node 0's side, a {@link dev.ringmaster.runtime.LanguageModel} the engine uses like any other.
  *
  * <p>Failures are never silent: a node that fails, or whose connection drops, fails the step on
  * node 0 with a {@link dev.ringmaster.model.multinode.NodeFailureException} naming the node, the

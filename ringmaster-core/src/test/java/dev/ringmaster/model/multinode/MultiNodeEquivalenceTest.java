@@ -172,13 +172,9 @@ class MultiNodeEquivalenceTest {
     }
     try (TestNodes nodes =
         TestNodes.cpu(f.dir(), ParallelConfig.tensor(2), AllReduceAlgorithm.AUTO, 2)) {
-      // The nodes do not mirror prefix-cache pages: the engine refuses the radix cache on them.
-      BatchConfig radix = new BatchConfig(8, 64, 7, 4, 24);
-      org.assertj.core.api.Assertions.assertThatThrownBy(() -> BatchEngine.start(nodes.lm, radix))
-          .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("--disable-radix-cache");
       // Small chunks and a tight pool: prompts split across steps, and preemption frees caches.
-      try (BatchEngine engine = BatchEngine.start(nodes.lm, radix.withRadixCache(false))) {
+      BatchConfig tight = new BatchConfig(8, 64, 7, 4, 24).withRadixCache(false);
+      try (BatchEngine engine = BatchEngine.start(nodes.lm, tight)) {
         List<CompletableFuture<RequestOutcome>> done = new ArrayList<>();
         List<List<Integer>> got = new ArrayList<>();
         for (int[] prompt : prompts) {
@@ -215,6 +211,116 @@ class MultiNodeEquivalenceTest {
       }
       assertThat(nodes.finish()).containsOnly(0);
     }
+  }
+
+  /**
+   * The prefix cache across nodes: requests in groups sharing a prefix, in two waves (the second
+   * finds the first's pages cached), greedy and sampled with fixed seeds, with a pool that keeps
+   * everything and one tight enough to evict and preempt. Every request gets the tokens it gets
+   * without the cache, the cache is hit, and once the tree is flushed no node holds a cache or a
+   * page.
+   */
+  @Test
+  void thePrefixCacheOverTwoNodesKeepsOutputsAndLeaksNoPage() throws Exception {
+    GoldenFixture f = fixture();
+    SplittableRandom r = new SplittableRandom(24);
+    List<int[]> prompts = new ArrayList<>();
+    for (int g = 0; g < 3; g++) {
+      int[] prefix = new int[9 + 4 * g];
+      for (int i = 0; i < prefix.length; i++) {
+        prefix[i] = 2 + r.nextInt(318);
+      }
+      for (int q = 0; q < 3; q++) {
+        int[] prompt = Arrays.copyOf(prefix, prefix.length + 1 + r.nextInt(5));
+        for (int i = prefix.length; i < prompt.length; i++) {
+          prompt[i] = 2 + r.nextInt(318);
+        }
+        prompts.add(prompt);
+      }
+    }
+    try (TestNodes nodes =
+        TestNodes.cpu(f.dir(), ParallelConfig.tensor(2), AllReduceAlgorithm.AUTO, 2)) {
+      for (boolean sampled : new boolean[] {false, true}) {
+        Waves off = waves(nodes.lm, prompts, sampled, new BatchConfig(8, 64, 7, 4, 4096), false);
+        Waves on = waves(nodes.lm, prompts, sampled, new BatchConfig(8, 64, 7, 4, 4096), true);
+        Waves tight = waves(nodes.lm, prompts, sampled, new BatchConfig(8, 64, 7, 4, 16), true);
+        assertThat(off.cached()).isZero();
+        assertThat(on.cached()).as("the cache was hit across nodes").isGreaterThan(0);
+        assertThat(tight.cached()).as("and under eviction").isGreaterThan(0);
+        assertThat(tight.preemptions()).as("the tight pool preempts").isGreaterThan(0);
+        for (int i = 0; i < off.outputs().size(); i++) {
+          assertThat(on.outputs().get(i))
+              .as("request %d, sampled %s", i, sampled)
+              .containsExactly(off.outputs().get(i));
+          assertThat(tight.outputs().get(i))
+              .as("request %d under eviction, sampled %s", i, sampled)
+              .containsExactly(off.outputs().get(i));
+        }
+      }
+      assertThat(nodes.finish()).containsOnly(0);
+    }
+  }
+
+  /** What two waves of requests produced. */
+  private record Waves(List<int[]> outputs, long cached, int preemptions) {}
+
+  private static Waves waves(
+      DistributedLm lm, List<int[]> prompts, boolean sampled, BatchConfig cfg, boolean radix)
+      throws Exception {
+    List<int[]> outputs = new ArrayList<>();
+    long cached = 0;
+    int preemptions = 0;
+    try (BatchEngine engine = BatchEngine.start(lm, cfg.withRadixCache(radix))) {
+      for (int wave = 0; wave < 2; wave++) {
+        List<CompletableFuture<RequestOutcome>> done = new ArrayList<>();
+        List<List<Integer>> got = new ArrayList<>();
+        for (int i = 0; i < prompts.size(); i++) {
+          SamplingParams p =
+              sampled
+                  ? new SamplingParams(0.9, 0.95, 0, 500 + i, 6, true, List.of())
+                  : new SamplingParams(0, 1, 0, 0, 6, true, List.of());
+          CompletableFuture<RequestOutcome> d = new CompletableFuture<>();
+          List<Integer> ids = java.util.Collections.synchronizedList(new ArrayList<>());
+          done.add(d);
+          got.add(ids);
+          engine.submit(
+              new EngineRequest(null, prompts.get(i), p, new int[] {1}, -1, collect(ids, d)));
+        }
+        for (int i = 0; i < prompts.size(); i++) {
+          RequestOutcome o = done.get(i).get(60, TimeUnit.SECONDS);
+          assertThat(o.reason()).as("request %d", i).isEqualTo(FinishReason.LENGTH);
+          cached += o.cachedTokens();
+          preemptions += o.preemptions();
+          outputs.add(got.get(i).stream().mapToInt(Integer::intValue).toArray());
+        }
+      }
+      assertThat(engine.awaitIdle(java.time.Duration.ofSeconds(5))).isTrue();
+      int pages = engine.stats().cachedPages();
+      assertThat(engine.pool().used()).isEqualTo(pages);
+      assertThat(engine.flushCache().get(5, TimeUnit.SECONDS)).isEqualTo(pages);
+      assertThat(engine.pool().used()).isZero();
+    }
+    // Every request ended and the tree is empty: no node may hold a cache or a page.
+    assertThat(lm.syncCaches())
+        .as("caches and pages held on each node")
+        .containsExactly(
+            new DistributedLm.HeldCaches(0, 0, 0), new DistributedLm.HeldCaches(1, 0, 0));
+    return new Waves(outputs.subList(prompts.size(), outputs.size()), cached, preemptions);
+  }
+
+  private static TokenListener collect(List<Integer> ids, CompletableFuture<RequestOutcome> d) {
+    return new TokenListener() {
+      @Override
+      public boolean onToken(TokenEvent event) {
+        ids.add(event.token());
+        return true;
+      }
+
+      @Override
+      public void onFinish(RequestOutcome outcome) {
+        d.complete(outcome);
+      }
+    };
   }
 
   private static void assertClose(float[] got, float[] want) {
