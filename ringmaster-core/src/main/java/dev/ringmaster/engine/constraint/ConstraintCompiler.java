@@ -4,19 +4,21 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * Compiles regexes, choice lists and JSON schemas for one vocabulary, with a small LRU cache keyed
- * by the constraint's text, so repeated requests with the same schema compile it once. Thread-safe:
- * request threads compile, so a bad constraint is refused before the request reaches the engine.
+ * Compiles regexes, choice lists, JSON schemas and EBNF grammars for one vocabulary, with a small
+ * LRU cache keyed by the constraint's text, so repeated requests with the same schema compile it
+ * once. Thread-safe: request threads compile, so a bad constraint is refused before the request
+ * reaches the engine.
  */
 public final class ConstraintCompiler {
   private static final int CACHE_ENTRIES = 64;
   private final TokenVocabulary vocab;
-  private final Map<String, TokenConstraint> cache =
+  private final Map<String, OutputConstraint> cache =
       new LinkedHashMap<>(16, 0.75f, true) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<String, TokenConstraint> e) {
+        protected boolean removeEldestEntry(Map.Entry<String, OutputConstraint> e) {
           return size() > CACHE_ENTRIES;
         }
       };
@@ -33,32 +35,42 @@ public final class ConstraintCompiler {
 
   /** Outputs matching a regular expression as a whole (see {@link RegexParser} for the syntax). */
   public TokenConstraint regex(String pattern) {
-    return cached("regex:" + pattern, () -> ByteDfa.ofRegex(pattern));
+    return automaton("regex:" + pattern, () -> ByteDfa.ofRegex(pattern));
   }
 
   /** Outputs equal to one of the strings. */
   public TokenConstraint choice(List<String> choices) {
-    return cached("choice:" + String.join("\u0000", choices), () -> ByteDfa.ofChoices(choices));
+    return automaton("choice:" + String.join("\u0000", choices), () -> ByteDfa.ofChoices(choices));
   }
 
   /** JSON texts valid against a schema (see {@link JsonSchemaCompiler} for the subset). */
   public TokenConstraint jsonSchema(JsonNode schema) {
-    return cached("schema:" + schema, () -> ByteDfa.of(JsonSchemaCompiler.compile(schema)));
+    return automaton("schema:" + schema, () -> ByteDfa.of(JsonSchemaCompiler.compile(schema)));
   }
 
   /** Any JSON object, nested at most {@value JsonSchemaCompiler#ANY_DEPTH} deep. */
   public TokenConstraint jsonObject() {
-    return cached("json_object", () -> ByteDfa.of(JsonSchemaCompiler.anyObject()));
+    return automaton("json_object", () -> ByteDfa.of(JsonSchemaCompiler.anyObject()));
   }
 
-  private TokenConstraint cached(String key, java.util.function.Supplier<ByteDfa> build) {
+  /** Outputs in the language of an EBNF grammar (see {@link EbnfParser} for the notation). */
+  public GrammarConstraint ebnf(String grammar) {
+    return (GrammarConstraint)
+        cached("ebnf:" + grammar, () -> GrammarConstraint.ofEbnf(grammar, vocab));
+  }
+
+  private TokenConstraint automaton(String key, Supplier<ByteDfa> build) {
+    return (TokenConstraint) cached(key, () -> new TokenConstraint(build.get(), vocab));
+  }
+
+  private OutputConstraint cached(String key, Supplier<OutputConstraint> build) {
     synchronized (cache) {
-      TokenConstraint c = cache.get(key);
+      OutputConstraint c = cache.get(key);
       if (c != null) {
         return c;
       }
     }
-    TokenConstraint c = new TokenConstraint(build.get(), vocab);
+    OutputConstraint c = build.get();
     synchronized (cache) {
       cache.put(key, c);
     }

@@ -4,50 +4,24 @@ package dev.ringmaster.engine.constraint;
  * One request's position in its constraint: advanced by each generated token, it gives the mask for
  * the next one. Owned by the engine thread; not thread-safe.
  */
-public final class ConstraintState {
-  private final TokenConstraint constraint;
-  private int state;
-  private boolean ended;
-
-  ConstraintState(TokenConstraint constraint) {
-    this.constraint = constraint;
-    this.state = constraint.dfa().start();
-  }
-
-  /** The tokens allowed next (shared bitset; do not modify). */
-  public long[] allowedTokens() {
-    return constraint.mask(state);
-  }
+public interface ConstraintState {
+  /** The tokens allowed next as a bitset over the vocabulary (shared; do not modify). */
+  long[] allowedTokens();
 
   /**
    * Moves past a generated token; an end-of-sequence token ends the constraint where it accepts.
    *
    * @throws IllegalStateException when the token was not allowed (the mask was not applied)
    */
-  public void accept(int token) {
-    if (constraint.vocabulary().isEos(token) && constraint.dfa().accepting(state)) {
-      ended = true;
-      return;
-    }
-    int next = constraint.advance(state, token);
-    if (next < 0) {
-      throw new IllegalStateException(
-          "token " + token + " is not allowed by the constraint in state " + state);
-    }
-    state = next;
-  }
+  void accept(int token);
 
   /** Whether the output so far is a whole match. */
-  public boolean accepting() {
-    return constraint.dfa().accepting(state);
-  }
+  boolean accepting();
 
   /**
    * Whether generation must end here: an end-of-sequence token was taken, or no other token can
    * follow (with a byte-level vocabulary, which has every single byte, the output is then a whole
    * match).
    */
-  public boolean isComplete() {
-    return ended || !constraint.continues(state);
-  }
+  boolean isComplete();
 }

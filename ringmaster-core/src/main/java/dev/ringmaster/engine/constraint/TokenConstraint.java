@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * Small automata have every mask computed at compile time, off the engine thread; larger ones fill
  * the cache as states are reached. Thread-safe; shared by every request with the same constraint.
  */
-public final class TokenConstraint {
+public final class TokenConstraint implements OutputConstraint {
   /** Masks up to this many longs in all are computed when the constraint is compiled. */
   private static final long EAGER_WORDS = 1L << 22;
 
@@ -37,14 +37,14 @@ public final class TokenConstraint {
     return dfa;
   }
 
-  /** The vocabulary. */
+  @Override
   public TokenVocabulary vocabulary() {
     return vocab;
   }
 
-  /** A fresh per-request state at the start of the automaton. */
+  @Override
   public ConstraintState newState() {
-    return new ConstraintState(this);
+    return new DfaConstraintState(this);
   }
 
   /**

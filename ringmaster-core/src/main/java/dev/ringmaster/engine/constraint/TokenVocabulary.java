@@ -126,6 +126,39 @@ public final class TokenVocabulary {
     return walk(dfa, 0, state, mask);
   }
 
+  /** A recogniser stepped byte by byte along the trie and stepped back on the way up. */
+  interface ByteWalker {
+    /** Steps past byte {@code b} (0-255); false, leaving the walker as it was, when not allowed. */
+    boolean push(int b);
+
+    /** Undoes the last successful {@link #push}. */
+    void pop();
+  }
+
+  /**
+   * Sets in {@code mask} the bit of every token whose bytes {@code walker} accepts from where it
+   * is; returns whether any was set. The walker is back where it was on return.
+   */
+  boolean allowed(ByteWalker walker, long[] mask) {
+    return walk(walker, 0, mask);
+  }
+
+  private boolean walk(ByteWalker walker, int node, long[] mask) {
+    boolean any = false;
+    for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
+      if (!walker.push(label[c] & 0xff)) {
+        continue;
+      }
+      for (int t = firstToken[c]; t >= 0; t = nextToken[t]) {
+        mask[t >>> 6] |= 1L << t;
+        any = true;
+      }
+      any |= walk(walker, c, mask);
+      walker.pop();
+    }
+    return any;
+  }
+
   private boolean walk(ByteDfa dfa, int node, int state, long[] mask) {
     boolean any = false;
     for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {

@@ -5,37 +5,32 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.constraint.ConstraintCompiler;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import dev.ringmaster.engine.constraint.UnsupportedConstraintException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
 
 /**
- * The structured-output fields of both APIs, compiled to a {@link TokenConstraint} on the request
+ * The structured-output fields of both APIs, compiled to a {@link OutputConstraint} on the request
  * thread: OpenAI's {@code response_format} ({@code text}, {@code json_object}, {@code
- * json_schema}), SGLang's {@code regex} and {@code json_schema}, and vLLM's {@code guided_json},
- * {@code guided_regex} and {@code guided_choice}. At most one per request; grammars ({@code ebnf},
- * {@code guided_grammar}, {@code structural_tag}) and schema features outside the compiler's subset
- * are refused with a 400 naming them, never ignored.
+ * json_schema}), SGLang's {@code regex}, {@code json_schema} and {@code ebnf}, and vLLM's {@code
+ * guided_json}, {@code guided_regex}, {@code guided_choice} and {@code guided_grammar}. At most one
+ * per request; {@code structural_tag}, {@code structured_outputs}, and grammar or schema features
+ * outside the compilers' subsets are refused with a 400 naming them, never ignored.
  */
 public final class ConstraintFields {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final List<String> REFUSED =
-      List.of(
-          "ebnf",
-          "guided_grammar",
-          "structural_tag",
-          "structured_outputs",
-          "guided_decoding_backend");
+      List.of("structural_tag", "structured_outputs", "guided_decoding_backend");
 
   private ConstraintFields() {}
 
   /** The constraint of an OpenAI request body, or null for none. */
-  public static TokenConstraint openAi(ObjectNode o, ConstraintCompiler compiler) {
+  public static OutputConstraint openAi(ObjectNode o, ConstraintCompiler compiler) {
     refuseGrammars(o, "");
     List<String> given = new ArrayList<>();
-    TokenConstraint c = null;
+    OutputConstraint c = null;
     ObjectNode format = Fields.object(o, "response_format");
     if (format != null) {
       String type = Fields.string(format, "type", "text");
@@ -82,16 +77,23 @@ public final class ConstraintFields {
       List<String> choices = strings(o.get("guided_choice"), "guided_choice");
       c = compile("guided_choice", () -> compiler.choice(choices));
     }
+    for (String f : List.of("ebnf", "guided_grammar")) {
+      if (Fields.has(o, f)) {
+        given.add(f);
+        String grammar = grammarText(o, f, f);
+        c = compile(f, () -> compiler.ebnf(grammar));
+      }
+    }
     onlyOne(given, "");
     return c;
   }
 
   /** The constraint of SGLang's native {@code sampling_params}, or null for none. */
-  public static TokenConstraint sglang(ObjectNode sp, ConstraintCompiler compiler) {
+  public static OutputConstraint sglang(ObjectNode sp, ConstraintCompiler compiler) {
     String where = "sampling_params.";
     refuseGrammars(sp, where);
     List<String> given = new ArrayList<>();
-    TokenConstraint c = null;
+    OutputConstraint c = null;
     if (Fields.has(sp, "regex")) {
       given.add("regex");
       String pattern = Fields.string(sp, "regex", null);
@@ -107,6 +109,11 @@ public final class ConstraintFields {
       List<String> choices = strings(sp.get("choice"), where + "choice");
       c = compile(where + "choice", () -> compiler.choice(choices));
     }
+    if (Fields.has(sp, "ebnf")) {
+      given.add("ebnf");
+      String grammar = grammarText(sp, "ebnf", where + "ebnf");
+      c = compile(where + "ebnf", () -> compiler.ebnf(grammar));
+    }
     onlyOne(given, where);
     return c;
   }
@@ -118,10 +125,19 @@ public final class ConstraintFields {
             where + f,
             "'"
                 + f
-                + "' is not supported; constrain the output with a JSON schema, a regex or a"
-                + " choice list instead");
+                + "' is not supported; constrain the output with a JSON schema, a regex, an"
+                + " EBNF grammar or a choice list instead");
       }
     }
+  }
+
+  private static String grammarText(ObjectNode o, String field, String param) {
+    JsonNode v = o.get(field);
+    if (!v.isTextual() || v.asText().isBlank()) {
+      throw ApiException.invalid(
+          param, "'" + param + "' must be a string holding an EBNF grammar ('root ::= ...')");
+    }
+    return v.asText();
   }
 
   private static void onlyOne(List<String> given, String where) {
@@ -132,7 +148,7 @@ public final class ConstraintFields {
     }
   }
 
-  private static TokenConstraint compile(String param, Supplier<TokenConstraint> build) {
+  private static OutputConstraint compile(String param, Supplier<OutputConstraint> build) {
     try {
       return build.get();
     } catch (UnsupportedConstraintException e) {

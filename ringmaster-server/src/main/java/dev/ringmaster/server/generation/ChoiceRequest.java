@@ -1,7 +1,7 @@
 package dev.ringmaster.server.generation;
 
 import dev.ringmaster.engine.SamplingParams;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import java.util.List;
 
 /**
@@ -21,7 +21,7 @@ public record ChoiceRequest(
     SamplingParams params,
     List<String> stopStrings,
     int topLogprobs,
-    TokenConstraint constraint) {
+    OutputConstraint constraint) {
 
   /** A choice without an output constraint. */
   public ChoiceRequest(

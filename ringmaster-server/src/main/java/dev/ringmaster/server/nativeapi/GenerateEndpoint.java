@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.TokenEvent;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.ApiException;
 import dev.ringmaster.server.api.ConstraintFields;
@@ -216,7 +216,7 @@ public final class GenerateEndpoint implements Endpoint {
       }
     }
     boolean ignoreEos = Fields.bool(sp, "ignore_eos", false);
-    TokenConstraint constraint = ConstraintFields.sglang(sp, ctx.model().constraints());
+    OutputConstraint constraint = ConstraintFields.sglang(sp, ctx.model().constraints());
     List<ChoiceRequest> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       SamplingParams p =

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.TokenEvent;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.server.ServerContext;
 import dev.ringmaster.server.api.ApiException;
@@ -47,7 +47,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     OpenAiParams params =
         OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top, true);
     ToolRequest tools = ToolRequest.parse(body);
-    TokenConstraint forced = tools.constraint(ctx.model().constraints());
+    OutputConstraint forced = tools.constraint(ctx.model().constraints());
     if (forced != null) {
       if (params.constraint() != null) {
         throw ApiException.invalid(

@@ -3,7 +3,7 @@ package dev.ringmaster.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.SamplingParams;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import dev.ringmaster.server.ServingModel;
 import dev.ringmaster.server.api.ApiException;
 import dev.ringmaster.server.api.ConstraintFields;
@@ -47,7 +47,7 @@ record OpenAiParams(
     boolean stream,
     boolean includeUsage,
     SamplingParams extra,
-    TokenConstraint constraint) {
+    OutputConstraint constraint) {
 
   static final int MAX_TOP_LOGPROBS = 20;
   private static final int MAX_STOPS = 16;
@@ -172,7 +172,7 @@ record OpenAiParams(
   }
 
   /** These parameters with another output constraint. */
-  OpenAiParams withConstraint(TokenConstraint c) {
+  OpenAiParams withConstraint(OutputConstraint c) {
     return new OpenAiParams(
         maxTokens,
         temperature,

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.engine.constraint.ConstraintCompiler;
-import dev.ringmaster.engine.constraint.TokenConstraint;
+import dev.ringmaster.engine.constraint.OutputConstraint;
 import dev.ringmaster.engine.constraint.UnsupportedConstraintException;
 import dev.ringmaster.server.api.ApiException;
 import dev.ringmaster.server.api.Fields;
@@ -203,7 +203,7 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
    *
    * @throws ApiException naming the tool whose parameters schema the compiler cannot take
    */
-  TokenConstraint constraint(ConstraintCompiler compiler) {
+  OutputConstraint constraint(ConstraintCompiler compiler) {
     if (!forcesCall()) {
       return null;
     }

@@ -1,0 +1,57 @@
+package dev.ringmaster.engine.constraint;
+
+/**
+ * One request's position in a DFA constraint: advanced by each generated token, it gives the mask
+ * for the next one. Owned by the engine thread; not thread-safe.
+ */
+final class DfaConstraintState implements ConstraintState {
+  private final TokenConstraint constraint;
+  private int state;
+  private boolean ended;
+
+  DfaConstraintState(TokenConstraint constraint) {
+    this.constraint = constraint;
+    this.state = constraint.dfa().start();
+  }
+
+  /** The tokens allowed next (shared bitset; do not modify). */
+  @Override
+  public long[] allowedTokens() {
+    return constraint.mask(state);
+  }
+
+  /**
+   * Moves past a generated token; an end-of-sequence token ends the constraint where it accepts.
+   *
+   * @throws IllegalStateException when the token was not allowed (the mask was not applied)
+   */
+  @Override
+  public void accept(int token) {
+    if (constraint.vocabulary().isEos(token) && constraint.dfa().accepting(state)) {
+      ended = true;
+      return;
+    }
+    int next = constraint.advance(state, token);
+    if (next < 0) {
+      throw new IllegalStateException(
+          "token " + token + " is not allowed by the constraint in state " + state);
+    }
+    state = next;
+  }
+
+  /** Whether the output so far is a whole match. */
+  @Override
+  public boolean accepting() {
+    return constraint.dfa().accepting(state);
+  }
+
+  /**
+   * Whether generation must end here: an end-of-sequence token was taken, or no other token can
+   * follow (with a byte-level vocabulary, which has every single byte, the output is then a whole
+   * match).
+   */
+  @Override
+  public boolean isComplete() {
+    return ended || !constraint.continues(state);
+  }
+}
