@@ -182,9 +182,14 @@ class StructuredOutputHttpTest {
     r =
         s.post(
             "/generate",
-            "{\"text\": \"x\", \"sampling_params\": {\"ebnf\": \"root ::= \\\"a\\\"\"}}");
+            "{\"text\": \"x\", \"sampling_params\": {\"ebnf\": \"root ::= (= \\\"a\\\")\"}}");
     assertThat(r.statusCode()).isEqualTo(400);
-    assertThat(r.body()).contains("sampling_params.ebnf");
+    assertThat(r.body()).contains("sampling_params.ebnf").contains("lookahead");
+    r =
+        s.post(
+            "/v1/completions", "{\"prompt\": \"x\", \"guided_grammar\": \"start ::= \\\"a\\\"\"}");
+    assertThat(r.statusCode()).isEqualTo(400);
+    assertThat(r.body()).contains("guided_grammar").contains("'root'");
     r =
         s.post(
             "/v1/completions", "{\"prompt\": \"x\", \"regex\": \"a\", \"guided_choice\": [\"a\"]}");

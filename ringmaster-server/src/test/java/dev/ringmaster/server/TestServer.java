@@ -105,6 +105,13 @@ final class TestServer implements AutoCloseable {
     return start(modelDir(), wrap, cfg, batch);
   }
 
+  /** A server on the embedded model ({@code models/sotu-moe}, trained, with a real tokenizer). */
+  static TestServer embedded() {
+    Path dir =
+        fixture("deepseek_v3_basic").getParent().getParent().getParent().resolve("models/sotu-moe");
+    return start(dir, lm -> lm, ServerConfig.defaults(), defaultBatch());
+  }
+
   /** A server whose model has another chat template (in a fresh fixture directory). */
   static TestServer withTemplate(String template) {
     return start(fixtureWithTemplate(template), lm -> lm, ServerConfig.defaults(), defaultBatch());
