@@ -287,9 +287,6 @@ final class TuneCommand implements Callable<Integer> {
             obj,
             repeats,
             batch);
-    if (cfg.objective().kind().oneBatch() != cfg.isOneBatch()) {
-      throw new UserError("--objective " + obj.kind().cliName() + " does not fit --mode " + mode);
-    }
     Pruning pruning = pruning(cfg, dir);
     if (dryRun) {
       Tuner.dryRun(cfg, pruning).forEach(System.out::println);

@@ -124,7 +124,7 @@ class TunePruningTest {
                 rejecting("does not run", "3", "simulator on h200: out of memory")),
             null,
             0,
-            List.of());
+            List.of("The simulator's feasibility check was not made: no profile."));
     FakeExecutor ex = new FakeExecutor();
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     TuneReport report = Tuner.run(cfg, pruning, ex, new PrintStream(log, true));
@@ -144,6 +144,7 @@ class TunePruningTest {
     assertThat(report.markdown())
         .contains("4 trials: 2 measured, 0 failed, 2 pruned")
         .contains("## Pruned before running")
+        .contains("The simulator's feasibility check was not made: no profile.")
         .contains("| `--x 2` | doctor | cuda-device unsupported (hardware): no GPU |")
         .contains("| `--x 3` | does not run | simulator on h200: out of memory |")
         .doesNotContain("## Failures");
