@@ -313,7 +313,7 @@ final class TuneCommand implements Callable<Integer> {
     if (DoctorPruning.needsDoctor(cfg)) {
       checks.add(
           new DoctorPruning(
-              HostFacts.probe(), CudaFactsProbe.probe(AllReduceTableCache.standard())));
+              HostFacts.probe(), CudaFactsProbe.probe(AllReduceTableCache.standard()), true));
     }
     Path hostProfile = AllReduceTableCache.standard().file(1).resolveSibling("host-profile.json");
     String hw =

@@ -5,6 +5,7 @@ import dev.ringmaster.tools.doctor.DoctorTarget;
 import dev.ringmaster.tools.doctor.FeatureCheck;
 import dev.ringmaster.tools.doctor.GpuFacts;
 import dev.ringmaster.tools.doctor.HostFacts;
+import dev.ringmaster.tools.doctor.ModelNeeds;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -17,16 +18,24 @@ import java.util.stream.Collectors;
  * Rules out a point that needs a feature {@code doctor} says is unsupported on this host: the
  * verdicts are computed for the point's own configuration (its TP and EP sizes, all-to-all, chunk,
  * graph size and memory fraction), and only the features the point uses count. {@code untested}
- * features do not rule a point out: running it is how they get tested.
+ * features do not rule a point out: running it is how they get tested. On a GPU point the model's
+ * checks count too: its architecture on the CUDA backend and whether its weights, workspace, graphs
+ * and one sequence's KV (at the point's {@code --context-length}, else the model's) fit.
  */
 public final class DoctorPruning implements PointCheck {
   private final HostFacts host;
   private final GpuFacts gpu;
+  private final boolean withModel;
 
-  /** Verdicts from these facts (probed once by the caller). */
-  public DoctorPruning(HostFacts host, GpuFacts gpu) {
+  /**
+   * Verdicts from these facts (probed once by the caller).
+   *
+   * @param withModel whether GPU points are also held to the model checks of the tune's model
+   */
+  public DoctorPruning(HostFacts host, GpuFacts gpu, boolean withModel) {
     this.host = host;
     this.gpu = gpu;
+    this.withModel = withModel;
   }
 
   /** Whether any point of the tune uses a feature doctor judges (else nothing to probe). */
@@ -53,8 +62,17 @@ public final class DoctorPruning implements PointCheck {
     } catch (IllegalArgumentException e) {
       return Optional.empty(); // a bad value is serve's to refuse, with its own message
     }
+    ModelNeeds model = null;
+    if (withModel && needed.contains("cuda-device")) {
+      try {
+        model = ModelNeeds.of(config.model(), target);
+        needed.addAll(List.of("model-architecture", "model-gpu-memory"));
+      } catch (RuntimeException e) {
+        model = null; // a model doctor cannot describe: the device checks still count
+      }
+    }
     Map<String, FeatureCheck> checks =
-        Doctor.check(host, gpu, target, null).stream()
+        Doctor.check(host, gpu, target, model).stream()
             .collect(Collectors.toMap(FeatureCheck::feature, Function.identity()));
     for (String feature : needed) {
       FeatureCheck c = checks.get(feature);
@@ -125,7 +143,7 @@ public final class DoctorPruning implements PointCheck {
         f.intValue("--ep-size", "--ep", 1),
         f.get("--moe-a2a-backend", "none").equals("all-to-all"),
         f.intValue("--chunked-prefill-size", null, 8192),
-        0,
+        f.intValue("--context-length", null, 0),
         f.on("--disable-cuda-graph") ? 0 : f.intValue("--cuda-graph-max-bs", null, 160),
         memFraction);
   }

@@ -214,18 +214,18 @@ class TunePruningTest {
     TuneConfig cfg =
         config(out, List.of("--kernel-option", "pdl=true"), "--device=cpu,cuda", "--tp-size=1,2");
     List<Trial> grid = cfg.space().grid();
-    DoctorPruning noGpu = new DoctorPruning(FakeFacts.host(), FakeFacts.noGpu());
+    DoctorPruning noGpu = new DoctorPruning(FakeFacts.host(), FakeFacts.noGpu(), false);
     assertThat(noGpu.reject(cfg, grid.get(0))).isEmpty(); // cpu, tp 1
     assertThat(noGpu.reject(cfg, grid.get(1))).isEmpty(); // cpu, tp 2: in-process ranks
     assertThat(noGpu.reject(cfg, grid.get(2)))
         .hasValueSatisfying(r -> assertThat(r).startsWith("cuda-device unsupported (hardware)"));
     DoctorPruning oneGpu =
-        new DoctorPruning(FakeFacts.host(), FakeFacts.gpus(1, 90, "X", false, true));
+        new DoctorPruning(FakeFacts.host(), FakeFacts.gpus(1, 90, "X", false, true), false);
     assertThat(oneGpu.reject(cfg, grid.get(2))).isEmpty(); // cuda, tp 1, pdl on sm_90
     assertThat(oneGpu.reject(cfg, grid.get(3)))
         .hasValueSatisfying(r -> assertThat(r).startsWith("allreduce-nccl unsupported (hardware)"));
     DoctorPruning ampere =
-        new DoctorPruning(FakeFacts.host(), FakeFacts.gpus(1, 80, "X", false, true));
+        new DoctorPruning(FakeFacts.host(), FakeFacts.gpus(1, 80, "X", false, true), false);
     assertThat(ampere.reject(cfg, grid.get(2)))
         .hasValueSatisfying(r -> assertThat(r).startsWith("gpu-kernels unsupported (hardware)"));
     assertThat(DoctorPruning.needsDoctor(cfg)).isTrue();
@@ -247,6 +247,32 @@ class TunePruningTest {
                         "all-to-all"))))
         .containsExactly(
             "cuda-device", "gpu-kernels", "cublas", "allreduce-oneshot", "expert-all-to-all");
+  }
+
+  @Test
+  void onAGpuPointDoctorAlsoAsksWhetherTheModelFits(@TempDir Path out) {
+    TuneConfig base =
+        config(out, List.of("--device", "cuda"), "--mem-fraction-static=0.5,0.0000001");
+    TuneConfig cfg =
+        new TuneConfig(
+            base.javaCommand(),
+            repo().resolve("models/sotu-moe"),
+            base.fixedArgs(),
+            base.space(),
+            base.workload(),
+            base.startupTimeout(),
+            base.runTimeout(),
+            base.out(),
+            base.objective(),
+            base.repeats(),
+            null);
+    DoctorPruning h200 =
+        new DoctorPruning(FakeFacts.host(), FakeFacts.gpus(1, 90, "X", false, true), true);
+    List<Trial> grid = cfg.space().grid();
+    assertThat(h200.reject(cfg, grid.get(0))).isEmpty();
+    assertThat(h200.reject(cfg, grid.get(1)))
+        .hasValueSatisfying(
+            r -> assertThat(r).startsWith("model-gpu-memory unsupported (hardware): weights"));
   }
 
   @Test
