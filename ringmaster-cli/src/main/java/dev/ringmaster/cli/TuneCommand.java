@@ -1,7 +1,18 @@
 package dev.ringmaster.cli;
 
+import dev.ringmaster.cuda.collective.AllReduceTableCache;
+import dev.ringmaster.sim.hw.HardwareProfile;
+import dev.ringmaster.sim.hw.Profiles;
+import dev.ringmaster.sim.model.ModelShape;
+import dev.ringmaster.sim.model.ModelShapes;
 import dev.ringmaster.tools.benchserve.BenchServeConfig;
+import dev.ringmaster.tools.doctor.HostFacts;
+import dev.ringmaster.tools.tune.DoctorPruning;
 import dev.ringmaster.tools.tune.Objective;
+import dev.ringmaster.tools.tune.PointCheck;
+import dev.ringmaster.tools.tune.Pruning;
+import dev.ringmaster.tools.tune.SimulatorJudge;
+import dev.ringmaster.tools.tune.TrialExecutor;
 import dev.ringmaster.tools.tune.TuneConfig;
 import dev.ringmaster.tools.tune.TuneReport;
 import dev.ringmaster.tools.tune.TuneSpace;
@@ -26,8 +37,10 @@ import picocli.CommandLine.Parameters;
     mixinStandardHelpOptions = true,
     description =
         "Run every point of a grid of serve flags as its own server process under a bench serve"
-            + " load, record each result and failure (evidence.jsonl), rank them (report.md) and"
-            + " print the winner's launch command. Flags after -- go to every trial's serve.")
+            + " load (or, with --mode one-batch, as a bench one-batch process), record each result"
+            + " and failure (evidence.jsonl), rank them (report.md) and print the winner's launch"
+            + " command. Points that doctor or the simulator rule out are recorded as pruned and"
+            + " not run. Flags after -- go to every trial.")
 final class TuneCommand implements Callable<Integer> {
   @Option(names = "--model", description = "Model directory (default: the embedded model).")
   Path model;
@@ -141,6 +154,60 @@ final class TuneCommand implements Callable<Integer> {
       description = "A request meets the SLO only with a time per output token at most this.")
   Double sloTpotMs;
 
+  @Option(
+      names = "--mode",
+      defaultValue = "serve",
+      paramLabel = "serve|one-batch",
+      description =
+          "serve: each trial a server under a bench serve load; one-batch: each trial an"
+              + " engine-only bench one-batch process (default: ${DEFAULT-VALUE}).")
+  String mode;
+
+  @Option(
+      names = "--batch-size",
+      defaultValue = "1",
+      description =
+          "--mode one-batch: sequences in the static batch; the prompt and output lengths are"
+              + " --random-input-len and --random-output-len (default: ${DEFAULT-VALUE}).")
+  int batchSize;
+
+  @Option(
+      names = "--warmup-rounds",
+      defaultValue = "4",
+      description =
+          "--mode one-batch: untimed rounds before the timed one (default: ${DEFAULT-VALUE}).")
+  int warmupRounds;
+
+  @Option(
+      names = "--warmup-decode-steps",
+      defaultValue = "64",
+      description =
+          "--mode one-batch: untimed decode steps per warm-up round (default: ${DEFAULT-VALUE}).")
+  int warmupDecodeSteps;
+
+  @Option(
+      names = "--hardware",
+      paramLabel = "NAME|FILE",
+      description =
+          "Hardware profile the simulator judges points on (a built-in name or a file): points"
+              + " it says do not run are pruned, and --simulate-first ranks by it. Default: the"
+              + " host profile doctor --measure wrote, where there is one.")
+  String hardware;
+
+  @Option(
+      names = "--simulate-first",
+      description =
+          "Rank the points by the simulator's prediction of the objective and run only the best"
+              + " --simulate-top; the rest are recorded as pruned with their predicted rank.")
+  boolean simulateFirst;
+
+  @Option(
+      names = "--simulate-top",
+      defaultValue = "3",
+      description =
+          "--simulate-first: how many of the best predicted points run (default: ${DEFAULT-VALUE}).")
+  int simulateTop;
+
   @Parameters(paramLabel = "SERVE_FLAG", description = "Flags every trial's serve gets, after --.")
   List<String> fixed = new ArrayList<>();
 
@@ -156,18 +223,36 @@ final class TuneCommand implements Callable<Integer> {
     FlagChecks.atLeast("--run-timeout", runTimeout, 1);
     FlagChecks.atLeast("--num-prompts", numPrompts, 1);
     FlagChecks.atLeast("--repeats", repeats, 1);
+    if (!mode.equals("serve") && !mode.equals("one-batch")) {
+      throw new UserError("--mode must be serve or one-batch, got " + mode);
+    }
+    boolean oneBatch = mode.equals("one-batch");
     Objective obj;
+    TuneConfig.OneBatchWorkload batch = null;
     try {
       Objective.Kind kind =
           objective != null
               ? Objective.Kind.parse(objective)
-              : sloTtftMs != null || sloTpotMs != null
-                  ? Objective.Kind.GOODPUT
-                  : Objective.Kind.THROUGHPUT;
+              : oneBatch
+                  ? Objective.Kind.DECODE
+                  : sloTtftMs != null || sloTpotMs != null
+                      ? Objective.Kind.GOODPUT
+                      : Objective.Kind.THROUGHPUT;
       obj = new Objective(kind, sloTtftMs, sloTpotMs);
+      if (oneBatch) {
+        if (sloTtftMs != null || sloTpotMs != null) {
+          throw new UserError(
+              "--slo-ttft-ms and --slo-tpot-ms are bench serve figures; --mode one-batch has no"
+                  + " requests to hold to them");
+        }
+        batch =
+            new TuneConfig.OneBatchWorkload(
+                batchSize, inputLen, outputLen, warmupRounds, warmupDecodeSteps);
+      }
     } catch (IllegalArgumentException e) {
       throw new UserError(e.getMessage());
     }
+    FlagChecks.atLeast("--simulate-top", simulateTop, 1);
     if (!datasetName.equals("random") && !datasetName.equals("random-ids")) {
       throw new UserError("--dataset-name must be random or random-ids, got " + datasetName);
     }
@@ -200,19 +285,80 @@ final class TuneCommand implements Callable<Integer> {
             Duration.ofSeconds(runTimeout),
             out,
             obj,
-            repeats);
+            repeats,
+            batch);
+    Pruning pruning = pruning(cfg, dir);
     if (dryRun) {
-      Tuner.dryRun(cfg).forEach(System.out::println);
+      Tuner.dryRun(cfg, pruning).forEach(System.out::println);
       return 0;
     }
     if (Files.exists(cfg.evidence()) && !resume) {
       throw new UserError(
           cfg.evidence() + " exists: pass --resume to continue that tune, or choose another --out");
     }
-    TuneReport report = Tuner.run(cfg, System.err);
+    TuneReport report = Tuner.run(cfg, pruning, TrialExecutor.of(cfg), System.err);
     System.out.print(report.markdown());
     System.err.println("tune: evidence " + cfg.evidence() + ", report " + out.resolve("report.md"));
     return report.winnerCommand() == null ? 1 : 0;
+  }
+
+  /**
+   * The checks before running: doctor's verdicts (probed only when a point uses a GPU feature),
+   * then the simulator's feasibility and, with {@code --simulate-first}, its ranking, on {@code
+   * --hardware} or the host profile.
+   */
+  private Pruning pruning(TuneConfig cfg, Path dir) {
+    List<PointCheck> checks = new ArrayList<>();
+    List<String> notes = new ArrayList<>();
+    if (DoctorPruning.needsDoctor(cfg)) {
+      checks.add(
+          new DoctorPruning(
+              HostFacts.probe(), CudaFactsProbe.probe(AllReduceTableCache.standard()), true));
+    }
+    Path hostProfile = AllReduceTableCache.standard().file(1).resolveSibling("host-profile.json");
+    String hw =
+        hardware != null
+            ? hardware
+            : Files.isRegularFile(hostProfile) ? hostProfile.toString() : null;
+    if (hw == null) {
+      if (simulateFirst) {
+        throw new UserError(
+            "--simulate-first needs a hardware profile: give --hardware NAME|FILE (built in: "
+                + String.join(", ", Profiles.BUILT_IN)
+                + ") or measure this host with doctor --measure (writes "
+                + hostProfile
+                + ")");
+      }
+      notes.add(
+          "The simulator's feasibility check was not made: no --hardware and no host profile at "
+              + hostProfile
+              + " (doctor --measure writes it).");
+      return new Pruning(checks, null, simulateTop, notes);
+    }
+    HardwareProfile profile;
+    try {
+      profile = Profiles.load(hw);
+    } catch (IllegalArgumentException e) {
+      throw new UserError("--hardware: " + e.getMessage());
+    }
+    ModelShape shape;
+    try {
+      shape = ModelShapes.load(dir);
+    } catch (RuntimeException e) {
+      if (simulateFirst) {
+        throw new UserError(
+            "--simulate-first: the simulator cannot describe " + dir + ": " + e.getMessage());
+      }
+      notes.add(
+          "The simulator's feasibility check was not made: it cannot describe "
+              + dir
+              + ": "
+              + e.getMessage());
+      return new Pruning(checks, null, simulateTop, notes);
+    }
+    SimulatorJudge judge = new SimulatorJudge(profile, shape);
+    checks.add(judge);
+    return new Pruning(checks, simulateFirst ? judge : null, simulateTop, notes);
   }
 
   /**

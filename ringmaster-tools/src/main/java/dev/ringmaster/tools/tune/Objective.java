@@ -20,7 +20,11 @@ public record Objective(Kind kind, Double sloTtftMs, Double sloTpotMs) {
     /** Output tokens per second of the requests that met every SLO. */
     GOODPUT("goodput tok/s", true),
     /** Median end-to-end request latency in ms (lower is better). */
-    LATENCY("median E2E ms", false);
+    LATENCY("median E2E ms", false),
+    /** {@code bench one-batch}: decode tokens per second of the whole batch. */
+    DECODE("decode tok/s", true),
+    /** {@code bench one-batch}: prefill tokens per second of the whole batch. */
+    PREFILL("prefill tok/s", true);
 
     private final String unit;
     private final boolean higherIsBetter;
@@ -28,6 +32,11 @@ public record Objective(Kind kind, Double sloTtftMs, Double sloTpotMs) {
     Kind(String unit, boolean higherIsBetter) {
       this.unit = unit;
       this.higherIsBetter = higherIsBetter;
+    }
+
+    /** Whether this is a {@code bench one-batch} figure (else a {@code bench serve} one). */
+    public boolean oneBatch() {
+      return this == DECODE || this == PREFILL;
     }
 
     /** The CLI name: {@code throughput}, {@code goodput}, {@code latency}. */
@@ -43,7 +52,9 @@ public record Objective(Kind kind, Double sloTtftMs, Double sloTpotMs) {
         }
       }
       throw new IllegalArgumentException(
-          "--objective must be throughput, goodput or latency, got " + s);
+          "--objective must be throughput, goodput, latency (serve trials) or decode, prefill"
+              + " (--mode one-batch), got "
+              + s);
     }
   }
 
@@ -87,6 +98,8 @@ public record Objective(Kind kind, Double sloTtftMs, Double sloTpotMs) {
       case THROUGHPUT -> "output tokens per second";
       case GOODPUT -> "goodput: output tokens per second of the requests meeting " + slos();
       case LATENCY -> "median end-to-end request latency in ms, lower is better";
+      case DECODE -> "decode tokens per second of the batch";
+      case PREFILL -> "prefill tokens per second of the batch";
     };
   }
 
@@ -142,6 +155,8 @@ public record Objective(Kind kind, Double sloTtftMs, Double sloTpotMs) {
       case THROUGHPUT -> r.metrics().outputThroughput();
       case GOODPUT -> goodput(r);
       case LATENCY -> r.metrics().e2e().median();
+      case DECODE, PREFILL ->
+          throw new IllegalStateException(kind.cliName() + " is not a bench serve figure");
     };
   }
 }

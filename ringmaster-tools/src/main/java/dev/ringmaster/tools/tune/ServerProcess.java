@@ -18,9 +18,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * A child {@code serve} process: its output (stdout and stderr together) copied to a log file with
- * the last lines kept for the evidence, and the URL it prints once it listens. {@link #close} stops
- * it (SIGTERM, then a kill after a grace period) with any processes it started.
+ * A child {@code serve} (or {@code bench one-batch}) process: its output (stdout and stderr
+ * together) copied to a log file with the last lines kept for the evidence, and the URL it prints
+ * once it listens. {@link #close} stops it (SIGTERM, then a kill after a grace period) with any
+ * processes it started.
  */
 final class ServerProcess implements AutoCloseable {
   static final String READY = "ringmaster: serving at ";
@@ -81,6 +82,11 @@ final class ServerProcess implements AutoCloseable {
     } catch (ExecutionException e) {
       throw new IllegalStateException(e.getCause());
     }
+  }
+
+  /** Waits up to {@code timeout} for the process to exit; whether it did. */
+  boolean awaitExit(Duration timeout) throws InterruptedException {
+    return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   /** Whether the process is still running. */

@@ -2,7 +2,7 @@ package dev.ringmaster.tools.tune;
 
 import java.util.List;
 
-/** The median and the spread of a trial's repeats. */
+/** The median and the spread of a trial's repeats; ranks and their correlation. */
 final class Stats {
   private Stats() {}
 
@@ -21,5 +21,38 @@ final class Stats {
     double min = v.stream().mapToDouble(Double::doubleValue).min().orElseThrow();
     double max = v.stream().mapToDouble(Double::doubleValue).max().orElseThrow();
     return max - min;
+  }
+
+  /** The rank of each value from 1 (smallest first), ties given the mean of their ranks. */
+  static double[] ranks(List<Double> v) {
+    double[] out = new double[v.size()];
+    for (int i = 0; i < v.size(); i++) {
+      int below = 0;
+      int equal = 0;
+      for (double x : v) {
+        if (x < v.get(i)) {
+          below++;
+        } else if (x == v.get(i)) {
+          equal++;
+        }
+      }
+      out[i] = below + (equal + 1) / 2.0;
+    }
+    return out;
+  }
+
+  /** Pearson's correlation of two equally long series; 0 when either is constant. */
+  static double pearson(double[] a, double[] b) {
+    double ma = java.util.Arrays.stream(a).average().orElseThrow();
+    double mb = java.util.Arrays.stream(b).average().orElseThrow();
+    double sab = 0;
+    double saa = 0;
+    double sbb = 0;
+    for (int i = 0; i < a.length; i++) {
+      sab += (a[i] - ma) * (b[i] - mb);
+      saa += (a[i] - ma) * (a[i] - ma);
+      sbb += (b[i] - mb) * (b[i] - mb);
+    }
+    return saa == 0 || sbb == 0 ? 0 : sab / Math.sqrt(saa * sbb);
   }
 }

@@ -30,17 +30,15 @@ import java.util.concurrent.TimeoutException;
  * can end the tune: every way it fails becomes a {@link TrialResult} naming the phase and the
  * cause.
  */
-final class TrialRunner {
-  /** The key of the objective's value in one run's metrics (not kept in the evidence). */
-  private static final String OBJECTIVE = "objective";
-
+final class TrialRunner implements TrialExecutor {
   private final TuneConfig config;
 
   TrialRunner(TuneConfig config) {
     this.config = config;
   }
 
-  TrialResult run(Trial trial) throws InterruptedException {
+  @Override
+  public TrialResult run(Trial trial) throws InterruptedException {
     long t0 = System.nanoTime();
     List<String> cmd = config.serverCommand(trial);
     Path log = config.out().resolve("logs").resolve("trial-" + trial.number() + ".log");
@@ -50,21 +48,7 @@ final class TrialRunner {
     } catch (IOException e) {
       o = Outcome.failed("start-up", "crashed", null, "cannot start the server: " + e.getMessage());
     }
-    return new TrialResult(
-        trial.id(),
-        trial.settings(),
-        o.status,
-        o.phase,
-        o.cause,
-        o.exitCode,
-        o.lastError,
-        o.objective,
-        o.metrics,
-        (System.nanoTime() - t0) / 1e9,
-        cmd,
-        log.toString(),
-        o.samples,
-        o.spread);
+    return o.result(trial, (System.nanoTime() - t0) / 1e9, cmd, log);
   }
 
   private Outcome serveAndMeasure(ServerProcess server, Path log) throws InterruptedException {
@@ -173,7 +157,7 @@ final class TrialRunner {
   private static Map<String, Double> metrics(BenchServeResult r, Objective objective) {
     ServingMetrics m = r.metrics();
     Map<String, Double> out = new LinkedHashMap<>();
-    out.put(OBJECTIVE, objective.value(r));
+    out.put(Outcome.OBJECTIVE, objective.value(r));
     out.put("output_throughput", m.outputThroughput());
     out.put("request_throughput", m.requestThroughput());
     out.put("total_throughput", m.totalThroughput());
@@ -184,61 +168,5 @@ final class TrialRunner {
     out.put("slo_attainment", objective.attainment(r));
     out.put("duration_s", m.durationS());
     return out;
-  }
-
-  /** A trial's end, before it is stamped with the trial's facts. */
-  private record Outcome(
-      String status,
-      String phase,
-      String cause,
-      Integer exitCode,
-      String lastError,
-      Double objective,
-      Map<String, Double> metrics,
-      List<Double> samples,
-      Double spread) {
-    /** The medians of the repeats' metrics; the objective's samples in run order. */
-    static Outcome ok(List<Map<String, Double>> runs) {
-      List<Double> samples = runs.stream().map(m -> m.get(OBJECTIVE)).toList();
-      Map<String, Double> medians = new LinkedHashMap<>();
-      for (String key : runs.getFirst().keySet()) {
-        if (!key.equals(OBJECTIVE)) {
-          medians.put(key, Stats.median(runs.stream().map(m -> m.get(key)).toList()));
-        }
-      }
-      return new Outcome(
-          "ok",
-          "done",
-          "",
-          null,
-          "",
-          Stats.median(samples),
-          medians,
-          samples,
-          Stats.range(samples));
-    }
-
-    /** This failure, its error saying which repeat it happened in. */
-    Outcome inRepeat(int k, int n) {
-      return new Outcome(
-          status,
-          phase,
-          cause,
-          exitCode,
-          "repeat " + k + " of " + n + ": " + lastError,
-          objective,
-          metrics,
-          samples,
-          spread);
-    }
-
-    static Outcome failed(String phase, String cause, Integer exitCode, String lastError) {
-      return new Outcome(
-          "failed", phase, cause, exitCode, lastError, null, Map.of(), List.of(), null);
-    }
-
-    static Outcome timeout(String phase, String cause, String lastError) {
-      return new Outcome("timeout", phase, cause, null, lastError, null, Map.of(), List.of(), null);
-    }
   }
 }

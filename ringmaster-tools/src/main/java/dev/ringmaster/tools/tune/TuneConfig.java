@@ -19,6 +19,8 @@ import java.util.List;
  * @param out the folder of the evidence file, the report and the server logs
  * @param objective what the trials are ranked by
  * @param repeats benchmark runs per trial against its server, at least 1
+ * @param oneBatch with {@code --mode one-batch}, the static batch each trial's {@code bench
+ *     one-batch} child times (then {@code workload} is unused); null for {@code serve} trials
  */
 public record TuneConfig(
     List<String> javaCommand,
@@ -30,12 +32,22 @@ public record TuneConfig(
     Duration runTimeout,
     Path out,
     Objective objective,
-    int repeats) {
+    int repeats,
+    OneBatchWorkload oneBatch) {
 
-  /** Copies the lists and checks the repeats. */
+  /** Copies the lists and checks the repeats and that the objective fits the mode. */
   public TuneConfig {
     if (repeats < 1) {
       throw new IllegalArgumentException("--repeats must be at least 1, got " + repeats);
+    }
+    if ((oneBatch != null) != objective.kind().oneBatch()) {
+      throw new IllegalArgumentException(
+          oneBatch != null
+              ? "--mode one-batch measures --objective decode or prefill, not "
+                  + objective.kind().cliName()
+              : "--objective "
+                  + objective.kind().cliName()
+                  + " is a bench one-batch figure: add --mode one-batch");
     }
     javaCommand = List.copyOf(javaCommand);
     fixedArgs = List.copyOf(fixedArgs);
@@ -48,6 +60,59 @@ public record TuneConfig(
    * @param load arrivals and request options
    */
   public record Workload(BenchServeConfig.Dataset dataset, BenchServeConfig.Load load) {}
+
+  /**
+   * The {@code bench one-batch} side of a trial: one static batch, prefilled and decoded.
+   *
+   * @param batchSize sequences in the batch
+   * @param inputLen prompt tokens per sequence
+   * @param outputLen decode steps
+   * @param warmupRounds untimed rounds before the timed one, at least 1
+   * @param warmupDecodeSteps untimed decode steps per warm-up round
+   */
+  public record OneBatchWorkload(
+      int batchSize, int inputLen, int outputLen, int warmupRounds, int warmupDecodeSteps) {
+    /** Checks the sizes. */
+    public OneBatchWorkload {
+      if (batchSize < 1 || inputLen < 1 || outputLen < 1 || warmupRounds < 1) {
+        throw new IllegalArgumentException(
+            "--batch-size, the input and output lengths and --warmup-rounds must be at least 1");
+      }
+      if (warmupDecodeSteps < 0) {
+        throw new IllegalArgumentException("--warmup-decode-steps must be at least 0");
+      }
+    }
+  }
+
+  /** Whether trials are {@code bench one-batch} children rather than servers. */
+  public boolean isOneBatch() {
+    return oneBatch != null;
+  }
+
+  /** The {@code bench one-batch} command line of {@code trial}. */
+  public List<String> oneBatchCommand(Trial trial) {
+    List<String> c = new java.util.ArrayList<>(javaCommand);
+    c.addAll(
+        List.of(
+            "bench",
+            "one-batch",
+            "--model",
+            model.toString(),
+            "--json",
+            "--batch-size",
+            Integer.toString(oneBatch.batchSize()),
+            "--input-len",
+            Integer.toString(oneBatch.inputLen()),
+            "--output-len",
+            Integer.toString(oneBatch.outputLen()),
+            "--warmup-rounds",
+            Integer.toString(oneBatch.warmupRounds()),
+            "--warmup-decode-steps",
+            Integer.toString(oneBatch.warmupDecodeSteps())));
+    c.addAll(fixedArgs);
+    c.addAll(trial.args());
+    return c;
+  }
 
   /** The evidence file. */
   public Path evidence() {

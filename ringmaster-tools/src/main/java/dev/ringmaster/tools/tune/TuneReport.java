@@ -10,9 +10,17 @@ import java.util.Locale;
  *
  * @param config the tune
  * @param trials the grid
- * @param results every trial's record
+ * @param results every trial's record, pruned points included
+ * @param pruning what ruled points out (for the notes and the predictions' source)
  */
-public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult> results) {
+public record TuneReport(
+    TuneConfig config, List<Trial> trials, List<TrialResult> results, Pruning pruning) {
+
+  /** A report of a tune that pruned nothing. */
+  public TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult> results) {
+    this(config, trials, results, Pruning.none());
+  }
+
   /** The chart's file name beside {@code report.md}. */
   public static final String CHART = "trials.png";
 
@@ -26,9 +34,29 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
     return verdict().ranked();
   }
 
-  /** The trials that did not produce a measurement, in grid order. */
+  /** The trials that ran and did not produce a measurement, in grid order. */
   public List<TrialResult> failures() {
-    return results.stream().filter(r -> !r.ok()).toList();
+    return results.stream().filter(r -> !r.ok() && !r.wasPruned()).toList();
+  }
+
+  /** The points left out before running, in grid order. */
+  public List<TrialResult> pruned() {
+    return results.stream().filter(TrialResult::wasPruned).toList();
+  }
+
+  /**
+   * Spearman's rank correlation between the predicted and the measured objective over the measured
+   * trials that have a prediction (1: the simulator ranked them as they measured), or null for
+   * fewer than two such trials.
+   */
+  public Double rankCorrelation() {
+    List<TrialResult> both = ranked().stream().filter(r -> r.predicted() != null).toList();
+    if (both.size() < 2) {
+      return null;
+    }
+    double[] measured = Stats.ranks(both.stream().map(TrialResult::objective).toList());
+    double[] predicted = Stats.ranks(both.stream().map(TrialResult::predicted).toList());
+    return Stats.pearson(measured, predicted);
   }
 
   /** The best trial's launch command, or null when no trial was measured. */
@@ -50,56 +78,38 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
     sb.append(
         String.format(
             Locale.ROOT,
-            "%d trials: %d measured, %d failed. Objective: %s of `bench serve` (%d prompts, input"
-                + " %d, output %d, concurrency %s), the median of %d repeat%s per trial.%n%n",
+            "%d trials: %d measured, %d failed, %d pruned. Objective: %s of %s, the median of %d"
+                + " repeat%s per trial.%n%n",
             trials.size(),
             v.ranked().size(),
             failures().size(),
+            pruned().size(),
             obj.describe(),
-            config.workload().dataset().numPrompts(),
-            config.workload().dataset().randomInputLen(),
-            config.workload().dataset().randomOutputLen(),
-            config.workload().load().maxConcurrency() == null
-                ? "unbounded"
-                : config.workload().load().maxConcurrency().toString(),
+            workloadText(),
             config.repeats(),
             config.repeats() == 1 ? "" : "s"));
     if (!v.ranked().isEmpty()) {
       sb.append("![trials by objective](").append(CHART).append(")\n\n");
     }
-    boolean throughputColumn = obj.kind() != Objective.Kind.THROUGHPUT;
-    boolean sloColumn = obj.sloTtftMs() != null || obj.sloTpotMs() != null;
-    sb.append("| rank | settings | median ").append(obj.unit()).append(" | spread | runs |");
-    sb.append(throughputColumn ? " output tok/s |" : "");
-    sb.append(" req/s | median TTFT ms | median TPOT ms |");
-    sb.append(sloColumn ? " SLO met |" : "").append(" wall s |\n");
-    sb.append("|---:|---|---:|---:|---:|").append(throughputColumn ? "---:|" : "");
-    sb.append("---:|---:|---:|").append(sloColumn ? "---:|" : "").append("---:|\n");
-    int rank = 1;
-    for (TrialResult r : v.ranked()) {
+    boolean predictedColumn = v.ranked().stream().anyMatch(r -> r.predicted() != null);
+    if (config.isOneBatch()) {
+      oneBatchTable(sb, v, predictedColumn);
+    } else {
+      serveTable(sb, v, predictedColumn);
+    }
+    Double rho = rankCorrelation();
+    if (predictedColumn) {
+      sb.append("\nPredicted by ")
+          .append(pruning.predictor() == null ? "the simulator" : pruning.predictor().describe())
+          .append(". ");
       sb.append(
-          String.format(
-              Locale.ROOT,
-              "| %d | `%s` | %.1f | %.1f | %d |",
-              rank++,
-              r.id(),
-              r.objective(),
-              r.spread(),
-              r.samples().size()));
-      if (throughputColumn) {
-        sb.append(String.format(Locale.ROOT, " %.1f |", metric(r, "output_throughput")));
-      }
-      sb.append(
-          String.format(
-              Locale.ROOT,
-              " %.2f | %.1f | %.1f |",
-              metric(r, "request_throughput"),
-              metric(r, "median_ttft_ms"),
-              metric(r, "median_tpot_ms")));
-      if (sloColumn) {
-        sb.append(String.format(Locale.ROOT, " %.0f%% |", 100 * metric(r, "slo_attainment")));
-      }
-      sb.append(String.format(Locale.ROOT, " %.1f |%n", r.wallSeconds()));
+          rho == null
+              ? "Fewer than two measured trials have a prediction: no rank correlation.\n"
+              : String.format(
+                  Locale.ROOT,
+                  "Rank correlation (Spearman) of predicted and measured: %.2f over %d trials.%n",
+                  rho,
+                  v.ranked().stream().filter(r -> r.predicted() != null).count()));
     }
     if (!failures().isEmpty()) {
       sb.append("\n## Failures\n\n| settings | status | phase | cause | exit | last error |\n");
@@ -117,9 +127,133 @@ public record TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult
                 r.lastError().replace("|", "\\|")));
       }
     }
+    if (!pruned().isEmpty() || !pruning.notes().isEmpty()) {
+      sb.append("\n## Pruned before running\n\n");
+      pruning.notes().forEach(n -> sb.append(n).append("\n\n"));
+      if (!pruned().isEmpty()) {
+        sb.append("| settings | cause | reason |\n|---|---|---|\n");
+        for (TrialResult r : pruned()) {
+          sb.append(
+              String.format(
+                  Locale.ROOT,
+                  "| `%s` | %s | %s |%n",
+                  r.id(),
+                  r.cause(),
+                  r.lastError().replace("|", "\\|")));
+        }
+      }
+    }
     sb.append("\n");
     verdictText(sb, v);
     return sb.toString();
+  }
+
+  private String workloadText() {
+    if (config.isOneBatch()) {
+      TuneConfig.OneBatchWorkload b = config.oneBatch();
+      return String.format(
+          Locale.ROOT,
+          "`bench one-batch` (batch %d, input %d, output %d, %d warm-up round%s of %d decode"
+              + " steps)",
+          b.batchSize(),
+          b.inputLen(),
+          b.outputLen(),
+          b.warmupRounds(),
+          b.warmupRounds() == 1 ? "" : "s",
+          b.warmupDecodeSteps());
+    }
+    return String.format(
+        Locale.ROOT,
+        "`bench serve` (%d prompts, input %d, output %d, concurrency %s)",
+        config.workload().dataset().numPrompts(),
+        config.workload().dataset().randomInputLen(),
+        config.workload().dataset().randomOutputLen(),
+        config.workload().load().maxConcurrency() == null
+            ? "unbounded"
+            : config.workload().load().maxConcurrency().toString());
+  }
+
+  private void oneBatchTable(StringBuilder sb, Verdict v, boolean predictedColumn) {
+    Objective obj = config.objective();
+    sb.append("| rank | settings | median ").append(obj.unit()).append(" | spread | runs |");
+    sb.append(predictedColumn ? " predicted | predicted rank |" : "");
+    sb.append(" prefill tok/s | decode tok/s | prefill ms | decode ms/step | wall s |\n");
+    sb.append("|---:|---|---:|---:|---:|").append(predictedColumn ? "---:|---:|" : "");
+    sb.append("---:|---:|---:|---:|---:|\n");
+    int rank = 1;
+    for (TrialResult r : v.ranked()) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "| %d | `%s` | %.1f | %.1f | %d |",
+              rank++,
+              r.id(),
+              r.objective(),
+              r.spread(),
+              r.samples().size()));
+      if (predictedColumn) {
+        predictedCells(sb, r);
+      }
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              " %.1f | %.1f | %.1f | %.2f | %.1f |%n",
+              metric(r, "prefill_tokens_per_s"),
+              metric(r, "decode_tokens_per_s"),
+              metric(r, "prefill_ms"),
+              metric(r, "decode_median_ms"),
+              r.wallSeconds()));
+    }
+  }
+
+  private static void predictedCells(StringBuilder sb, TrialResult r) {
+    sb.append(
+        r.predicted() == null
+            ? " | |"
+            : String.format(Locale.ROOT, " %.1f | %d |", r.predicted(), r.predictedRank()));
+  }
+
+  private void serveTable(StringBuilder sb, Verdict v, boolean predictedColumn) {
+    Objective obj = config.objective();
+    boolean throughputColumn = obj.kind() != Objective.Kind.THROUGHPUT;
+    boolean sloColumn = obj.sloTtftMs() != null || obj.sloTpotMs() != null;
+    sb.append("| rank | settings | median ").append(obj.unit()).append(" | spread | runs |");
+    sb.append(throughputColumn ? " output tok/s |" : "");
+    sb.append(predictedColumn ? " predicted | predicted rank |" : "");
+    sb.append(" req/s | median TTFT ms | median TPOT ms |");
+    sb.append(sloColumn ? " SLO met |" : "").append(" wall s |\n");
+    sb.append("|---:|---|---:|---:|---:|").append(throughputColumn ? "---:|" : "");
+    sb.append(predictedColumn ? "---:|---:|" : "");
+    sb.append("---:|---:|---:|").append(sloColumn ? "---:|" : "").append("---:|\n");
+    int rank = 1;
+    for (TrialResult r : v.ranked()) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "| %d | `%s` | %.1f | %.1f | %d |",
+              rank++,
+              r.id(),
+              r.objective(),
+              r.spread(),
+              r.samples().size()));
+      if (throughputColumn) {
+        sb.append(String.format(Locale.ROOT, " %.1f |", metric(r, "output_throughput")));
+      }
+      if (predictedColumn) {
+        predictedCells(sb, r);
+      }
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              " %.2f | %.1f | %.1f |",
+              metric(r, "request_throughput"),
+              metric(r, "median_ttft_ms"),
+              metric(r, "median_tpot_ms")));
+      if (sloColumn) {
+        sb.append(String.format(Locale.ROOT, " %.0f%% |", 100 * metric(r, "slo_attainment")));
+      }
+      sb.append(String.format(Locale.ROOT, " %.1f |%n", r.wallSeconds()));
+    }
   }
 
   private static double metric(TrialResult r, String key) {

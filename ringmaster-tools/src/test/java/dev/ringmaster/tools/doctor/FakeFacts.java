@@ -4,12 +4,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Made-up hosts for the verdict tests: a number of GPUs of one kind, linked one way. */
-final class FakeFacts {
+public final class FakeFacts {
   static final long GIB = 1L << 30;
 
   private FakeFacts() {}
 
-  static HostFacts host() {
+  public static HostFacts host() {
     return new HostFacts(
         "Linux 6.1",
         "amd64",
@@ -38,7 +38,7 @@ final class FakeFacts {
    * {@code n} GPUs of compute capability {@code cc} (90 for 9.0), every pair linked by {@code
    * link}.
    */
-  static GpuFacts gpus(int n, int cc, String link, boolean peer, boolean nccl) {
+  public static GpuFacts gpus(int n, int cc, String link, boolean peer, boolean nccl) {
     List<GpuFacts.Gpu> gpus = new ArrayList<>();
     List<List<String>> labels = new ArrayList<>();
     List<List<Boolean>> access = new ArrayList<>();
@@ -86,7 +86,7 @@ final class FakeFacts {
         List.of());
   }
 
-  static GpuFacts noGpu() {
+  public static GpuFacts noGpu() {
     return GpuFacts.none(
         "no NVIDIA driver: libcuda.so.1 cannot be loaded",
         "13.0",

@@ -141,6 +141,6 @@ class VerdictTest {
     assertThatThrownBy(() -> new Objective(Objective.Kind.THROUGHPUT, -1.0, null))
         .hasMessageContaining("--slo-ttft-ms must be above 0");
     assertThatThrownBy(() -> Objective.Kind.parse("speed"))
-        .hasMessageContaining("throughput, goodput or latency");
+        .hasMessageContaining("throughput, goodput, latency (serve trials) or decode, prefill");
   }
 }
