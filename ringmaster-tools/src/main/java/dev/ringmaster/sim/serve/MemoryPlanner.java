@@ -37,6 +37,15 @@ public final class MemoryPlanner {
 
   /** The plan for a configuration on a profile. */
   public static MemoryPlan plan(WeightInventory inv, ServingConfig cfg, HardwareProfile hw) {
+    return plan(inv, cfg, hw, 0);
+  }
+
+  /**
+   * The plan with the KV cache also bounded, as the engine bounds it, by {@code memFractionStatic}
+   * of the GPU's memory less the weights (0: no such bound).
+   */
+  public static MemoryPlan plan(
+      WeightInventory inv, ServingConfig cfg, HardwareProfile hw, double memFractionStatic) {
     ModelShape s = inv.shape();
     Sharding sh = cfg.sharding();
     double weights = weightsOnRank(inv.all(), cfg);
@@ -73,6 +82,9 @@ public final class MemoryPlanner {
     double reserved = hw.gpu().reservedBytes();
     double total = hw.gpu().memoryBytes();
     double kv = (total - reserved - weights - activations - graphs - a2a) * SLACK;
+    if (memFractionStatic > 0) {
+      kv = Math.min(kv, memFractionStatic * total - weights);
+    }
     double perToken = KvLayout.bytesPerTokenPerRank(s, cfg.kvDtype(), cfg.tp()) + draftKvPerToken;
     long capacity = kv > 0 ? (long) (kv / perToken) : 0;
     return new MemoryPlan(
