@@ -41,6 +41,11 @@ public final class ForwardTimer {
 
   /** Microseconds one operator takes on one GPU. */
   public static double opTimeUs(GpuSpec g, OpCost op) {
+    return opTimeUs(g, op, g.computeEfficiency());
+  }
+
+  /** Microseconds one operator takes at {@code computeEfficiency} of the tensor rate. */
+  public static double opTimeUs(GpuSpec g, OpCost op, double computeEfficiency) {
     double memEff =
         switch (op.kind()) {
           case ATTENTION -> g.attentionMemoryEfficiency();
@@ -49,7 +54,7 @@ public final class ForwardTimer {
           case MISC -> g.gemmMemoryEfficiency();
         };
     double memory = op.bytes() / (g.memoryBandwidth() * memEff);
-    double compute = op.flops() / (g.flopsFor(op.computeDtype()) * g.computeEfficiency());
+    double compute = op.flops() / (g.flopsFor(op.computeDtype()) * computeEfficiency);
     return Math.max(memory, compute) * 1e6;
   }
 
@@ -69,7 +74,11 @@ public final class ForwardTimer {
     List<Double> times = new ArrayList<>();
     int kernels = 0;
     for (OpCost op : list) {
-      double t = opTimeUs(hw.gpu(), op);
+      double t =
+          opTimeUs(
+              hw.gpu(),
+              op,
+              step.absorbedMla() ? hw.gpu().computeEfficiency() : hw.gpu().prefillEfficiency());
       times.add(t);
       bd.merge(op.category(), t, Double::sum);
       kernels += op.kernels();
