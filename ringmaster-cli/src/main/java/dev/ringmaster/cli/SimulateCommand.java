@@ -13,6 +13,7 @@ import dev.ringmaster.sim.report.PredictionText;
 import dev.ringmaster.sim.serve.A2aBackend;
 import dev.ringmaster.sim.serve.Prediction;
 import dev.ringmaster.sim.serve.ServingConfig;
+import dev.ringmaster.sim.serve.ServingSimulator;
 import dev.ringmaster.sim.serve.Simulator;
 import dev.ringmaster.sim.serve.SpecDecoding;
 import java.nio.file.Path;
@@ -24,6 +25,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -157,6 +159,8 @@ final class SimulateCommand implements Callable<Integer> {
               + " ${DEFAULT-VALUE}).")
   String specVerify;
 
+  @Mixin SimulateServeOptions serve = new SimulateServeOptions();
+
   @Option(names = "--json", description = "Print the prediction as JSON.")
   boolean json;
 
@@ -183,6 +187,13 @@ final class SimulateCommand implements Callable<Integer> {
     ModelShape shape = ModelShapes.load(modelConfig);
     HardwareProfile hw = Profiles.load(hardware);
     Simulator sim = new Simulator(hw);
+    if (serve.enabled()) {
+      if (sweep != null) {
+        throw new UserError(
+            "--sweep predicts decode steps; it does not combine with --num-prompts");
+      }
+      return serve.run(shape, new ServingSimulator(hw), config(Map.of()), json);
+    }
     if (sweep == null) {
       Prediction p = sim.predict(shape, config(Map.of()));
       System.out.print(
