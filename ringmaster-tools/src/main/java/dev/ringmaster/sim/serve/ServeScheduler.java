@@ -139,6 +139,10 @@ final class ServeScheduler {
       peakWaiting = Math.max(peakWaiting, waiting.size());
       peakRunning = Math.max(peakRunning, running.size());
       if (running.isEmpty()) {
+        if (next >= n) {
+          throw new IllegalStateException(
+              waiting.size() + " requests wait with nothing running and none left to send");
+        }
         // idle until the next request is sent
         t = Math.max(t, scheduled[next]);
         continue;
