@@ -1,5 +1,6 @@
 package dev.ringmaster.cli;
 
+import dev.ringmaster.sim.calibrate.BenchServeAcceptance;
 import dev.ringmaster.sim.hw.AllreduceAlgorithm;
 import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.Profiles;
@@ -12,6 +13,7 @@ import dev.ringmaster.sim.report.PredictionText;
 import dev.ringmaster.sim.serve.A2aBackend;
 import dev.ringmaster.sim.serve.Prediction;
 import dev.ringmaster.sim.serve.ServingConfig;
+import dev.ringmaster.sim.serve.ServingSimulator;
 import dev.ringmaster.sim.serve.Simulator;
 import dev.ringmaster.sim.serve.SpecDecoding;
 import java.nio.file.Path;
@@ -23,6 +25,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -132,6 +135,32 @@ final class SimulateCommand implements Callable<Integer> {
       description = "Mean tokens kept per cycle, bonus token included (default 2.5).")
   Double specAccept;
 
+  @Option(
+      names = "--speculative-accept-per-position",
+      split = ",",
+      description =
+          "Acceptance rate of the draft token at each position (non-increasing, 0..1), as the"
+              + " engine's per-position statistics; the accept length is 1 plus their sum.")
+  List<Double> specAcceptPerPosition;
+
+  @Option(
+      names = "--speculative-accept-from",
+      description =
+          "bench serve JSON lines (--output-file) of a speculative run: its accept_length is the"
+              + " acceptance.")
+  Path specAcceptFrom;
+
+  @Option(
+      names = "--speculative-verify",
+      defaultValue = "eager",
+      description =
+          "eager (the engine's GPU verify steps: every collective launched by each rank's host)"
+              + " | graph (draft and verify forwards replayed from captured CUDA graphs) (default"
+              + " ${DEFAULT-VALUE}).")
+  String specVerify;
+
+  @Mixin SimulateServeOptions serve = new SimulateServeOptions();
+
   @Option(names = "--json", description = "Print the prediction as JSON.")
   boolean json;
 
@@ -158,6 +187,13 @@ final class SimulateCommand implements Callable<Integer> {
     ModelShape shape = ModelShapes.load(modelConfig);
     HardwareProfile hw = Profiles.load(hardware);
     Simulator sim = new Simulator(hw);
+    if (serve.enabled()) {
+      if (sweep != null) {
+        throw new UserError(
+            "--sweep predicts decode steps; it does not combine with --num-prompts");
+      }
+      return serve.run(shape, new ServingSimulator(hw), config(Map.of()), json);
+    }
     if (sweep == null) {
       Prediction p = sim.predict(shape, config(Map.of()));
       System.out.print(
@@ -254,6 +290,9 @@ final class SimulateCommand implements Callable<Integer> {
             || specDraftTokens != null
             || specAccept != null
             || specTopK != null
+            || specAcceptPerPosition != null
+            || specAcceptFrom != null
+            || !specVerify.equals("eager")
             || o.keySet().stream().anyMatch(k -> k.startsWith("speculative-"));
     if (specAlgorithm == null && specGiven) {
       throw new UserError(
@@ -263,7 +302,28 @@ final class SimulateCommand implements Callable<Integer> {
     int steps = intOf(o, "speculative-num-steps", specSteps == null ? 3 : specSteps);
     int draft =
         intOf(o, "speculative-num-draft-tokens", specDraftTokens == null ? 4 : specDraftTokens);
-    double accept = doubleOf(o, "speculative-accept-length", specAccept == null ? 2.5 : specAccept);
+    int given =
+        (specAccept != null ? 1 : 0)
+            + (specAcceptPerPosition != null ? 1 : 0)
+            + (specAcceptFrom != null ? 1 : 0);
+    if (given > 1) {
+      throw new UserError(
+          "give the acceptance once: --speculative-accept-length,"
+              + " --speculative-accept-per-position or --speculative-accept-from");
+    }
+    double defaultAccept = specAccept == null ? 2.5 : specAccept;
+    if (specAcceptFrom != null) {
+      try {
+        defaultAccept = BenchServeAcceptance.acceptLength(specAcceptFrom);
+      } catch (IllegalArgumentException | java.io.UncheckedIOException ex) {
+        throw new UserError("--speculative-accept-from: " + ex.getMessage());
+      }
+    }
+    boolean sweptAccept = o.containsKey("speculative-accept-length");
+    double accept = doubleOf(o, "speculative-accept-length", defaultAccept);
+    if (!specVerify.equals("eager") && !specVerify.equals("graph")) {
+      throw new UserError("--speculative-verify must be eager or graph, got '" + specVerify + "'");
+    }
     if (!o.isEmpty()) {
       throw new UserError("--sweep: unknown parameter " + o.keySet());
     }
@@ -274,7 +334,19 @@ final class SimulateCommand implements Callable<Integer> {
     SpecDecoding spec = null;
     if (specAlgorithm != null) {
       int topK = specTopK != null ? specTopK : SpecDecoding.defaultTopK(steps, draft);
-      spec = new SpecDecoding(specAlgorithm.toUpperCase(Locale.ROOT), steps, draft, topK, accept);
+      try {
+        spec =
+            new SpecDecoding(
+                specAlgorithm.toUpperCase(Locale.ROOT),
+                steps,
+                draft,
+                topK,
+                accept,
+                specVerify.equals("graph"),
+                specAcceptPerPosition == null || sweptAccept ? List.of() : specAcceptPerPosition);
+      } catch (IllegalArgumentException ex) {
+        throw new UserError(ex.getMessage());
+      }
     }
     return new ServingConfig(
         t,

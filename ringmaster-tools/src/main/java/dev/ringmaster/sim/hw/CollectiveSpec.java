@@ -25,6 +25,9 @@ import java.util.TreeMap;
  *     {@code fused} absent runs as {@code oneshot}
  * @param peerMaxBytes largest message the peer kernels take (their staging buffer); larger ones go
  *     to NCCL, and a fused one is then NCCL plus a separate add + RMSNorm kernel. 0: no limit
+ * @param eagerRankSkewUs what an eagerly launched collective waits, at two ranks, for the later
+ *     rank's host to launch it (a captured graph has no such wait: its collectives were launched
+ *     once); see {@link #eagerSkewUs(int)} for more ranks. 0: not known for this box
  */
 public record CollectiveSpec(
     Map<String, AlphaBeta> nccl,
@@ -36,7 +39,8 @@ public record CollectiveSpec(
     String peerAllreduceNote,
     HostCollectives host,
     Map<String, PeerKernel> peer,
-    long peerMaxBytes) {
+    long peerMaxBytes,
+    double eagerRankSkewUs) {
 
   /** Copies the peer map, sorted by key so that saved profiles read the same every time. */
   public CollectiveSpec {
@@ -55,7 +59,8 @@ public record CollectiveSpec(
         peerAllreduceNote,
         host,
         peer,
-        peerMaxBytes);
+        peerMaxBytes,
+        eagerRankSkewUs);
   }
 
   /** Copy with other in-process CPU constants. */
@@ -70,7 +75,8 @@ public record CollectiveSpec(
         peerAllreduceNote,
         newHost,
         peer,
-        peerMaxBytes);
+        peerMaxBytes,
+        eagerRankSkewUs);
   }
 
   /** Copy with other calibrated peer-memory kernels. */
@@ -85,7 +91,25 @@ public record CollectiveSpec(
         peerAllreduceNote,
         host,
         newPeer,
-        peerMaxBytes);
+        peerMaxBytes,
+        eagerRankSkewUs);
+  }
+
+  /**
+   * What one eagerly launched collective of {@code ranks} ranks waits for the last rank's launch:
+   * the two-rank wait scaled as the expected wait for the latest of {@code ranks} independent,
+   * exponentially distributed launch delays ({@code H(n) - 1} mean delays, where {@code H} is the
+   * harmonic number; {@code 1/2} at two ranks).
+   */
+  public double eagerSkewUs(int ranks) {
+    if (ranks <= 1) {
+      return 0;
+    }
+    double harmonic = 0;
+    for (int i = 1; i <= ranks; i++) {
+      harmonic += 1.0 / i;
+    }
+    return eagerRankSkewUs * (harmonic - 1) / 0.5;
   }
 
   /** Whether a message of {@code bytes} fits the peer kernels' staging buffer. */

@@ -27,6 +27,9 @@ import java.util.Map;
  * @param decodeContextTokenLayerNs decode nanoseconds per sequence, cached token and decoder layer
  *     beyond the roofline: attention over a long cache running below its bytes (also in {@code
  *     TOKEN_LATENCY}); 0 until fitted from one-batch steps at several context lengths
+ * @param prefillComputeEfficiency fraction of tensorFlops the engine's prefill reaches (its expert
+ *     and attention passes run far below cuBLAS-class GEMMs); 0 where not measured: {@code
+ *     computeEfficiency} then serves
  */
 public record GpuSpec(
     String name,
@@ -45,7 +48,16 @@ public record GpuSpec(
     double stepOverheadUs,
     double reservedBytes,
     double decodeTokenLayerUs,
-    double decodeContextTokenLayerNs) {
+    double decodeContextTokenLayerNs,
+    double prefillComputeEfficiency) {
+
+  /**
+   * The compute efficiency of a prefill forward (prompt chunks, MLA expanded): {@code
+   * prefillComputeEfficiency} where the profile measured it, else {@code computeEfficiency}.
+   */
+  public double prefillEfficiency() {
+    return prefillComputeEfficiency > 0 ? prefillComputeEfficiency : computeEfficiency;
+  }
 
   /** Tensor rate for a dtype, falling back to bf16 when the dtype is not native. */
   public double flopsFor(String dtype) {
@@ -82,7 +94,8 @@ public record GpuSpec(
         stepOverheadUs,
         reservedBytes,
         tokenLayerUs,
-        contextTokenLayerNs);
+        contextTokenLayerNs,
+        prefillComputeEfficiency);
   }
 
   /**
@@ -122,6 +135,7 @@ public record GpuSpec(
         stepUs,
         reservedBytes,
         decodeTokenLayerUs,
-        decodeContextTokenLayerNs);
+        decodeContextTokenLayerNs,
+        prefillComputeEfficiency);
   }
 }

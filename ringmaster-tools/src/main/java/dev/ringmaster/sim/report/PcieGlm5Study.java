@@ -73,7 +73,7 @@ public final class PcieGlm5Study {
     rows.add(
         new Row(
             "speculative",
-            "EAGLE3 small: 3 steps, 4 tokens, accept 2.5",
+            "EAGLE3 small: 3 steps, 4 tokens, accept 2.5, eager verify (the engine's)",
             base(
                 AllreduceAlgorithm.NCCL,
                 1,
@@ -83,23 +83,33 @@ public final class PcieGlm5Study {
     rows.add(
         new Row(
             "speculative",
-            "EAGLE3 large: 5 steps, topk 8, 32 tokens, accept 3.5",
+            "EAGLE3 small, graph-captured verify",
             base(
                 AllreduceAlgorithm.NCCL,
                 1,
                 A2aBackend.NONE,
                 128,
-                new SpecDecoding("EAGLE3", 5, 32, 8, 3.5))));
+                new SpecDecoding("EAGLE3", 3, 4, 1, 2.5).withVerifyGraphed(true))));
     rows.add(
         new Row(
             "speculative",
-            "MTP: 3 steps, 4 tokens, accept 2.8",
+            "EAGLE3 large: 5 steps, topk 8, 32 tokens, accept 3.5, graph-captured",
             base(
                 AllreduceAlgorithm.NCCL,
                 1,
                 A2aBackend.NONE,
                 128,
-                new SpecDecoding("MTP", 3, 4, 1, 2.8))));
+                new SpecDecoding("EAGLE3", 5, 32, 8, 3.5).withVerifyGraphed(true))));
+    rows.add(
+        new Row(
+            "speculative",
+            "MTP: 3 steps, 4 tokens, accept 2.8, graph-captured",
+            base(
+                AllreduceAlgorithm.NCCL,
+                1,
+                A2aBackend.NONE,
+                128,
+                new SpecDecoding("MTP", 3, 4, 1, 2.8).withVerifyGraphed(true))));
     StringBuilder md = new StringBuilder();
     md.append(
         "| group | option | tok/s @ batch 1 | ms/token | dominant | weights | attention | moe | collectives | launch/other | tok/s total @ batch 32 | dominant @ 32 | KV tokens | seqs of 4096 |\n");

@@ -23,7 +23,8 @@ import java.util.Map;
  * every step pays the host overhead. Operators and collectives run one after another, as a decode
  * step's dependency chain does. Decode forwards add the profile's per-token, per-layer latency
  * ({@link Category#TOKEN_LATENCY}), which calibration fits where kernels fall behind the roofline
- * as the batch grows.
+ * as the batch grows. An eager forward's collectives each wait for the last rank's launch ({@link
+ * dev.ringmaster.sim.hw.CollectiveSpec#eagerSkewUs}).
  */
 public final class ForwardTimer {
   /** Kernels the engine's all-to-all adds per MoE layer beside its collectives. */
@@ -40,6 +41,11 @@ public final class ForwardTimer {
 
   /** Microseconds one operator takes on one GPU. */
   public static double opTimeUs(GpuSpec g, OpCost op) {
+    return opTimeUs(g, op, g.computeEfficiency());
+  }
+
+  /** Microseconds one operator takes at {@code computeEfficiency} of the tensor rate. */
+  public static double opTimeUs(GpuSpec g, OpCost op, double computeEfficiency) {
     double memEff =
         switch (op.kind()) {
           case ATTENTION -> g.attentionMemoryEfficiency();
@@ -48,7 +54,7 @@ public final class ForwardTimer {
           case MISC -> g.gemmMemoryEfficiency();
         };
     double memory = op.bytes() / (g.memoryBandwidth() * memEff);
-    double compute = op.flops() / (g.flopsFor(op.computeDtype()) * g.computeEfficiency());
+    double compute = op.flops() / (g.flopsFor(op.computeDtype()) * computeEfficiency);
     return Math.max(memory, compute) * 1e6;
   }
 
@@ -68,12 +74,19 @@ public final class ForwardTimer {
     List<Double> times = new ArrayList<>();
     int kernels = 0;
     for (OpCost op : list) {
-      double t = opTimeUs(hw.gpu(), op);
+      double t =
+          opTimeUs(
+              hw.gpu(),
+              op,
+              step.absorbedMla() ? hw.gpu().computeEfficiency() : hw.gpu().prefillEfficiency());
       times.add(t);
       bd.merge(op.category(), t, Double::sum);
       kernels += op.kernels();
     }
     List<CollectiveCall> calls = collectives(model.shape(), cfg, step);
+    if (!graphed) {
+      calls = withEagerSkew(calls, hw.collectives().eagerSkewUs(cfg.tp()));
+    }
     double comm = 0;
     for (CollectiveCall c : calls) {
       comm += c.count() * c.timeUsEach();
@@ -95,6 +108,28 @@ public final class ForwardTimer {
     bd.put(Category.LAUNCH_OTHER, launch);
     double total = bd.values().stream().mapToDouble(Double::doubleValue).sum();
     return new ForwardTime(total, bd, list, times, calls, kernels);
+  }
+
+  /**
+   * Eagerly launched collectives: each also waits for the last rank's host to launch it (a captured
+   * graph launched them all at once, so the ranks meet only at the data).
+   */
+  private static List<CollectiveCall> withEagerSkew(List<CollectiveCall> calls, double skewUs) {
+    if (skewUs <= 0) {
+      return calls;
+    }
+    List<CollectiveCall> out = new ArrayList<>();
+    for (CollectiveCall c : calls) {
+      out.add(
+          new CollectiveCall(
+              c.where(),
+              c.op(),
+              c.count(),
+              c.bytes(),
+              c.algorithm() + String.format(" + %.0f us eager launch skew", skewUs),
+              c.timeUsEach() + skewUs));
+    }
+    return out;
   }
 
   /** Collectives one forward issues on each rank. */

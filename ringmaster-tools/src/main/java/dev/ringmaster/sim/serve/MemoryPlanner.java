@@ -8,11 +8,15 @@ import dev.ringmaster.sim.model.Sharding;
 import dev.ringmaster.sim.model.Split;
 import dev.ringmaster.sim.model.Weight;
 import dev.ringmaster.sim.model.WeightInventory;
+import java.util.List;
 
 /**
  * Plans one rank's memory the way Ringmaster's planner does: weights, prefill workspace, CUDA graph
  * pools and all-to-all buffers come first, the KV cache takes what is left (less 3% allocator
  * slack).
+ *
+ * <p>With speculative decoding the draft model's weights count with the target's and every cached
+ * token holds the draft's KV too (one pool for both).
  *
  * <p>Assumptions, to be replaced by measurement: every captured graph keeps its own decode
  * activations alive (so graph memory grows with the sum of captured batch sizes); the engine's
@@ -33,14 +37,18 @@ public final class MemoryPlanner {
 
   /** The plan for a configuration on a profile. */
   public static MemoryPlan plan(WeightInventory inv, ServingConfig cfg, HardwareProfile hw) {
+    return plan(inv, cfg, hw, 0);
+  }
+
+  /**
+   * The plan with the KV cache also bounded, as the engine bounds it, by {@code memFractionStatic}
+   * of the GPU's memory less the weights (0: no such bound).
+   */
+  public static MemoryPlan plan(
+      WeightInventory inv, ServingConfig cfg, HardwareProfile hw, double memFractionStatic) {
     ModelShape s = inv.shape();
     Sharding sh = cfg.sharding();
-    double weights = 0;
-    for (Weight w : inv.all()) {
-      double frac =
-          w.split() == Split.EXPERT ? 1.0 / sh.ep() / sh.expertTp() : sh.fraction(w.split());
-      weights += w.bytes(cfg.quant()) * frac;
-    }
+    double weights = weightsOnRank(inv.all(), cfg);
     double perTokenAct = activationBytesPerToken(s, sh);
     double logitsPerToken = 4.0 * s.vocabSize() / cfg.tp();
     double activations = cfg.chunkedPrefill() * perTokenAct + cfg.cudaGraphMaxBs() * logitsPerToken;
@@ -61,10 +69,23 @@ public final class MemoryPlanner {
     } else if (cfg.a2a() == A2aBackend.ALL_TO_ALL && s.moe() != null && sh.ep() > 1) {
       a2a = engineAllToAllBytes(s, sh.ep(), cfg.chunkedPrefill()) + NCCL_CHANNEL_BYTES;
     }
+    double draftWeights = 0;
+    double draftKvPerToken = 0;
+    if (cfg.spec() != null) {
+      // the draft model's weights sit beside the target's, and every cached token also holds
+      // the draft's KV (EAGLE3's layer, or the MTP layer's) in the same pool
+      ModelShape draft = DraftModels.draft(s, cfg.spec().algorithm());
+      draftWeights = weightsOnRank(draftWeights(inv, draft, cfg.spec().algorithm()), cfg);
+      draftKvPerToken = KvLayout.bytesPerTokenPerRank(draft, cfg.kvDtype(), cfg.tp());
+    }
+    weights += draftWeights;
     double reserved = hw.gpu().reservedBytes();
     double total = hw.gpu().memoryBytes();
     double kv = (total - reserved - weights - activations - graphs - a2a) * SLACK;
-    double perToken = KvLayout.bytesPerTokenPerRank(s, cfg.kvDtype(), cfg.tp());
+    if (memFractionStatic > 0) {
+      kv = Math.min(kv, memFractionStatic * total - weights);
+    }
+    double perToken = KvLayout.bytesPerTokenPerRank(s, cfg.kvDtype(), cfg.tp()) + draftKvPerToken;
     long capacity = kv > 0 ? (long) (kv / perToken) : 0;
     return new MemoryPlan(
         total,
@@ -78,6 +99,35 @@ public final class MemoryPlanner {
         perToken,
         capacity,
         capacity / cfg.contextLen());
+  }
+
+  /**
+   * The draft's own weights: MTP shares the target's embedding and LM head (the checkpoint's MTP
+   * layers where it has them), EAGLE3's head is its own.
+   */
+  static List<Weight> draftWeights(WeightInventory target, ModelShape draft, String algorithm) {
+    if (!algorithm.equals("MTP")) {
+      return new WeightInventory(draft).all();
+    }
+    if (target.shape().numMtpLayers() > 0) {
+      return target.mtp();
+    }
+    return new WeightInventory(draft)
+        .all().stream()
+            .filter(w -> w.role() != Role.EMBEDDING && w.role() != Role.LM_HEAD)
+            .toList();
+  }
+
+  /** Bytes of {@code weights} one rank holds. */
+  static double weightsOnRank(List<Weight> list, ServingConfig cfg) {
+    Sharding sh = cfg.sharding();
+    double weights = 0;
+    for (Weight w : list) {
+      double frac =
+          w.split() == Split.EXPERT ? 1.0 / sh.ep() / sh.expertTp() : sh.fraction(w.split());
+      weights += w.bytes(cfg.quant()) * frac;
+    }
+    return weights;
   }
 
   /**

@@ -79,12 +79,14 @@ public final class Simulator {
               + cfg.cudaGraphMaxBs()
               + ": decode runs without graphs");
     }
+    // a speculative cycle's forwards replay graphs only where the verify path is captured
+    boolean targetGraphed = graphed && (cfg.spec() == null || cfg.spec().verifyGraphed());
     ForwardTime target =
         timer.time(
             inv,
             cfg,
             StepShape.decode(cfg.batch(), queries, cfg.contextLen(), cfg.kvDtype()),
-            graphed);
+            targetGraphed);
     double stepOverhead = hw.gpu().stepOverheadUs();
     Map<Category, Double> bd = new EnumMap<>(target.breakdownUs());
     bd.merge(Category.LAUNCH_OTHER, stepOverhead, Double::sum);
@@ -99,14 +101,14 @@ public final class Simulator {
               draft,
               cfg,
               StepShape.decode(cfg.batch(), sp.topK(), cfg.contextLen(), cfg.kvDtype()),
-              graphed);
+              targetGraphed);
       ForwardTime ext =
           timer.time(
               draft,
               cfg,
               StepShape.decode(
                   cfg.batch(), (int) Math.ceil(sp.acceptLength()), cfg.contextLen(), cfg.kvDtype()),
-              graphed);
+              targetGraphed);
       bd = ForwardTime.add(bd, d.breakdownUs(), sp.numSteps());
       bd = ForwardTime.add(bd, ext.breakdownUs(), 1);
       stepUs += sp.numSteps() * d.totalUs() + ext.totalUs();
@@ -264,6 +266,10 @@ public final class Simulator {
       m.put("speculative_num_draft_tokens", c.spec().numDraftTokens());
       m.put("speculative_eagle_topk", c.spec().topK());
       m.put("speculative_accept_length", c.spec().acceptLength());
+      m.put("speculative_verify", c.spec().verifyGraphed() ? "graph" : "eager");
+      if (!c.spec().acceptPerPosition().isEmpty()) {
+        m.put("speculative_accept_per_position", c.spec().acceptPerPosition());
+      }
     }
     return m;
   }
