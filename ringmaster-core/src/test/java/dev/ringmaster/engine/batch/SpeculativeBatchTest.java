@@ -232,10 +232,12 @@ class SpeculativeBatchTest {
     Run plain = run(lm, cfg, null, prompts, i -> greedy(120), i -> new Collector());
     SpeculativeConfig ngram = SpeculativeConfig.of(SpeculativeAlgorithm.NGRAM, 4);
     // A 4-draft verify at 2.9 decode steps (as measured on the CPU) and at 1.04 (weight-bound).
+    // Steps of 100 ms keep the measured drafting time (microseconds, more on a loaded machine) out
+    // of the decision, so the test does not depend on this machine's speed.
     for (double slope : new double[] {0.475, 0.01}) {
       var cost =
           dev.ringmaster.engine.spec.TabulatedSpeculationCost.linear(
-              new int[] {1}, new double[] {1e6}, slope, 4);
+              new int[] {1}, new double[] {1e8}, slope, 4);
       ServingSpeculation auto =
           new ServingSpeculation(
               ngram, null, SpeculativePolicy.AUTO, ServingSpeculation.DEFAULT_MARGIN, cost);
@@ -244,8 +246,6 @@ class SpeculativeBatchTest {
         assertThat(r.outputs().get(i)).containsExactly(plain.outputs().get(i));
       }
       SpeculationSnapshot s = r.spec();
-      System.out.println(
-          "AUTO " + slope + " " + java.util.Arrays.toString(s.acceptanceByPosition()) + " " + s);
       assertThat(s.decisions()).isPositive();
       if (slope > 0.2) {
         assertThat(s.acceptLength()).as("accept length").isLessThan(2.9);
