@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -123,6 +124,24 @@ final class RowKernelTemplate implements RowKernel {
       for (int r = r0; r < r1; r += 2) {
         tile2x1(w, rowBytes, cols, r, Math.min(r + 1, last), x, xOffsets[0], out, outOffsets[0]);
       }
+      return;
+    }
+    if (n % 4 == 1 && !F16) {
+      // A lone last token would cost a whole 4-token tile (its slots repeat it): it takes the
+      // one-token tile instead, which sums in the same order. A 5-token verify pass of
+      // speculative decoding is this case.
+      int[] lastX = {xOffsets[n - 1]};
+      int[] lastOut = {outOffsets[n - 1]};
+      rows(
+          w,
+          cols,
+          r0,
+          r1,
+          x,
+          Arrays.copyOf(xOffsets, n - 1),
+          out,
+          Arrays.copyOf(outOffsets, n - 1));
+      rows(w, cols, r0, r1, x, lastX, out, lastOut);
       return;
     }
     int groupRows = (int) Math.max(2, Math.min(r1 - r0, BLOCK_BYTES / rowBytes) & ~1);

@@ -41,7 +41,7 @@ class CpuMatmulSummationOrderTest {
     int cols = 7 * lanes + 3;
     try (Arena arena = Arena.ofShared()) {
       CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 17);
-      for (int n : new int[] {1, 3, 4, 6}) {
+      for (int n : new int[] {1, 3, 4, 5, 6, 9}) {
         float[] x = TestMatrices.randomInputs(n * cols, 18 + n);
         float[] out = new float[n * rows];
         CpuMatmul.matmul(out, x, n, w);
