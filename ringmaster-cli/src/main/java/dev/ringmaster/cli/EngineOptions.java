@@ -10,6 +10,7 @@ import dev.ringmaster.cuda.model.CudaCausalLm;
 import dev.ringmaster.cuda.model.CudaModelOptions;
 import dev.ringmaster.cuda.model.CudaNodeBackend;
 import dev.ringmaster.cuda.model.TensorParallelCudaLm;
+import dev.ringmaster.engine.EngineWarmup;
 import dev.ringmaster.engine.batch.ServingDefaults;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.ShardPlan;
@@ -85,6 +86,14 @@ final class EngineOptions {
           "CPU vector width: 128, 256, 512 or 0 for the CPU's preferred width; the same as"
               + " --kernel-option cpu-vector-bits=N.")
   Integer cpuVectorBits;
+
+  @Option(
+      names = "--cpu-warmup-steps",
+      description =
+          "CPU: after the model loads, run a 128-token prefill and this many decode steps on a"
+              + " scratch cache so the JIT has compiled the kernels before the first request"
+              + " (default: ${DEFAULT-VALUE}); 0 skips it.")
+  int cpuWarmupSteps = EngineWarmup.DEFAULT_DECODE_STEPS;
 
   @Option(
       names = "--kernel-option",
@@ -291,11 +300,24 @@ final class EngineOptions {
       return openCuda(dir);
     }
     applyCpuSettings();
-    ParallelConfig p = parallel();
-    if (p.tpSize() == 1) {
-      return CausalLm.load(dir);
+    if (cpuWarmupSteps < 0) {
+      throw new UserError(
+          "--cpu-warmup-steps must not be negative, got "
+              + cpuWarmupSteps
+              + " (0 skips the warm-up)");
     }
-    return ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+    ParallelConfig p = parallel();
+    LanguageModel lm =
+        p.tpSize() == 1 ? CausalLm.load(dir) : ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+    if (cpuWarmupSteps > 0) {
+      try {
+        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps).describe());
+      } catch (RuntimeException e) {
+        lm.close();
+        throw e;
+      }
+    }
+    return lm;
   }
 
   /**

@@ -6,9 +6,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorShuffle;
@@ -53,6 +55,13 @@ final class RowKernelTemplate implements RowKernel {
   private static final VectorShuffle<Float> FOLD_4 = fold(4);
   private static final VectorShuffle<Float> FOLD_2 = fold(2);
   private static final VectorShuffle<Float> FOLD_1 = fold(1);
+  // The two widest folds of sum(), done for four accumulators at once by reduce4().
+  private static final int H1 = LANES / 2;
+  private static final int H2 = LANES / 4;
+  private static final VectorShuffle<Float> FOLD_H1 = fold(H1);
+  private static final VectorShuffle<Float> FOLD_H2 = fold(H2);
+  private static final VectorMask<Float> UPPER_H1 = upper(H1);
+  private static final VectorMask<Float> UPPER_H2 = upper(H2);
 
   /** Bytes of reused rows (weights, or token inputs) to keep in cache while tiling. */
   private static final long BLOCK_BYTES = 128 * 1024;
@@ -88,6 +97,7 @@ final class RowKernelTemplate implements RowKernel {
       int[] outOffsets) {
     long rowBytes = cols * BYTES;
     int n = xOffsets.length;
+    float[] sums = new float[LANES];
     if (n == 1 && !F16) {
       int last = r1 - 1;
       for (int r = r0; r < r1; r += 4) {
@@ -102,7 +112,8 @@ final class RowKernelTemplate implements RowKernel {
             x,
             xOffsets[0],
             out,
-            outOffsets[0]);
+            outOffsets[0],
+            sums);
       }
       return;
     }
@@ -113,6 +124,24 @@ final class RowKernelTemplate implements RowKernel {
       for (int r = r0; r < r1; r += 2) {
         tile2x1(w, rowBytes, cols, r, Math.min(r + 1, last), x, xOffsets[0], out, outOffsets[0]);
       }
+      return;
+    }
+    if (n % 4 == 1 && !F16) {
+      // A lone last token would cost a whole 4-token tile (its slots repeat it): it takes the
+      // one-token tile instead, which sums in the same order. A 5-token verify pass of
+      // speculative decoding is this case.
+      int[] lastX = {xOffsets[n - 1]};
+      int[] lastOut = {outOffsets[n - 1]};
+      rows(
+          w,
+          cols,
+          r0,
+          r1,
+          x,
+          Arrays.copyOf(xOffsets, n - 1),
+          out,
+          Arrays.copyOf(outOffsets, n - 1));
+      rows(w, cols, r0, r1, x, lastX, out, lastOut);
       return;
     }
     int groupRows = (int) Math.max(2, Math.min(r1 - r0, BLOCK_BYTES / rowBytes) & ~1);
@@ -142,7 +171,8 @@ final class RowKernelTemplate implements RowKernel {
                 outOffsets[t],
                 outOffsets[tb],
                 outOffsets[tc],
-                outOffsets[td]);
+                outOffsets[td],
+                sums);
           }
         }
       }
@@ -161,7 +191,8 @@ final class RowKernelTemplate implements RowKernel {
       float[] x,
       int xo,
       float[] out,
-      int oo) {
+      int oo,
+      float[] sums) {
     long wa = ra * rowBytes;
     long wb = rb * rowBytes;
     long wc = rc * rowBytes;
@@ -180,10 +211,11 @@ final class RowKernelTemplate implements RowKernel {
       ac = load(w, wc + off).fma(xv, ac);
       ad = load(w, wd + off).fma(xv, ad);
     }
-    float sa = sum(aa);
-    float sb = sum(ab);
-    float sc = sum(ac);
-    float sd = sum(ad);
+    reduce4(aa, ab, ac, ad).intoArray(sums, 0);
+    float sa = sums[0];
+    float sb = sums[H1];
+    float sc = sums[H2];
+    float sd = sums[H1 + H2];
     for (; c < cols; c++) {
       float xc = x[xo + c];
       long off = c * BYTES;
@@ -249,7 +281,8 @@ final class RowKernelTemplate implements RowKernel {
       int oa,
       int ob,
       int oc,
-      int od) {
+      int od,
+      float[] sums) {
     long wa = ra * rowBytes;
     long wb = rb * rowBytes;
     FloatVector aa = FloatVector.zero(F);
@@ -279,14 +312,17 @@ final class RowKernelTemplate implements RowKernel {
       ad = va.fma(x3, ad);
       bd = vb.fma(x3, bd);
     }
-    float saa = sum(aa);
-    float sab = sum(ab);
-    float sac = sum(ac);
-    float sad = sum(ad);
-    float sba = sum(ba);
-    float sbb = sum(bb);
-    float sbc = sum(bc);
-    float sbd = sum(bd);
+    // One row's four tokens per reduction, so the tail below sees each sum in a local.
+    reduce4(aa, ab, ac, ad).intoArray(sums, 0);
+    float saa = sums[0];
+    float sab = sums[H1];
+    float sac = sums[H2];
+    float sad = sums[H1 + H2];
+    reduce4(ba, bb, bc, bd).intoArray(sums, 0);
+    float sba = sums[0];
+    float sbb = sums[H1];
+    float sbc = sums[H2];
+    float sbd = sums[H1 + H2];
     for (; c < cols; c++) {
       long off = c * BYTES;
       float wva = scalar(w, wa + off);
@@ -389,6 +425,47 @@ final class RowKernelTemplate implements RowKernel {
     v = v.add(v.rearrange(FOLD_2));
     v = v.add(v.rearrange(FOLD_1));
     return v.lane(0);
+  }
+
+  /**
+   * The sums of {@link #sum} for four accumulators at once, with the same additions on the same
+   * operands: the two widest folds each combine two accumulators in one vector (the first one's
+   * folded lanes where bit {@code half} is clear, the second's where it is set), so four sums cost
+   * three combined folds and the narrow folds of one vector instead of four full trees. The sums
+   * land in lanes 0 ({@code a}), {@code H1} ({@code b}), {@code H2} ({@code c}) and {@code H1 + H2}
+   * ({@code d}).
+   */
+  private static FloatVector reduce4(FloatVector a, FloatVector b, FloatVector c, FloatVector d) {
+    FloatVector v =
+        fold2(fold2(a, b, FOLD_H1, UPPER_H1), fold2(c, d, FOLD_H1, UPPER_H1), FOLD_H2, UPPER_H2);
+    if (LANES >= 16) {
+      v = v.add(v.rearrange(FOLD_2));
+    }
+    if (LANES >= 8) {
+      v = v.add(v.rearrange(FOLD_1));
+    }
+    return v;
+  }
+
+  /**
+   * One fold of {@link #sum} for two vectors: lane {@code i} gets {@code a[i] + a[i ^ half]} where
+   * bit {@code half} of {@code i} is clear and {@code b[i ^ half] + b[i]} where it is set, the
+   * operands and order that fold gives each vector's surviving lanes.
+   */
+  private static FloatVector fold2(
+      FloatVector a, FloatVector b, VectorShuffle<Float> fold, VectorMask<Float> upper) {
+    FloatVector low = a.blend(b.rearrange(fold), upper);
+    FloatVector high = a.rearrange(fold).blend(b, upper);
+    return low.add(high);
+  }
+
+  /** The lanes whose index has bit {@code half} set. */
+  private static VectorMask<Float> upper(int half) {
+    boolean[] bits = new boolean[LANES];
+    for (int i = 0; i < LANES; i++) {
+      bits[i] = (i & half) != 0;
+    }
+    return VectorMask.fromArray(F, bits, 0);
   }
 
   /** The shuffle pairing lane {@code i} with lane {@code i ^ half}; null where too wide. */
