@@ -86,7 +86,7 @@ final class CollectivesBenchCommand implements Callable<Integer> {
       names = "--trials",
       description =
           "cpu: trials of every point, at least this many (default 3), up to four times as many"
-              + " while its two smallest trial medians differ by more than 10%; reported: the"
+              + " while its two smallest trial medians differ by more than 10%%; reported: the"
               + " smallest trial median another trial confirms. cuda: 1 (the median of the"
               + " iterations).")
   Integer trials;

@@ -76,7 +76,7 @@ final class ServeCommand implements Callable<Integer> {
       paramLabel = "FRACTION",
       description =
           "The gain over plain decoding the auto policy asks for before it drafts (default:"
-              + " 0.05, that is 5%).")
+              + " 0.05, that is 5%%).")
   Double speculativeMargin;
 
   @Option(
