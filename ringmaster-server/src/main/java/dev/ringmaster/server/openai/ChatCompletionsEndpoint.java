@@ -15,17 +15,15 @@ import dev.ringmaster.server.generation.ChoiceResult;
 import dev.ringmaster.server.generation.Generation;
 import dev.ringmaster.server.http.Endpoint;
 import dev.ringmaster.server.http.Exchange;
+import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 
 /**
  * {@code POST /v1/chat/completions}: messages (and tools, {@link ChatPrompt}) are rendered with the
  * model's chat template (from tokenizer_config.json) and generation continues from the assistant
- * prompt. A reply that is a tool call ({@link ToolRequest}) is returned as {@code tool_calls}.
+ * prompt. A reply that is tool calls ({@link ToolRequest}) is returned as {@code tool_calls}.
  */
 public final class ChatCompletionsEndpoint implements Endpoint {
   private final ServerContext ctx;
@@ -46,7 +44,7 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     }
     OpenAiParams params =
         OpenAiParams.parse(body, ctx.model(), ctx.config().maxChoices(), top, true);
-    ToolRequest tools = ToolRequest.parse(body);
+    ToolRequest tools = ToolRequest.parse(body, hasDeepSeekToolTokens());
     OutputConstraint forced = tools.constraint(ctx.model().constraints());
     if (forced != null) {
       if (params.constraint() != null) {
@@ -117,31 +115,46 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     return ctx.model().tokenizer().encode(text, false);
   }
 
+  /** Whether the tokenizer has every token of DeepSeek-V3's tool-call syntax. */
+  private boolean hasDeepSeekToolTokens() {
+    var tok = ctx.model().tokenizer();
+    return List.of(
+            ToolCallScanner.DS_CALLS_BEGIN,
+            ToolCallScanner.DS_CALLS_END,
+            ToolCallScanner.DS_CALL_BEGIN,
+            ToolCallScanner.DS_CALL_END,
+            ToolCallScanner.DS_SEP)
+        .stream()
+        .allMatch(t -> tok.tokenToId(t).isPresent());
+  }
+
   /**
-   * Puts a finished reply into {@code msg}: a tool call when the tools allow one and the text is
-   * one, else the text as content.
+   * Puts a finished reply into {@code msg}: tool calls when the tools allow them and the text is
+   * calls, else the text as content.
    *
-   * @return whether it was a tool call
+   * @return whether it was tool calls
    */
   private static boolean putReply(ObjectNode msg, String text, ToolRequest tools, boolean done) {
-    Optional<ToolRequest.Call> call = done ? tools.parseCall(text) : Optional.empty();
-    if (call.isEmpty()) {
+    List<ToolRequest.Call> calls = done ? tools.parseCalls(text) : List.of();
+    if (calls.isEmpty()) {
       msg.put("content", text);
       return false;
     }
     msg.putNull("content");
-    msg.putArray("tool_calls").add(ToolRequest.toolCallJson(call.get(), Responses.newId("call_")));
+    ArrayNode out = msg.putArray("tool_calls");
+    for (ToolRequest.Call c : calls) {
+      out.add(ToolRequest.toolCallJson(c, Responses.newId("call_")));
+    }
     return true;
   }
 
   /**
-   * Chat chunks. With tools in play a choice's text is held back and sent whole at the end, as one
-   * {@code tool_calls} delta when it is a call, else as one content delta.
+   * Chat chunks. With tools in play a choice's text goes through a {@link ToolCallStream}: held
+   * while it may become calls, then streamed as call deltas or as content.
    */
   private final class Format implements ChoiceFormat {
     private final ToolRequest tools;
-    private final Map<Integer, StringBuilder> held = new HashMap<>();
-    private final Set<Integer> called = new HashSet<>();
+    private final Map<Integer, ToolCallStream> streams = new HashMap<>();
 
     Format(ToolRequest tools) {
       this.tools = tools;
@@ -153,70 +166,58 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     }
 
     @Override
-    public ObjectNode delta(int index, String text, List<TokenEvent> tokens, boolean first) {
+    public List<ObjectNode> delta(int index, String text, List<TokenEvent> tokens, boolean first) {
       if (tools.active()) {
-        held.computeIfAbsent(index, i -> new StringBuilder()).append(text);
-        if (!first) {
-          return null;
+        List<ObjectNode> out = new ArrayList<>();
+        if (first) {
+          out.add(choice(index, Json.object().put("role", "assistant").putNull("content")));
         }
-        ObjectNode c = choice(index);
-        c.putObject("delta").put("role", "assistant").putNull("content");
-        c.putNull("logprobs");
-        c.putNull("finish_reason");
-        return c;
+        ToolCallStream stream =
+            streams.computeIfAbsent(index, i -> new ToolCallStream(tools.scanner()));
+        for (ObjectNode d : stream.append(text)) {
+          out.add(choice(index, d));
+        }
+        return out;
       }
-      ObjectNode c = choice(index);
-      ObjectNode d = c.putObject("delta");
+      ObjectNode d = Json.object();
       if (first) {
         d.put("role", "assistant");
       }
       d.put("content", text);
+      ObjectNode c = choice(index, d);
       if (!tokens.isEmpty() && !Float.isNaN(tokens.getFirst().logprob())) {
         c.set("logprobs", Responses.chatLogprobs(ctx.model().tokenizer(), tokens));
-      } else {
-        c.putNull("logprobs");
       }
-      c.putNull("finish_reason");
-      return c;
+      return List.of(c);
     }
 
     @Override
-    public ObjectNode held(ChoiceEvent.Done done) {
-      StringBuilder text = held.remove(done.index());
-      if (text == null || text.isEmpty()) {
-        return null;
+    public List<ObjectNode> held(ChoiceEvent.Done done) {
+      ToolCallStream stream = streams.get(done.index());
+      if (stream == null) {
+        return List.of();
       }
-      ObjectNode c = choice(done.index());
-      ObjectNode d = c.putObject("delta");
-      Optional<ToolRequest.Call> call =
-          done.reason() == FinishReason.STOP ? tools.parseCall(text.toString()) : Optional.empty();
-      if (call.isPresent()) {
-        called.add(done.index());
-        ObjectNode tc = ToolRequest.toolCallJson(call.get(), Responses.newId("call_"));
-        ObjectNode indexed = Json.object().put("index", 0);
-        indexed.setAll(tc);
-        d.putArray("tool_calls").add(indexed);
-      } else {
-        d.put("content", text.toString());
-      }
-      c.putNull("logprobs");
-      c.putNull("finish_reason");
-      return c;
+      return stream.finish().stream().map(d -> choice(done.index(), d)).toList();
     }
 
     @Override
     public ObjectNode finish(ChoiceEvent.Done done) {
-      ObjectNode c = choice(done.index());
-      c.putObject("delta");
-      c.putNull("logprobs");
-      c.put("finish_reason", called.remove(done.index()) ? "tool_calls" : done.finishReason());
+      ToolCallStream stream = streams.remove(done.index());
+      boolean called =
+          stream != null && done.reason() == FinishReason.STOP && stream.completeCalls();
+      ObjectNode c = choice(done.index(), Json.object());
+      c.put("finish_reason", called ? "tool_calls" : done.finishReason());
       Responses.matchedStop(c, done);
       return c;
     }
 
-    private static ObjectNode choice(int index) {
+    /** A streamed choice: its index, delta, null logprobs and finish reason. */
+    private static ObjectNode choice(int index, ObjectNode delta) {
       ObjectNode c = Json.object();
       c.put("index", index);
+      c.set("delta", delta);
+      c.putNull("logprobs");
+      c.putNull("finish_reason");
       return c;
     }
   }

@@ -96,7 +96,11 @@ final class ChatPrompt {
         tools.forcesCall()
             ? "Call one of these tools. Reply with only a JSON object"
             : "You may call one of these tools. To call one, reply with only a JSON object");
-    sb.append(" {\"name\": <tool name>, \"arguments\": <arguments object>}.\n\nTools:\n");
+    sb.append(" {\"name\": <tool name>, \"arguments\": <arguments object>}");
+    if (tools.parallel()) {
+      sb.append(", or a JSON array of such objects to make several calls");
+    }
+    sb.append(".\n\nTools:\n");
     for (ToolRequest.Tool t : tools.callable()) {
       sb.append("- ").append(t.name());
       if (t.description() != null && !t.description().isEmpty()) {

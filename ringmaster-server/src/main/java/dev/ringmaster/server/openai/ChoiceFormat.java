@@ -10,12 +10,15 @@ interface ChoiceFormat {
   /** The {@code object} of a streamed chunk. */
   String chunkObject();
 
-  /** A streamed choice carrying new text and the tokens behind it, or null to hold it back. */
-  ObjectNode delta(int index, String text, List<TokenEvent> tokens, boolean first);
+  /**
+   * The streamed choices (one per chunk) that new text and the tokens behind it make; none to hold
+   * it back.
+   */
+  List<ObjectNode> delta(int index, String text, List<TokenEvent> tokens, boolean first);
 
-  /** A chunk with what {@link #delta} held back of an index, sent before its finish, or null. */
-  default ObjectNode held(ChoiceEvent.Done done) {
-    return null;
+  /** Chunks with what {@link #delta} held back of an index, sent before its finish. */
+  default List<ObjectNode> held(ChoiceEvent.Done done) {
+    return List.of();
   }
 
   /** The last streamed choice of an index, with its finish reason. */

@@ -162,7 +162,7 @@ public final class CompletionsEndpoint implements Endpoint {
     }
 
     @Override
-    public ObjectNode delta(int index, String text, List<TokenEvent> tokens, boolean first) {
+    public List<ObjectNode> delta(int index, String text, List<TokenEvent> tokens, boolean first) {
       ObjectNode c = Json.object();
       c.put("index", index);
       c.put("text", text);
@@ -174,7 +174,7 @@ public final class CompletionsEndpoint implements Endpoint {
         c.putNull("logprobs");
       }
       c.putNull("finish_reason");
-      return c;
+      return List.of(c);
     }
 
     @Override

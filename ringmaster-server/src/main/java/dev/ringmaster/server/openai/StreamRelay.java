@@ -49,8 +49,7 @@ final class StreamRelay {
             }
             started[d.index()] = true;
             List<TokenEvent> tokens = d.token() == null ? List.of() : List.of(d.token());
-            ObjectNode delta = format.delta(d.index(), d.text(), tokens, first);
-            if (delta != null) {
+            for (ObjectNode delta : format.delta(d.index(), d.text(), tokens, first)) {
               sse.send(chunk(format, id, created, model, delta));
             }
           }
@@ -64,8 +63,7 @@ final class StreamRelay {
             if (!sse.started() && g.abortedByShutdown(d)) {
               throw Generation.shutdownAbort(); // nothing sent yet: a retryable 503
             }
-            ObjectNode held = format.held(d);
-            if (held != null) {
+            for (ObjectNode held : format.held(d)) {
               sse.send(chunk(format, id, created, model, held));
             }
             sse.send(chunk(format, id, created, model, format.finish(d)));

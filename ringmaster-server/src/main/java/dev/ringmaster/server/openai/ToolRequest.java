@@ -1,6 +1,5 @@
 package dev.ringmaster.server.openai;
 
-import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -13,24 +12,26 @@ import dev.ringmaster.server.api.Json;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The {@code tools} and {@code tool_choice} of a chat request, checked. A tool call is the JSON
- * object {@code {"name": ..., "arguments": {...}}}; {@code required} and a named function force one
- * with a JSON-schema constraint (anyOf over the callable tools), {@code auto} lets the model choose
- * and reads a call back when the whole output is such an object, {@code none} neither shows the
+ * The {@code tools}, {@code tool_choice} and {@code parallel_tool_calls} of a chat request,
+ * checked. A tool call is the JSON object {@code {"name": ..., "arguments": {...}}}, several calls
+ * a JSON array of them; {@code required} and a named function force calls with a JSON-schema
+ * constraint (anyOf over the callable tools), {@code auto} lets the model choose and reads calls
+ * back when the whole output is calls ({@link ToolCallScanner}), {@code none} neither shows the
  * tools to the model nor reads calls back.
  *
  * @param tools the declared tools, in request order (empty when none were given)
  * @param choice how the model may call them
  * @param forced the function {@code tool_choice} names, or null
+ * @param parallel whether one reply may hold several calls ({@code parallel_tool_calls})
+ * @param deepSeekSyntax whether DeepSeek-V3's tool-call tokens are read back (the tokenizer has
+ *     them)
  */
-record ToolRequest(List<Tool> tools, Choice choice, String forced) {
-  private static final String CALL_OPEN = "<tool_call>";
-  private static final String CALL_CLOSE = "</tool_call>";
+record ToolRequest(
+    List<Tool> tools, Choice choice, String forced, boolean parallel, boolean deepSeekSyntax) {
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
   private static final Set<String> TOOL_FIELDS = Set.of("type", "function");
   private static final Set<String> FUNCTION_FIELDS =
@@ -61,9 +62,9 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
    * A parsed tool call.
    *
    * @param name the function called
-   * @param arguments the arguments object
+   * @param arguments the arguments object's JSON text, as the model wrote it
    */
-  record Call(String name, JsonNode arguments) {}
+  record Call(String name, String arguments) {}
 
   /** Whether the model sees the tools and its output may be read as a call. */
   boolean active() {
@@ -82,8 +83,13 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
         : choice == Choice.NONE ? List.of() : tools;
   }
 
-  /** Parses and checks {@code tools} and {@code tool_choice} of a chat request body. */
-  static ToolRequest parse(ObjectNode body) {
+  /**
+   * Parses and checks {@code tools}, {@code tool_choice} and {@code parallel_tool_calls} of a chat
+   * request body.
+   *
+   * @param deepSeekTokens whether the model's tokenizer has DeepSeek-V3's tool-call tokens
+   */
+  static ToolRequest parse(ObjectNode body, boolean deepSeekTokens) {
     List<Tool> tools = new ArrayList<>();
     JsonNode t = body.get("tools");
     if (t != null && !t.isNull()) {
@@ -146,7 +152,8 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
             "tool_choice", "'tool_choice' '" + c.asText() + "' needs a non-empty 'tools' array");
       }
     }
-    return new ToolRequest(List.copyOf(tools), choice, forced);
+    boolean parallel = Fields.bool(body, "parallel_tool_calls", true);
+    return new ToolRequest(List.copyOf(tools), choice, forced, parallel, deepSeekTokens);
   }
 
   private static Tool tool(JsonNode n, String where) {
@@ -226,13 +233,15 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
   }
 
   /**
-   * The schema of a call: anyOf, over the callable tools, of {@code {"name": <const>, "arguments":
-   * <parameters>}}. Each tool's {@code $defs} and {@code definitions} move to the root, where its
-   * local {@code $ref}s point.
+   * The schema of the forced output: a call, anyOf over the callable tools of {@code {"name":
+   * <const>, "arguments": <parameters>}}, or with {@code parallel} also a non-empty array of calls.
+   * Each tool's {@code $defs} and {@code definitions} move to the root, where its local {@code
+   * $ref}s point.
    */
   ObjectNode callSchema() {
     ObjectNode root = Json.object();
-    ArrayNode any = root.putArray("anyOf");
+    ObjectNode one = Json.object();
+    ArrayNode any = one.putArray("anyOf");
     for (Tool t : callable()) {
       ObjectNode params = t.parameters().deepCopy();
       for (String defs : List.of("$defs", "definitions")) {
@@ -262,41 +271,36 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
       call.putArray("required").add("name").add("arguments");
       call.put("additionalProperties", false);
     }
+    if (parallel) {
+      ObjectNode many = Json.object().put("type", "array").put("minItems", 1);
+      many.set("items", one);
+      root.putArray("anyOf").add(one.deepCopy()).add(many);
+    } else {
+      root.set("anyOf", one.get("anyOf"));
+    }
     return root;
   }
 
+  /** The scanner that reads this request's calls out of a reply. */
+  ToolCallScanner scanner() {
+    Set<String> names = new HashSet<>();
+    callable().forEach(t -> names.add(t.name()));
+    return new ToolCallScanner(names, parallel ? Integer.MAX_VALUE : 1, deepSeekSyntax);
+  }
+
   /**
-   * Reads a reply as a tool call: the whole text (spaces around it aside, and optionally inside the
-   * {@code <tool_call>} tags Qwen and Hermes templates ask for) is an object with exactly a
-   * callable tool's {@code name} and an {@code arguments} object.
+   * Reads a finished reply as tool calls: empty unless the tools are active and the whole text,
+   * spaces aside, is calls to callable tools ({@link ToolCallScanner}).
    */
-  Optional<Call> parseCall(String text) {
+  List<Call> parseCalls(String text) {
     if (!active()) {
-      return Optional.empty();
+      return List.of();
     }
-    String s = text.strip();
-    if (s.startsWith(CALL_OPEN) && s.endsWith(CALL_CLOSE)) {
-      s = s.substring(CALL_OPEN.length(), s.length() - CALL_CLOSE.length()).strip();
+    ToolCallScanner.Scan scan = scanner().scan(text);
+    if (scan.state() != ToolCallScanner.State.COMPLETE) {
+      return List.of();
     }
-    if (!s.startsWith("{") || !s.endsWith("}")) {
-      return Optional.empty();
-    }
-    JsonNode v;
-    try {
-      v = Json.MAPPER.readTree(s);
-    } catch (JacksonException e) {
-      return Optional.empty();
-    }
-    if (v == null || !v.isObject() || v.size() != 2) {
-      return Optional.empty();
-    }
-    JsonNode name = v.get("name");
-    JsonNode args = v.get("arguments");
-    if (name == null || !name.isTextual() || args == null || !args.isObject()) {
-      return Optional.empty();
-    }
-    boolean known = callable().stream().anyMatch(t -> t.name().equals(name.asText()));
-    return known ? Optional.of(new Call(name.asText(), args)) : Optional.empty();
+    return scan.calls().stream().map(c -> new Call(c.name(), c.arguments())).toList();
   }
 
   /** The OpenAI {@code tool_calls} entry of a call. */
@@ -306,7 +310,7 @@ record ToolRequest(List<Tool> tools, Choice choice, String forced) {
     c.put("type", "function");
     ObjectNode f = c.putObject("function");
     f.put("name", call.name());
-    f.put("arguments", Json.string(call.arguments()));
+    f.put("arguments", call.arguments());
     return c;
   }
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.server.api.Json;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -46,7 +47,7 @@ class ToolPromptTest {
 
   private static String render(ChatTemplate t, String extra) {
     ObjectNode b = body(extra);
-    return ChatPrompt.render(b, t, ToolRequest.parse(b));
+    return ChatPrompt.render(b, t, ToolRequest.parse(b, false));
   }
 
   @Test
@@ -72,31 +73,54 @@ class ToolPromptTest {
   }
 
   @Test
-  void onlyAWholeCallToADeclaredToolReadsBackAsACall() {
-    ToolRequest auto = ToolRequest.parse(body(""));
-    ToolRequest.Call c = auto.parseCall(" {\"name\": \"add\", \"arguments\": {\"a\": 4}}\n").get();
-    assertThat(c.name()).isEqualTo("add");
-    assertThat(c.arguments().get("a").asInt()).isEqualTo(4);
-    assertThat(auto.parseCall("<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"))
-        .isPresent();
-    assertThat(auto.parseCall("<tool_call>{\"name\": \"add\", \"arguments\": {}}")).isEmpty();
-    assertThat(auto.parseCall("{\"name\": \"sub\", \"arguments\": {}}")).isEmpty();
-    assertThat(auto.parseCall("{\"name\": \"add\", \"arguments\": 3}")).isEmpty();
-    assertThat(auto.parseCall("{\"name\": \"add\", \"arguments\": {}, \"x\": 1}")).isEmpty();
-    assertThat(auto.parseCall("Sure: {\"name\": \"add\", \"arguments\": {}}")).isEmpty();
-    assertThat(auto.parseCall("{\"name\": \"add\", \"arguments\": {")).isEmpty();
-    ToolRequest none = ToolRequest.parse(body(", \"tool_choice\": \"none\""));
-    assertThat(none.parseCall("{\"name\": \"add\", \"arguments\": {}}")).isEmpty();
+  void onlyWholeCallsToDeclaredToolsReadBackAsCalls() {
+    ToolRequest auto = ToolRequest.parse(body(""), false);
+    List<ToolRequest.Call> c = auto.parseCalls(" {\"name\": \"add\", \"arguments\": {\"a\": 4}}\n");
+    assertThat(c).containsExactly(new ToolRequest.Call("add", "{\"a\": 4}"));
+    assertThat(auto.parseCalls("<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"))
+        .hasSize(1);
+    assertThat(auto.parseCalls("<tool_call>{\"name\": \"add\", \"arguments\": {}}")).isEmpty();
+    assertThat(auto.parseCalls("{\"name\": \"sub\", \"arguments\": {}}")).isEmpty();
+    assertThat(auto.parseCalls("{\"name\": \"add\", \"arguments\": 3}")).isEmpty();
+    assertThat(auto.parseCalls("{\"name\": \"add\", \"arguments\": {}, \"x\": 1}")).isEmpty();
+    assertThat(auto.parseCalls("Sure: {\"name\": \"add\", \"arguments\": {}}")).isEmpty();
+    assertThat(auto.parseCalls("{\"name\": \"add\", \"arguments\": {")).isEmpty();
+    ToolRequest none = ToolRequest.parse(body(", \"tool_choice\": \"none\""), false);
+    assertThat(none.parseCalls("{\"name\": \"add\", \"arguments\": {}}")).isEmpty();
   }
 
   @Test
-  void theCallSchemaIsAnyOfOverTheCallableTools() {
-    ObjectNode b =
-        body(", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"add\"}}");
-    JsonNode schema = ToolRequest.parse(b).callSchema();
+  void severalCallsReadBackUnlessParallelToolCallsIsFalse() {
+    String two =
+        "[{\"name\": \"add\", \"arguments\": {\"a\": 1}}, {\"arguments\": {\"a\": 2},"
+            + " \"name\": \"add\"}]";
+    String tagged =
+        "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}}</tool_call>\n"
+            + "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 2}}</tool_call>";
+    ToolRequest parallel = ToolRequest.parse(body(""), false);
+    assertThat(parallel.parseCalls(two))
+        .containsExactly(
+            new ToolRequest.Call("add", "{\"a\": 1}"), new ToolRequest.Call("add", "{\"a\": 2}"));
+    assertThat(parallel.parseCalls(tagged)).hasSize(2);
+    ToolRequest single = ToolRequest.parse(body(", \"parallel_tool_calls\": false"), false);
+    assertThat(single.parseCalls(two)).isEmpty();
+    assertThat(single.parseCalls(tagged)).isEmpty();
+    assertThat(single.parseCalls("[{\"name\": \"add\", \"arguments\": {}}]")).hasSize(1);
+  }
+
+  @Test
+  void theCallSchemaIsAnyOfOverTheCallableToolsOrAnArrayOfThem() {
+    String named = ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"add\"}}";
+    JsonNode schema =
+        ToolRequest.parse(body(named + ", \"parallel_tool_calls\": false"), false).callSchema();
     assertThat(schema.get("anyOf")).hasSize(1);
     assertThat(schema.at("/anyOf/0/properties/name/const").asText()).isEqualTo("add");
     assertThat(schema.at("/anyOf/0/properties/arguments/properties/a/type").asText())
         .isEqualTo("integer");
+    JsonNode parallel = ToolRequest.parse(body(named), false).callSchema();
+    assertThat(parallel.at("/anyOf/0/anyOf/0/properties/name/const").asText()).isEqualTo("add");
+    assertThat(parallel.at("/anyOf/1/type").asText()).isEqualTo("array");
+    assertThat(parallel.at("/anyOf/1/minItems").asInt()).isEqualTo(1);
+    assertThat(parallel.at("/anyOf/1/items")).isEqualTo(parallel.at("/anyOf/0"));
   }
 }
