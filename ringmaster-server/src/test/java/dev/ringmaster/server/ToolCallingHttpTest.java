@@ -24,9 +24,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * OpenAI tool calling over HTTP on the random-weight test model: a required or named tool choice
- * always yields a call the SDK parses, whose arguments fit the tool's schema, for several seeds;
- * {@code none} yields plain content; a history with tool calls and tool results is accepted; bad
- * tools get a 400 naming the field.
+ * always yields calls the SDK parses, whose arguments fit the tools' schemas, for several seeds,
+ * and streams each call's start and then its arguments in pieces; {@code none} yields plain
+ * content; a history with tool calls and tool results is accepted; bad tools get a 400 naming the
+ * field.
  */
 class ToolCallingHttpTest {
   private static final String WEATHER =
@@ -118,15 +119,19 @@ class ToolCallingHttpTest {
     }
   }
 
-  private static ChatCompletionMessageFunctionToolCall onlyCall(ChatCompletion chat) {
+  private static List<ChatCompletionMessageFunctionToolCall> calls(ChatCompletion chat) {
     ChatCompletion.Choice c = chat.choices().getFirst();
     assertThat(c.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.TOOL_CALLS);
     assertThat(c.message().content()).isEmpty();
     List<ChatCompletionMessageToolCall> calls = c.message().toolCalls().orElseThrow();
-    assertThat(calls).hasSize(1);
-    ChatCompletionMessageFunctionToolCall call = calls.getFirst().function().orElseThrow();
-    assertThat(call.id()).startsWith("call_");
-    return call;
+    assertThat(calls).isNotEmpty();
+    List<ChatCompletionMessageFunctionToolCall> out = new ArrayList<>();
+    for (ChatCompletionMessageToolCall t : calls) {
+      ChatCompletionMessageFunctionToolCall call = t.function().orElseThrow();
+      assertThat(call.id()).startsWith("call_");
+      out.add(call);
+    }
+    return out;
   }
 
   @Test
@@ -141,8 +146,9 @@ class ToolCallingHttpTest {
                     request(seed, t)
                         .toolChoice(ChatCompletionToolChoiceOption.Auto.REQUIRED)
                         .build());
-        ChatCompletionMessageFunctionToolCall call = onlyCall(chat);
-        assertFits(call.function().name(), call.function().arguments());
+        for (ChatCompletionMessageFunctionToolCall call : calls(chat)) {
+          assertFits(call.function().name(), call.function().arguments());
+        }
       }
     }
   }
@@ -164,9 +170,10 @@ class ToolCallingHttpTest {
                                       .build())
                               .build())
                       .build());
-      ChatCompletionMessageFunctionToolCall call = onlyCall(chat);
-      assertThat(call.function().name()).isEqualTo("add");
-      assertFits("add", call.function().arguments());
+      for (ChatCompletionMessageFunctionToolCall call : calls(chat)) {
+        assertThat(call.function().name()).isEqualTo("add");
+        assertFits("add", call.function().arguments());
+      }
     }
   }
 
@@ -194,14 +201,15 @@ class ToolCallingHttpTest {
   }
 
   @Test
-  void streamingARequiredCallSendsItAsOneToolCallsDelta() {
-    HttpResponse<String> r =
-        s.post(
-            "/v1/chat/completions",
-            "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 160,"
-                + " \"stream\": true, \"seed\": 3, \"tools\": "
-                + TOOLS_JSON
-                + ", \"tool_choice\": \"required\"}");
+  void streamingARequiredCallStartsEachCallThenStreamsItsArguments() {
+    String body =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 160,"
+            + " \"seed\": 3, \"temperature\": 1.0, \"tools\": "
+            + TOOLS_JSON
+            + ", \"tool_choice\": \"required\"";
+    JsonNode whole = chat(body + "}");
+    assertThat(whole.at("/choices/0/finish_reason").asText()).isEqualTo("tool_calls");
+    HttpResponse<String> r = s.post("/v1/chat/completions", body + ", \"stream\": true}");
     assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     List<JsonNode> chunks = new ArrayList<>();
     for (String line : r.body().split("\n")) {
@@ -209,23 +217,40 @@ class ToolCallingHttpTest {
         chunks.add(TestServer.json(line.substring(6)));
       }
     }
-    List<JsonNode> calls = new ArrayList<>();
+    assertThat(chunks.getFirst().at("/choices/0/delta/role").asText()).isEqualTo("assistant");
+    List<String> names = new ArrayList<>();
+    List<StringBuilder> args = new ArrayList<>();
     String finish = null;
+    int fragments = 0;
     for (JsonNode c : chunks) {
       JsonNode d = c.at("/choices/0/delta");
       assertThat(d.path("content").isTextual()).as(c.toString()).isFalse();
-      d.path("tool_calls").forEach(calls::add);
+      for (JsonNode call : d.path("tool_calls")) {
+        int index = call.get("index").asInt();
+        if (call.has("id")) {
+          assertThat(index).isEqualTo(names.size());
+          assertThat(call.get("type").asText()).isEqualTo("function");
+          assertThat(call.at("/function/arguments").asText()).isEmpty();
+          names.add(call.at("/function/name").asText());
+          args.add(new StringBuilder());
+        } else {
+          args.get(index).append(call.at("/function/arguments").asText());
+          fragments++;
+        }
+      }
       if (c.at("/choices/0/finish_reason").isTextual()) {
         finish = c.at("/choices/0/finish_reason").asText();
       }
     }
-    assertThat(chunks.getFirst().at("/choices/0/delta/role").asText()).isEqualTo("assistant");
     assertThat(finish).isEqualTo("tool_calls");
-    assertThat(calls).hasSize(1);
-    JsonNode call = calls.getFirst();
-    assertThat(call.get("index").asInt()).isZero();
-    assertThat(call.get("type").asText()).isEqualTo("function");
-    assertFits(call.at("/function/name").asText(), call.at("/function/arguments").asText());
+    assertThat(fragments).isGreaterThan(names.size()); // the arguments came in pieces
+    JsonNode calls = whole.at("/choices/0/message/tool_calls");
+    assertThat(names).hasSize(calls.size());
+    for (int i = 0; i < names.size(); i++) {
+      assertThat(names.get(i)).isEqualTo(calls.get(i).at("/function/name").asText());
+      assertThat(args.get(i).toString()).isEqualTo(calls.get(i).at("/function/arguments").asText());
+      assertFits(names.get(i), args.get(i).toString());
+    }
   }
 
   @Test
