@@ -41,11 +41,11 @@ record ToolRequest(
   enum Choice {
     /** No tools: plain content only. */
     NONE,
-    /** The model decides; a reply that is a tool-call object becomes {@code tool_calls}. */
+    /** The model decides; a reply that is tool calls becomes {@code tool_calls}. */
     AUTO,
-    /** Exactly one call to one of the tools, enforced by the output constraint. */
+    /** Calls to the tools (one without {@code parallel}), enforced by the output constraint. */
     REQUIRED,
-    /** Exactly one call to the named tool, enforced by the output constraint. */
+    /** Calls to the named tool (one without {@code parallel}), enforced by the constraint. */
     NAMED
   }
 
@@ -206,7 +206,7 @@ record ToolRequest(
   }
 
   /**
-   * The constraint forcing one call to a callable tool, or null when calls are not forced.
+   * The constraint forcing calls to the callable tools, or null when calls are not forced.
    *
    * @throws ApiException naming the tool whose parameters schema the compiler cannot take
    */
