@@ -129,6 +129,25 @@ class NextnSpeculationTest {
   }
 
   @Test
+  void sampledNextnRepeatsWithTheSameSeed() throws Exception {
+    try (CausalLm lm =
+        CausalLm.load(withMtp("fixtures/golden/qwen3_moe_basic", "qwen3_moe_basic"))) {
+      int[] prompt =
+          GoldenFixture.load(RepoPaths.require("fixtures/golden/qwen3_moe_basic")).promptIds();
+      SpeculativeGenerator gen =
+          new SpeculativeGenerator(lm, SpeculativeConfig.of(SpeculativeAlgorithm.NEXTN, 3), null);
+      SamplingParams p5 = new SamplingParams(0.8, 0.95, 0, 5, 30, true, List.of());
+      SamplingParams p6 = new SamplingParams(0.8, 0.95, 0, 6, 30, true, List.of());
+      int[] first = gen.generate(prompt, p5, new int[0], t -> true).generation().outputIds();
+      assertThat(first).hasSize(30);
+      assertThat(gen.generate(prompt, p5, new int[0], t -> true).generation().outputIds())
+          .containsExactly(first);
+      assertThat(gen.generate(prompt, p6, new int[0], t -> true).generation().outputIds())
+          .isNotEqualTo(first);
+    }
+  }
+
+  @Test
   void mtpCacheAfterARejectedChainEqualsAFreshDrafterFedTheSameHistory() throws Exception {
     try (CausalLm lm = CausalLm.load(withMtp("fixtures/golden/deepseek_v3_basic", "v3"))) {
       NextnLayer layer = lm.nextnLayer().orElseThrow();
