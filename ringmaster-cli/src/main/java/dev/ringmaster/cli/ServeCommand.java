@@ -288,7 +288,7 @@ final class ServeCommand implements Callable<Integer> {
     if (!speculative.enabled() && (speculativePolicy != null || speculativeMargin != null)) {
       throw new UserError(
           (speculativePolicy != null ? "--speculative-policy" : "--speculative-margin")
-              + " needs --speculative-algorithm NGRAM or STANDALONE");
+              + " needs --speculative-algorithm NGRAM, STANDALONE or NEXTN");
     }
     policy();
     if (speculativeMargin != null && !(speculativeMargin >= 0 && speculativeMargin < 10)) {

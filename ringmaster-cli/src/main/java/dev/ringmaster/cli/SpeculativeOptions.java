@@ -23,10 +23,11 @@ import picocli.CommandLine.Option;
 final class SpeculativeOptions {
   @Option(
       names = "--speculative-algorithm",
-      paramLabel = "NGRAM|STANDALONE",
+      paramLabel = "NGRAM|STANDALONE|NEXTN",
       description =
           "Speculative decoding: NGRAM drafts from earlier context (no model), STANDALONE from a"
-              + " small draft model with the same tokenizer (default: off).")
+              + " small draft model with the same tokenizer, NEXTN (or MTP) from the checkpoint's own"
+              + " multi-token-prediction layer, CPU only (default: off).")
   String algorithm;
 
   @Option(
@@ -66,7 +67,7 @@ final class SpeculativeOptions {
             (numDraftTokens != null
                     ? "--speculative-num-draft-tokens"
                     : "--speculative-draft-model-path")
-                + " needs --speculative-algorithm NGRAM or STANDALONE");
+                + " needs --speculative-algorithm NGRAM, STANDALONE or NEXTN");
       }
       return;
     }
@@ -81,10 +82,24 @@ final class SpeculativeOptions {
         SpeculativeConfig.of(
             a,
             numDraftTokens != null ? numDraftTokens : SpeculativeConfig.DEFAULT_NUM_DRAFT_TOKENS);
+    if (a != SpeculativeAlgorithm.STANDALONE && draftModelPath != null) {
+      throw new UserError(
+          "--speculative-draft-model-path is for STANDALONE; "
+              + a
+              + (a == SpeculativeAlgorithm.NGRAM
+                  ? " drafts use no model"
+                  : " drafts with the model's own MTP layer"));
+    }
     if (a == SpeculativeAlgorithm.NGRAM) {
-      if (draftModelPath != null) {
+      return;
+    }
+    if (a == SpeculativeAlgorithm.NEXTN) {
+      ModelConfig target = parse(targetDir, "the target model");
+      if (target.numNextnPredictLayers() == 0) {
         throw new UserError(
-            "--speculative-draft-model-path is for STANDALONE; NGRAM drafts use no model");
+            "--speculative-algorithm NEXTN needs the model's own MTP layer, but "
+                + targetDir.resolve("config.json")
+                + " has num_nextn_predict_layers 0: use NGRAM or STANDALONE");
       }
       return;
     }

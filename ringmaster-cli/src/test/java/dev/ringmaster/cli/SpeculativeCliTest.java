@@ -71,6 +71,35 @@ class SpeculativeCliTest {
   }
 
   @Test
+  void nextnOnARandomModelWithAnMtpLayerGivesThePlainGreedyTokens(@TempDir Path tmp)
+      throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String cfg =
+        Files.readString(fixture.resolve("config.json"))
+            .replace("\"num_nextn_predict_layers\": 0", "\"num_nextn_predict_layers\": 1");
+    assertThat(cfg).contains("\"num_nextn_predict_layers\": 1");
+    Path config = tmp.resolve("config.json");
+    Files.writeString(config, cfg);
+    Path model = tmp.resolve("mtp");
+    CliTest.Run written =
+        CliTest.run(
+            "model",
+            "random",
+            "--config",
+            config.toString(),
+            "--out",
+            model.toString(),
+            "--tokenizer",
+            fixture.resolve("tokenizer.json").toString());
+    assertThat(written.status()).as(written.err()).isZero();
+    JsonNode plain = generate(model, "hello hello hello");
+    JsonNode spec = generate(model, "hello hello hello", "--speculative-algorithm", "MTP");
+    assertThat(spec.get("output_ids")).isEqualTo(plain.get("output_ids"));
+    assertThat(spec.get("speculative").get("algorithm").asText()).isEqualTo("NEXTN");
+    assertThat(spec.get("speculative").get("draft_tokens").asInt()).isPositive();
+  }
+
+  @Test
   void badSpeculativeFlagsAreOneLineErrorsBeforeAnyModelLoads(@TempDir Path tmp) throws Exception {
     Path embedded = CliTest.repo().resolve("models/sotu-moe");
     Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
@@ -98,6 +127,8 @@ class SpeculativeCliTest {
         otherTok.toString()
       },
       {"--speculative-algorithm", "NGRAM", "--dump-logits", tmp.resolve("l.npy").toString()},
+      {"--speculative-algorithm", "NEXTN"},
+      {"--speculative-algorithm", "MTP", "--speculative-draft-model-path", fixture.toString()},
     };
     String[] expected = {
       "--speculative-num-draft-tokens needs --speculative-algorithm",
@@ -108,6 +139,8 @@ class SpeculativeCliTest {
       "vocabulary of 320 tokens but the target's has 6144",
       "must use the target's tokenizer (same tokenizer.json)",
       "cannot be combined with --speculative-algorithm",
+      "has num_nextn_predict_layers 0: use NGRAM or STANDALONE",
+      "NEXTN drafts with the model's own MTP layer",
     };
     for (int i = 0; i < cases.length; i++) {
       List<String> args = new ArrayList<>(List.of("generate", "--model", embedded.toString(), "x"));
@@ -147,6 +180,7 @@ class SpeculativeCliTest {
         "--speculative-draft-model-path",
         fixture.toString()
       },
+      {"--speculative-algorithm", "NEXTN"},
     };
     String[] expected = {
       "--speculative-policy needs --speculative-algorithm",
@@ -155,6 +189,7 @@ class SpeculativeCliTest {
       "--speculative-margin must be a fraction",
       "--speculative-num-draft-tokens",
       "vocabulary of 320 tokens but the target's has 6144",
+      "has num_nextn_predict_layers 0",
     };
     for (int i = 0; i < cases.length; i++) {
       List<String> args =

@@ -96,6 +96,29 @@ public interface LanguageModel extends AutoCloseable {
     return sampling.sampleOnCpu(logits, config().vocabSize());
   }
 
+  /**
+   * Like {@link #forward}, and also returns the final hidden state (after the final norm) of every
+   * token of the step, which a NEXTN drafter is fed. Only backends that expose it implement this.
+   *
+   * @throws UnsupportedOperationException on a backend that does not expose hidden states
+   */
+  default HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName()
+            + " does not expose its hidden states; NEXTN speculation runs on the single-rank CPU"
+            + " model");
+  }
+
+  /**
+   * The checkpoint's first multi-token-prediction layer, loaded beside the model, or empty when the
+   * config has none ({@code num_nextn_predict_layers} 0), the checkpoint does not hold it, or this
+   * backend does not run it.
+   */
+  default java.util.Optional<NextnLayer> nextnLayer() {
+    return java.util.Optional.empty();
+  }
+
   /** Prefill or extend one sequence and return the logits of every new token. */
   default float[] forwardAll(int[] tokens, KvCache cache) {
     BatchLayout layout = BatchLayout.single(tokens.length, cache.length());

@@ -3,6 +3,7 @@ package dev.ringmaster.engine.batch;
 import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculationSnapshot;
+import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.sampling.SampledTokens;
@@ -306,7 +307,11 @@ public final class BatchEngine implements AutoCloseable {
    * A forward's result: the sampled tokens of the rows that sample plainly and, for a step with
    * drafts, the logits of every requested row (null otherwise).
    */
-  private record StepOutput(SampledTokens sampled, float[] logits) {}
+  private record StepOutput(SampledTokens sampled, float[] logits, float[] hidden) {
+    StepOutput(SampledTokens sampled, float[] logits) {
+      this(sampled, logits, null);
+    }
+  }
 
   private void loop() {
     Flight flight = null;
@@ -577,6 +582,12 @@ public final class BatchEngine implements AutoCloseable {
       before[i] = in.caches()[i].length();
     }
     try {
+      if (speculation != null && speculation.needsHidden()) {
+        // The MTP drafter is fed every row's final hidden state: logits come to the CPU.
+        HiddenLogits out =
+            model.forwardHidden(in.tokens(), in.layout(), in.caches(), in.logitRows());
+        return new StepOutput(sampleRows(step, from, to, out.logits()), out.logits(), out.hidden());
+      }
       if (step.hasDrafts(from, to)) {
         float[] logits = model.forward(in.tokens(), in.layout(), in.caches(), in.logitRows());
         int[] plain = step.plainLogitRows(from, to);
@@ -605,20 +616,43 @@ public final class BatchEngine implements AutoCloseable {
     }
   }
 
+  /** The plain rows' tokens, sampled on the CPU from the step's logits. */
+  private SampledTokens sampleRows(Step step, int from, int to, float[] logits) {
+    int[] plain = step.plainLogitRows(from, to);
+    float[] rows = new float[plain.length * vocab];
+    for (int r = 0; r < plain.length; r++) {
+      System.arraycopy(logits, plain[r] * vocab, rows, r * vocab, vocab);
+    }
+    return sampling.sampleOnCpu(rows, vocab);
+  }
+
   private void emit(Step step, int from, int to, StepOutput out) {
     SampledTokens sampled = out.sampled();
     int row = 0; // among the plainly sampled rows
     int logitRow = 0; // among all requested logit rows
+    int tokenRow = 0; // among all the step's tokens (hidden-state rows)
     for (int i = from; i < to; i++) {
+      Sequence s = step.seqs().get(i);
+      int first = tokenRow;
+      tokenRow += step.counts()[i];
       if (!step.samples()[i]) {
+        if (out.hidden() != null) {
+          speculation.observeHidden(s, step.starts()[i], out.hidden(), first, step.counts()[i]);
+        }
         continue;
       }
-      Sequence s = step.seqs().get(i);
       if (step.draft(i) != null) {
         int[] run = speculation.verify(step, i, out.logits(), logitRow);
+        if (out.hidden() != null) {
+          // The last token's row and the accepted drafts' rows stand.
+          speculation.observeHidden(s, step.starts()[i], out.hidden(), first, run.length);
+        }
         logitRow += step.counts()[i];
         emitRun(s, step.starts()[i], run);
         continue;
+      }
+      if (out.hidden() != null) {
+        speculation.observeHidden(s, step.starts()[i], out.hidden(), first, step.counts()[i]);
       }
       logitRow++;
       int r = row++;

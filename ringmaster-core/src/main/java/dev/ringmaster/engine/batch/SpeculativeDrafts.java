@@ -4,15 +4,19 @@ import dev.ringmaster.engine.spec.Draft;
 import dev.ringmaster.engine.spec.DraftVerifier;
 import dev.ringmaster.engine.spec.Drafter;
 import dev.ringmaster.engine.spec.ModelDrafter;
+import dev.ringmaster.engine.spec.NextnDrafter;
 import dev.ringmaster.engine.spec.NgramDrafter;
 import dev.ringmaster.engine.spec.RowDistribution;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculationController;
 import dev.ringmaster.engine.spec.SpeculationSnapshot;
+import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
 import dev.ringmaster.engine.spec.SpeculativeConfig;
+import dev.ringmaster.engine.spec.SpeculativeGenerator;
 import dev.ringmaster.engine.spec.SpeculativePolicy;
 import dev.ringmaster.engine.spec.TabulatedSpeculationCost;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.NextnLayer;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -28,6 +32,7 @@ import java.util.Map;
 final class SpeculativeDrafts implements AutoCloseable {
   private final SpeculativeConfig config;
   private final LanguageModel draftModel;
+  private final NextnLayer nextn;
   private final SpeculationController controller;
   private final int vocab;
   private final Map<Sequence, State> states = new IdentityHashMap<>();
@@ -48,6 +53,10 @@ final class SpeculativeDrafts implements AutoCloseable {
     }
     this.config = spec.config();
     this.draftModel = spec.draftModel();
+    this.nextn =
+        config.algorithm() == SpeculativeAlgorithm.NEXTN
+            ? SpeculativeGenerator.requireNextn(target)
+            : null;
     this.vocab = target.config().vocabSize();
     var cost = spec.cost();
     if (cost == null && spec.policy() == SpeculativePolicy.AUTO) {
@@ -154,6 +163,7 @@ final class SpeculativeDrafts implements AutoCloseable {
           Drafter drafter =
               switch (config.algorithm()) {
                 case NGRAM -> new NgramDrafter(config.ngramMinMatch(), config.ngramMaxMatch());
+                case NEXTN -> new NextnDrafter(nextn, rule);
                 case STANDALONE ->
                     new ModelDrafter(
                         draftModel,
@@ -177,6 +187,22 @@ final class SpeculativeDrafts implements AutoCloseable {
     int[] run = Arrays.copyOf(d.tokens(), o.accepted() + 1);
     run[o.accepted()] = o.token();
     return run;
+  }
+
+  /** Whether the forwards must return hidden states (the MTP drafter is fed them). */
+  boolean needsHidden() {
+    return nextn != null;
+  }
+
+  /**
+   * Hands an eligible sequence's drafter the target's hidden states of its {@code rows} positions
+   * from {@code start} that stand (its prefill chunk, its decode row, or its verify row's accepted
+   * part).
+   */
+  void observeHidden(Sequence s, int start, float[] hidden, int offset, int rows) {
+    if (nextn != null && rows > 0 && eligible(s)) {
+      state(s).drafter().observeHidden(start, hidden, offset, rows);
+    }
   }
 
   /** Drops a finished request's drafter (its draft caches go back). */

@@ -16,6 +16,23 @@ public interface Drafter extends AutoCloseable {
    */
   Draft propose(int[] context, int length, int k);
 
+  /**
+   * Whether this drafter needs the target's final hidden states ({@link #observeHidden}), which the
+   * caller then gets with {@link dev.ringmaster.runtime.LanguageModel#forwardHidden}.
+   */
+  default boolean needsHidden() {
+    return false;
+  }
+
+  /**
+   * The target's final hidden states of positions {@code [start, start + rows)} of the context,
+   * every one of them standing (a verify pass gives its last token's and accepted drafts' rows).
+   * Positions from {@code start} on replace any seen before.
+   *
+   * @param hidden {@code [rows, hidden_size]} from {@code offset} (in rows)
+   */
+  default void observeHidden(int start, float[] hidden, int offset, int rows) {}
+
   /** Releases the drafter's caches. */
   @Override
   default void close() {}

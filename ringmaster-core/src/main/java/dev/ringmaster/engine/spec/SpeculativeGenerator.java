@@ -4,8 +4,10 @@ import dev.ringmaster.engine.GenerationResult;
 import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.NextnLayer;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
@@ -28,8 +30,8 @@ public final class SpeculativeGenerator {
    * A generator over {@code target}.
    *
    * @param draftModel the draft model for {@link SpeculativeAlgorithm#STANDALONE} (else null)
-   * @throws IllegalArgumentException when the draft model is missing, given for n-gram drafts, or
-   *     has another vocabulary size than the target
+   * @throws IllegalArgumentException when the draft model is missing, given for n-gram or NEXTN
+   *     drafts, or has another vocabulary size than the target, or NEXTN finds no MTP layer
    */
   public SpeculativeGenerator(
       LanguageModel target, SpeculativeConfig config, LanguageModel draftModel) {
@@ -43,6 +45,9 @@ public final class SpeculativeGenerator {
     if (!needsModel && draftModel != null) {
       throw new IllegalArgumentException(
           config.algorithm() + " speculation uses no draft model, but one was given");
+    }
+    if (config.algorithm() == SpeculativeAlgorithm.NEXTN) {
+      requireNextn(target);
     }
     if (draftModel != null && draftModel.config().vocabSize() != target.config().vocabSize()) {
       throw new IllegalArgumentException(
@@ -106,11 +111,13 @@ public final class SpeculativeGenerator {
     try (KvCache cache = target.newCache();
         Drafter drafter = newDrafter(rule)) {
       float[] logits =
-          target.forward(
+          forward(
+              drafter,
               prompt,
               BatchLayout.single(prompt.length, 0),
-              new KvCache[] {cache},
-              new int[] {prompt.length - 1});
+              cache,
+              new int[] {prompt.length - 1},
+              prompt.length);
       int[] fresh = {verifier.verify(Draft.EMPTY, logits, 0).token()};
       int freshCount = 1;
       t1 = System.nanoTime();
@@ -143,9 +150,13 @@ public final class SpeculativeGenerator {
           rows[i] = i;
         }
         int start = cache.length();
-        logits =
-            target.forward(tokens, BatchLayout.single(n + 1, start), new KvCache[] {cache}, rows);
+        // The rows of the last token and the drafts: their hidden states are final once accepted.
+        float[][] hidden = new float[1][];
+        logits = forward(drafter, tokens, BatchLayout.single(n + 1, start), cache, rows, hidden);
         DraftVerifier.Outcome outcome = verifier.verify(draft, logits, produced);
+        if (hidden[0] != null) {
+          drafter.observeHidden(start, hidden[0], 0, 1 + outcome.accepted());
+        }
         // Keep the last token and the accepted drafts; the rejected ones' slots are reused.
         cache.setLength(start + 1 + outcome.accepted());
         verifySteps++;
@@ -167,9 +178,61 @@ public final class SpeculativeGenerator {
         new SpeculationStats(verifySteps, draftTokens, accepted, draftNanos / 1e6));
   }
 
+  /** The prefill forward: hands every prompt row's hidden state to a drafter that needs them. */
+  private float[] forward(
+      Drafter drafter, int[] tokens, BatchLayout layout, KvCache cache, int[] rows, int seen) {
+    if (!drafter.needsHidden()) {
+      return target.forward(tokens, layout, new KvCache[] {cache}, rows);
+    }
+    int start = cache.length();
+    HiddenLogits out = target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows);
+    drafter.observeHidden(start, out.hidden(), 0, seen);
+    return out.logits();
+  }
+
+  /**
+   * A verify forward: returns the hidden states in {@code hidden[0]} when the drafter needs them.
+   */
+  private float[] forward(
+      Drafter drafter,
+      int[] tokens,
+      BatchLayout layout,
+      KvCache cache,
+      int[] rows,
+      float[][] hidden) {
+    if (!drafter.needsHidden()) {
+      return target.forward(tokens, layout, new KvCache[] {cache}, rows);
+    }
+    HiddenLogits out = target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows);
+    hidden[0] = out.hidden();
+    return out.logits();
+  }
+
+  /**
+   * The target's MTP layer, or an error that says why there is none: the config declares no MTP
+   * layer, or the checkpoint or backend lacks it.
+   */
+  public static NextnLayer requireNextn(LanguageModel target) {
+    return target
+        .nextnLayer()
+        .orElseThrow(
+            () ->
+                new IllegalArgumentException(
+                    target.config().numNextnPredictLayers() == 0
+                        ? "NEXTN speculation needs the model's own MTP layer, but its config has"
+                            + " num_nextn_predict_layers 0: use NGRAM or STANDALONE"
+                        : "NEXTN speculation needs the model's MTP layer: the checkpoint has no"
+                            + " model.layers."
+                            + target.config().numLayers()
+                            + ".eh_proj.weight, or this backend or parallel layout does not run"
+                            + " it (it runs on the single-rank CPU model, not with sparse"
+                            + " attention)"));
+  }
+
   private Drafter newDrafter(RowDistribution rule) {
     return switch (config.algorithm()) {
       case NGRAM -> new NgramDrafter(config.ngramMinMatch(), config.ngramMaxMatch());
+      case NEXTN -> new NextnDrafter(requireNextn(target), rule);
       case STANDALONE ->
           new ModelDrafter(
               draftModel, RowDistribution.of(rule.params(), draftModel.config().vocabSize()));

@@ -25,6 +25,26 @@ public final class CheckpointLayout {
     return List.copyOf(r.specs);
   }
 
+  /**
+   * The tensors of the MTP layers ({@code num_nextn_predict_layers}, stored as layers {@code
+   * num_hidden_layers..}), in the order the loader reads them; empty when the config has none.
+   */
+  public static List<TensorSpec> mtpTensors(ModelConfig cfg, DType dtype) {
+    Recorder r = new Recorder(dtype);
+    DecoderModel model = DecoderModel.of(cfg);
+    for (int j = 0; j < cfg.numNextnPredictLayers(); j++) {
+      model.loadMtp(r, RankContext.single(), j);
+    }
+    return List.copyOf(r.specs);
+  }
+
+  /** Everything a checkpoint of {@code cfg} holds: the main model, then its MTP layers. */
+  public static List<TensorSpec> checkpointTensors(ModelConfig cfg, DType dtype) {
+    List<TensorSpec> all = new ArrayList<>(tensors(cfg, dtype));
+    all.addAll(mtpTensors(cfg, dtype));
+    return List.copyOf(all);
+  }
+
   /** Total parameters of the main model. */
   public static long parameterCount(ModelConfig cfg) {
     return tensors(cfg, DType.BF16).stream().mapToLong(TensorSpec::numel).sum();

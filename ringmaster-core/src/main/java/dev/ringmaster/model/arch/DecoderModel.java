@@ -12,6 +12,7 @@ import dev.ringmaster.model.ops.FeedForwardWeights;
 import dev.ringmaster.model.ops.LayerWeights;
 import dev.ringmaster.model.ops.ModelOps;
 import dev.ringmaster.model.ops.ModelWeights;
+import dev.ringmaster.model.ops.MtpWeights;
 import dev.ringmaster.model.ops.WeightSource;
 import dev.ringmaster.model.ops.WeightSource.Slice;
 import dev.ringmaster.util.Progress;
@@ -69,10 +70,24 @@ public final class DecoderModel {
    * in {@link dev.ringmaster.model.ops.Act#NORMED}.
    */
   public <T> void layers(ModelOps<T> ops, ModelWeights<T> w) {
-    double eps = cfg.rmsNormEps();
     ops.embedding(w.embed());
+    blocks(ops, w.layers(), w.finalNorm());
+  }
+
+  /**
+   * One multi-token-prediction layer over {@link dev.ringmaster.model.ops.Act#HIDDEN}, which the
+   * backend has set to {@code eh_proj(cat(enorm(embed(token)), hnorm(hidden)))}: the decoder layer
+   * (attention and MoE as layer 0 of the step's caches and blocks) and {@code shared_head.norm},
+   * which leaves the result in {@link dev.ringmaster.model.ops.Act#NORMED} for {@link #logits}.
+   */
+  public <T> void mtpLayer(ModelOps<T> ops, MtpWeights<T> w) {
+    blocks(ops, List.of(w.layer()), w.sharedHeadNorm());
+  }
+
+  /** Decoder layers over {@code HIDDEN}, then {@code finalNorm} into {@code NORMED}. */
+  private <T> void blocks(ModelOps<T> ops, List<LayerWeights<T>> layers, T finalNorm) {
+    double eps = cfg.rmsNormEps();
     boolean mlpPartial = true;
-    List<LayerWeights<T>> layers = w.layers();
     for (int l = 0; l < layers.size(); l++) {
       LayerWeights<T> lw = layers.get(l);
       if (l == 0) {
@@ -91,7 +106,7 @@ public final class DecoderModel {
             case FeedForwardWeights.Moe<T> m -> !ops.moe(MLP_OUT, NORMED, m, l);
           };
     }
-    ops.addRmsNorm(MLP_OUT, mlpPartial, w.finalNorm(), eps);
+    ops.addRmsNorm(MLP_OUT, mlpPartial, finalNorm, eps);
   }
 
   /** Loads this rank's weights; {@code progress} (or null) counts the layers. */
@@ -115,14 +130,53 @@ public final class DecoderModel {
     return new ModelWeights<>(embed, List.copyOf(layers), norm, head);
   }
 
+  /** The name of the tensor that marks MTP layer {@code j} as present in a checkpoint. */
+  public String mtpMarker(int j) {
+    return "model.layers." + (cfg.numLayers() + j) + ".eh_proj.weight";
+  }
+
+  /**
+   * MTP layer {@code j} (of {@code num_nextn_predict_layers}), stored as decoder layer {@code
+   * num_hidden_layers + j} plus {@code enorm}, {@code hnorm}, {@code eh_proj} and {@code
+   * shared_head.norm}; its decoder layer is shaped as the last main layer (a mixture of experts
+   * when that one is). The copies of the embedding and LM head some checkpoints store beside it are
+   * not read: the main model's are used. Loaded whole on one rank.
+   */
+  public <T> MtpWeights<T> loadMtp(WeightSource<T> src, RankContext rank, int j) {
+    if (j < 0 || j >= cfg.numNextnPredictLayers()) {
+      throw new IllegalArgumentException(
+          "MTP layer "
+              + j
+              + " does not exist: the config has num_nextn_predict_layers "
+              + cfg.numNextnPredictLayers());
+    }
+    if (rank.size() > 1) {
+      throw new IllegalArgumentException(
+          "MTP layers load on a single rank only (tensor/expert parallel size 1)");
+    }
+    int l = cfg.numLayers() + j;
+    String p = "model.layers." + l + ".";
+    int h = cfg.hiddenSize();
+    return new MtpWeights<>(
+        src.vector(p + "enorm.weight", h),
+        src.vector(p + "hnorm.weight", h),
+        src.linearRows(p + "eh_proj", h, 2 * h, Slice.all(h), false),
+        layer(src, rank, l, cfg.isMoeLayer(cfg.numLayers() - 1)),
+        src.vector(p + "shared_head.norm.weight", h));
+  }
+
   private <T> LayerWeights<T> layer(WeightSource<T> src, RankContext rank, int l) {
+    return layer(src, rank, l, cfg.isMoeLayer(l));
+  }
+
+  private <T> LayerWeights<T> layer(WeightSource<T> src, RankContext rank, int l, boolean moe) {
     String p = "model.layers." + l + ".";
     int h = cfg.hiddenSize();
     return new LayerWeights<>(
         src.vector(p + "input_layernorm.weight", h),
         family.load(src, p + "self_attn", l, rank),
         src.vector(p + "post_attention_layernorm.weight", h),
-        cfg.isMoeLayer(l)
+        moe
             ? moe(src, rank, p + "mlp")
             : dense(src, rank, p + "mlp", cfg.intermediateSize(), true));
   }

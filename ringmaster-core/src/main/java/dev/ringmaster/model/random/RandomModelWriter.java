@@ -57,7 +57,7 @@ public final class RandomModelWriter {
     gen.put("do_sample", false);
     json.writeValue(outDir.resolve("generation_config.json").toFile(), gen);
 
-    List<TensorSpec> specs = CheckpointLayout.tensors(cfg, dtype);
+    List<TensorSpec> specs = CheckpointLayout.checkpointTensors(cfg, dtype);
     List<List<TensorSpec>> shards = new ArrayList<>();
     long size = 0;
     for (TensorSpec s : specs) {

@@ -8,11 +8,14 @@ import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.ops.ModelWeights;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.NextnLayer;
 import dev.ringmaster.util.Progress;
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * A causal language model on the CPU backend, or one tensor-parallel rank of it: the model's {@link
@@ -28,6 +31,7 @@ public final class CausalLm implements LanguageModel {
   private final ModelWeights<CpuTensor> weights;
   private final CpuModelOps.Blocks blocks;
   private final RankContext rank;
+  private final CpuNextnLayer nextn;
 
   private CausalLm(
       ModelConfig cfg,
@@ -35,7 +39,8 @@ public final class CausalLm implements LanguageModel {
       Arena shardCopies,
       DecoderModel model,
       ModelWeights<CpuTensor> weights,
-      RankContext rank) {
+      RankContext rank,
+      CpuNextnLayer nextn) {
     this.cfg = cfg;
     this.store = store;
     this.shardCopies = shardCopies;
@@ -43,6 +48,7 @@ public final class CausalLm implements LanguageModel {
     this.weights = weights;
     this.rank = rank;
     this.blocks = new CpuModelOps.Blocks(cfg, rank, weights);
+    this.nextn = nextn;
   }
 
   /** Loads a model directory (config.json and safetensors weights) on one rank. */
@@ -64,7 +70,16 @@ public final class CausalLm implements LanguageModel {
           rank.rank() == 0 ? Progress.start("loading layers", cfg.numLayers(), "layers") : null) {
         weights = model.load(src, rank, p);
       }
-      return new CausalLm(cfg, store, copies, model, weights, rank);
+      // The first MTP layer, where the config declares one and the checkpoint holds it (configs
+      // often keep num_nextn_predict_layers without the weights).
+      CpuNextnLayer nextn =
+          cfg.numNextnPredictLayers() > 0
+                  && rank.size() == 1
+                  && !cfg.architecture().usesSparseAttention()
+                  && src.contains(model.mtpMarker(0))
+              ? new CpuNextnLayer(cfg, model, weights, model.loadMtp(src, rank, 0))
+              : null;
+      return new CausalLm(cfg, store, copies, model, weights, rank, nextn);
     } catch (RuntimeException e) {
       copies.close();
       store.close();
@@ -104,6 +119,28 @@ public final class CausalLm implements LanguageModel {
    */
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return run(tokens, layout, caches, logitRows).logits();
+  }
+
+  /** {@link #forward}, also returning the final-normed hidden state of every token. */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    CpuModelOps ops = run(tokens, layout, caches, logitRows);
+    return new HiddenLogits(ops.logits(), ops.normed());
+  }
+
+  /**
+   * The first MTP layer, when the config declares one, the checkpoint holds it ({@code
+   * model.layers.<num_hidden_layers>.eh_proj.weight}), the model runs on one rank and its attention
+   * is not sparse (DeepSeek Sparse Attention's MTP layer is not run here).
+   */
+  @Override
+  public Optional<NextnLayer> nextnLayer() {
+    return Optional.ofNullable(nextn);
+  }
+
+  private CpuModelOps run(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
     for (int s = 0; s < layout.numSeqs(); s++) {
       int start = layout.seqStart()[s];
       int end = layout.seqStart()[s + 1];
@@ -125,7 +162,7 @@ public final class CausalLm implements LanguageModel {
         caches[s].setLength(layout.positions()[end - 1] + 1);
       }
     }
-    return ops.logits();
+    return ops;
   }
 
   @Override

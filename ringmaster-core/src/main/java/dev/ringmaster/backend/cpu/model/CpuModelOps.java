@@ -119,6 +119,44 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
     return logits;
   }
 
+  /** The step's {@link Act#NORMED} rows {@code [tokens, hidden]}: after the final norm. */
+  float[] normed() {
+    return acts.get(Act.NORMED);
+  }
+
+  /**
+   * An MTP layer's input: {@link Act#HIDDEN} {@code = ehProj . cat(enorm(HIDDEN), hnorm(h))} per
+   * row, after {@link #embedding} put the step's tokens' embeddings in {@code HIDDEN}.
+   *
+   * @param incoming {@code [tokens, hidden]} the hidden state each row is paired with
+   */
+  void nextnInput(CpuTensor enorm, CpuTensor hnorm, CpuTensor ehProj, float[] incoming) {
+    int n = n();
+    int h = hidden;
+    if (incoming.length != n * h) {
+      throw new IllegalArgumentException(
+          "an MTP step of "
+              + n
+              + " rows needs "
+              + n * h
+              + " hidden values, got "
+              + incoming.length);
+    }
+    double eps = cfg.rmsNormEps();
+    float[] e = acts.get(Act.HIDDEN).clone();
+    float[] hs = incoming.clone();
+    CpuOps.rmsNorm(e, 0, n, h, h, CpuTensor.vector(enorm), eps);
+    CpuOps.rmsNorm(hs, 0, n, h, h, CpuTensor.vector(hnorm), eps);
+    float[] cat = new float[n * 2 * h];
+    for (int t = 0; t < n; t++) {
+      System.arraycopy(e, t * h, cat, t * 2 * h, h);
+      System.arraycopy(hs, t * h, cat, t * 2 * h + h, h);
+    }
+    float[] out = new float[n * h];
+    CpuTensor.linear(ehProj).apply(out, cat, n);
+    acts.put(Act.HIDDEN, out);
+  }
+
   private int n() {
     return tokens.length;
   }
