@@ -11,13 +11,14 @@ final class DefaultModel {
   private DefaultModel() {}
 
   /**
-   * The Ringmaster install directory: the system property {@code ringmaster.home}, which the
-   * launcher script {@code ringmaster} sets to its own directory (the one way it passes that to the
-   * JVM), else the working directory. It locates the embedded model and the checkout whose commit a
-   * benchmark record names; it never selects what the engine computes or which kernels run.
+   * The Ringmaster install directory: the environment variable {@code RINGMASTER_HOME}, which the
+   * launcher script {@code ringmaster} sets to its own directory, else the working directory. It
+   * locates the embedded model and the checkout whose commit a benchmark record names; it never
+   * selects what the engine computes or which kernels run.
    */
   static Path home() {
-    return Path.of(System.getProperty("ringmaster.home", "."));
+    String dir = System.getenv("RINGMASTER_HOME");
+    return Path.of(dir == null || dir.isBlank() ? "." : dir);
   }
 
   static Path resolve(Path given) {
