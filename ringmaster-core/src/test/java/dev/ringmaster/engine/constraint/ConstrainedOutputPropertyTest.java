@@ -12,17 +12,13 @@ import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineRequest;
 import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.RequestOutcome;
-import dev.ringmaster.engine.batch.TokenEvent;
-import dev.ringmaster.engine.batch.TokenListener;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.testing.RepoPaths;
-import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -43,30 +39,6 @@ class ConstrainedOutputPropertyTest {
 
   /** A constrained request: its kind, its constraint text and its token budget. */
   private record Case(String what, String text, JsonNode schema, int budget) {}
-
-  /** One generation's bytes and outcome. */
-  private static final class Output implements TokenListener {
-    final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    final CompletableFuture<RequestOutcome> done = new CompletableFuture<>();
-    private final TokenVocabulary vocab;
-
-    Output(TokenVocabulary vocab) {
-      this.vocab = vocab;
-    }
-
-    @Override
-    public synchronized boolean onToken(TokenEvent event) {
-      if (!vocab.isEos(event.token())) {
-        bytes.writeBytes(vocab.bytes(event.token()));
-      }
-      return true;
-    }
-
-    @Override
-    public void onFinish(RequestOutcome outcome) {
-      done.complete(outcome);
-    }
-  }
 
   private static List<Case> cases() {
     List<Case> cases = new ArrayList<>();
@@ -113,7 +85,7 @@ class ConstrainedOutputPropertyTest {
       TokenVocabulary vocab = TokenVocabulary.of(tokenizer, lm.config().vocabSize(), eos);
       ConstraintCompiler compiler = new ConstraintCompiler(vocab);
       int[] prompt = tokenizer.encode("Answer: ");
-      List<Output> outputs = new ArrayList<>();
+      List<ByteOutput> outputs = new ArrayList<>();
       for (int i = 0; i < cases.size(); i++) {
         Case c = cases.get(i);
         TokenConstraint constraint =
@@ -121,7 +93,7 @@ class ConstrainedOutputPropertyTest {
         boolean greedy = (i + parity) % 2 == 0;
         SamplingParams params =
             new SamplingParams(greedy ? 0 : 1, 1, 0, 1000 + i, c.budget(), false, List.of());
-        Output out = new Output(vocab);
+        ByteOutput out = new ByteOutput(vocab);
         outputs.add(out);
         engine.submit(
             new EngineRequest(c.what() + i, prompt, params, eos, -1, out, constraint.newState()));

@@ -9,15 +9,11 @@ import dev.ringmaster.engine.batch.BatchEngine;
 import dev.ringmaster.engine.batch.EngineRequest;
 import dev.ringmaster.engine.batch.FinishReason;
 import dev.ringmaster.engine.batch.RequestOutcome;
-import dev.ringmaster.engine.batch.TokenEvent;
-import dev.ringmaster.engine.batch.TokenListener;
 import dev.ringmaster.model.tokenizer.Tokenizer;
 import dev.ringmaster.testing.RepoPaths;
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -30,29 +26,6 @@ import org.junit.jupiter.api.Test;
 class GrammarOutputPropertyTest {
   private static final int GRAMMARS = 80;
   private static final int BUDGET = 64;
-
-  private static final class Output implements TokenListener {
-    final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    final CompletableFuture<RequestOutcome> done = new CompletableFuture<>();
-    private final TokenVocabulary vocab;
-
-    Output(TokenVocabulary vocab) {
-      this.vocab = vocab;
-    }
-
-    @Override
-    public synchronized boolean onToken(TokenEvent event) {
-      if (!vocab.isEos(event.token())) {
-        bytes.writeBytes(vocab.bytes(event.token()));
-      }
-      return true;
-    }
-
-    @Override
-    public void onFinish(RequestOutcome outcome) {
-      done.complete(outcome);
-    }
-  }
 
   @Test
   void embeddedModelOutputsAreInTheLanguage() throws Exception {
@@ -88,13 +61,13 @@ class GrammarOutputPropertyTest {
       TokenVocabulary vocab = TokenVocabulary.of(tokenizer, lm.config().vocabSize(), eos);
       ConstraintCompiler compiler = new ConstraintCompiler(vocab);
       int[] prompt = tokenizer.encode("The answer is ");
-      List<Output> outputs = new ArrayList<>();
+      List<ByteOutput> outputs = new ArrayList<>();
       for (int i = 0; i < grammars.size(); i++) {
         GrammarConstraint constraint = compiler.ebnf(grammars.get(i));
         boolean greedy = i % 2 == 0;
         SamplingParams params =
             new SamplingParams(greedy ? 0 : 1, 1, 0, 500 + i, BUDGET, false, List.of());
-        Output out = new Output(vocab);
+        ByteOutput out = new ByteOutput(vocab);
         outputs.add(out);
         engine.submit(
             new EngineRequest("g" + i, prompt, params, eos, -1, out, constraint.newState()));
