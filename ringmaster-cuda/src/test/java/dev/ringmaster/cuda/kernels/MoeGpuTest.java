@@ -157,7 +157,9 @@ class MoeGpuTest {
     // the deepseek_v3_bf16 fixture's shape over one prefill step of more than 128 tokens
     "129,8,2,64,8,false,0",
     "130,8,2,64,8,true,0",
-    "129,8,2,64,8,false,33" // expert 0: a pass of 32, then one of a single token
+    "129,8,2,64,8,false,33", // expert 0: a pass of 32, then one of a single token
+    "129,8,2,64,8,false,129", // every token on expert 0: passes of 32, 32, 32, 32, 1
+    "130,8,2,64,8,true,130"
   })
   void tensorCoreExpertsMatchTheReference(
       int n, int e, int k, int hidden, int inter, boolean acc, int hot) {
