@@ -43,8 +43,11 @@ __device__ __forceinline__ void e4m3x4_to_f32(uint32_t v, float* f) {
 
 // acc[r][j] += dequant(w[r]) . xr[j] over K for r < R, j < nt, per lane (the caller sums the warp).
 // When K % 16 == 0 each lane streams 16-byte chunks (16 codes, always inside one 128-column block,
-// since 16 divides 128) lane, lane + 32, ..., R * UNROLL of them in flight; a chunk's 16 products
-// are summed, then multiplied by the block's scale. Otherwise a scalar path handles any K.
+// since 16 divides 128) lane, lane + 32, ..., R * UNROLL of them in flight; each chunk's codes are
+// decoded once, each token's 16 activations are loaded once for all R rows (FP8 rows carry half the
+// bytes of bf16 ones, so activation loads per weight byte would otherwise double), and a chunk's
+// 16 products are summed, then multiplied by the block's scale. Otherwise a scalar path handles
+// any K.
 template <int R, int NT, int UNROLL>
 __device__ __forceinline__ void warp_rows_dot_fp8(const uint8_t* const (&w)[R],
                                                   const float* const (&s)[R],
@@ -68,25 +71,35 @@ __device__ __forceinline__ void warp_rows_dot_fp8(const uint8_t* const (&w)[R],
       for (int u = 0; u < UNROLL; u++) {
         const int cc = c + 32 * u;
         if (cc >= chunks) break;
+        float wf[R][16];
+        float scale[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
-          float wf[16];
-          e4m3x4_to_f32(wv[r][u].x, wf);
-          e4m3x4_to_f32(wv[r][u].y, wf + 4);
-          e4m3x4_to_f32(wv[r][u].z, wf + 8);
-          e4m3x4_to_f32(wv[r][u].w, wf + 12);
-          const float scale = __ldg(s[r] + (cc >> 3));
+          e4m3x4_to_f32(wv[r][u].x, wf[r]);
+          e4m3x4_to_f32(wv[r][u].y, wf[r] + 4);
+          e4m3x4_to_f32(wv[r][u].z, wf[r] + 8);
+          e4m3x4_to_f32(wv[r][u].w, wf[r] + 12);
+          scale[r] = __ldg(s[r] + (cc >> 3));
+        }
 #pragma unroll
-          for (int j = 0; j < NT; j++) {
-            if (j < nt) {
-              const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(cc) * 16);
+        for (int j = 0; j < NT; j++) {
+          if (j < nt) {
+            const float4* xp = reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(cc) * 16);
+            float xv[16];
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+              const float4 a = __ldg(xp + q);
+              xv[4 * q] = a.x;
+              xv[4 * q + 1] = a.y;
+              xv[4 * q + 2] = a.z;
+              xv[4 * q + 3] = a.w;
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
               float d = 0.f;
 #pragma unroll
-              for (int q = 0; q < 4; q++) {
-                const float4 a = __ldg(xp + q);
-                d += wf[4 * q] * a.x + wf[4 * q + 1] * a.y + wf[4 * q + 2] * a.z + wf[4 * q + 3] * a.w;
-              }
-              acc[r][j] += scale * d;
+              for (int i = 0; i < 16; i++) d += wf[r][i] * xv[i];
+              acc[r][j] = fmaf(scale[r], d, acc[r][j]);
             }
           }
         }
@@ -106,43 +119,134 @@ __device__ __forceinline__ void warp_rows_dot_fp8(const uint8_t* const (&w)[R],
   }
 }
 
-template <int NT, int UNROLL>
-__device__ __forceinline__ void gemv_fp8_group(float* y, const uint8_t* w, const float* s,
-                                               const float* x, int row, int M, int K, int t0,
-                                               int nt) {
+// Row g of the stacked FP8 matrices [W1; W2] (M1 + M2 rows of K columns, each matrix with its own
+// scales and part rows): its codes, its scales and its output element for token t. A single GEMV is
+// the stack with M2 = 0.
+struct Fp8StackedRows {
+  float* y1;
+  const uint8_t* W1;
+  const float* S1;
+  int P1;
+  int M1;
+  float* y2;
+  const uint8_t* W2;
+  const float* S2;
+  int P2;
+  int M2;
+  int K;
+
+  __device__ __forceinline__ const uint8_t* codes(int g) const {
+    return g < M1 ? W1 + static_cast<size_t>(g) * K : W2 + static_cast<size_t>(g - M1) * K;
+  }
+
+  __device__ __forceinline__ const float* scales(int g) const {
+    return g < M1 ? fp8_scale_row(S1, g, P1, K) : fp8_scale_row(S2, g - M1, P2, K);
+  }
+
+  __device__ __forceinline__ float* out(int g, int t) const {
+    return g < M1 ? y1 + static_cast<size_t>(t) * M1 + g
+                  : y2 + static_cast<size_t>(t) * M2 + (g - M1);
+  }
+};
+
+// Rows g0 .. g0 + R - 1 of the stack for tokens t0 .. t0 + nt - 1, one warp. Rows past the end
+// re-read the last row and are not stored.
+template <int R, int NT, int UNROLL>
+__device__ __forceinline__ void gemv_fp8_rows(const Fp8StackedRows& m, int g0, const float* x,
+                                              int t0, int nt) {
+  const int rows = m.M1 + m.M2;
+  const uint8_t* w[R];
+  const float* s[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const int g = min(g0 + r, rows - 1);
+    w[r] = m.codes(g);
+    s[r] = m.scales(g);
+  }
   const float* xr[NT];
 #pragma unroll
-  for (int j = 0; j < NT; j++) xr[j] = x + static_cast<size_t>(t0 + (j < nt ? j : 0)) * K;
-  const uint8_t* const rows[1] = {w};
-  const float* const scales[1] = {s};
-  float acc[1][NT];
+  for (int j = 0; j < NT; j++) xr[j] = x + static_cast<size_t>(t0 + (j < nt ? j : 0)) * m.K;
+  float acc[R][NT];
 #pragma unroll
-  for (int j = 0; j < NT; j++) acc[0][j] = 0.f;
-  warp_rows_dot_fp8<1, NT, UNROLL>(rows, scales, xr, nt, K, acc);
+  for (int r = 0; r < R; r++) {
 #pragma unroll
-  for (int j = 0; j < NT; j++) {
-    const float v = warp_sum(acc[0][j]);
-    if (j < nt && (threadIdx.x & 31) == 0) y[static_cast<size_t>(t0 + j) * M + row] = v;
+    for (int j = 0; j < NT; j++) acc[r][j] = 0.f;
+  }
+  warp_rows_dot_fp8<R, NT, UNROLL>(w, s, xr, nt, m.K, acc);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+      const float v = warp_sum(acc[r][j]);
+      if (j < nt && g0 + r < rows && (threadIdx.x & 31) == 0) *m.out(g0 + r, t0 + j) = v;
+    }
   }
 }
 
-// y[t, m] = sum_k dequant(W)[m, k] * x[t, k] for n tokens: W e4m3 [M, K] with block scales S (layout
-// above), x and y f32. Mapping: one warp per output row (blockDim.x / 32 rows per block); the
-// tokens in groups of up to 4, each group streaming the row once more (from L1/L2 after the first).
-RM_KERNEL void rm_gemv_fp8(float* y, const uint8_t* W, const float* S, const float* x, int M, int K,
-                           int partRows, int n) {
+constexpr int kFp8GemvRowsPerWarp = 2;
+
+// y1[t] = dequant(W1) x[t] (M1 rows) and y2[t] = dequant(W2) x[t] (M2 rows; 0 for a single GEMV) for
+// n tokens, K columns: W1, W2 e4m3 with block scales S1, S2 in parts of P1, P2 rows (layout above),
+// x and y f32. Two matrices of one input in one launch (MLA's q and kv_a). Mapping: a warp per 2
+// consecutive rows of the stack (4 warps a block), so that each activation load serves both rows;
+// a lone token keeps 8 chunks of 16 codes in flight per lane (4 per row), groups of up to 4 tokens
+// 4 (each group streams the rows once more, from L1/L2 after the first).
+RM_KERNEL void rm_gemv_fp8(float* y1, const uint8_t* W1, const float* S1, int P1, int M1, float* y2,
+                           const uint8_t* W2, const float* S2, int P2, int M2, const float* x, int K,
+                           int n) {
   rm_pdl_prologue();
-  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= M) return;
-  const uint8_t* w = W + static_cast<size_t>(row) * K;
-  const float* s = fp8_scale_row(S, row, partRows, K);
+  const Fp8StackedRows m{y1, W1, S1, P1, M1, y2, W2, S2, P2, M2, K};
+  const int g0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * kFp8GemvRowsPerWarp;
+  if (g0 >= M1 + M2) return;
+  if (n == 1) {
+    gemv_fp8_rows<kFp8GemvRowsPerWarp, 1, 4>(m, g0, x, 0, 1);
+    return;
+  }
   for (int t0 = 0; t0 < n; t0 += 4) {
-    const int nt = min(4, n - t0);
-    if (nt == 1) {
-      gemv_fp8_group<1, 4>(y, w, s, x, row, M, K, t0, 1);
-    } else {
-      gemv_fp8_group<4, 2>(y, w, s, x, row, M, K, t0, nt);
+    gemv_fp8_rows<kFp8GemvRowsPerWarp, 4, 2>(m, g0, x, t0, min(4, n - t0));
+  }
+}
+
+template <int NT, int UNROLL>
+__device__ __forceinline__ void gemv_swiglu_fp8_group(float* out, const uint8_t* const (&rows)[2],
+                                                      const float* const (&scales)[2],
+                                                      const float* x, int j, int inter, int K,
+                                                      int t0, int nt) {
+  const float* xr[NT];
+#pragma unroll
+  for (int q = 0; q < NT; q++) xr[q] = x + static_cast<size_t>(t0 + (q < nt ? q : 0)) * K;
+  float acc[2][NT];
+#pragma unroll
+  for (int q = 0; q < NT; q++) acc[0][q] = acc[1][q] = 0.f;
+  warp_rows_dot_fp8<2, NT, UNROLL>(rows, scales, xr, nt, K, acc);
+#pragma unroll
+  for (int q = 0; q < NT; q++) {
+    const float g = warp_sum(acc[0][q]), u = warp_sum(acc[1][q]);
+    if (q < nt && (threadIdx.x & 31) == 0) {
+      out[static_cast<size_t>(t0 + q) * inter + j] = (g / (1.f + expf(-g))) * u;
     }
+  }
+}
+
+// rm_gemv_swiglu_bf16 over an FP8 gate|up matrix: out[t, j] = silu(W[j] . x[t]) * (W[inter + j] .
+// x[t]) for j < inter, W e4m3 [2 * inter, K] with scales in parts of `inter` rows (gate, then up).
+// Mapping: a warp per output column j, streaming its gate and up rows together (one activation
+// load for both).
+RM_KERNEL void rm_gemv_swiglu_fp8(float* out, const uint8_t* W, const float* S, const float* x,
+                                  int inter, int K, int n) {
+  rm_pdl_prologue();
+  const int j = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (j >= inter) return;
+  const uint8_t* const rows[2] = {W + static_cast<size_t>(j) * K,
+                                  W + static_cast<size_t>(inter + j) * K};
+  const float* const scales[2] = {fp8_scale_row(S, j, inter, K),
+                                  fp8_scale_row(S, inter + j, inter, K)};
+  if (n == 1) {
+    gemv_swiglu_fp8_group<1, 4>(out, rows, scales, x, j, inter, K, 0, 1);
+    return;
+  }
+  for (int t0 = 0; t0 < n; t0 += 4) {
+    gemv_swiglu_fp8_group<4, 2>(out, rows, scales, x, j, inter, K, t0, min(4, n - t0));
   }
 }
 

@@ -239,10 +239,11 @@ struct MoeMmaStageX {
   }
 };
 
-// Down input: the pass's rows of the bf16 intermediate, contiguous in sorted-pair order.
-template <int NTOK>
+// Down input: the pass's rows of the bf16 intermediate, contiguous in sorted-pair order, CH chunks
+// of 32 k per stage.
+template <int NTOK, int CH = kMoeMmaDownChunks>
 struct MoeMmaStageH {
-  using Slots = MoeMmaSlots<NTOK, kMoeMmaDownChunks>;
+  using Slots = MoeMmaSlots<NTOK, CH>;
   const uint16_t* src[Slots::kSources];
   int K;
   __device__ MoeMmaStageH(const uint16_t* hs, int first, int nt, int inter) : K(inter) {

@@ -9,6 +9,7 @@
 #include "fp8_weights.cu"
 #include "moe_small_batch.cu"
 #include "moe_mma.cu"
+#include "fp8_moe_mma.cu"
 #include "mla_attention.cu"
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"

@@ -106,8 +106,18 @@ final class ModelCommand implements Runnable {
                 + " repeated.")
     List<String> exclude = new ArrayList<>();
 
+    @Option(
+        names = "--threads",
+        description =
+            "Modules quantized at once, one per thread (default: every core, ${DEFAULT-VALUE}"
+                + " here).")
+    int threads = Runtime.getRuntime().availableProcessors();
+
     @Override
     public Integer call() throws Exception {
+      if (threads < 1) {
+        throw new UserError("--threads must be at least 1, got " + threads);
+      }
       QuantFormat f;
       try {
         f = QuantFormat.parse(format);
@@ -116,7 +126,7 @@ final class ModelCommand implements Runnable {
       }
       CheckpointQuantizer.Result r;
       try {
-        r = new CheckpointQuantizer(f, exclude).run(model, out);
+        r = new CheckpointQuantizer(f, exclude, threads).run(model, out);
       } catch (IllegalArgumentException e) {
         throw new UserError(e.getMessage());
       }

@@ -16,6 +16,7 @@ import dev.ringmaster.model.weights.SafetensorsWriter;
 import dev.ringmaster.model.weights.TensorSpec;
 import dev.ringmaster.model.weights.TensorView;
 import dev.ringmaster.model.weights.WeightStore;
+import dev.ringmaster.util.Progress;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -29,6 +30,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
 /**
@@ -49,14 +54,27 @@ public final class CheckpointQuantizer {
 
   private final QuantFormat format;
   private final List<String> exclude;
+  private final int threads;
 
   /**
    * A quantizer to {@code format} that leaves modules matching {@code exclude} (names, parents or
-   * globs, as {@link QuantizationConfig#excludes} reads them) unquantized.
+   * globs, as {@link QuantizationConfig#excludes} reads them) unquantized, on every core.
    */
   public CheckpointQuantizer(QuantFormat format, List<String> exclude) {
+    this(format, exclude, Runtime.getRuntime().availableProcessors());
+  }
+
+  /**
+   * {@link #CheckpointQuantizer(QuantFormat, List)} quantizing up to {@code threads} modules at
+   * once (each module is quantized by one thread; the writer stays in file order).
+   */
+  public CheckpointQuantizer(QuantFormat format, List<String> exclude, int threads) {
+    if (threads < 1) {
+      throw new IllegalArgumentException("quantization threads must be at least 1, got " + threads);
+    }
     this.format = format;
     this.exclude = List.copyOf(exclude);
+    this.threads = threads;
   }
 
   /**
@@ -103,7 +121,11 @@ public final class CheckpointQuantizer {
       }
       Path file = out.resolve("model.safetensors");
       Files.deleteIfExists(out.resolve("model.safetensors.index.json"));
-      SafetensorsWriter.write(file, specs, new Source(store, producedBy, modules), n -> {});
+      long total = specs.stream().mapToLong(TensorSpec::bytes).sum();
+      try (Source source = new Source(store, specs, producedBy, modules);
+          Progress p = Progress.start("quantizing weights", total, "B")) {
+        SafetensorsWriter.write(file, specs, source, p::step);
+      }
       copyOtherFiles(in, out);
       writeConfigs(in, out, kept);
       return new Result(List.copyOf(quantized), List.copyOf(kept), Files.size(file));
@@ -117,7 +139,6 @@ public final class CheckpointQuantizer {
     final int cols;
     final boolean quantize;
     String sharesScaleWith;
-    Map<String, byte[]> outputs;
 
     Module(String name, int rows, int cols, boolean quantize) {
       this.name = name;
@@ -153,17 +174,49 @@ public final class CheckpointQuantizer {
     }
   }
 
-  /** Produces the bytes of each output tensor: copies, or the quantized tensors of a module. */
-  private final class Source implements SafetensorsWriter.DataSource {
+  /**
+   * Produces the bytes of each output tensor: copies, or the quantized tensors of a module. The
+   * writer asks for tensors in file order; the modules after the one being written are quantized
+   * ahead on a pool of {@code threads} (a window of twice that many modules, so memory stays
+   * bounded), so quantization runs on every core while the file is still written in order.
+   */
+  private final class Source implements SafetensorsWriter.DataSource, AutoCloseable {
     private final WeightStore store;
     private final Map<String, Module> producedBy;
     private final Map<String, Module> modules;
+    private final List<Module> order = new ArrayList<>();
+    private final Map<Module, Integer> positions = new HashMap<>();
+    private final Map<Module, Future<Map<String, byte[]>>> ahead = new HashMap<>();
+    private final ExecutorService pool;
+    private final int window;
+    private int submitted;
     private Module current;
+    private Map<String, byte[]> currentOutputs;
 
-    Source(WeightStore store, Map<String, Module> producedBy, Map<String, Module> modules) {
+    Source(
+        WeightStore store,
+        List<TensorSpec> specs,
+        Map<String, Module> producedBy,
+        Map<String, Module> modules) {
       this.store = store;
       this.producedBy = producedBy;
       this.modules = modules;
+      for (TensorSpec s : specs) {
+        Module m = producedBy.get(s.name());
+        if (m != null && !positions.containsKey(m)) {
+          positions.put(m, order.size());
+          order.add(m);
+        }
+      }
+      this.pool =
+          Executors.newFixedThreadPool(
+              threads,
+              r -> {
+                Thread t = new Thread(r, "quantize");
+                t.setDaemon(true);
+                return t;
+              });
+      this.window = 2 * threads;
     }
 
     @Override
@@ -178,16 +231,34 @@ public final class CheckpointQuantizer {
       out.put(bytes, (int) offset, out.remaining());
     }
 
-    /** Tensors are written in order, so only the module being written is kept in memory. */
+    /** Only the module being written and the window ahead of it are kept in memory. */
     private synchronized Map<String, byte[]> outputsOf(Module m) {
-      if (m.outputs == null) {
-        if (current != null && current != m) {
-          current.outputs = null;
+      if (m != current) {
+        int at = positions.get(m);
+        while (submitted < order.size() && submitted <= at + window) {
+          Module next = order.get(submitted++);
+          ahead.put(next, pool.submit(() -> quantize(next)));
         }
-        m.outputs = quantize(m);
+        Future<Map<String, byte[]>> f = ahead.remove(m);
+        try {
+          currentOutputs = f.get();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted while quantizing " + m.name, e);
+        } catch (ExecutionException e) {
+          if (e.getCause() instanceof RuntimeException r) {
+            throw r;
+          }
+          throw new IllegalStateException("quantizing " + m.name + " failed", e.getCause());
+        }
         current = m;
       }
-      return m.outputs;
+      return currentOutputs;
+    }
+
+    @Override
+    public void close() {
+      pool.shutdownNow();
     }
 
     private Map<String, byte[]> quantize(Module m) {

@@ -43,6 +43,23 @@ class CheckpointQuantizerTest {
     assertReloadsToReference(out, fixture("deepseek_v3_fp8"));
   }
 
+  /**
+   * Modules are quantized ahead on a pool: one thread and several write the same file, byte for
+   * byte (with three threads the six-module window runs well ahead of the writer on this fixture).
+   */
+  @Test
+  void theFileDoesNotDependOnTheThreadCount() throws Exception {
+    Path one = tmp.resolve("one");
+    Path three = tmp.resolve("three");
+    new CheckpointQuantizer(QuantFormat.FP8, List.of(), 1).run(fixture("deepseek_v3_source"), one);
+    new CheckpointQuantizer(QuantFormat.FP8, List.of(), 3)
+        .run(fixture("deepseek_v3_source"), three);
+    assertThat(Files.readAllBytes(three.resolve("model.safetensors")))
+        .isEqualTo(Files.readAllBytes(one.resolve("model.safetensors")));
+    assertThatThrownBy(() -> new CheckpointQuantizer(QuantFormat.FP8, List.of(), 0))
+        .hasMessageContaining("at least 1");
+  }
+
   @Test
   void nvfp4WithExclusionsEqualsTheReferenceQuantizerAndReloads() throws Exception {
     Path out = tmp.resolve("nvfp4");

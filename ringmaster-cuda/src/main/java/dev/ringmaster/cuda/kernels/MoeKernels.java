@@ -85,6 +85,8 @@ public final class MoeKernels {
   private final Kernel moeDownMma64;
   private final Kernel moeGateUpFp8;
   private final Kernel moeDownFp8;
+  private final Kernel moeGateUpMmaFp8;
+  private final Kernel moeDownMmaFp8;
   private int moeMmaMinTokens;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
@@ -105,6 +107,8 @@ public final class MoeKernels {
     moeDownMma64 = kernel.apply("rm_moe_down_mma64", 10);
     moeGateUpFp8 = kernel.apply("rm_moe_gate_up_fp8", 11);
     moeDownFp8 = kernel.apply("rm_moe_down_fp8", 11);
+    moeGateUpMmaFp8 = kernel.apply("rm_moe_gate_up_mma_fp8", 11);
+    moeDownMmaFp8 = kernel.apply("rm_moe_down_mma_fp8", 11);
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
   }
 
@@ -288,12 +292,15 @@ public final class MoeKernels {
   }
 
   /**
-   * {@link #moeExpertPairs} on the CUDA-core kernels for FP8 block-scaled experts: {@code w13} e4m3
-   * {@code [E, 2 * inter, hidden]} with scales {@code s13} (parts of {@code inter} rows: each
-   * expert's gate, then its up projection), {@code w2} e4m3 {@code [E, hidden, inter]} with scales
-   * {@code s2} (parts of {@code hidden} rows); f32 activations, any number of tokens (each expert's
-   * rows streamed once per 8 of its pairs). The pairs' rows are left in {@link
-   * MoeWorkspace#pairRowsPtr()}; with {@code aligned}, {@code ws} already holds them grouped.
+   * {@link #moeExpertPairs} for FP8 block-scaled experts: {@code w13} e4m3 {@code [E, 2 * inter,
+   * hidden]} with scales {@code s13} (parts of {@code inter} rows: each expert's gate, then its up
+   * projection), {@code w2} e4m3 {@code [E, hidden, inter]} with scales {@code s2} (parts of {@code
+   * hidden} rows). With {@code tensorCores} (needs {@link #moeMmaSupports}) the tensor-core kernels
+   * ({@code fp8_moe_mma.cu}: passes of up to 32 tokens, activations and the intermediate rounded to
+   * bf16, codes decoded exactly), else the CUDA-core ones (f32 activations, each expert's rows
+   * streamed once per 8 of its pairs). The pairs' rows are left in {@link
+   * MoeWorkspace#pairRowsPtr()}; with {@code aligned} (CUDA-core kernels only), {@code ws} already
+   * holds them grouped.
    */
   public void moeExpertPairsFp8(
       CudaStream s,
@@ -308,18 +315,29 @@ public final class MoeKernels {
       int n,
       int hidden,
       int inter,
+      boolean tensorCores,
       boolean aligned) {
+    if (tensorCores) {
+      checkMma(hidden, inter);
+      if (aligned) {
+        throw new IllegalArgumentException("the tensor-core experts align the pairs themselves");
+      }
+    }
     int active =
         aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
-    moeGateUpFp8.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());
-    moeGateUpFp8.arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
-    moeGateUpFp8.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter).arg(10, ws.topK);
-    moeGateUpFp8.launch(s, blocks(inter, 4), active, 1, 128, 0);
-    moeDownFp8.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, ws.h.ptr()).arg(4, weights);
-    moeDownFp8.arg(5, ws.offsets.ptr()).arg(6, ws.sortedPairs.ptr());
-    moeDownFp8.arg(7, ws.activeExperts.ptr()).arg(8, ws.activeCount.ptr());
-    moeDownFp8.arg(9, hidden).arg(10, inter);
-    moeDownFp8.launch(s, blocks(hidden, 4), active, 1, 128, 0);
+    Kernel gateUp = tensorCores ? moeGateUpMmaFp8 : moeGateUpFp8;
+    Kernel down = tensorCores ? moeDownMmaFp8 : moeDownFp8;
+    int rowsPerBlock = tensorCores ? MMA_ROWS_PER_BLOCK : 4;
+    int threads = tensorCores ? MMA_THREADS : 128;
+    gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());
+    gateUp.arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
+    gateUp.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter).arg(10, ws.topK);
+    gateUp.launch(s, blocks(inter, rowsPerBlock), active, 1, threads, 0);
+    down.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, ws.h.ptr()).arg(4, weights);
+    down.arg(5, ws.offsets.ptr()).arg(6, ws.sortedPairs.ptr());
+    down.arg(7, ws.activeExperts.ptr()).arg(8, ws.activeCount.ptr());
+    down.arg(9, hidden).arg(10, inter);
+    down.launch(s, blocks(hidden, rowsPerBlock), active, 1, threads, 0);
   }
 
   /**

@@ -110,14 +110,15 @@ final class GpuMoe {
       boolean useGrouped,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    // FP8 experts run on their CUDA-core kernels at every step size (no tensor-core, grouped-GEMM
-    // or pair variants of them).
+    // FP8 experts take their CUDA-core or tensor-core kernels by the same threshold as bf16, also
+    // for long prefills (no grouped-GEMM or pair variants of them: the tensor-core kernels read
+    // the codes directly, where a grouped GEMM would need a dequantized copy of the experts).
     boolean fp8 = m.fp8();
     if (fp8 && allToAll != null) {
       throw new IllegalStateException("FP8 experts do not run with all-to-all dispatch");
     }
     useGrouped &= !fp8;
-    boolean tensorCores = !fp8 && k.moe().moeUsesTensorCores(n, hidden, expertInter);
+    boolean tensorCores = k.moe().moeUsesTensorCores(n, hidden, expertInter);
     boolean pairs = !fp8 && ops.pairExperts(n);
     boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
     if (sharedAside) {
@@ -209,6 +210,7 @@ final class GpuMoe {
               n,
               hidden,
               expertInter,
+              tensorCores,
               aligned);
       combine(ops, act, n, shared, sharedAside);
     } else {

@@ -121,16 +121,31 @@ final class GpuOps implements AutoCloseable {
 
   /**
    * {@code y1 = x . w1^T} and {@code y2 = x . w2^T} for {@code n} tokens of the same {@code x}: one
-   * GEMV launch where both run as GEMVs without bias, else two {@link #linear} calls.
+   * GEMV launch where both run as GEMVs without bias and share a dtype (bf16 or FP8), else two
+   * {@link #linear} calls.
    */
   void linear2(long y1, DeviceMatrix w1, long y2, DeviceMatrix w2, long x, int n) {
-    if (fusedDecode(n)
-        && w1.bias() == 0
-        && w2.bias() == 0
-        && w1.cols() == w2.cols()
-        && !w1.fp8()
-        && !w2.fp8()) {
+    boolean fusable = fusedDecode(n) && w1.bias() == 0 && w2.bias() == 0 && w1.cols() == w2.cols();
+    if (fusable && !w1.fp8() && !w2.fp8()) {
       kernels.gemv2(stream, y1, w1.ptr(), w1.rows(), y2, w2.ptr(), w2.rows(), x, w1.cols(), n);
+    } else if (fusable && w1.fp8() && w2.fp8()) {
+      kernels
+          .fp8()
+          .gemv2(
+              stream,
+              y1,
+              w1.ptr(),
+              w1.scales(),
+              w1.scalePartRows(),
+              w1.rows(),
+              y2,
+              w2.ptr(),
+              w2.scales(),
+              w2.scalePartRows(),
+              w2.rows(),
+              x,
+              w1.cols(),
+              n);
     } else {
       linear(y1, x, w1, n);
       linear(y2, x, w2, n);
@@ -197,24 +212,51 @@ final class GpuOps implements AutoCloseable {
   }
 
   /**
-   * Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free bf16 GEMVs; an
-   * FP8 MLP runs as its FP8 GEMV, SiLU-and-mul and down GEMV launches).
+   * Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs, bf16 or
+   * FP8).
    */
   boolean gemvSwiglu(KernelWeights.DenseWeights w, int n) {
-    return fusedDecode(n)
-        && w.gateUp().bias() == 0
-        && w.down().bias() == 0
-        && !w.gateUp().fp8()
-        && !w.down().fp8();
+    return fusedDecode(n) && w.gateUp().bias() == 0 && w.down().bias() == 0;
   }
 
   /**
-   * A SwiGLU MLP as two GEMV launches on {@code s} (the gate|up one with SiLU-and-mul fused): for
-   * decode-sized steps of bias-free weights, needing no cuBLAS handle, so any stream can run it.
+   * A SwiGLU MLP as two GEMV launches on {@code s} (the gate|up one with SiLU-and-mul fused), each
+   * the bf16 or the FP8 kernel as its matrix is stored: for decode-sized steps of bias-free
+   * weights, needing no cuBLAS handle, so any stream can run it.
    */
   void swigluGemv(CudaStream s, long out, long x, KernelWeights.DenseWeights w, long act, int n) {
-    kernels.gemvSwiglu(s, act, w.gateUp().ptr(), x, w.inter(), w.gateUp().cols(), n);
-    kernels.gemv(s, out, w.down().ptr(), act, w.down().rows(), w.down().cols(), n);
+    DeviceMatrix gateUp = w.gateUp();
+    DeviceMatrix down = w.down();
+    if (gateUp.fp8()) {
+      if (gateUp.scalePartRows() != w.inter()) {
+        throw new IllegalStateException(
+            "FP8 gate|up scales in parts of "
+                + gateUp.scalePartRows()
+                + " rows, the SwiGLU GEMV needs parts of inter = "
+                + w.inter());
+      }
+      kernels
+          .fp8()
+          .gemvSwiglu(s, act, gateUp.ptr(), gateUp.scales(), x, w.inter(), gateUp.cols(), n);
+    } else {
+      kernels.gemvSwiglu(s, act, gateUp.ptr(), x, w.inter(), gateUp.cols(), n);
+    }
+    if (down.fp8()) {
+      kernels
+          .fp8()
+          .gemv(
+              s,
+              out,
+              down.ptr(),
+              down.scales(),
+              down.scalePartRows(),
+              act,
+              down.rows(),
+              down.cols(),
+              n);
+    } else {
+      kernels.gemv(s, out, down.ptr(), act, down.rows(), down.cols(), n);
+    }
   }
 
   /** Gathers embedding rows of {@code n} token ids. */

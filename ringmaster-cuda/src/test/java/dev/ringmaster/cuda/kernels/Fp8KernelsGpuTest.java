@@ -22,12 +22,13 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * The FP8 block-scaled kernels ({@link Fp8Kernels}, {@link MoeKernels#moeExpertPairsFp8}) against
  * the CPU's dequantizing reference ({@link Dequantizer} on each separately quantized part, then an
- * f64 product). Random e4m3 codes (every finite code) and block scales; matrices are stacks of
- * parts with their own scale blocks, like the fused gate|up matrix and stacked experts; shapes
- * include rows and columns that end inside a 128-block and K not a multiple of 16 (the scalar
- * path). Tolerance 1e-5 relative for the GEMVs (f32 accumulation of exactly decoded codes, as the
- * bf16 GEMV's bound), 1e-4 for the experts (two chained projections and SiLU, as MoeGpuTest); the
- * bf16 dequantization is bit for bit the f32 product rounded to nearest even.
+ * f64 product); {@link Fp8FusedKernelsGpuTest} has the fused GEMVs and the tensor-core experts'
+ * comparison with the bf16 ones. Random e4m3 codes (every finite code) and block scales; matrices
+ * are stacks of parts with their own scale blocks, like the fused gate|up matrix and stacked
+ * experts; shapes include rows and columns that end inside a 128-block and K not a multiple of 16
+ * (the scalar path). Tolerance 1e-5 relative for the GEMVs (f32 accumulation of exactly decoded
+ * codes, as the bf16 GEMV's bound), 1e-4 for the experts (two chained projections and SiLU, as
+ * MoeGpuTest); the bf16 dequantization is bit for bit the f32 product rounded to nearest even.
  */
 @Tag("gpu")
 class Fp8KernelsGpuTest {
@@ -44,6 +45,14 @@ class Fp8KernelsGpuTest {
 
   /** Random codes (no NaN) and scales of {@code parts} parts, with their dequantized values. */
   static Fp8Stack stack(Rand r, int parts, int partRows, int k) {
+    return stack(r, parts, partRows, k, false);
+  }
+
+  /**
+   * {@link #stack}; with {@code powerOfTwoScales} every scale is one of 2^-9 .. 2^-5, so that each
+   * dequantized value is exactly a bf16 value (an e4m3 value times a power of two).
+   */
+  static Fp8Stack stack(Rand r, int parts, int partRows, int k, boolean powerOfTwoScales) {
     int sr = blocks(partRows);
     int sc = blocks(k);
     byte[] codes = new byte[parts * partRows * k];
@@ -62,7 +71,10 @@ class Fp8KernelsGpuTest {
           c.set(ValueLayout.JAVA_BYTE, i, (byte) b);
         }
         for (int i = 0; i < sr * sc; i++) {
-          float v = (float) (0.002 + 0.01 * r.random().nextDouble());
+          float v =
+              powerOfTwoScales
+                  ? Math.scalb(1f, -9 + r.nextInt(5))
+                  : (float) (0.002 + 0.01 * r.random().nextDouble());
           scales[p * sr * sc + i] = v;
           s.setAtIndex(ValueLayout.JAVA_FLOAT, i, v);
         }
@@ -94,7 +106,9 @@ class Fp8KernelsGpuTest {
     "1,37,72,1",
     "1,130,200,4", // K % 16 != 0: the scalar path
     "3,5,16,2",
-    "1,1,8,1"
+    "1,1,8,1",
+    "1,300,256,7", // two groups of tokens, the second of 3
+    "1,3,32,1" // 3 rows: the second warp's second row is past the end
   })
   void gemvMatchesTheDequantizedReference(int parts, int partRows, int k, int n) {
     Rand r = new Rand();
@@ -169,6 +183,31 @@ class Fp8KernelsGpuTest {
     "32,16,4,128,96"
   })
   void expertsMatchTheDequantizedReference(int n, int e, int k, int hidden, int inter) {
+    expertsAgainstReference(n, e, k, hidden, inter, false, 1e-4);
+  }
+
+  /**
+   * The tensor-core FP8 experts against the same reference: activations and the SwiGLU intermediate
+   * are rounded to bf16 (as for the bf16 tensor-core experts, MoeGpuTest), hence 1e-2. Shapes: one
+   * token, an expert with more than a 32-token pass, rows and K ending inside a 128-block and
+   * inside a 64-row block tile, K a multiple of 8 but not 16.
+   */
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, experts, topK, hidden, inter
+    "1,8,6,2048,1408",
+    "8,8,6,2048,1408", // V2-Lite expert shape, 48 pairs
+    "40,4,2,256,144", // 80 pairs over 4 experts: passes of 32 and a remainder
+    "9,4,2,200,40", // K = 200 and 40: partial scale blocks, 8 | K but not 16
+    "3,2,2,136,72",
+    "130,8,2,64,8"
+  })
+  void tensorCoreExpertsMatchTheDequantizedReference(int n, int e, int k, int hidden, int inter) {
+    expertsAgainstReference(n, e, k, hidden, inter, true, 1e-2);
+  }
+
+  private void expertsAgainstReference(
+      int n, int e, int k, int hidden, int inter, boolean tensorCores, double tol) {
     Rand r = new Rand();
     Fp8Stack w13 = stack(r, 2 * e, inter, hidden);
     Fp8Stack w2 = stack(r, e, hidden, inter);
@@ -204,13 +243,14 @@ class Fp8KernelsGpuTest {
                 n,
                 hidden,
                 inter,
+                tensorCores,
                 false);
             moe.moeCombine(s.stream(), out.ptr(), ws.pairRowsPtr(), n, hidden, k, false);
             Compare.assertClose(
-                "fp8 experts " + n + " tokens, seed " + r.seed(),
+                "fp8 experts " + n + " tokens, tensor cores " + tensorCores + ", seed " + r.seed(),
                 s.read(out, n * hidden),
                 want,
-                1e-4);
+                tol);
           }
         });
   }
