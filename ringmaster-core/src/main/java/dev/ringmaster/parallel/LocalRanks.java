@@ -5,8 +5,10 @@ import java.util.List;
 /**
  * The ranks of a group that this JVM drives, each on its own platform thread: all ranks of a {@link
  * LocalWorld}, or this node's share of a world that spans processes (for example {@code
- * dev.ringmaster.parallel.tcp.TcpWorld}). A model spread over ranks runs each step through {@link
- * #call}, so it does not care where the other ranks live.
+ * dev.ringmaster.parallel.tcp.TcpWorld}). A model spread over ranks runs its steps on threads of
+ * its own ({@code dev.ringmaster.runtime.ranks.RankGroup}) over {@link #groups()}, and {@link
+ * #abort}s the world when a rank fails, so it does not care where the other ranks live; {@link
+ * #call} runs one-off work (collective tests and benchmarks) on fresh threads.
  */
 public interface LocalRanks {
   /** This JVM's ranks' groups, in ascending global rank (consecutive ranks). */

@@ -12,6 +12,22 @@ import java.util.List;
  */
 public record WorldFailure(int rank, Throwable cause) {
   /**
+   * The exception a call over the ranks throws for this failure: a {@link CollectiveException}
+   * naming this rank and cause, with the ranks' other exceptions ({@code errors}, null where a rank
+   * did not throw) suppressed into it.
+   */
+  public CollectiveException exception(Throwable[] errors) {
+    String who = rank < 0 ? "the world was aborted" : "rank " + rank + " failed";
+    CollectiveException e = new CollectiveException(who + ": " + cause, cause);
+    for (Throwable t : errors) {
+      if (t != null && t != cause) {
+        e.addSuppressed(t);
+      }
+    }
+    return e;
+  }
+
+  /**
    * The ranks' results by position once all have returned: the list when none threw, else a {@link
    * CollectiveException} naming {@code root} with the other ranks' exceptions suppressed into it.
    *
@@ -26,14 +42,7 @@ public record WorldFailure(int rank, Throwable cause) {
       failed |= t != null;
     }
     if (failed) {
-      String who = root.rank() < 0 ? "the world was aborted" : "rank " + root.rank() + " failed";
-      CollectiveException e = new CollectiveException(who + ": " + root.cause(), root.cause());
-      for (Throwable t : errors) {
-        if (t != null && t != root.cause()) {
-          e.addSuppressed(t);
-        }
-      }
-      throw e;
+      throw root.exception(errors);
     }
     List<T> out = new ArrayList<>(results.length);
     for (Object o : results) {

@@ -61,6 +61,16 @@ public final class GpuThread implements AutoCloseable {
   }
 
   /**
+   * Queues {@code work} on the GPU thread with no future: the work reports its own outcome (a
+   * rank-group step does).
+   *
+   * @throws java.util.concurrent.RejectedExecutionException once the thread is closed
+   */
+  public void execute(Runnable work) {
+    executor.execute(work);
+  }
+
+  /**
    * Runs {@code work} on the GPU thread and waits for it; its exceptions are rethrown here (checked
    * ones wrapped). Called from the GPU thread itself, runs inline.
    */

@@ -5,22 +5,19 @@ import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.CollectiveReporting;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.ranks.FailurePolicy;
+import dev.ringmaster.runtime.ranks.RankGroup;
+import dev.ringmaster.runtime.ranks.RankWorker;
+import dev.ringmaster.runtime.ranks.StepFailure;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -35,22 +32,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * so every node's caches follow the same prefix-cache decisions; {@link #syncCaches} sends them at
  * once.
  *
- * <p>A failure anywhere fails the step here: a node that reports an error or whose connection drops
- * is named, this node's data plane is aborted so its ranks stop waiting, and every later step
- * throws. {@link #close} stops the other nodes; so does this process exiting, since their control
- * connections then end.
+ * <p>The nodes are the ranks of a {@link RankGroup}: rank 0 runs this node's part on a thread of
+ * its own, rank {@code k} a thread that sends node {@code k} the step and waits for its answer
+ * ({@link FollowerLink}). A failure anywhere fails the step here: a node that reports an error or
+ * whose connection drops is named, this node's data plane is aborted so its ranks stop waiting, and
+ * every later step throws. {@link #close} stops the other nodes; so does this process exiting,
+ * since their control connections then end.
  */
 public final class DistributedLm implements LanguageModel, CollectiveReporting {
   /** How long a failed step waits for the other nodes to report before giving up on them. */
   static final Duration FAILURE_GRACE = Duration.ofSeconds(10);
 
-  private static final Cleaner CLEANER = Cleaner.create();
-
   private final Cluster cluster;
   private final LocalNode local;
   private final long[] capacities;
-  private final Follower[] followers;
-  private final ExecutorService stepThread;
+  private final FollowerLink[] followers;
+  private final RankGroup group;
   private final CacheOps ops = new CacheOps();
   private final AtomicInteger openCaches = new AtomicInteger();
   private final Object stepLock = new Object();
@@ -58,7 +55,6 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
   private int nextCacheId;
   private long steps;
   private volatile NodeFailureException broken;
-  private volatile CompletableFuture<Throwable> trouble = new CompletableFuture<>();
   private volatile boolean closing;
   private volatile boolean stuck;
 
@@ -68,16 +64,36 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     this.capacities = capacities;
     this.log = log;
     int n = cluster.layout().nnodes();
-    this.followers = new Follower[n];
+    this.followers = new FollowerLink[n];
+    List<RankWorker> workers = new ArrayList<>();
+    workers.add(RankWorker.ownThread("ringmaster-node0-step"));
     for (int k = 1; k < n; k++) {
-      followers[k] = new Follower(k, cluster.follower(k));
+      followers[k] =
+          new FollowerLink(
+              k, cluster.describe(k), cluster.follower(k), log, local.abort(), () -> closing);
+      workers.add(RankWorker.ownThread("ringmaster-node" + k + "-step"));
     }
-    this.stepThread =
-        Executors.newSingleThreadExecutor(
-            r -> Thread.ofPlatform().daemon().name("ringmaster-node0-step").unstarted(r));
+    this.group =
+        new RankGroup(
+            workers,
+            new FailurePolicy() {
+              @Override
+              public void abort(int rank, Throwable cause) {
+                local.abort().accept(cause);
+              }
+
+              @Override
+              public Duration grace() {
+                return FAILURE_GRACE;
+              }
+
+              @Override
+              public RuntimeException report(StepFailure f) {
+                return fail(stepFailure(steps, f));
+              }
+            });
     for (int k = 1; k < n; k++) {
-      Follower f = followers[k];
-      Thread.ofPlatform().daemon().name("ringmaster-node" + k + "-control").start(f::readLoop);
+      followers[k].startReading();
     }
   }
 
@@ -107,7 +123,9 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
               if (e != null) {
                 firstFailure.complete(
                     new NodeFailureException(
-                        "node 0 failed to load its ranks: " + describe(unwrap(e)), unwrap(e)));
+                        "node 0 failed to load its ranks: "
+                            + NodeFailures.describe(NodeFailures.unwrap(e)),
+                        NodeFailures.unwrap(e)));
               }
             });
     List<CompletableFuture<Long>> ready = new ArrayList<>();
@@ -119,7 +137,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       r.whenComplete(
           (c, e) -> {
             if (e != null) {
-              firstFailure.complete(unwrap(e));
+              firstFailure.complete(NodeFailures.unwrap(e));
             }
           });
       ready.add(r);
@@ -159,8 +177,10 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       Cluster cluster, int k, ControlChannel.Message m, Throwable error) {
     if (error != null) {
       throw new NodeFailureException(
-          cluster.describe(k) + " went away while loading the model: " + describe(unwrap(error)),
-          unwrap(error));
+          cluster.describe(k)
+              + " went away while loading the model: "
+              + NodeFailures.describe(NodeFailures.unwrap(error)),
+          NodeFailures.unwrap(error));
     }
     try {
       DataInputStream in = m.data();
@@ -237,20 +257,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     synchronized (this) {
       id = nextCacheId++;
     }
-    NodeCache nc = new NodeCache(id, local.model().newCache(), ops);
-    KvCache outer = KvCache.ofExternal(nc);
-    openCaches.incrementAndGet();
-    nc.cleanable = CLEANER.register(outer, new FreeId(ops, openCaches, id));
-    return outer;
-  }
-
-  /** Queues a cache id for the other nodes to drop; runs once, on close or when unreachable. */
-  private record FreeId(CacheOps ops, AtomicInteger open, int id) implements Runnable {
-    @Override
-    public void run() {
-      open.decrementAndGet();
-      ops.freeCache(id);
-    }
+    return NodeCache.open(id, local.model().newCache(), ops, openCaches);
   }
 
   /**
@@ -281,84 +288,6 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
       out.add(new HeldCaches(k, followers[k].heldCaches, followers[k].heldPages));
     }
     return out;
-  }
-
-  /**
-   * A node-0 cache: this node's ranks' cache under an id the other nodes know it by. Its pages are
-   * this node's pages under ids the other nodes know them by.
-   */
-  private static final class NodeCache implements KvCache.External {
-    final int id;
-    final KvCache inner;
-    final CacheOps ops;
-    final AtomicBoolean closed = new AtomicBoolean();
-    Cleaner.Cleanable cleanable;
-
-    NodeCache(int id, KvCache inner, CacheOps ops) {
-      this.id = id;
-      this.inner = inner;
-      this.ops = ops;
-    }
-
-    @Override
-    public KvCache.Page retainPage(int pageIndex, int pageSize) {
-      KvCache.Page page = inner.retainPage(pageIndex, pageSize);
-      return new NodePage(ops.retainPage(id, pageIndex, pageSize), page, ops);
-    }
-
-    @Override
-    public void attachPages(List<KvCache.Page> pages, int pageSize) {
-      List<KvCache.Page> mine = new ArrayList<>(pages.size());
-      int[] ids = new int[pages.size()];
-      for (int i = 0; i < ids.length; i++) {
-        if (!(pages.get(i) instanceof NodePage np) || np.closed.get()) {
-          throw new IllegalArgumentException(
-              "page " + i + " was not retained from a cache of this model, or is closed");
-        }
-        mine.add(np.inner);
-        ids[i] = np.id;
-      }
-      inner.attachPages(mine, pageSize);
-      ops.attachPages(id, pageSize, ids);
-    }
-
-    @Override
-    public void ensureCapacity(int tokens) {
-      inner.ensureCapacity(tokens);
-    }
-
-    @Override
-    public void close() {
-      if (closed.compareAndSet(false, true)) {
-        try {
-          inner.close();
-        } finally {
-          cleanable.clean();
-        }
-      }
-    }
-  }
-
-  /** A node-0 page: this node's page under an id the other nodes know it by. */
-  private static final class NodePage implements KvCache.Page {
-    final int id;
-    final KvCache.Page inner;
-    final CacheOps ops;
-    final AtomicBoolean closed = new AtomicBoolean();
-
-    NodePage(int id, KvCache.Page inner, CacheOps ops) {
-      this.id = id;
-      this.inner = inner;
-      this.ops = ops;
-    }
-
-    @Override
-    public void close() {
-      if (closed.compareAndSet(false, true)) {
-        inner.close();
-        ops.releasePage(id);
-      }
-    }
   }
 
   @Override
@@ -439,81 +368,40 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
                   lengths,
                   cacheOps)
               .encode();
-      CompletableFuture<Throwable> t = new CompletableFuture<>();
-      trouble = t;
-      List<CompletableFuture<?>> all = new ArrayList<>();
-      for (int k = 1; k < followers.length; k++) {
-        Follower f = followers[k];
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        f.expect(stepNo, done);
-        done.whenComplete(
-            (v, e) -> {
-              if (e != null) {
-                t.complete(e);
-              }
-            });
-        all.add(done);
-        try {
-          f.channel.send(ControlChannel.STEP, message);
-        } catch (IOException e) {
-          f.lost("could not send the step: " + ControlChannel.reason(e), e);
-        }
-      }
       KvCache[] inner = new KvCache[caches.length];
       for (int s = 0; s < caches.length; s++) {
         inner[s] = mine[s].inner;
         inner[s].setLength(lengths[s]); // the engine may have rolled the cache back
       }
-      CompletableFuture<T> here =
-          CompletableFuture.supplyAsync(() -> onThisNode.run(inner), stepThread);
-      here.whenComplete(
-          (v, e) -> {
-            if (e != null) {
-              t.complete(
-                  new NodeFailureException("node 0 failed: " + describe(unwrap(e)), unwrap(e)));
-            }
-          });
-      all.add(here);
-      CompletableFuture<Void> everyone =
-          CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
-      try {
-        CompletableFuture.anyOf(everyone, t).get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        t.complete(new NodeFailureException("interrupted while node 0 waited for a step", e));
-      } catch (ExecutionException e) {
-        // reported below through the futures themselves
+      T out =
+          group.step(
+              k -> {
+                if (k == 0) {
+                  return onThisNode.run(inner);
+                }
+                followers[k].runStep(stepNo, message);
+                return null;
+              });
+      for (int s = 0; s < caches.length; s++) {
+        caches[s].setLength(inner[s].length());
       }
-      if (everyone.isDone() && !everyone.isCompletedExceptionally()) {
-        for (int s = 0; s < caches.length; s++) {
-          caches[s].setLength(inner[s].length());
-        }
-        return here.join();
-      }
-      throw fail(stepFailure(stepNo, t, everyone, here));
+      return out;
     }
   }
 
   /**
-   * The step failed somewhere: stop this node's ranks, give the other nodes a moment to report, and
-   * name the node that failed first (a lost connection beats its consequences elsewhere).
+   * The step failed somewhere (the group has aborted this node's ranks and given every node {@link
+   * #FAILURE_GRACE} to report): name the node that failed first, a lost connection before its
+   * consequences elsewhere.
    */
-  private NodeFailureException stepFailure(
-      long stepNo,
-      CompletableFuture<Throwable> first,
-      CompletableFuture<Void> everyone,
-      CompletableFuture<?> here) {
-    Throwable cause = first.getNow(null);
-    local.abort().accept(cause != null ? cause : new IllegalStateException("step failed"));
-    try {
-      everyone.get(FAILURE_GRACE.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (ExecutionException | TimeoutException e) {
-      // expected: some node failed; who is decided below
-    }
+  private NodeFailureException stepFailure(long stepNo, StepFailure f) {
     // A backend that cannot interrupt a collective (NCCL) may leave this node's ranks waiting.
-    stuck = !here.isDone();
+    stuck = f.unfinished(0);
+    Throwable mine = f.errors()[0] == null ? null : NodeFailures.unwrap(f.errors()[0]);
+    Throwable cause =
+        f.firstRank() == 0
+            ? new NodeFailureException("node 0 failed: " + NodeFailures.describe(mine), mine)
+            : f.first();
     // The most telling account first: a node that vanished, then a fault that is not just a
     // collective broken by another node's failure, then whatever was reported first.
     Throwable primary = null;
@@ -522,9 +410,8 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         primary = new NodeFailureException(followers[k].lost, followers[k].lostCause);
       }
     }
-    Throwable mine = here.isCompletedExceptionally() ? unwrap(here.exceptionNow()) : null;
-    if (primary == null && mine != null && !isConsequence(mine)) {
-      primary = new NodeFailureException("node 0 failed: " + describe(mine), mine);
+    if (primary == null && mine != null && !NodeFailures.isConsequence(mine)) {
+      primary = new NodeFailureException("node 0 failed: " + NodeFailures.describe(mine), mine);
     }
     for (int k = 1; k < followers.length && primary == null; k++) {
       if (followers[k].stepError != null && !followers[k].stepErrorIsConsequence) {
@@ -579,7 +466,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
     }
     NodeCache[] mine = new NodeCache[caches.length];
     for (int s = 0; s < caches.length; s++) {
-      if (!(caches[s].external() instanceof NodeCache nc) || nc.closed.get()) {
+      if (!(caches[s].external() instanceof NodeCache nc) || nc.isClosed()) {
         throw new IllegalArgumentException(
             "sequence " + s + ": the cache was not made by this model's newCache(), or is closed");
       }
@@ -631,7 +518,7 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         }
       }
       cluster.close();
-      stepThread.shutdownNow();
+      group.close();
       if (stuck) {
         // Closing would wait for ranks blocked in a collective that will never complete.
         log.println(
@@ -640,135 +527,6 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
         return;
       }
       local.close();
-    }
-  }
-
-  static Throwable unwrap(Throwable e) {
-    while ((e instanceof java.util.concurrent.CompletionException
-            || e instanceof ExecutionException)
-        && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
-  }
-
-  /**
-   * Whether a failure only reports a collective that broke because some rank failed or vanished (so
-   * another node holds the real cause).
-   */
-  static boolean isConsequence(Throwable t) {
-    Throwable root = t;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
-    return root instanceof java.io.IOException
-        || root instanceof dev.ringmaster.parallel.CollectiveException
-        || root instanceof NodeFailureException;
-  }
-
-  /** A one-line account of a failure: its message, and the root cause's when that differs. */
-  static String describe(Throwable t) {
-    Throwable root = t;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
-    String top =
-        t instanceof IOException io
-            ? ControlChannel.reason(io)
-            : t.getMessage() != null ? t.getMessage() : t.toString();
-    if (root == t || top.contains(String.valueOf(root.getMessage()))) {
-      return top;
-    }
-    return top + " (" + root + ")";
-  }
-
-  /** One other node as node 0 sees it: its connection, the step it owes, and whether it is gone. */
-  private final class Follower {
-    final int node;
-    final ControlChannel channel;
-    private long expectedStep;
-    private CompletableFuture<Void> pending;
-    volatile String lost;
-    volatile Throwable lostCause;
-    volatile NodeFailureException stepError;
-    volatile boolean stepErrorIsConsequence;
-    volatile int heldCaches;
-    volatile int heldPages;
-
-    Follower(int node, ControlChannel channel) {
-      this.node = node;
-      this.channel = channel;
-    }
-
-    synchronized void expect(long step, CompletableFuture<Void> done) {
-      expectedStep = step;
-      pending = done;
-      stepError = null;
-      if (lost != null) {
-        done.completeExceptionally(new NodeFailureException(lost, lostCause));
-      }
-    }
-
-    void readLoop() {
-      try {
-        while (true) {
-          ControlChannel.Message m = channel.read();
-          if (m.type() != ControlChannel.DONE) {
-            throw new IOException("unexpected message " + m.type());
-          }
-          DataInputStream in = m.data();
-          long step = in.readLong();
-          boolean ok = in.readBoolean();
-          String error = ok ? null : ControlChannel.readString(in);
-          boolean consequence = !ok && in.readBoolean();
-          heldCaches = in.readInt();
-          heldPages = in.readInt();
-          finish(step, error, consequence);
-        }
-      } catch (IOException e) {
-        if (!closing) {
-          lost(
-              "disconnected (its process exited or the network failed): "
-                  + ControlChannel.reason(e),
-              e);
-        }
-      }
-    }
-
-    private synchronized void finish(long step, String error, boolean consequence)
-        throws IOException {
-      if (step != expectedStep || pending == null) {
-        throw new IOException("answered step " + step + " while step " + expectedStep + " ran");
-      }
-      CompletableFuture<Void> p = pending;
-      pending = null;
-      if (error == null) {
-        p.complete(null);
-      } else {
-        stepError = new NodeFailureException(cluster.describe(node) + " failed: " + error);
-        stepErrorIsConsequence = consequence;
-        p.completeExceptionally(stepError);
-      }
-    }
-
-    void lost(String why, Throwable cause) {
-      CompletableFuture<Void> p;
-      synchronized (this) {
-        if (lost != null) {
-          return;
-        }
-        lost = cluster.describe(node) + " " + why;
-        lostCause = cause;
-        p = pending;
-        pending = null;
-      }
-      log.println("ringmaster: " + lost);
-      // Its ranks are gone: wake this node's ranks if a step is waiting on them.
-      local.abort().accept(new NodeFailureException(lost, cause));
-      if (p != null) {
-        p.completeExceptionally(new NodeFailureException(lost, cause));
-      }
-      trouble.complete(new NodeFailureException(lost, cause));
     }
   }
 }

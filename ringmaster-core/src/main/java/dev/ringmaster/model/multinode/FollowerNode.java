@@ -60,7 +60,7 @@ public final class FollowerNode {
     try {
       local = loading.future().join();
     } catch (CompletionException e) {
-      Throwable cause = DistributedLm.unwrap(e);
+      Throwable cause = NodeFailures.unwrap(e);
       try {
         cluster
             .leader()
@@ -69,14 +69,14 @@ public final class FollowerNode {
                 ControlChannel.payload(
                     out -> {
                       out.writeBoolean(false);
-                      ControlChannel.writeString(out, DistributedLm.describe(cause));
+                      ControlChannel.writeString(out, NodeFailures.describe(cause));
                     }));
       } catch (IOException ignored) {
         // node 0 is gone too; the error below says what failed here
       }
       cluster.close();
       throw new NodeFailureException(
-          me + " failed to load its ranks: " + DistributedLm.describe(cause), cause);
+          me + " failed to load its ranks: " + NodeFailures.describe(cause), cause);
     }
     try (cluster;
         local) {
@@ -128,8 +128,8 @@ public final class FollowerNode {
           "node 0 at "
               + layout.address()
               + " went away before the run started: "
-              + DistributedLm.describe(DistributedLm.unwrap(e)),
-          DistributedLm.unwrap(e));
+              + NodeFailures.describe(NodeFailures.unwrap(e)),
+          NodeFailures.unwrap(e));
     }
     if (m.type() == ControlChannel.ABORT) {
       try {
@@ -193,8 +193,8 @@ public final class FollowerNode {
       run(s);
     } catch (RuntimeException | Error e) {
       failed = true;
-      error = DistributedLm.describe(e);
-      consequence = DistributedLm.isConsequence(e);
+      error = NodeFailures.describe(e);
+      consequence = NodeFailures.isConsequence(e);
     }
     String result = error;
     boolean secondary = consequence;

@@ -8,6 +8,9 @@ import dev.ringmaster.cuda.nccl.NcclUniqueId;
 import dev.ringmaster.cuda.nccl.UniqueIdExchange;
 import dev.ringmaster.cuda.topology.GpuTopology;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
+import dev.ringmaster.runtime.ranks.FailurePolicy;
+import dev.ringmaster.runtime.ranks.RankGroup;
+import dev.ringmaster.runtime.ranks.RankWorker;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -77,6 +80,7 @@ public final class DeviceWorld implements AutoCloseable {
   private final Options options;
   private final GpuTopology topology;
   private final List<GpuThread> threads;
+  private final RankGroup ranks;
   private final NcclCommunicator[] comms;
   private final AllReduceRule.Facts facts;
   private final String ncclVersion;
@@ -121,9 +125,13 @@ public final class DeviceWorld implements AutoCloseable {
         new AllReduceRule.Facts(
             world, topology.pcieOnly(), peer, o.disableCustomAllReduce(), o.customMaxBytes());
     this.threads = new ArrayList<>();
+    List<RankWorker> workers = new ArrayList<>();
     for (int i = 0; i < o.gpus(); i++) {
-      threads.add(GpuThread.start(i));
+      GpuThread t = GpuThread.start(i);
+      threads.add(t);
+      workers.add(RankWorker.borrowed(t::execute));
     }
+    this.ranks = new RankGroup(workers, FailurePolicy.waitForAll());
     CustomAllReduce custom =
         facts.customPossible()
             ? CustomAllReduce.create(threads, o.customMaxBytes(), o.pdl())
@@ -235,32 +243,11 @@ public final class DeviceWorld implements AutoCloseable {
 
   /**
    * Runs {@code task} on every local GPU's thread at once (collectives need all ranks) and returns
-   * the results by local index; the first failure is rethrown after all have finished.
+   * the results by local index; the first failure is rethrown after all have finished, the others
+   * suppressed into it.
    */
   public <T> List<T> run(RankTask<T> task) {
-    List<Future<T>> fs = new ArrayList<>();
-    for (int i = 0; i < threads.size(); i++) {
-      int local = i;
-      fs.add(threads.get(i).submit(() -> task.run(local, comms[local])));
-    }
-    List<T> out = new ArrayList<>();
-    RuntimeException first = null;
-    for (Future<T> f : fs) {
-      try {
-        out.add(await(f));
-      } catch (RuntimeException e) {
-        if (first == null) {
-          first = e;
-        } else {
-          first.addSuppressed(e);
-        }
-        out.add(null);
-      }
-    }
-    if (first != null) {
-      throw first;
-    }
-    return out;
+    return ranks.all(local -> task.run(local, comms[local]));
   }
 
   /** Destroys the communicators together (NCCL finalises collectively) and stops the threads. */
@@ -273,6 +260,7 @@ public final class DeviceWorld implements AutoCloseable {
             return null;
           });
     } finally {
+      ranks.close();
       for (GpuThread t : threads) {
         t.close();
       }

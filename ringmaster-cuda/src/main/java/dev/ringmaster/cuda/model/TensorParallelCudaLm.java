@@ -18,17 +18,15 @@ import dev.ringmaster.runtime.CollectiveReporting;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.StepProfileReporting;
+import dev.ringmaster.runtime.ranks.FailurePolicy;
+import dev.ringmaster.runtime.ranks.RankGroup;
+import dev.ringmaster.runtime.ranks.RankWorker;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.function.IntFunction;
 
 /**
  * An MLA model spread over GPUs with tensor parallelism (heads, MLP and expert intermediate
@@ -42,8 +40,11 @@ import java.util.function.IntFunction;
  * and an allgather of the LM head's vocabulary slices, all queued on the ranks' compute streams, so
  * each rank captures its decode steps in its own CUDA graphs and the ranks replay them in lockstep.
  *
- * <p>Every step runs on all ranks at once; rank 0's output is returned (all ranks hold the same
- * logits). The weights are split exactly as the CPU's {@code ParallelCausalLm} splits them.
+ * <p>Every step runs on all ranks at once through a {@link RankGroup} whose workers are the ranks'
+ * GPU threads themselves (so a step costs one hand-over per rank); rank 0's output is returned (all
+ * ranks hold the same logits). NCCL collectives cannot be woken from another thread, so a failed
+ * step waits for every rank and rethrows the first failure. The weights are split exactly as the
+ * CPU's {@code ParallelCausalLm} splits them.
  */
 public final class TensorParallelCudaLm
     implements LanguageModel, CollectiveReporting, StepProfileReporting {
@@ -51,19 +52,23 @@ public final class TensorParallelCudaLm
   private final WeightStore store;
   private final List<CudaCausalLm> ranks;
   private final AutoCloseable world;
-  private final ExecutorService fanOut;
+  private final RankGroup group;
 
   private TensorParallelCudaLm(
-      ModelConfig cfg, WeightStore store, List<CudaCausalLm> ranks, AutoCloseable world) {
+      ModelConfig cfg,
+      WeightStore store,
+      List<CudaCausalLm> ranks,
+      List<GpuThread> threads,
+      AutoCloseable world) {
     this.cfg = cfg;
     this.store = store;
     this.ranks = ranks;
     this.world = world;
-    // Platform threads that only wait for the ranks' GPU threads, so all ranks run each step
-    // together (their collectives need every rank).
-    this.fanOut =
-        Executors.newFixedThreadPool(
-            ranks.size(), r -> Thread.ofPlatform().daemon().name("tp-step").unstarted(r));
+    List<RankWorker> workers = new ArrayList<>();
+    for (GpuThread t : threads) {
+      workers.add(RankWorker.borrowed(t::execute));
+    }
+    this.group = new RankGroup(workers, FailurePolicy.waitForAll());
   }
 
   /**
@@ -142,28 +147,20 @@ public final class TensorParallelCudaLm
       RankShard shard = RankShard.of(comms.get(i).rank(), parallel, comms.get(i));
       ranks.add(CudaCausalLm.rank(cfg, store, threads.get(i), options, shard, i == 0));
     }
-    TensorParallelCudaLm lm = new TensorParallelCudaLm(cfg, store, ranks, owner);
+    TensorParallelCudaLm lm = new TensorParallelCudaLm(cfg, store, ranks, threads, owner);
     try {
-      List<Future<Object>> setUp = new ArrayList<>();
-      for (int i = 0; i < tp; i++) {
-        CudaCausalLm r = ranks.get(i);
-        setUp.add(
-            threads
-                .get(i)
-                .submit(
-                    () -> {
-                      r.setUpRank();
-                      return null;
-                    }));
-      }
-      awaitAll(setUp);
+      lm.group.all(
+          r -> {
+            ranks.get(r).setUpRank();
+            return null;
+          });
     } catch (RuntimeException | Error e) {
       try {
         lm.closeRanks();
       } catch (RuntimeException closing) {
         e.addSuppressed(closing);
       } finally {
-        lm.fanOut.shutdown();
+        lm.group.close();
         store.close();
       }
       throw e;
@@ -284,95 +281,25 @@ public final class TensorParallelCudaLm
 
   @Override
   public KvCache newCache() {
-    KvCache[] shards = new KvCache[ranks.size()];
-    try {
-      for (int r = 0; r < shards.length; r++) {
-        shards[r] = ranks.get(r).newCache();
-      }
-    } catch (RuntimeException e) {
-      for (KvCache c : shards) {
-        if (c != null) {
-          c.close();
-        }
-      }
-      throw e;
-    }
-    return KvCache.ofShards(shards);
+    return group.newShardedCache(r -> ranks.get(r).newCache());
   }
 
+  /**
+   * Runs the step on every rank's GPU thread at once (blocks are reserved on every rank first, so a
+   * full pool fails before any rank has started) and returns rank 0's logits.
+   */
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return step(
-        layout, caches, r -> ranks.get(r).forward(tokens, layout, shardsOf(caches, r), logitRows));
+    return group.stepOnShards(
+        layout, caches, (r, shards) -> ranks.get(r).forward(tokens, layout, shards, logitRows));
   }
 
   @Override
   public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return step(
+    return group.stepOnShards(
         layout,
         caches,
-        r -> ranks.get(r).forwardGreedy(tokens, layout, shardsOf(caches, r), logitRows));
-  }
-
-  /**
-   * Runs one step on every rank at once and returns rank 0's result. Blocks are reserved on every
-   * rank first, so a full pool fails here, before any rank has started (a rank failing alone would
-   * leave the others waiting in a collective).
-   */
-  private <T> T step(BatchLayout layout, KvCache[] caches, IntFunction<T> onRank) {
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      int end = layout.seqStart()[s + 1];
-      if (end > layout.seqStart()[s]) {
-        caches[s].ensureCapacity(layout.positions()[end - 1] + 1);
-      }
-    }
-    List<Future<T>> fs = new ArrayList<>();
-    for (int r = 0; r < ranks.size(); r++) {
-      int rank = r;
-      fs.add(fanOut.submit(() -> onRank.apply(rank)));
-    }
-    List<T> out = awaitAll(fs);
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      caches[s].setLength(caches[s].shard(0).length());
-    }
-    return out.getFirst();
-  }
-
-  private static KvCache[] shardsOf(KvCache[] caches, int r) {
-    KvCache[] mine = new KvCache[caches.length];
-    for (int s = 0; s < mine.length; s++) {
-      mine[s] = caches[s].shard(r);
-    }
-    return mine;
-  }
-
-  /** Waits for every future; rethrows the first failure with the others suppressed. */
-  private static <T> List<T> awaitAll(List<Future<T>> fs) {
-    List<T> out = new ArrayList<>();
-    RuntimeException first = null;
-    for (Future<T> f : fs) {
-      try {
-        out.add(f.get());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted waiting for a GPU rank", e);
-      } catch (ExecutionException e) {
-        RuntimeException r =
-            e.getCause() instanceof RuntimeException re
-                ? re
-                : new IllegalStateException(e.getCause());
-        if (first == null) {
-          first = r;
-        } else {
-          first.addSuppressed(r);
-        }
-        out.add(null);
-      }
-    }
-    if (first != null) {
-      throw first;
-    }
-    return out;
+        (r, shards) -> ranks.get(r).forwardGreedy(tokens, layout, shards, logitRows));
   }
 
   /**
@@ -417,7 +344,7 @@ public final class TensorParallelCudaLm
     try {
       closeRanks();
     } finally {
-      fanOut.shutdown();
+      group.close();
       store.close();
       if (world != null) {
         try {

@@ -10,11 +10,17 @@ import dev.ringmaster.parallel.CollectiveStats;
 import dev.ringmaster.parallel.LocalRanks;
 import dev.ringmaster.parallel.LocalWorld;
 import dev.ringmaster.parallel.ProcessGroup;
+import dev.ringmaster.parallel.WorldFailure;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.CollectiveReporting;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.ranks.FailurePolicy;
+import dev.ringmaster.runtime.ranks.RankGroup;
+import dev.ringmaster.runtime.ranks.RankWorker;
+import dev.ringmaster.runtime.ranks.StepFailure;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -25,16 +31,20 @@ import java.util.List;
  * tensor and expert parallelism are checked against the single-rank model. With another {@link
  * LocalRanks} (a TCP world) this JVM holds one node's share of the ranks, and the other nodes run
  * the same steps on theirs.
+ *
+ * <p>The ranks run on a {@link RankGroup} with a platform thread per local rank, kept for the
+ * model's life; a rank that fails aborts the world, so the others wake from their collectives, and
+ * the step throws a {@link dev.ringmaster.parallel.CollectiveException} naming the first failure.
  */
 public final class ParallelCausalLm implements LanguageModel, CollectiveReporting {
   private final LocalRanks world;
+  private final RankGroup group;
   private final List<CausalLm> ranks;
-  private final int firstRank;
 
-  private ParallelCausalLm(LocalRanks world, List<CausalLm> ranks) {
+  private ParallelCausalLm(LocalRanks world, RankGroup group, List<CausalLm> ranks) {
     this.world = world;
+    this.group = group;
     this.ranks = ranks;
-    this.firstRank = world.groups().getFirst().rank();
   }
 
   /** Loads every rank's shard of {@code dir} onto in-process ranks, in parallel. */
@@ -46,7 +56,7 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
 
   /**
    * Loads the shards of {@code dir} that {@code local}'s ranks hold (their global ranks in a world
-   * of {@code parallel.tpSize()}), in parallel.
+   * of {@code parallel.tpSize()}), in parallel, each on the thread that will run its steps.
    */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, LocalRanks local) {
     ShardPlan.check(ModelConfigParser.parse(dir), parallel);
@@ -65,9 +75,46 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
                 + parallel.tpSize());
       }
     }
-    List<CausalLm> ranks =
-        local.call(g -> CausalLm.load(dir, new RankContext(g.rank(), parallel, g)));
-    return new ParallelCausalLm(local, ranks);
+    RankGroup group = rankGroup(local);
+    try {
+      List<CausalLm> ranks =
+          group.all(
+              r -> {
+                ProcessGroup g = groups.get(r);
+                return CausalLm.load(dir, new RankContext(g.rank(), parallel, g));
+              });
+      return new ParallelCausalLm(local, group, ranks);
+    } catch (RuntimeException | Error e) {
+      group.close();
+      throw e;
+    }
+  }
+
+  /**
+   * A thread per local rank; a failure aborts the world (waking the ranks' collectives) and is
+   * reported as the world's calls report it, naming the global rank.
+   */
+  private static RankGroup rankGroup(LocalRanks local) {
+    List<ProcessGroup> groups = local.groups();
+    int first = groups.getFirst().rank();
+    List<RankWorker> workers = new ArrayList<>();
+    for (ProcessGroup g : groups) {
+      workers.add(RankWorker.ownThread("ringmaster-rank-" + g.rank()));
+    }
+    FailurePolicy policy =
+        new FailurePolicy() {
+          @Override
+          public void abort(int rank, Throwable cause) {
+            local.abort(rank < 0 ? -1 : first + rank, cause);
+          }
+
+          @Override
+          public RuntimeException report(StepFailure f) {
+            int global = f.firstRank() < 0 ? -1 : first + f.firstRank();
+            return new WorldFailure(global, f.first()).exception(f.errors());
+          }
+        };
+    return new RankGroup(workers, policy);
   }
 
   /** Number of ranks in this JVM. */
@@ -100,11 +147,7 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
 
   @Override
   public KvCache newCache() {
-    KvCache[] shards = new KvCache[ranks.size()];
-    for (int r = 0; r < shards.length; r++) {
-      shards[r] = ranks.get(r).newCache();
-    }
-    return KvCache.ofShards(shards);
+    return group.newShardedCache(r -> ranks.get(r).newCache());
   }
 
   @Override
@@ -114,32 +157,18 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
 
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      int end = layout.seqStart()[s + 1];
-      if (end > layout.seqStart()[s]) {
-        caches[s].ensureCapacity(layout.positions()[end - 1] + 1);
-      }
-    }
-    List<float[]> out =
-        world.call(
-            g -> {
-              int r = g.rank() - firstRank;
-              KvCache[] mine = new KvCache[caches.length];
-              for (int s = 0; s < mine.length; s++) {
-                mine[s] = caches[s].shard(r);
-              }
-              return ranks.get(r).forward(tokens, layout, mine, logitRows);
-            });
-    for (int s = 0; s < layout.numSeqs(); s++) {
-      caches[s].setLength(caches[s].shard(0).length());
-    }
-    return out.getFirst();
+    return group.stepOnShards(
+        layout, caches, (r, shards) -> ranks.get(r).forward(tokens, layout, shards, logitRows));
   }
 
   @Override
   public void close() {
-    for (CausalLm r : ranks) {
-      r.close();
+    try {
+      for (CausalLm r : ranks) {
+        r.close();
+      }
+    } finally {
+      group.close();
     }
   }
 }
