@@ -254,7 +254,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth)
             + blockSize * BlockPool.indexerBytesPerToken(cfg);
     long graphReserve =
-        64L * (1 << 20) * (sizes.size() + sizes.stream().filter(b -> b <= mlaFusedTokens).count());
+        64L
+            * (1 << 20)
+            * (sizes.size()
+                + (sparseAttention
+                    ? sizes.size()
+                    : sizes.stream().filter(b -> b <= mlaFusedTokens).count()));
     long free = CudaDriverAccess.memoryInfo()[0];
     long budget = MemoryPlan.kvBudget(total, fraction, weights.bytes, free, graphReserve);
     long blocks = budget / bytesPerBlock;
@@ -353,11 +358,14 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /**
    * Longest context a step may have and still attend densely: {@code index_topk} for sparse
-   * attention models (dense and sparse attention are equal there), else the fused MLA launch's
-   * limit.
+   * attention models (dense and sparse attention are equal there; no limit under the kernel option
+   * {@code dsa-sparse-attention=false}), else the fused MLA launch's limit.
    */
   private int denseContextLimit() {
-    return dsa != null ? dsa.topK() : options.tuning().mlaFusedMaxContext();
+    if (dsa == null) {
+      return options.tuning().mlaFusedMaxContext();
+    }
+    return options.tuning().dsaSparseAttention() ? dsa.topK() : Integer.MAX_VALUE;
   }
 
   /**
@@ -644,7 +652,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     boolean longContext = maxLen > denseContextLimit();
     stack.useSparseAttention(dsa != null && longContext, 0);
     if (options.profile() && profiles.first(-padded)) {
-      profileDecode(padded, longContext ? 0 : mlaFusedTokens);
+      profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
     }
     if (bucket > 0) {
       boolean separate =
@@ -665,8 +673,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
-  private void profileDecode(int bs, int fusedTokens) {
+  private void profileDecode(int bs, int fusedTokens, boolean longContext) {
     int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
+    DecodeGraphs replayed =
+        longContext && longContextGraphs != null && longContextGraphs.holds(bs)
+            ? longContextGraphs
+            : graphs;
     profiles.profileDecode(
         stack,
         stream,
@@ -676,7 +688,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         bucket == bs,
         () -> {
           if (bucket == bs) {
-            graphs.replay(bs, stream);
+            replayed.replay(bs, stream);
           } else {
             stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
           }

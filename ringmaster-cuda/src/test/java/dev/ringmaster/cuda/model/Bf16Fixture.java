@@ -18,8 +18,9 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 /**
- * A copy of an f32 golden fixture whose weights are rounded to bf16 values (still stored as f32):
- * what the GPU uploads, so the CPU engine on the copy is the GPU's exact reference for weights.
+ * A copy of an f32 golden fixture whose matrices are rounded to bf16 values (still stored as f32)
+ * and whose vectors (norm weights and biases, which the GPU keeps in f32) are kept: what the GPU
+ * uploads, so the CPU engine on the copy is the GPU's exact reference for weights.
  */
 final class Bf16Fixture {
   private Bf16Fixture() {}
@@ -51,9 +52,10 @@ final class Bf16Fixture {
           specs,
           (spec, offset, buf) -> {
             TensorView v = views.get(spec.name());
+            boolean matrix = spec.shape().length >= 2;
             for (int i = buf.position(); i < buf.limit(); i += 4) {
               float x = v.data().get(le, offset + (i - buf.position()));
-              buf.putFloat(i, Numerics.bf16ToFloat(Numerics.floatToBf16(x)));
+              buf.putFloat(i, matrix ? Numerics.bf16ToFloat(Numerics.floatToBf16(x)) : x);
             }
           },
           bytes -> {});

@@ -4,6 +4,7 @@ import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.argmax;
 import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.compare;
 import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.fixture;
 import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.greedy;
+import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.margin;
 import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.promptOf;
 import static dev.ringmaster.cuda.model.CudaCausalLmGpuTest.relDiff;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -31,6 +32,12 @@ import org.junit.jupiter.params.provider.CsvSource;
  * shorter than it starts dense and crosses into sparse decode steps. Greedy tokens are compared
  * under teacher forcing where the reference's top-2 margin exceeds the bf16 noise; logits of every
  * step within the bf16 tolerance of {@link CudaCausalLmGpuTest}; graph and eager decode equal.
+ *
+ * <p>Some selections are near-ties in the bf16-rounded model (the fixtures' margins are those of
+ * the f32 model): there the CPU itself changes its logits beyond the tolerance when only its
+ * indexer keys are left unrounded, so no bf16 engine can be held to one answer. Such steps are
+ * found by running the CPU both ways, reported, and left out of the logits check (at most a quarter
+ * of the steps may be); every other step is compared.
  */
 @Tag("gpu")
 class SparseAttentionCudaCausalLmGpuTest {
@@ -50,7 +57,8 @@ class SparseAttentionCudaCausalLmGpuTest {
     Path dir = fixture(name);
     Path rounded = Bf16Fixture.roundedCopy(dir, tmp.resolve(name));
     int[] prompt = Arrays.copyOf(promptOf(dir), promptLen);
-    Run cpu = cpuReference(rounded, prompt, STEPS);
+    Run cpu = cpuReference(rounded, prompt, STEPS, null, true);
+    Run cpuF32Keys = cpuReference(rounded, prompt, STEPS, cpu.tokens(), false);
     Run gpu;
     Run eager;
     try (CudaCausalLm lm = CudaCausalLm.load(dir, CudaCausalLmGpuTest.exact())) {
@@ -62,24 +70,41 @@ class SparseAttentionCudaCausalLmGpuTest {
       eager = greedy(lm, prompt, STEPS, cpu.tokens());
     }
     double worst = 0;
+    int fragile = 0;
+    boolean[] tie = new boolean[STEPS];
+    StringBuilder perStep = new StringBuilder();
     for (int s = 0; s < STEPS; s++) {
-      worst = Math.max(worst, relDiff(gpu.logits()[s], cpu.logits()[s]));
+      double d = relDiff(gpu.logits()[s], cpu.logits()[s]);
+      tie[s] = relDiff(cpuF32Keys.logits()[s], cpu.logits()[s]) > BF16_TOL;
+      perStep.append(String.format(" %d:%.1e%s", promptLen + s, d, tie[s] ? "(tie)" : ""));
+      if (tie[s]) {
+        fragile++;
+      } else {
+        worst = Math.max(worst, d);
+      }
     }
     int[] agree = compare(gpu, cpu);
     String what =
         String.format(
             "%s, prompt %d (index_topk 8): %d/%d callable greedy steps equal, worst logits rel diff"
-                + " %.2e; GPU %s vs CPU %s",
+                + " %.2e outside %d near-tie steps (by context length:%s); GPU %s vs CPU %s",
             name,
             promptLen,
             agree[0],
             agree[1],
             worst,
+            fragile,
+            perStep,
             Arrays.toString(gpu.tokens()),
             Arrays.toString(cpu.tokens()));
     System.out.println(what);
     assertThat(agree[1]).as("callable steps: " + what).isGreaterThanOrEqualTo(STEPS / 2);
-    assertThat(agree[0]).as(what).isEqualTo(agree[1]);
+    assertThat(fragile).as("near-tie steps: " + what).isLessThanOrEqualTo(STEPS / 4);
+    for (int s = 0; s < STEPS; s++) {
+      if (!tie[s] && margin(cpu.logits()[s]) >= 0.05) {
+        assertThat(gpu.tokens()[s]).as("step %d: %s", s, what).isEqualTo(cpu.tokens()[s]);
+      }
+    }
     assertThat(worst).as(what).isLessThan(BF16_TOL);
     for (int s = 0; s < STEPS; s++) {
       assertThat(eager.logits()[s])
@@ -88,27 +113,33 @@ class SparseAttentionCudaCausalLmGpuTest {
     }
   }
 
-  /** The CPU engine token by token, every cache rounded to bf16 after each, teacher forced. */
-  private static Run cpuReference(Path dir, int[] prompt, int steps) {
+  /**
+   * The CPU engine token by token, its latent caches (and with {@code roundIndexerKeys} its indexer
+   * keys) rounded to bf16 after each token, teacher forced with {@code forced} when given.
+   */
+  private static Run cpuReference(
+      Path dir, int[] prompt, int steps, int[] forced, boolean roundIndexerKeys) {
     try (CausalLm lm = CausalLm.load(dir)) {
       int vocab = lm.config().vocabSize();
       KvCache cache = lm.newCache();
       float[] l = null;
       for (int i = 0; i < prompt.length; i++) {
-        l = roundedStep(lm, prompt[i], i, cache);
+        l = roundedStep(lm, prompt[i], i, cache, roundIndexerKeys);
       }
       int[] out = new int[steps];
       float[][] logits = new float[steps][];
       for (int s = 0; s < steps; s++) {
         logits[s] = l;
         out[s] = argmax(l, 0, vocab);
-        l = roundedStep(lm, out[s], prompt.length + s, cache);
+        int next = forced != null ? forced[s] : out[s];
+        l = roundedStep(lm, next, prompt.length + s, cache, roundIndexerKeys);
       }
       return new Run(out, logits);
     }
   }
 
-  private static float[] roundedStep(LanguageModel lm, int token, int pos, KvCache cache) {
+  private static float[] roundedStep(
+      LanguageModel lm, int token, int pos, KvCache cache, boolean roundIndexerKeys) {
     float[] l =
         lm.forward(
             new int[] {token}, BatchLayout.single(1, pos), new KvCache[] {cache}, new int[] {0});
@@ -116,7 +147,7 @@ class SparseAttentionCudaCausalLmGpuTest {
     for (int layer = 0; layer < lm.config().numLayers(); layer++) {
       round(cache.a(layer));
       round(cache.b(layer));
-      if (dsa.hasIndexer(layer)) {
+      if (roundIndexerKeys && dsa.hasIndexer(layer)) {
         round(cache.c(layer));
       }
     }
