@@ -236,3 +236,37 @@ RM_KERNEL void rm_mla_sparse_split(float* pCtx, float* pMax, float* pSum, const 
     if (d < kvLora) pc[d] = acc[j];
   }
 }
+
+// The prefill form of rm_indexer_scores, after a GEMM: S [rows * heads, ctx] (f32, row r * heads + h
+// holds q[t, h] . key[p] for the query token t = rowBase + r and positions p < ctx of its sequence)
+// reduced to scores[r, p] = sum_h (w[t, h] * headScale) * relu(S[r * heads + h, p] * scale) for
+// p <= tokenPos[t] (the rest of the row is not written), heads in order as the CUDA-core kernel.
+// Mapping: grid (ceil(ctx / 256), rows), a thread per position: coalesced reads of S.
+RM_KERNEL void rm_indexer_reduce(float* scores, int ldScores, const float* S, int ctx,
+                                 const float* w, const int* tokenPos, int rowBase, int heads,
+                                 float scale, float headScale) {
+  rm_pdl_prologue();
+  const int r = blockIdx.y, t = rowBase + r;
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p > tokenPos[t] || p >= ctx) return;
+  const float* wr = w + static_cast<size_t>(t) * heads;
+  const float* sr = S + static_cast<size_t>(r) * heads * ctx + p;
+  float sum = 0.f;
+  for (int h = 0; h < heads; h++) {
+    sum += (wr[h] * headScale) * fmaxf(sr[static_cast<size_t>(h) * ctx] * scale, 0.f);
+  }
+  scores[static_cast<size_t>(r) * ldScores + p] = sum;
+}
+
+// x (f32) as the sum of two bf16 parts: hi = bf16(x), lo = bf16(x - hi). A product with hi and lo
+// accumulated in f32 carries about 16 significant bits of x instead of 8, so the prefill GEMMs of
+// rm_indexer_reduce's input score nearly as the f32 CUDA-core kernel does.
+// Mapping: a thread per element.
+RM_KERNEL void rm_bf16_split(uint16_t* hi, uint16_t* lo, const float* x, long long n) {
+  rm_pdl_prologue();
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint16_t h = f32_to_bf16_bits(x[i]);
+  hi[i] = h;
+  lo[i] = f32_to_bf16_bits(x[i] - bf16_bits_to_f32(h));
+}

@@ -22,6 +22,8 @@ public final class DsaKernels {
   private final Kernel layerNorm;
   private final Kernel scores;
   private final Kernel topK;
+  private final Kernel reduce;
+  private final Kernel split;
   private final Kernel sparseSplit;
   private final MlaKernels mla;
 
@@ -29,6 +31,8 @@ public final class DsaKernels {
     layerNorm = kernel.apply("rm_layernorm", 5);
     scores = kernel.apply("rm_indexer_scores", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
+    reduce = kernel.apply("rm_indexer_reduce", 10);
+    split = kernel.apply("rm_bf16_split", 4);
     sparseSplit = kernel.apply("rm_mla_sparse_split", 18);
     this.mla = mla;
   }
@@ -105,6 +109,43 @@ public final class DsaKernels {
     long byLength = (maxLen + SCORE_THREADS - 1) / SCORE_THREADS;
     long wanted = Math.max(1, 8L * sms / Math.max(rows, 1));
     return (int) Math.max(1, Math.min(byLength, wanted));
+  }
+
+  /**
+   * {@code x} (f32, {@code n} values) as two bf16 parts, {@code hi = bf16(x)} and {@code lo =
+   * bf16(x - hi)}: GEMMs with both, accumulated, keep about 16 bits of {@code x}.
+   */
+  public void splitBf16(CudaStream s, long hi, long lo, long x, long n) {
+    split
+        .arg(0, hi)
+        .arg(1, lo)
+        .arg(2, x)
+        .arg(3, n)
+        .launch(s, (int) ((n + 255) / 256), 1, 1, 256, 0);
+  }
+
+  /**
+   * The prefill form of {@link #scores} after a GEMM: {@code s [rows * heads, ctx]} (f32) holds the
+   * query-key dot products of tokens {@code rowBase ..} against positions {@code 0 .. ctx-1}; row
+   * {@code r} of {@code out} gets the weighted relu sum over the heads up to the token's position.
+   */
+  public void reduceScores(
+      CudaStream s,
+      long out,
+      int ldScores,
+      long dots,
+      int ctx,
+      long w,
+      long tokenPos,
+      int rowBase,
+      int rows,
+      int heads,
+      float scale,
+      float headScale) {
+    Kernel k = reduce;
+    k.arg(0, out).arg(1, ldScores).arg(2, dots).arg(3, ctx).arg(4, w).arg(5, tokenPos);
+    k.arg(6, rowBase).arg(7, heads).arg(8, scale).arg(9, headScale);
+    k.launch(s, (ctx + 255) / 256, rows, 1, 256, 0);
   }
 
   /**

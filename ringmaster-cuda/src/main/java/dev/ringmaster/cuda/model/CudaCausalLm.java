@@ -301,7 +301,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               sizes,
               stream,
               bs -> {
-                stack.useSparseAttention(false, 0);
+                stack.useSparseAttention(false, 0, null);
                 if (collectives != null) {
                   collectives.recordGraph(
                       bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
@@ -318,7 +318,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 fusedSizes,
                 stream,
                 bs -> {
-                  stack.useSparseAttention(sparseAttention, 0);
+                  stack.useSparseAttention(sparseAttention, 0, null);
                   stack.decodeStep(bs, decodeSplits(bs), 0);
                 },
                 false);
@@ -650,7 +650,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       maxLen = Math.max(maxLen, pos[s] + 1);
     }
     boolean longContext = maxLen > denseContextLimit();
-    stack.useSparseAttention(dsa != null && longContext, 0);
+    stack.useSparseAttention(dsa != null && longContext, 0, null);
     if (options.profile() && profiles.first(-padded)) {
       profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
     }
@@ -746,7 +746,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               ? gqa.splits(len, maxLen, sms)
               : MlaKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
       int fusedTokens = maxLen > denseContextLimit() ? 0 : mlaFusedTokens;
-      stack.useSparseAttention(dsa != null && maxLen > denseContextLimit(), maxLen);
+      boolean sparse = dsa != null && maxLen > denseContextLimit();
+      stack.useSparseAttention(
+          sparse, maxLen, sparse ? GpuSparseAttention.runs(seq, pos, len) : null);
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);

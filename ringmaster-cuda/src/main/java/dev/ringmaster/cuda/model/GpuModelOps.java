@@ -52,6 +52,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   private int headRows;
   private boolean sparse;
   private int stepMaxContext;
+  private List<GpuSparseAttention.Run> stepRuns;
   private boolean selectionMade;
 
   /**
@@ -119,11 +120,13 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
    * Attention: indexer scores, top-k and attention over the selection) or densely (every row's
    * context is at most {@code index_topk}, where both are equal by definition; the indexer then
    * only caches its keys). {@code maxContext}: the steps' longest context, or 0 where the host does
-   * not know it (captured decode steps).
+   * not know it (captured decode steps). {@code runs}: a prefill chunk's runs of one sequence,
+   * whose indexer scores may take GEMMs (null: the CUDA-core score kernel for every token).
    */
-  void useSparseAttention(boolean sparse, int maxContext) {
+  void useSparseAttention(boolean sparse, int maxContext, List<GpuSparseAttention.Run> runs) {
     this.sparse = sparse;
     this.stepMaxContext = maxContext;
+    this.stepRuns = runs;
   }
 
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
@@ -301,7 +304,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   public void mlaSparseAttention(
       AttentionWeights.Mla<GpuTensor> w, IndexerWeights<GpuTensor> indexer, int layer) {
     if (indexer != null) {
-      dsa.index(ops, act, in, pool, indexer, layer, n, sparse, stepMaxContext);
+      dsa.index(ops, act, in, pool, indexer, layer, n, sparse, stepMaxContext, stepRuns);
       selectionMade = true;
       mark("dsa.indexer");
     } else if (!selectionMade) {

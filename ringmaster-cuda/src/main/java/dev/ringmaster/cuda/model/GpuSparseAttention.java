@@ -6,6 +6,8 @@ import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.SparseAttentionConfig;
 import dev.ringmaster.model.ops.IndexerWeights;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The GPU's lightning indexer (DeepSeek Sparse Attention), the CPU's {@code CpuIndexer} on the
@@ -18,11 +20,28 @@ import dev.ringmaster.model.ops.IndexerWeights;
  * <p>Scores are computed in groups of query rows that fit a fixed scratch of {@code scoreRows} rows
  * of {@code scoreStride} positions (the longest context the block table allows): a decode step of
  * up to {@code scoreRows} rows is one group at that stride, as its graph captures it; a prefill
- * chunk uses its longest context as the stride, so more rows share one group. GPU thread only.
+ * chunk uses its longest context as the stride, so more rows share one group. In a prefill chunk,
+ * runs of at least {@link #GEMM_MIN_ROWS} tokens of one sequence compute their query-key dot
+ * products as cuBLAS GEMMs over the sequence's gathered keys on tensor cores (the queries as two
+ * bf16 parts, high and residual, whose products are accumulated: about 16 bits of the f32 query, so
+ * near-ties select as the CUDA-core kernel does), in tiles of rows whose products fit a fixed
+ * scratch, then reduce them to scores. GPU thread only.
  */
 final class GpuSparseAttention implements AutoCloseable {
   /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
   private static final float K_NORM_EPS = 1e-6f;
+
+  /** Fewest tokens of one sequence in a prefill chunk whose scores take the GEMM path. */
+  static final int GEMM_MIN_ROWS = 16;
+
+  /** Bytes of the GEMM path's f32 product tile (at least one row of every head at full context). */
+  private static final long PRODUCT_BYTES = 256L << 20;
+
+  /**
+   * Consecutive tokens {@code first .. first+count-1} of a prefill chunk that belong to sequence
+   * {@code seq} (its block-table row), at positions {@code firstPos ..}.
+   */
+  record Run(int seq, int first, int count, int firstPos) {}
 
   private final int heads;
   private final int dim;
@@ -40,6 +59,10 @@ final class GpuSparseAttention implements AutoCloseable {
   private final DeviceBuffer w;
   private final DeviceBuffer scores;
   private final DeviceBuffer selection;
+  private final DeviceBuffer gatheredKeys; // bf16 [maxContext, dim]
+  private final DeviceBuffer queriesBf16; // bf16 [maxTokens, heads, dim]: high parts
+  private final DeviceBuffer queriesLow; // bf16 [maxTokens, heads, dim]: residuals
+  private final DeviceBuffer products; // f32 tile [rows * heads, ctx]
 
   /**
    * Buffers for steps of up to {@code maxTokens} tokens and decode steps of up to {@code scoreRows}
@@ -65,6 +88,23 @@ final class GpuSparseAttention implements AutoCloseable {
     w = DeviceBuffer.allocate(4L * maxTokens * heads);
     scores = DeviceBuffer.allocate(4L * this.scoreRows * scoreStride);
     selection = DeviceBuffer.allocate(4L * maxTokens * topK);
+    gatheredKeys = DeviceBuffer.allocate(2L * scoreStride * dim);
+    queriesBf16 = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
+    queriesLow = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
+    products = DeviceBuffer.allocate(Math.max(PRODUCT_BYTES, 4L * heads * scoreStride));
+  }
+
+  /** The runs of consecutive tokens of one sequence among a chunk's {@code n} tokens. */
+  static List<Run> runs(int[] seq, int[] pos, int n) {
+    List<Run> out = new ArrayList<>();
+    int start = 0;
+    for (int i = 1; i <= n; i++) {
+      if (i == n || seq[i] != seq[start] || pos[i] != pos[i - 1] + 1) {
+        out.add(new Run(seq[start], start, i - start, pos[start]));
+        start = i;
+      }
+    }
+    return out;
   }
 
   /** Positions each query attends to ({@code index_topk}). */
@@ -80,7 +120,8 @@ final class GpuSparseAttention implements AutoCloseable {
   /**
    * Runs layer {@code layer}'s indexer for the step's {@code n} tokens: caches their keys and, when
    * {@code select}, writes every token's selection. {@code maxLen}: the step's longest context, or
-   * 0 where it is not known on the host (a captured decode step).
+   * 0 where it is not known on the host (a captured decode step). {@code runs}: the chunk's runs of
+   * one sequence (null: score every token with the CUDA-core kernel).
    */
   void index(
       GpuOps ops,
@@ -91,7 +132,8 @@ final class GpuSparseAttention implements AutoCloseable {
       int layer,
       int n,
       boolean select,
-      int maxLen) {
+      int maxLen,
+      List<Run> runs) {
     DsaKernels dsa = ops.kernels.dsa();
     ops.linear(q.ptr(), act.qa.ptr(), GpuTensor.mat(iw.wqB()), n);
     ops.linear(k.ptr(), act.normed.ptr(), GpuTensor.mat(iw.wk()), n);
@@ -128,13 +170,42 @@ final class GpuSparseAttention implements AutoCloseable {
     }
     long ld = maxLen > 0 ? (maxLen + 3) & ~3L : scoreStride;
     int group = (int) Math.max(1, Math.min(n, (long) scoreRows * scoreStride / ld));
-    long contextBound = maxLen > 0 ? maxLen : scoreStride;
-    for (int r0 = 0; r0 < n; r0 += group) {
-      int rows = Math.min(group, n - r0);
+    if (runs == null) {
+      scoreRows(ops, in, pool, keys, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
+      return;
+    }
+    for (Run run : runs) {
+      int ctx = run.firstPos() + run.count();
+      if (run.count() >= GEMM_MIN_ROWS) {
+        gemmScores(ops, in, pool, keys, run, ctx, group, (int) ld);
+      } else {
+        scoreRows(ops, in, pool, keys, run.first(), run.count(), group, (int) ld, ctx);
+      }
+    }
+  }
+
+  /**
+   * Scores (CUDA-core kernel) and selections of tokens {@code first .. first+count-1} in groups of
+   * {@code group} rows of stride {@code ld}, contexts at most {@code contextBound}.
+   */
+  private void scoreRows(
+      GpuOps ops,
+      StepInputs in,
+      BlockPool pool,
+      long keys,
+      int first,
+      int count,
+      int group,
+      int ld,
+      long contextBound) {
+    DsaKernels dsa = ops.kernels.dsa();
+    long pos = in.positions.ptr();
+    for (int r0 = first; r0 < first + count; r0 += group) {
+      int rows = Math.min(group, first + count - r0);
       dsa.scores(
           ops.stream,
           scores.ptr(),
-          (int) ld,
+          ld,
           q.ptr(),
           w.ptr(),
           keys,
@@ -150,17 +221,73 @@ final class GpuSparseAttention implements AutoCloseable {
           scoreScale,
           headScale,
           DsaKernels.scoreBlocks(rows, contextBound, sms));
-      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), (int) ld, pos, r0, rows);
+      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
+    }
+  }
+
+  /**
+   * Scores and selections of one run through GEMMs: the sequence's keys {@code 0 .. ctx-1} gathered
+   * once, then tiles of rows: bf16 queries times the keys into {@code products}, reduced to scores,
+   * top-k.
+   */
+  private void gemmScores(
+      GpuOps ops, StepInputs in, BlockPool pool, long keys, Run run, int ctx, int group, int ld) {
+    DsaKernels dsa = ops.kernels.dsa();
+    long pos = in.positions.ptr();
+    long table = in.blockTable.ptr() + 4L * run.seq() * in.maxBlocksPerSeq;
+    ops.kernels
+        .mla()
+        .mlaGatherContext(ops.stream, gatheredKeys.ptr(), keys, table, ctx, dim, pool.blockSize());
+    long qf = q.ptr() + 4L * run.first() * heads * dim;
+    long offset = 2L * run.first() * heads * dim;
+    dsa.splitBf16(
+        ops.stream,
+        queriesBf16.ptr() + offset,
+        queriesLow.ptr() + offset,
+        qf,
+        (long) run.count() * heads * dim);
+    int tile = (int) Math.max(1, Math.min(group, products.bytes() / (4L * heads * ctx)));
+    for (int r0 = run.first(); r0 < run.first() + run.count(); r0 += tile) {
+      int rows = Math.min(tile, run.first() + run.count() - r0);
+      long tileOffset = 2L * r0 * heads * dim;
+      long k0 = gatheredKeys.ptr();
+      ops.blas()
+          .linear(
+              products.ptr(), queriesBf16.ptr() + tileOffset, k0, rows * heads, ctx, dim, false);
+      ops.blas()
+          .linear(products.ptr(), queriesLow.ptr() + tileOffset, k0, rows * heads, ctx, dim, true);
+      dsa.reduceScores(
+          ops.stream,
+          scores.ptr(),
+          ld,
+          products.ptr(),
+          ctx,
+          w.ptr(),
+          pos,
+          r0,
+          rows,
+          heads,
+          scoreScale,
+          headScale);
+      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
     }
   }
 
   /** Bytes of device memory held. */
   long bytes() {
-    return q.bytes() + k.bytes() + w.bytes() + scores.bytes() + selection.bytes();
+    return q.bytes()
+        + k.bytes()
+        + w.bytes()
+        + scores.bytes()
+        + selection.bytes()
+        + gatheredKeys.bytes()
+        + queriesBf16.bytes()
+        + queriesLow.bytes()
+        + products.bytes();
   }
 
   @Override
   public void close() {
-    Resources.closeAll(q, k, w, scores, selection);
+    Resources.closeAll(q, k, w, scores, selection, gatheredKeys, queriesBf16, queriesLow, products);
   }
 }
