@@ -13,6 +13,7 @@
 #include "mla_attention.cu"
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"
+#include "dsa_indexer.cu"
 #include "gqa_attention.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"

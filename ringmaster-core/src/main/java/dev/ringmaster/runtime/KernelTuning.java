@@ -49,6 +49,8 @@ import java.util.stream.Collectors;
  * @param moeDownRowsPerWarp output rows per warp of the CUDA-core MoE down projection
  * @param gemvRowsPerWarp output rows per warp of the one-token GEMV (when not split over K)
  * @param gemvSplitK warps sharing one row of the one-token GEMV
+ * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
+ *     the GPU (false: every position, to compare with dense attention)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -92,7 +94,11 @@ public record KernelTuning(
         int moeDownRowsPerWarp,
     @Doc("GPU: output rows per warp of the one-token GEMV when not split over K: 1, 2 or 4")
         int gemvRowsPerWarp,
-    @Doc("GPU: warps sharing one row of the one-token GEMV: 1 (off), 2 or 4") int gemvSplitK) {
+    @Doc("GPU: warps sharing one row of the one-token GEMV: 1 (off), 2 or 4") int gemvSplitK,
+    @Doc(
+            "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
+                + " to every position (dense attention, for speed comparisons; not the model)")
+        boolean dsaSparseAttention) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -109,7 +115,7 @@ public record KernelTuning(
 
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
-          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4);
+          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true);
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -34,7 +34,8 @@ class KernelTuningTest {
           Map.entry("moe-mma-min-tokens", "16"),
           Map.entry("moe-down-rows-per-warp", "2"),
           Map.entry("gemv-rows-per-warp", "4"),
-          Map.entry("gemv-split-k", "1"));
+          Map.entry("gemv-split-k", "1"),
+          Map.entry("dsa-sparse-attention", "false"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -55,6 +56,7 @@ class KernelTuningTest {
     assertThat(d.mlaFusedAppend()).isTrue();
     assertThat(d.mlaPrefillGemm()).isTrue();
     assertThat(d.mlaExpandedPrefill()).isTrue();
+    assertThat(d.dsaSparseAttention()).isTrue();
     assertThat(d.mlaTensorCores()).isTrue();
     assertThat(d.mlaStages()).isEqualTo(1);
     assertThat(d.moeGroupedMinTokens()).isZero();

@@ -37,6 +37,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final List<Kernel> all = new ArrayList<>();
   private final MoeKernels moe;
   private final MlaKernels mla;
+  private final DsaKernels dsa;
   private final SmallBatchMoe smallBatchMoe;
   private final MlaFusedDecode mlaFusedDecode;
   private final GqaAttention gqaAttention;
@@ -72,6 +73,7 @@ public final class RingmasterKernels implements AutoCloseable {
     gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
     moe = new MoeKernels(this::kernel, tuning);
     mla = new MlaKernels(this::kernel, tuning);
+    dsa = new DsaKernels(this::kernel, mla);
     argmax = kernel("rm_argmax", 3);
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
@@ -94,6 +96,13 @@ public final class RingmasterKernels implements AutoCloseable {
   /** The MLA kernels (cache append, decode attention, prefill pieces), loaded with these. */
   public MlaKernels mla() {
     return mla;
+  }
+
+  /**
+   * The DeepSeek Sparse Attention kernels (indexer scores, top-k, sparse MLA), loaded with these.
+   */
+  public DsaKernels dsa() {
+    return dsa;
   }
 
   /** Grouped-query attention over a paged KV cache (Qwen3-MoE), loaded with these. */

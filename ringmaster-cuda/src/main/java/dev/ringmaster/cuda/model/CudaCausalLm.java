@@ -58,13 +58,15 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private BlockPool pool;
   private GpuModelOps stack;
   private GpuGqaAttention gqa;
+  private GpuSparseAttention dsa; // DeepSeek Sparse Attention models only
   private int cacheRowWidth;
   private DecodeGraphs graphs;
 
   /**
    * The decode sizes that take the fused MLA launch, captured again without it, for steps whose
-   * context is longer than the {@code mla-fused-max-context} kernel option; null when there are
-   * none.
+   * context is longer than the {@code mla-fused-max-context} kernel option; for DeepSeek Sparse
+   * Attention every size, captured again with sparse attention, for steps whose context is longer
+   * than {@code index_topk}; null when there are none.
    */
   private DecodeGraphs longContextGraphs;
 
@@ -175,8 +177,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning, weights.fp8MaxElements);
     // The fused MLA launch is not checked under tensor parallelism: separate kernels there.
     boolean usesMla = cfg.architecture().usesMla();
+    boolean sparseAttention = cfg.architecture().usesSparseAttention();
+    // Sparse attention models capture their second graph set with sparse attention instead.
     mlaFusedTokens =
         shard.parallel()
+                || sparseAttention
                 || !usesMla
                 || !MlaFusedDecode.supports(
                     cfg.qkNopeHeadDim(), cfg.qkRopeHeadDim(), cfg.vHeadDim(), cfg.kvLoraRank())
@@ -233,16 +238,28 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     if (!usesMla) {
       gqa = new GpuGqaAttention(cfg, rope, localHeads(), shard.share(cfg.numKvHeads()), maxTokens);
     }
+    int blockSize = options.blockSize();
+    if (sparseAttention) {
+      // Before the KV cache is sized: the score scratch grows with the longest context.
+      long maxPositions = (cfg.maxPositionEmbeddings() + blockSize - 1L) / blockSize * blockSize;
+      dsa = new GpuSparseAttention(cfg, rope, maxTokens, Math.max(maxBs, 32), maxPositions, sms);
+    }
     int rowWidth =
         usesMla
             ? cfg.kvLoraRank() + cfg.qkRopeHeadDim()
             : GpuGqaAttention.cacheRowWidth(cfg, shard.share(cfg.numKvHeads()));
     cacheRowWidth = rowWidth;
-    int blockSize = options.blockSize();
     int tableRows = Math.max(logitRows, 1024);
-    long bytesPerBlock = BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth);
+    long bytesPerBlock =
+        BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth)
+            + blockSize * BlockPool.indexerBytesPerToken(cfg);
     long graphReserve =
-        64L * (1 << 20) * (sizes.size() + sizes.stream().filter(b -> b <= mlaFusedTokens).count());
+        64L
+            * (1 << 20)
+            * (sizes.size()
+                + (sparseAttention
+                    ? sizes.size()
+                    : sizes.stream().filter(b -> b <= mlaFusedTokens).count()));
     long free = CudaDriverAccess.memoryInfo()[0];
     long budget = MemoryPlan.kvBudget(total, fraction, weights.bytes, free, graphReserve);
     long blocks = budget / bytesPerBlock;
@@ -260,7 +277,15 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     long maxContext = Math.min(cfg.maxPositionEmbeddings(), (blocks - 1) * blockSize);
     int maxBlocksPerSeq = (int) ((maxContext + blockSize - 1) / blockSize);
     blocks = Math.min(blocks, Integer.MAX_VALUE - 1);
-    pool = new BlockPool(cfg.numLayers(), (int) blocks, blockSize, rowWidth, stream);
+    pool =
+        new BlockPool(
+            cfg.numLayers(),
+            (int) blocks,
+            blockSize,
+            rowWidth,
+            BlockPool.indexedLayers(cfg),
+            sparseAttention ? cfg.sparseAttention().indexHeadDim() : 0,
+            stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
     stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
@@ -276,6 +301,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               sizes,
               stream,
               bs -> {
+                stack.useSparseAttention(false, 0, null);
                 if (collectives != null) {
                   collectives.recordGraph(
                       bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
@@ -284,11 +310,18 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 }
               },
               reportsProgress);
-      List<Integer> fusedSizes = sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
+      List<Integer> fusedSizes =
+          sparseAttention ? sizes : sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
       if (!fusedSizes.isEmpty()) {
         longContextGraphs =
             new DecodeGraphs(
-                fusedSizes, stream, bs -> stack.decodeStep(bs, decodeSplits(bs), 0), false);
+                fusedSizes,
+                stream,
+                bs -> {
+                  stack.useSparseAttention(sparseAttention, 0, null);
+                  stack.decodeStep(bs, decodeSplits(bs), 0);
+                },
+                false);
       }
     }
     Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
@@ -305,6 +338,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes())
             + (tp == null ? 0 : tp.bytes())
             + (gqa == null ? 0 : gqa.bytes())
+            + (dsa == null ? 0 : dsa.bytes())
             + (allToAll == null ? 0 : allToAll.bytes());
     plan =
         new MemoryPlan(
@@ -316,9 +350,22 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             graphBytes,
             perSize,
             pool.bytes(),
+            pool.indexerBytes(),
             pool.capacityTokens(),
             blockSize,
             CudaDriverAccess.memoryInfo()[0]);
+  }
+
+  /**
+   * Longest context a step may have and still attend densely: {@code index_topk} for sparse
+   * attention models (dense and sparse attention are equal there; no limit under the kernel option
+   * {@code dsa-sparse-attention=false}), else the fused MLA launch's limit.
+   */
+  private int denseContextLimit() {
+    if (dsa == null) {
+      return options.tuning().mlaFusedMaxContext();
+    }
+    return options.tuning().dsaSparseAttention() ? dsa.topK() : Integer.MAX_VALUE;
   }
 
   /**
@@ -352,7 +399,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope) : null,
         gqa,
         new GpuMoe(cfg, grouped),
-        null);
+        null,
+        dsa);
   }
 
   /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
@@ -390,7 +438,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope, localHeads()) : null,
         gqa,
         mlp,
-        tp);
+        tp,
+        null);
   }
 
   /** Attention heads on this rank. */
@@ -435,7 +484,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    */
   @Override
   public long kvBytesPerToken() {
-    return BlockPool.bytes(cfg.numLayers(), 1, 1, cacheRowWidth);
+    return BlockPool.bytes(cfg.numLayers(), 1, 1, cacheRowWidth)
+        + BlockPool.indexerBytesPerToken(cfg);
   }
 
   @Override
@@ -599,9 +649,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     for (int s = 0; s < n; s++) {
       maxLen = Math.max(maxLen, pos[s] + 1);
     }
-    boolean longContext = maxLen > options.tuning().mlaFusedMaxContext();
+    boolean longContext = maxLen > denseContextLimit();
+    stack.useSparseAttention(dsa != null && longContext, 0, null);
     if (options.profile() && profiles.first(-padded)) {
-      profileDecode(padded, longContext ? 0 : mlaFusedTokens);
+      profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
     }
     if (bucket > 0) {
       boolean separate =
@@ -622,8 +673,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
-  private void profileDecode(int bs, int fusedTokens) {
+  private void profileDecode(int bs, int fusedTokens, boolean longContext) {
     int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
+    DecodeGraphs replayed =
+        longContext && longContextGraphs != null && longContextGraphs.holds(bs)
+            ? longContextGraphs
+            : graphs;
     profiles.profileDecode(
         stack,
         stream,
@@ -633,7 +688,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         bucket == bs,
         () -> {
           if (bucket == bs) {
-            graphs.replay(bs, stream);
+            replayed.replay(bs, stream);
           } else {
             stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
           }
@@ -690,7 +745,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           gqa != null
               ? gqa.splits(len, maxLen, sms)
               : MlaKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
-      int fusedTokens = maxLen > options.tuning().mlaFusedMaxContext() ? 0 : mlaFusedTokens;
+      int fusedTokens = maxLen > denseContextLimit() ? 0 : mlaFusedTokens;
+      boolean sparse = dsa != null && maxLen > denseContextLimit();
+      stack.useSparseAttention(
+          sparse, maxLen, sparse ? GpuSparseAttention.runs(seq, pos, len) : null);
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
         segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
@@ -782,6 +840,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
                 tp,
                 allToAll,
                 gqa,
+                dsa,
                 act,
                 ops,
                 weights,

@@ -48,10 +48,17 @@ final class GpuMlaAttention {
   }
 
   /**
+   * The selected positions of a sparse step: {@code sel [tokens, topK]} as {@link
+   * GpuSparseAttention} writes them.
+   */
+  record Selection(long sel, int topK) {}
+
+  /**
    * Attention of {@code n} tokens: reads {@code act.q} and {@code act.kva}, writes {@code
    * act.attn}; appends the tokens to layer {@code layerCache} at {@code in.slots}. {@code kvANorm}
    * is the latent norm's weight, {@code kvB} kv_b_proj. {@code mlaFusedTokens}: most tokens for
-   * which the step takes the fused launch (0: never).
+   * which the step takes the fused launch (0: never). With a {@code selection} every token attends
+   * only to its selected positions (absorbed form), whatever the step's size.
    */
   void forward(
       GpuOps ops,
@@ -66,12 +73,15 @@ final class GpuMlaAttention {
       int mlaFusedTokens,
       PrefillSegments segments,
       MlaPrefillAttention prefill,
+      Selection selection,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     int qk = nope + ropeDim;
     int kvWidth = kvLora + ropeDim;
     boolean fusedAttention =
-        n <= mlaFusedTokens && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
+        selection == null
+            && n <= mlaFusedTokens
+            && MlaFusedDecode.supports(nope, ropeDim, vDim, kvLora);
     // The fused attention then appends the step's cache rows itself (one launch fewer).
     MlaFusedDecode.Append append =
         fusedAttention && ops.tuning.fusedDecodeOps() && ops.tuning.mlaFusedAppend()
@@ -144,7 +154,31 @@ final class GpuMlaAttention {
     if (append == null) {
       mark.accept("mla.q_kv_rope_append");
     }
-    if (fusedAttention) {
+    if (selection != null) {
+      k.dsa()
+          .sparseMlaAttention(
+              ops.stream,
+              act.mla,
+              act.attn.ptr(),
+              act.q.ptr(),
+              kvB.ptr(),
+              layerCache,
+              in.blockTable.ptr(),
+              in.maxBlocksPerSeq,
+              in.tokenSeq.ptr(),
+              in.positions.ptr(),
+              selection.sel(),
+              selection.topK(),
+              n,
+              heads,
+              nope,
+              ropeDim,
+              vDim,
+              kvLora,
+              blockSize,
+              splits,
+              scale);
+    } else if (fusedAttention) {
       k.mlaFusedDecode()
           .attention(
               ops.stream,

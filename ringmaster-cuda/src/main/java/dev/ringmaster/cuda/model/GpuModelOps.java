@@ -36,6 +36,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   private final GpuGqaAttention gqa;
   private final GpuMoe moe;
   private final TensorParallelOps tp; // null: one GPU, no collectives
+  private final GpuSparseAttention dsa; // null: no sparse attention
   private final KernelWeights.MoeWeights[] moeWeights;
   private StepProfiler profiler;
   private PrefillSegments segments;
@@ -49,6 +50,10 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   private long mlpOut;
   private long headInput;
   private int headRows;
+  private boolean sparse;
+  private int stepMaxContext;
+  private List<GpuSparseAttention.Run> stepRuns;
+  private boolean selectionMade;
 
   /**
    * The ops of a rank whose attention is {@code mla} or {@code gqa} (the other null) and whose MoE
@@ -64,7 +69,8 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
       GpuMlaAttention mla,
       GpuGqaAttention gqa,
       GpuMoe moe,
-      TensorParallelOps tp) {
+      TensorParallelOps tp,
+      GpuSparseAttention dsa) {
     this.cfg = cfg;
     this.model = DecoderModel.of(cfg);
     this.weights = weights;
@@ -76,6 +82,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     this.gqa = gqa;
     this.moe = moe;
     this.tp = tp;
+    this.dsa = dsa;
     List<LayerWeights<GpuTensor>> layers = weights.layers();
     moeWeights = new KernelWeights.MoeWeights[layers.size()];
     for (int l = 0; l < layers.size(); l++) {
@@ -108,6 +115,20 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     this.prefill = prefill;
   }
 
+  /**
+   * Whether the next {@link #forward} / {@link #decodeStep} calls attend sparsely (DeepSeek Sparse
+   * Attention: indexer scores, top-k and attention over the selection) or densely (every row's
+   * context is at most {@code index_topk}, where both are equal by definition; the indexer then
+   * only caches its keys). {@code maxContext}: the steps' longest context, or 0 where the host does
+   * not know it (captured decode steps). {@code runs}: a prefill chunk's runs of one sequence,
+   * whose indexer scores may take GEMMs (null: the CUDA-core score kernel for every token).
+   */
+  void useSparseAttention(boolean sparse, int maxContext, List<GpuSparseAttention.Run> runs) {
+    this.sparse = sparse;
+    this.stepMaxContext = maxContext;
+    this.stepRuns = runs;
+  }
+
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
   void beginProfile() {
     profiler = new StepProfiler(ops.stream);
@@ -138,6 +159,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     this.splits = splits;
     this.groupedExperts = groupedExperts;
     this.mlaFusedTokens = mlaFusedTokens;
+    selectionMade = false;
     model.layers(this, weights);
   }
 
@@ -274,15 +296,36 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
         mlaFusedTokens,
         segments,
         prefill,
+        null,
         this::mark);
   }
 
   @Override
   public void mlaSparseAttention(
       AttentionWeights.Mla<GpuTensor> w, IndexerWeights<GpuTensor> indexer, int layer) {
-    throw new UnsupportedOperationException(
-        "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa) has no GPU kernels yet;"
-            + " run these models with --device cpu");
+    if (indexer != null) {
+      dsa.index(ops, act, in, pool, indexer, layer, n, sparse, stepMaxContext, stepRuns);
+      selectionMade = true;
+      mark("dsa.indexer");
+    } else if (!selectionMade) {
+      throw new IllegalStateException(
+          "layer " + layer + " shares the indexer selection but no earlier layer made one");
+    }
+    mla.forward(
+        ops,
+        act,
+        in,
+        GpuTensor.vec(w.kvANorm()),
+        GpuTensor.mat(w.kvB()),
+        pool.layerPtr(layer),
+        pool.blockSize(),
+        n,
+        splits,
+        mlaFusedTokens,
+        sparse ? null : segments,
+        prefill,
+        sparse ? new GpuMlaAttention.Selection(dsa.selectionPtr(), dsa.topK()) : null,
+        this::mark);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.DsaKernels;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.QuantizationConfig;
 
@@ -9,8 +10,8 @@ final class GpuModelSupport {
 
   /**
    * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
-   * (their kernels are the CPU's only), DeepSeek Sparse Attention models (no indexer kernels yet)
-   * and GQA shapes its kernels cannot take.
+   * (their kernels are the CPU's only), indexer shapes its sparse attention kernels cannot take and
+   * GQA shapes its kernels cannot take.
    */
   static void check(ModelConfig cfg) {
     QuantizationConfig q = cfg.quantization();
@@ -34,13 +35,24 @@ final class GpuModelSupport {
               + "]: the GPU's FP8 kernels take 128x128 blocks only; use --device cpu");
     }
     if (cfg.architecture().usesSparseAttention()) {
-      throw new IllegalArgumentException(
-          cfg.architecture().modelType()
-              + " uses DeepSeek Sparse Attention, which runs on the CPU backend only;"
-              + " use --device cpu");
+      DsaKernels.checkIndexerShape(
+          cfg.sparseAttention().indexHeads(), cfg.sparseAttention().indexHeadDim());
     }
     if (!cfg.architecture().usesMla()) {
       GpuGqaAttention.checkShape(cfg);
+    }
+  }
+
+  /**
+   * Refuses what the tensor-parallel GPU path does not run beyond {@link #check}: DeepSeek Sparse
+   * Attention runs on one GPU only.
+   */
+  static void checkParallel(ModelConfig cfg) {
+    if (cfg.architecture().usesSparseAttention()) {
+      throw new IllegalArgumentException(
+          cfg.architecture().modelType()
+              + " uses DeepSeek Sparse Attention, which the GPU backend runs on one GPU only:"
+              + " use --tp-size 1 (and no --ep-size), or --device cpu for tensor parallelism");
     }
   }
 }

@@ -18,7 +18,9 @@ import java.util.Map;
  * @param activationBytes bytes of activation buffers and scratch (cuBLAS workspace included)
  * @param graphBytes device memory the captured graphs took, all sizes together
  * @param graphBytesPerSize graph memory per captured batch size, in capture order
- * @param kvBytes bytes of the KV cache pool
+ * @param kvBytes bytes of the KV cache pool (indexer keys included)
+ * @param indexerBytes of {@code kvBytes}, the bf16 indexer keys of DeepSeek Sparse Attention (0 for
+ *     other models)
  * @param kvTokens tokens the pool holds (whole blocks, the padding block excluded)
  * @param blockSize tokens per block
  * @param freeAfterBytes device memory still free once everything is allocated
@@ -32,6 +34,7 @@ public record MemoryPlan(
     long graphBytes,
     Map<Integer, Long> graphBytesPerSize,
     long kvBytes,
+    long indexerBytes,
     long kvTokens,
     int blockSize,
     long freeAfterBytes) {
@@ -115,6 +118,10 @@ public record MemoryPlan(
             kvBytes / GB,
             kvTokens,
             blockSize));
+    if (indexerBytes > 0) {
+      sb.append(
+          String.format(Locale.ROOT, "    of which indexer keys %8.2f GB%n", indexerBytes / GB));
+    }
     sb.append(String.format(Locale.ROOT, "  still free   %8.2f GB%n", freeAfterBytes / GB));
     return sb.toString();
   }
@@ -132,6 +139,7 @@ public record MemoryPlan(
     graphBytesPerSize.forEach((bs, bytes) -> per.put(Integer.toString(bs), round(bytes / 1e6)));
     m.put("cuda_graph_mb_per_bs", per);
     m.put("kv_cache_gb", round(kvBytes / GB));
+    m.put("kv_cache_indexer_gb", round(indexerBytes / GB));
     m.put("kv_cache_tokens", kvTokens);
     m.put("kv_block_size", blockSize);
     m.put("free_after_gb", round(freeAfterBytes / GB));

@@ -211,6 +211,7 @@ public final class TensorParallelCudaLm
               + " (DeepSeek-V2/V3): use --tp-size 1, or --device cpu");
     }
     GpuModelSupport.check(cfg);
+    GpuModelSupport.checkParallel(cfg);
     if (cfg.quantization().quantized()) {
       throw new IllegalArgumentException(
           "FP8 checkpoints ("

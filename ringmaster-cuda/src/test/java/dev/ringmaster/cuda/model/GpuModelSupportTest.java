@@ -32,14 +32,19 @@ class GpuModelSupportTest {
   }
 
   @Test
-  void sparseAttentionModelsAreRefusedNamingTheCpu() {
+  void sparseAttentionModelsRunOnOneGpuAndAreRefusedUnderTensorParallelism() {
     for (String name : new String[] {"deepseek_v32_dsa", "glm_moe_dsa_shared"}) {
-      assertThatThrownBy(() -> GpuModelSupport.check(config("golden", name)))
+      assertThatCode(() -> GpuModelSupport.check(config("golden", name)))
+          .as(name)
+          .doesNotThrowAnyException();
+      assertThatThrownBy(() -> GpuModelSupport.checkParallel(config("golden", name)))
           .as(name)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("DeepSeek Sparse Attention")
-          .hasMessageContaining("use --device cpu");
+          .hasMessageContaining("--tp-size 1");
     }
+    assertThatCode(() -> GpuModelSupport.checkParallel(config("golden", "deepseek_v3_bf16")))
+        .doesNotThrowAnyException();
   }
 
   @Test

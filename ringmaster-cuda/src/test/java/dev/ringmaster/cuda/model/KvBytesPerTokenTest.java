@@ -33,4 +33,21 @@ class KvBytesPerTokenTest {
     assertThat(BlockPool.bytesPerToken(v2Lite) * 2).isEqualTo(KvCache.bytesPerToken(v2Lite));
     assertThat(3_355_328L * BlockPool.bytesPerToken(v2Lite) / 1e9).isBetween(104.36, 104.37);
   }
+
+  @Test
+  void sparseAttentionModelsAlsoCountBf16IndexerKeysOfTheLayersWithAnIndexer() {
+    // GLM-5 shape: 78 layers of 576-value latent rows, every layer a full indexer of 128 dims.
+    ModelConfig glm5 = ModelConfigParser.parse(repoFile("configs/glm5.json"));
+    assertThat(BlockPool.indexerBytesPerToken(glm5)).isEqualTo(2L * 78 * 128);
+    assertThat(BlockPool.bytesPerToken(glm5)).isEqualTo(2L * 78 * (512 + 64) + 2L * 78 * 128);
+    // IndexCache: layers "full", "shared", "full": the shared layer stores no indexer key.
+    ModelConfig shared =
+        ModelConfigParser.parse(repoFile("fixtures/golden/glm_moe_dsa_shared/config.json"));
+    assertThat(BlockPool.indexedLayers(shared)).containsExactly(true, false, true);
+    assertThat(BlockPool.bytesPerToken(shared)).isEqualTo(2L * 3 * (16 + 8) + 2L * 2 * 16);
+    assertThat(
+            BlockPool.indexedLayers(
+                ModelConfigParser.parse(repoFile("configs/deepseek-v2-lite.json"))))
+        .isNull();
+  }
 }

@@ -1,0 +1,272 @@
+// DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's key norm, its scores
+// over the paged indexer-key cache, the top-k selection per query and MLA attention over the
+// selected positions only. docs/numerics.md gives the semantics the CPU reference implements.
+//
+// Indexer-key cache: bf16 [numBlocks, blockSize, dim] per indexed layer, paged by the same block
+// table as the latent cache (a position's key lives in the block its latent row does).
+// Selections: int [tokens, topK]; a row of context len <= topK lists 0 .. len-1, a longer one the
+// topK positions of the highest scores (ties: the earlier position); both ascending, then -1.
+#pragma once
+#include "common.cuh"
+
+constexpr int kIdxScoreThreads = 128;
+constexpr int kIdxTopkThreads = 1024;
+
+// x[t, :] = LayerNorm(x[t, :]) * gamma + beta, in place (transformers' nn.LayerNorm, biased
+// variance). Mapping: one block per row, threads over the dims.
+RM_KERNEL void rm_layernorm(float* x, const float* gamma, const float* beta, int dim, float eps) {
+  rm_pdl_prologue();
+  __shared__ float scratch[32];
+  float* row = x + static_cast<size_t>(blockIdx.x) * dim;
+  float s = 0.f;
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) s += row[d];
+  const float mean = block_sum(s, scratch) / dim;
+  float v = 0.f;
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) {
+    const float c = row[d] - mean;
+    v += c * c;
+  }
+  const float inv = 1.f / sqrtf(block_sum(v, scratch) / dim + eps);
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) row[d] = (row[d] - mean) * inv * gamma[d] + beta[d];
+}
+
+// scores[r, p] = sum_h (w[t, h] * headScale) * relu((q[t, h, :] . key[p]) * scale) for the query
+// token t = rowBase + r and every position p <= tokenPos[t] of its sequence (the rest of the row is
+// not written). q is [tokens, heads, dim] (rotated), w [tokens, heads], keys bf16 in the cache.
+// Mapping: grid (position blocks, rows), 128 threads; the block stages the row's queries and
+// weights in shared memory (heads * (dim + 1) floats, dynamic) and each thread scores positions
+// blockIdx.x * 128 + tid, striding by the grid, so a fixed grid (a graph's) covers any context.
+// dim % 8 == 0: each key row is read as 16-byte loads, once from DRAM and then from L1 per head.
+RM_KERNEL void rm_indexer_scores(float* scores, int ldScores, const float* q, const float* w,
+                                 const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
+                                 const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
+                                 int dim, int blockSize, float scale, float headScale) {
+  rm_pdl_prologue();
+  extern __shared__ float idxSmem[];
+  float* qs = idxSmem;
+  float* ws = idxSmem + heads * dim;
+  const int r = blockIdx.y, t = rowBase + r;
+  const float* qr = q + static_cast<size_t>(t) * heads * dim;
+  for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) qs[i] = qr[i];
+  for (int h = threadIdx.x; h < heads; h += blockDim.x) ws[h] = w[static_cast<size_t>(t) * heads + h] * headScale;
+  __syncthreads();
+  const int len = tokenPos[t] + 1;
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  float* out = scores + static_cast<size_t>(r) * ldScores;
+  for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < len; p += gridDim.x * blockDim.x) {
+    const uint16_t* kr =
+        keys + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * dim;
+    float sum = 0.f;
+    for (int h = 0; h < heads; h++) {
+      const float* qh = qs + h * dim;
+      float dot = 0.f;
+      for (int d = 0; d < dim; d += 8) {
+        float kf[8];
+        bf16x8_to_f32(*reinterpret_cast<const uint4*>(kr + d), kf);
+#pragma unroll
+        for (int j = 0; j < 8; j++) dot += qh[d + j] * kf[j];
+      }
+      sum += ws[h] * fmaxf(dot * scale, 0.f);
+    }
+    out[p] = sum;
+  }
+}
+
+// Order key of a score: smaller key = higher score (+0 and -0 equal), as the CPU's sort key.
+__device__ __forceinline__ uint32_t idx_desc_key(float s) {
+  const uint32_t b = __float_as_uint(s + 0.f);
+  const uint32_t asc = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return ~asc;
+}
+
+// Exclusive prefix sum over the block of each thread's v; *total gets the block's sum.
+// scratch: 32 ints. blockDim.x % 32 == 0.
+__device__ __forceinline__ int block_exclusive_scan(int v, int* scratch, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  __syncthreads();  // scratch may still be read by the previous scan
+  if (lane == 31) scratch[warp] = x;
+  __syncthreads();
+  int before = 0, all = 0;
+  for (int i = 0; i < warps; i++) {
+    const int s = scratch[i];
+    if (i < warp) before += s;
+    all += s;
+  }
+  *total = all;
+  return before + x - v;
+}
+
+// sel[t, 0:topK] for the query token t = rowBase + r (row r of scores, positions 0 .. tokenPos[t]):
+// the topK highest scores' positions, ties to the earlier position, ascending; a context of at
+// most topK positions lists them all. Unused entries are -1.
+// Mapping: one block of 1024 threads per row. A radix select on the 32-bit order keys (four passes
+// of 8 bits, histograms in shared memory) finds the topK-th key T and how many keys equal to T
+// are taken; one ordered pass over the positions then writes every key < T and the first of the
+// keys == T, with block-wide prefix sums giving each its output slot, so the result is the
+// CPU's set in ascending order, independent of scheduling.
+RM_KERNEL void rm_indexer_topk(int* sel, int topK, const float* scores, int ldScores,
+                               const int* tokenPos, int rowBase) {
+  rm_pdl_prologue();
+  __shared__ int hist[256];
+  __shared__ int scratch[32];
+  __shared__ uint32_t sPrefix;
+  __shared__ int sRemaining;
+  const int r = blockIdx.x, t = rowBase + r;
+  const int len = tokenPos[t] + 1;
+  int* out = sel + static_cast<size_t>(t) * topK;
+  if (len <= topK) {
+    for (int i = threadIdx.x; i < topK; i += blockDim.x) out[i] = i < len ? i : -1;
+    return;
+  }
+  const float* row = scores + static_cast<size_t>(r) * ldScores;
+  uint32_t prefix = 0, mask = 0;
+  int remaining = topK;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < len; p += blockDim.x) {
+      const uint32_t k = idx_desc_key(row[p]);
+      if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int cum = 0, b = 0;
+      while (cum + hist[b] < remaining) cum += hist[b++];
+      sPrefix = prefix | (static_cast<uint32_t>(b) << shift);
+      sRemaining = remaining - cum;
+    }
+    __syncthreads();
+    prefix = sPrefix;
+    remaining = sRemaining;
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+  // prefix is the topK-th smallest key; `remaining` of the keys equal to it are taken.
+  int written = 0, equalSeen = 0;
+  for (int p0 = 0; p0 < len; p0 += blockDim.x) {
+    const int p = p0 + threadIdx.x;
+    const uint32_t k = p < len ? idx_desc_key(row[p]) : 0xffffffffu;
+    const bool less = p < len && k < prefix;
+    const bool equal = p < len && k == prefix;
+    int equals;
+    const int eqBefore = block_exclusive_scan(equal ? 1 : 0, scratch, &equals);
+    const bool take = less || (equal && equalSeen + eqBefore < remaining);
+    int taken;
+    const int slot = block_exclusive_scan(take ? 1 : 0, scratch, &taken);
+    if (take) out[written + slot] = p;
+    written += taken;
+    equalSeen += equals;
+  }
+  for (int i = written + threadIdx.x; i < topK; i += blockDim.x) out[i] = -1;
+}
+
+constexpr int kSparseMaxPerLane = 20;  // D <= 640
+constexpr int kSparseWarps = 8;
+
+// rm_mla_decode_split over a selection: query token t (tokenList[z], or z) attends to the
+// positions sel[t, 0:count) (count = min(tokenPos[t] + 1, topK)) of its sequence; split s covers
+// entries [s*chunk, min((s+1)*chunk, count)) of that list, chunk = ceil(count / splits). Partials
+// as rm_mla_decode_split writes them (rm_mla_combine merges them).
+// Mapping: grid (ceil(heads / 8), splits, tokens), 8 warps per block, one warp per head; lane l
+// holds dims l, l+32, ... of the absorbed query and of its context accumulator.
+RM_KERNEL void rm_mla_sparse_split(float* pCtx, float* pMax, float* pSum, const float* q,
+                                   const uint16_t* cache, const int* blockTable,
+                                   int maxBlocksPerSeq, const int* tokenSeq, const int* tokenPos,
+                                   const int* sel, int topK, const int* tokenList, int heads,
+                                   int kvLora, int ropeDim, int blockSize, int splits, float scale) {
+  rm_pdl_prologue();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int h = blockIdx.x * kSparseWarps + warp, s = blockIdx.y;
+  const int t = tokenList != nullptr ? tokenList[blockIdx.z] : blockIdx.z;
+  if (h >= heads) return;
+  const int D = kvLora + ropeDim;
+  const int count = min(tokenPos[t] + 1, topK);
+  const int chunk = (count + splits - 1) / splits;
+  const int begin = s * chunk, end = min(count, begin + chunk);
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  const int* list = sel + static_cast<size_t>(t) * topK;
+  const float* qr = q + (static_cast<size_t>(t) * heads + h) * D;
+  float qv[kSparseMaxPerLane], acc[kSparseMaxPerLane];
+#pragma unroll
+  for (int j = 0; j < kSparseMaxPerLane; j++) {
+    const int d = lane + 32 * j;
+    qv[j] = d < D ? qr[d] : 0.f;
+    acc[j] = 0.f;
+  }
+  float m = -INFINITY, l = 0.f;
+  for (int i = begin; i < end; i++) {
+    const int p = list[i];
+    const uint16_t* kr =
+        cache + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * D;
+    float kv[kSparseMaxPerLane];
+    float dot = 0.f;
+#pragma unroll
+    for (int j = 0; j < kSparseMaxPerLane; j++) {
+      const int d = lane + 32 * j;
+      kv[j] = d < D ? bf16_bits_to_f32(kr[d]) : 0.f;
+      dot += qv[j] * kv[j];
+    }
+    dot = warp_sum(dot);
+    const float sc = dot * scale;
+    const float mNew = fmaxf(m, sc);
+    const float corr = expf(m - mNew);
+    const float e = expf(sc - mNew);
+    l = l * corr + e;
+#pragma unroll
+    for (int j = 0; j < kSparseMaxPerLane; j++) {
+      if (lane + 32 * j < kvLora) acc[j] = acc[j] * corr + e * kv[j];
+    }
+    m = mNew;
+  }
+  const size_t part = (static_cast<size_t>(t) * heads + h) * splits + s;
+  if (lane == 0) {
+    pMax[part] = m;
+    pSum[part] = l;
+  }
+  float* pc = pCtx + part * kvLora;
+#pragma unroll
+  for (int j = 0; j < kSparseMaxPerLane; j++) {
+    const int d = lane + 32 * j;
+    if (d < kvLora) pc[d] = acc[j];
+  }
+}
+
+// The prefill form of rm_indexer_scores, after a GEMM: S [rows * heads, ctx] (f32, row r * heads + h
+// holds q[t, h] . key[p] for the query token t = rowBase + r and positions p < ctx of its sequence)
+// reduced to scores[r, p] = sum_h (w[t, h] * headScale) * relu(S[r * heads + h, p] * scale) for
+// p <= tokenPos[t] (the rest of the row is not written), heads in order as the CUDA-core kernel.
+// Mapping: grid (ceil(ctx / 256), rows), a thread per position: coalesced reads of S.
+RM_KERNEL void rm_indexer_reduce(float* scores, int ldScores, const float* S, int ctx,
+                                 const float* w, const int* tokenPos, int rowBase, int heads,
+                                 float scale, float headScale) {
+  rm_pdl_prologue();
+  const int r = blockIdx.y, t = rowBase + r;
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p > tokenPos[t] || p >= ctx) return;
+  const float* wr = w + static_cast<size_t>(t) * heads;
+  const float* sr = S + static_cast<size_t>(r) * heads * ctx + p;
+  float sum = 0.f;
+  for (int h = 0; h < heads; h++) {
+    sum += (wr[h] * headScale) * fmaxf(sr[static_cast<size_t>(h) * ctx] * scale, 0.f);
+  }
+  scores[static_cast<size_t>(r) * ldScores + p] = sum;
+}
+
+// x (f32) as the sum of two bf16 parts: hi = bf16(x), lo = bf16(x - hi). A product with hi and lo
+// accumulated in f32 carries about 16 significant bits of x instead of 8, so the prefill GEMMs of
+// rm_indexer_reduce's input score nearly as the f32 CUDA-core kernel does.
+// Mapping: a thread per element.
+RM_KERNEL void rm_bf16_split(uint16_t* hi, uint16_t* lo, const float* x, long long n) {
+  rm_pdl_prologue();
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint16_t h = f32_to_bf16_bits(x[i]);
+  hi[i] = h;
+  lo[i] = f32_to_bf16_bits(x[i] - bf16_bits_to_f32(h));
+}

@@ -1,0 +1,293 @@
+package dev.ringmaster.cuda.model;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.DsaKernels;
+import dev.ringmaster.model.arch.RopeTable;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.SparseAttentionConfig;
+import dev.ringmaster.model.ops.IndexerWeights;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The GPU's lightning indexer (DeepSeek Sparse Attention), the CPU's {@code CpuIndexer} on the
+ * device: indexer queries from the normalised query LoRA, one key from the attention input
+ * (LayerNorm, eps 1e-6), both rotated on their first {@code qk_rope_head_dim} dims in the indexer's
+ * layout, the key appended to the paged indexer-key cache; then, for a step that attends sparsely,
+ * every query's scores over its sequence's cached keys and its top-{@code index_topk} selection
+ * into {@link #selectionPtr} ({@code [tokens, index_topk]}, which shared layers reuse).
+ *
+ * <p>Scores are computed in groups of query rows that fit a fixed scratch of {@code scoreRows} rows
+ * of {@code scoreStride} positions (the longest context the block table allows): a decode step of
+ * up to {@code scoreRows} rows is one group at that stride, as its graph captures it; a prefill
+ * chunk uses its longest context as the stride, so more rows share one group. In a prefill chunk,
+ * runs of at least {@link #GEMM_MIN_ROWS} tokens of one sequence compute their query-key dot
+ * products as cuBLAS GEMMs over the sequence's gathered keys on tensor cores (the queries as two
+ * bf16 parts, high and residual, whose products are accumulated: about 16 bits of the f32 query, so
+ * near-ties select as the CUDA-core kernel does), in tiles of rows whose products fit a fixed
+ * scratch, then reduce them to scores. GPU thread only.
+ */
+final class GpuSparseAttention implements AutoCloseable {
+  /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
+  private static final float K_NORM_EPS = 1e-6f;
+
+  /** Fewest tokens of one sequence in a prefill chunk whose scores take the GEMM path. */
+  static final int GEMM_MIN_ROWS = 16;
+
+  /** Bytes of the GEMM path's f32 product tile (at least one row of every head at full context). */
+  private static final long PRODUCT_BYTES = 256L << 20;
+
+  /**
+   * Consecutive tokens {@code first .. first+count-1} of a prefill chunk that belong to sequence
+   * {@code seq} (its block-table row), at positions {@code firstPos ..}.
+   */
+  record Run(int seq, int first, int count, int firstPos) {}
+
+  private final int heads;
+  private final int dim;
+  private final int topK;
+  private final int ropeDim;
+  private final float scoreScale;
+  private final float headScale;
+  private final float ropeScaling;
+  private final boolean interleaved;
+  private final int scoreRows;
+  private final long scoreStride;
+  private final int sms;
+  private final DeviceBuffer q;
+  private final DeviceBuffer k;
+  private final DeviceBuffer w;
+  private final DeviceBuffer scores;
+  private final DeviceBuffer selection;
+  private final DeviceBuffer gatheredKeys; // bf16 [maxContext, dim]
+  private final DeviceBuffer queriesBf16; // bf16 [maxTokens, heads, dim]: high parts
+  private final DeviceBuffer queriesLow; // bf16 [maxTokens, heads, dim]: residuals
+  private final DeviceBuffer products; // f32 tile [rows * heads, ctx]
+
+  /**
+   * Buffers for steps of up to {@code maxTokens} tokens and decode steps of up to {@code scoreRows}
+   * rows over contexts of up to {@code maxContext} positions.
+   */
+  GpuSparseAttention(
+      ModelConfig cfg, RopeTable rope, int maxTokens, int scoreRows, long maxContext, int sms) {
+    SparseAttentionConfig dsa = cfg.sparseAttention();
+    heads = dsa.indexHeads();
+    dim = dsa.indexHeadDim();
+    topK = dsa.topK();
+    DsaKernels.checkIndexerShape(heads, dim);
+    ropeDim = cfg.qkRopeHeadDim();
+    scoreScale = (float) (1.0 / Math.sqrt(dim));
+    headScale = (float) (1.0 / Math.sqrt(heads));
+    ropeScaling = rope.attentionScaling();
+    interleaved = dsa.ropeInterleaved();
+    this.scoreRows = Math.max(scoreRows, 1);
+    this.scoreStride = (maxContext + 3) & ~3L;
+    this.sms = sms;
+    q = DeviceBuffer.allocate(4L * maxTokens * heads * dim);
+    k = DeviceBuffer.allocate(4L * maxTokens * dim);
+    w = DeviceBuffer.allocate(4L * maxTokens * heads);
+    scores = DeviceBuffer.allocate(4L * this.scoreRows * scoreStride);
+    selection = DeviceBuffer.allocate(4L * maxTokens * topK);
+    gatheredKeys = DeviceBuffer.allocate(2L * scoreStride * dim);
+    queriesBf16 = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
+    queriesLow = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
+    products = DeviceBuffer.allocate(Math.max(PRODUCT_BYTES, 4L * heads * scoreStride));
+  }
+
+  /** The runs of consecutive tokens of one sequence among a chunk's {@code n} tokens. */
+  static List<Run> runs(int[] seq, int[] pos, int n) {
+    List<Run> out = new ArrayList<>();
+    int start = 0;
+    for (int i = 1; i <= n; i++) {
+      if (i == n || seq[i] != seq[start] || pos[i] != pos[i - 1] + 1) {
+        out.add(new Run(seq[start], start, i - start, pos[start]));
+        start = i;
+      }
+    }
+    return out;
+  }
+
+  /** Positions each query attends to ({@code index_topk}). */
+  int topK() {
+    return topK;
+  }
+
+  /** The selections {@code [tokens, index_topk]} (int) of the last {@link #index} that selected. */
+  long selectionPtr() {
+    return selection.ptr();
+  }
+
+  /**
+   * Runs layer {@code layer}'s indexer for the step's {@code n} tokens: caches their keys and, when
+   * {@code select}, writes every token's selection. {@code maxLen}: the step's longest context, or
+   * 0 where it is not known on the host (a captured decode step). {@code runs}: the chunk's runs of
+   * one sequence (null: score every token with the CUDA-core kernel).
+   */
+  void index(
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      BlockPool pool,
+      IndexerWeights<GpuTensor> iw,
+      int layer,
+      int n,
+      boolean select,
+      int maxLen,
+      List<Run> runs) {
+    DsaKernels dsa = ops.kernels.dsa();
+    ops.linear(q.ptr(), act.qa.ptr(), GpuTensor.mat(iw.wqB()), n);
+    ops.linear(k.ptr(), act.normed.ptr(), GpuTensor.mat(iw.wk()), n);
+    ops.linear(w.ptr(), act.normed.ptr(), GpuTensor.mat(iw.weightsProj()), n);
+    dsa.layerNorm(
+        ops.stream,
+        k.ptr(),
+        GpuTensor.vec(iw.kNormWeight()),
+        GpuTensor.vec(iw.kNormBias()),
+        n,
+        dim,
+        K_NORM_EPS);
+    long invFreq = act.invFreq.ptr();
+    long pos = in.positions.ptr();
+    ops.kernels.rope(
+        ops.stream,
+        q.ptr(),
+        heads * dim,
+        dim,
+        0,
+        pos,
+        invFreq,
+        n,
+        heads,
+        ropeDim,
+        ropeScaling,
+        interleaved);
+    ops.kernels.rope(
+        ops.stream, k.ptr(), dim, 0, 0, pos, invFreq, n, 1, ropeDim, ropeScaling, interleaved);
+    long keys = pool.indexKeysPtr(layer);
+    ops.kernels.mla().mlaCacheAppend(ops.stream, keys, k.ptr(), dim, in.slots.ptr(), n, dim);
+    if (!select) {
+      return;
+    }
+    long ld = maxLen > 0 ? (maxLen + 3) & ~3L : scoreStride;
+    int group = (int) Math.max(1, Math.min(n, (long) scoreRows * scoreStride / ld));
+    if (runs == null) {
+      scoreRows(ops, in, pool, keys, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
+      return;
+    }
+    for (Run run : runs) {
+      int ctx = run.firstPos() + run.count();
+      if (run.count() >= GEMM_MIN_ROWS) {
+        gemmScores(ops, in, pool, keys, run, ctx, group, (int) ld);
+      } else {
+        scoreRows(ops, in, pool, keys, run.first(), run.count(), group, (int) ld, ctx);
+      }
+    }
+  }
+
+  /**
+   * Scores (CUDA-core kernel) and selections of tokens {@code first .. first+count-1} in groups of
+   * {@code group} rows of stride {@code ld}, contexts at most {@code contextBound}.
+   */
+  private void scoreRows(
+      GpuOps ops,
+      StepInputs in,
+      BlockPool pool,
+      long keys,
+      int first,
+      int count,
+      int group,
+      int ld,
+      long contextBound) {
+    DsaKernels dsa = ops.kernels.dsa();
+    long pos = in.positions.ptr();
+    for (int r0 = first; r0 < first + count; r0 += group) {
+      int rows = Math.min(group, first + count - r0);
+      dsa.scores(
+          ops.stream,
+          scores.ptr(),
+          ld,
+          q.ptr(),
+          w.ptr(),
+          keys,
+          in.blockTable.ptr(),
+          in.maxBlocksPerSeq,
+          in.tokenSeq.ptr(),
+          pos,
+          r0,
+          rows,
+          heads,
+          dim,
+          pool.blockSize(),
+          scoreScale,
+          headScale,
+          DsaKernels.scoreBlocks(rows, contextBound, sms));
+      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
+    }
+  }
+
+  /**
+   * Scores and selections of one run through GEMMs: the sequence's keys {@code 0 .. ctx-1} gathered
+   * once, then tiles of rows: bf16 queries times the keys into {@code products}, reduced to scores,
+   * top-k.
+   */
+  private void gemmScores(
+      GpuOps ops, StepInputs in, BlockPool pool, long keys, Run run, int ctx, int group, int ld) {
+    DsaKernels dsa = ops.kernels.dsa();
+    long pos = in.positions.ptr();
+    long table = in.blockTable.ptr() + 4L * run.seq() * in.maxBlocksPerSeq;
+    ops.kernels
+        .mla()
+        .mlaGatherContext(ops.stream, gatheredKeys.ptr(), keys, table, ctx, dim, pool.blockSize());
+    long qf = q.ptr() + 4L * run.first() * heads * dim;
+    long offset = 2L * run.first() * heads * dim;
+    dsa.splitBf16(
+        ops.stream,
+        queriesBf16.ptr() + offset,
+        queriesLow.ptr() + offset,
+        qf,
+        (long) run.count() * heads * dim);
+    int tile = (int) Math.max(1, Math.min(group, products.bytes() / (4L * heads * ctx)));
+    for (int r0 = run.first(); r0 < run.first() + run.count(); r0 += tile) {
+      int rows = Math.min(tile, run.first() + run.count() - r0);
+      long tileOffset = 2L * r0 * heads * dim;
+      long k0 = gatheredKeys.ptr();
+      ops.blas()
+          .linear(
+              products.ptr(), queriesBf16.ptr() + tileOffset, k0, rows * heads, ctx, dim, false);
+      ops.blas()
+          .linear(products.ptr(), queriesLow.ptr() + tileOffset, k0, rows * heads, ctx, dim, true);
+      dsa.reduceScores(
+          ops.stream,
+          scores.ptr(),
+          ld,
+          products.ptr(),
+          ctx,
+          w.ptr(),
+          pos,
+          r0,
+          rows,
+          heads,
+          scoreScale,
+          headScale);
+      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
+    }
+  }
+
+  /** Bytes of device memory held. */
+  long bytes() {
+    return q.bytes()
+        + k.bytes()
+        + w.bytes()
+        + scores.bytes()
+        + selection.bytes()
+        + gatheredKeys.bytes()
+        + queriesBf16.bytes()
+        + queriesLow.bytes()
+        + products.bytes();
+  }
+
+  @Override
+  public void close() {
+    Resources.closeAll(q, k, w, scores, selection, gatheredKeys, queriesBf16, queriesLow, products);
+  }
+}

@@ -1,0 +1,270 @@
+package dev.ringmaster.cuda.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.testing.Compare;
+import dev.ringmaster.cuda.testing.Gpu;
+import dev.ringmaster.cuda.testing.Rand;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The DeepSeek Sparse Attention kernels against plain Java references on random paged caches
+ * (blocks in shuffled order): indexer scores (f32 to rounding), the top-k sets (exactly the CPU's
+ * rule, ties included: a third of the keys repeat an earlier key, so equal scores are common) and
+ * absorbed MLA attention over the selected positions (the dense reference over just those rows).
+ * Query rows are the last position of each sequence and a few earlier ones, so contexts below, at
+ * and above {@code topK} meet in one launch; lengths are not multiples of the block size.
+ */
+@Tag("gpu")
+class DsaKernelsGpuTest {
+  @ParameterizedTest
+  @CsvSource({
+    // index heads, index dim, topK, block size, sequence lengths (;-separated), MLA splits
+    "4,16,8,16,1;8;9;37,2",
+    "8,64,64,16,1000;64;65;3,4",
+    "32,128,2048,64,3000;2048;2049;100,8",
+    "64,128,2048,64,5001,16",
+    "32,128,16,64,130000,32"
+  })
+  void scoresTopKAndSparseAttentionMatchTheReference(
+      int heads, int dim, int topK, int blockSize, String lengths, int splits) {
+    Rand r = new Rand();
+    int[] lens = Arrays.stream(lengths.split(";")).mapToInt(Integer::parseInt).toArray();
+    int seqs = lens.length;
+    int maxBlocks = 0;
+    int totalBlocks = 0;
+    for (int len : lens) {
+      maxBlocks = Math.max(maxBlocks, (len + blockSize - 1) / blockSize);
+      totalBlocks += (len + blockSize - 1) / blockSize;
+    }
+    int pool = totalBlocks + 2;
+    List<Integer> free = new ArrayList<>();
+    for (int b = 0; b < pool; b++) {
+      free.add(b);
+    }
+    Collections.shuffle(free, new java.util.Random(r.seed()));
+    int[] table = new int[seqs * maxBlocks];
+    int next = 0;
+    for (int s = 0; s < seqs; s++) {
+      for (int b = 0; b < (lens[s] + blockSize - 1) / blockSize; b++) {
+        table[s * maxBlocks + b] = free.get(next++);
+      }
+    }
+    // Indexer keys (bf16) and MLA latent rows (bf16) of every position, written in place.
+    int lora = 64;
+    int ropeDim = 16;
+    int mlaHeads = 3;
+    int nope = 16;
+    int vDim = 24;
+    int d = lora + ropeDim;
+    short[] keyCache = new short[pool * blockSize * dim];
+    short[] latentCache = new short[pool * blockSize * d];
+    float[][][] keys = new float[seqs][][];
+    float[][][] latents = new float[seqs][][];
+    for (int s = 0; s < seqs; s++) {
+      keys[s] = new float[lens[s]][];
+      latents[s] = new float[lens[s]][];
+      for (int p = 0; p < lens[s]; p++) {
+        int slot = table[s * maxBlocks + p / blockSize] * blockSize + p % blockSize;
+        boolean repeat = p > 0 && r.nextInt(3) == 0;
+        Rand.Bf16 k = repeat ? Rand.Bf16.of(keys[s][r.nextInt(p)]) : r.bf16(dim, 1f);
+        keys[s][p] = k.values();
+        System.arraycopy(k.bits(), 0, keyCache, slot * dim, dim);
+        Rand.Bf16 l = r.bf16(d, 1f);
+        latents[s][p] = l.values();
+        System.arraycopy(l.bits(), 0, latentCache, slot * d, d);
+      }
+    }
+    List<int[]> queries = new ArrayList<>();
+    java.util.Set<Long> seen = new java.util.HashSet<>();
+    for (int s = 0; s < seqs; s++) {
+      for (int p : new int[] {lens[s] - 1, lens[s] / 2, Math.min(lens[s] - 1, topK)}) {
+        if (seen.add((long) s << 32 | p)) {
+          queries.add(new int[] {s, p});
+        }
+      }
+    }
+    int t = queries.size();
+    int[] tokenSeq = queries.stream().mapToInt(q -> q[0]).toArray();
+    int[] tokenPos = queries.stream().mapToInt(q -> q[1]).toArray();
+    float[] q = r.uniform(t * heads * dim, 1f);
+    float[] w = r.uniform(t * heads, 1f);
+    float scale = (float) (1.0 / Math.sqrt(dim));
+    float headScale = (float) (1.0 / Math.sqrt(heads));
+    int maxLen = Arrays.stream(lens).max().orElseThrow();
+    int ld = (maxLen + 3) & ~3;
+    float[] mlaQ = r.uniform(t * mlaHeads * (nope + ropeDim), 1f);
+    Rand.Bf16 kvB = r.bf16(mlaHeads * (nope + vDim) * lora, 0.1f);
+    float mlaScale = (float) (1.0 / Math.sqrt(nope + ropeDim));
+    int maxBlocksF = maxBlocks;
+    float[][] gotScores = new float[1][];
+    int[][] gotSel = new int[1][];
+    float[][] gotAttn = new float[1][];
+    Gpu.run(
+        s -> {
+          var k = Gpu.kernels();
+          DeviceBuffer scores = s.poisoned((long) t * ld);
+          DeviceBuffer sel = s.alloc(4L * t * topK);
+          DeviceBuffer tablePtr = s.i32(table);
+          DeviceBuffer seqPtr = s.i32(tokenSeq);
+          DeviceBuffer posPtr = s.i32(tokenPos);
+          k.dsa()
+              .scores(
+                  s.stream(),
+                  scores.ptr(),
+                  ld,
+                  s.f32(q).ptr(),
+                  s.f32(w).ptr(),
+                  s.bf16(keyCache).ptr(),
+                  tablePtr.ptr(),
+                  maxBlocksF,
+                  seqPtr.ptr(),
+                  posPtr.ptr(),
+                  0,
+                  t,
+                  heads,
+                  dim,
+                  blockSize,
+                  scale,
+                  headScale,
+                  DsaKernels.scoreBlocks(t, maxLen, 132));
+          k.dsa().topK(s.stream(), sel.ptr(), topK, scores.ptr(), ld, posPtr.ptr(), 0, t);
+          gotScores[0] = s.read(scores, t * ld);
+          gotSel[0] = s.readInts(sel, t * topK);
+          try (MlaWorkspace ws = new MlaWorkspace(t, splits, mlaHeads, lora, ropeDim)) {
+            ws.partialCtx.poison(s.stream());
+            ws.ctx.poison(s.stream());
+            DeviceBuffer out = s.poisoned((long) t * mlaHeads * vDim);
+            k.dsa()
+                .sparseMlaAttention(
+                    s.stream(),
+                    ws,
+                    out.ptr(),
+                    s.f32(mlaQ).ptr(),
+                    s.bf16(kvB.bits()).ptr(),
+                    s.bf16(latentCache).ptr(),
+                    tablePtr.ptr(),
+                    maxBlocksF,
+                    seqPtr.ptr(),
+                    posPtr.ptr(),
+                    sel.ptr(),
+                    topK,
+                    t,
+                    mlaHeads,
+                    nope,
+                    ropeDim,
+                    vDim,
+                    lora,
+                    blockSize,
+                    splits,
+                    mlaScale);
+            gotAttn[0] = s.read(out, t * mlaHeads * vDim);
+          }
+        });
+    float[][][] selectedRows = new float[t][][];
+    for (int i = 0; i < t; i++) {
+      int len = tokenPos[i] + 1;
+      float[] want = scores(q, w, keys[tokenSeq[i]], i, len, heads, dim, scale, headScale);
+      float[] got = Arrays.copyOfRange(gotScores[0], i * ld, i * ld + len);
+      Compare.assertClose(
+          "scores of query " + i + " (context " + len + ", seed " + r.seed() + ")",
+          got,
+          want,
+          1e-4);
+      // The selection is checked on the GPU's own scores: the tie rule decides exactly there.
+      int[] wantSel = topK(got, topK);
+      int[] sel = Arrays.copyOfRange(gotSel[0], i * topK, (i + 1) * topK);
+      int count = Math.min(len, topK);
+      assertThat(Arrays.copyOf(sel, count))
+          .as("selection of query %d (context %d, topK %d, seed %d)", i, len, topK, r.seed())
+          .containsExactly(wantSel);
+      for (int j = count; j < topK; j++) {
+        assertThat(sel[j]).as("unused entry %d of query %d", j, i).isEqualTo(-1);
+      }
+      selectedRows[i] = new float[count][];
+      for (int j = 0; j < count; j++) {
+        selectedRows[i][j] = latents[tokenSeq[i]][wantSel[j]];
+      }
+    }
+    // Sparse attention = dense attention over the selected rows alone (query i as sequence i).
+    int[] ownSeq = new int[t];
+    int[] lastPos = new int[t];
+    for (int i = 0; i < t; i++) {
+      ownSeq[i] = i;
+      lastPos[i] = selectedRows[i].length - 1;
+    }
+    float[] wantAttn =
+        MlaGpuTest.reference(
+            mlaQ,
+            kvB.values(),
+            selectedRows,
+            ownSeq,
+            lastPos,
+            mlaHeads,
+            nope,
+            ropeDim,
+            vDim,
+            lora,
+            mlaScale);
+    Compare.assertClose("sparse MLA attention (seed " + r.seed() + ")", gotAttn[0], wantAttn, 1e-4);
+  }
+
+  /** The CPU indexer's score of query {@code i} against positions {@code 0 .. len-1}. */
+  private static float[] scores(
+      float[] q,
+      float[] w,
+      float[][] keys,
+      int i,
+      int len,
+      int heads,
+      int dim,
+      float scale,
+      float headScale) {
+    float[] out = new float[len];
+    for (int p = 0; p < len; p++) {
+      float sum = 0;
+      for (int h = 0; h < heads; h++) {
+        float dot = 0;
+        for (int c = 0; c < dim; c++) {
+          dot += q[(i * heads + h) * dim + c] * keys[p][c];
+        }
+        sum += w[i * heads + h] * headScale * Math.max(dot * scale, 0f);
+      }
+      out[p] = sum;
+    }
+    return out;
+  }
+
+  /**
+   * The CPU's rule: the k highest scores, ties to the earlier position, ascending; all if fewer.
+   */
+  private static int[] topK(float[] scores, int k) {
+    int n = scores.length;
+    if (n <= k) {
+      int[] all = new int[n];
+      Arrays.setAll(all, p -> p);
+      return all;
+    }
+    Integer[] order = new Integer[n];
+    Arrays.setAll(order, p -> p);
+    Arrays.sort(
+        order,
+        (a, b) -> {
+          int c = Float.compare(scores[b] + 0f, scores[a] + 0f);
+          return c != 0 ? c : Integer.compare(a, b);
+        });
+    int[] out = new int[k];
+    for (int j = 0; j < k; j++) {
+      out[j] = order[j];
+    }
+    Arrays.sort(out);
+    return out;
+  }
+}
