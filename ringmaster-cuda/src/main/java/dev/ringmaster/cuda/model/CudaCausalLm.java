@@ -254,25 +254,20 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth)
             + blockSize * BlockPool.indexerBytesPerToken(cfg);
     long graphReserve =
-        64L
-            * (1 << 20)
-            * (sizes.size()
-                + (sparseAttention
-                    ? sizes.size()
-                    : sizes.stream().filter(b -> b <= mlaFusedTokens).count()));
-    long free = CudaDriverAccess.memoryInfo()[0];
-    long budget = MemoryPlan.kvBudget(total, fraction, weights.bytes, free, graphReserve);
-    long blocks = budget / bytesPerBlock;
-    if (options.maxTotalTokens() != null) {
-      blocks = Math.min(blocks, (options.maxTotalTokens() + blockSize - 1) / blockSize + 1L);
-    }
-    if (blocks < 2) {
-      throw new IllegalStateException(
-          String.format(
-              "no GPU memory left for the KV cache: %.2f GB total, weights %.2f GB, %.2f GB free;"
-                  + " raise --mem-fraction-static or lower --chunked-prefill-size",
-              total / 1e9, weights.bytes / 1e9, free / 1e9));
-    }
+        MemoryPlan.graphReserve(
+            sparseAttention
+                ? 2L * sizes.size()
+                : sizes.size() + sizes.stream().filter(b -> b <= mlaFusedTokens).count());
+    long blocks =
+        MemoryPlan.kvBlocks(
+            total,
+            fraction,
+            weights.bytes,
+            CudaDriverAccess.memoryInfo()[0],
+            graphReserve,
+            bytesPerBlock,
+            blockSize,
+            options.maxTotalTokens());
     // The block table is a fixed [rows, width] buffer; its width bounds one sequence's length.
     long maxContext = Math.min(cfg.maxPositionEmbeddings(), (blocks - 1) * blockSize);
     int maxBlocksPerSeq = (int) ((maxContext + blockSize - 1) / blockSize);

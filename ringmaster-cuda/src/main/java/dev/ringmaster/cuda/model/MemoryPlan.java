@@ -93,6 +93,39 @@ public record MemoryPlan(
     return Math.min(byFraction, byFree);
   }
 
+  /** Memory held back for {@code graphs} captured decode graphs (64 MiB each). */
+  static long graphReserve(long graphs) {
+    return 64L * (1 << 20) * graphs;
+  }
+
+  /**
+   * KV cache blocks of {@code bytesPerBlock} that fit {@link #kvBudget}, at most enough for {@code
+   * maxTotalTokens} (null: no cap) plus the padding block; refuses fewer than two with what to do.
+   */
+  static long kvBlocks(
+      long totalBytes,
+      double fraction,
+      long weightBytes,
+      long freeNow,
+      long graphReserve,
+      long bytesPerBlock,
+      int blockSize,
+      Integer maxTotalTokens) {
+    long blocks =
+        kvBudget(totalBytes, fraction, weightBytes, freeNow, graphReserve) / bytesPerBlock;
+    if (maxTotalTokens != null) {
+      blocks = Math.min(blocks, (maxTotalTokens + blockSize - 1) / blockSize + 1L);
+    }
+    if (blocks < 2) {
+      throw new IllegalStateException(
+          String.format(
+              "no GPU memory left for the KV cache: %.2f GB total, weights %.2f GB, %.2f GB free;"
+                  + " raise --mem-fraction-static or lower --chunked-prefill-size",
+              totalBytes / 1e9, weightBytes / 1e9, freeNow / 1e9));
+    }
+    return blocks;
+  }
+
   /** The breakdown as printed at start-up. */
   public String describe() {
     StringBuilder sb = new StringBuilder();
