@@ -30,9 +30,9 @@
 // buffers. Where K % 16 != 0 (rows not 16-byte aligned) each 16-byte load is two 8-byte ones.
 //
 // Pass sizes: the 32-token kernels keep 4 token tiles of accumulators and partial accumulators
-// (2 blocks per SM on sm_90 by registers); the 8-token *mma8 kernels keep one tile, which leaves
-// registers for 3 blocks per SM, i.e. half as many bytes again in flight per SM, for decode batches
-// whose experts get a few tokens each (MoeKernels picks by pairs per expert).
+// (238-248 registers on sm_90: 2 blocks per SM); the 8-token *mma8 kernels keep one tile, which
+// fits 128 registers (4 blocks per SM, no spills), i.e. twice the bytes in flight per SM, for decode
+// batches whose experts get a few tokens each (MoeKernels picks by pairs per expert).
 //
 // Determinism: a pair's result is the same mma sequence (per 128-k block: zeroed partials, the
 // block's mmas in k order, then one fma by the scale) whichever kernel, pass or column carries it,
