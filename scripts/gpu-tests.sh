@@ -10,7 +10,7 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling]
+#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          rows: only the GEMV / expert down-projection variants,
@@ -20,7 +20,8 @@
 #                                          e.g. under ncu; mlafused: the fused MLA decode launch
 #                                          against the separate kernels; prefill: only the MLA
 #                                          prefill paths; gqa: only the grouped-query
-#                                          attention kernels; sampling: only the device sampler)
+#                                          attention kernels; sampling: only the device sampler;
+#                                          fp8: only the FP8 routed-expert kernels)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels

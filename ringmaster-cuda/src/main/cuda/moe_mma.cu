@@ -183,12 +183,13 @@ __device__ __forceinline__ void moe_mma_rows(float (&acc)[MT][NT][4],
 }
 
 // Staging of a pass's token slots: slot j of NTOK, 16-byte unit u = (c * NTOK + j) * 4 + q of a stage
-// (chunk c, 8 k at 32c + 8q). Thread i writes units i, i + 128, ...; its r-th unit has slot
+// (column c, 8 k at 32c + 8q; with K16, fp8_moe_mma.cu's layout of 64-k chunks read as 16 k per
+// lane, 8 k at 64 (c / 2) + 16q + 8 (c % 2)). Thread i writes units i, i + 128, ...; its r-th unit has slot
 // ((i / 4) + 32 r) % NTOK. When NTOK divides 32 that is (i / 4) % NTOK for all of them, so each
 // thread reads a single source row; when NTOK is a multiple of 32 (64) it is (i / 4) % 32 + 32 v
 // with v = r % (NTOK / 32): kSources rows per thread, fixed per unrolled r. Slots past the pass's
 // tokens and k past K are zeros.
-template <int NTOK, int CH>
+template <int NTOK, int CH, bool K16 = false>
 struct MoeMmaSlots {
   static_assert(32 % NTOK == 0 || NTOK % 32 == 0, "a thread's units must cycle over fixed slots");
   static constexpr int kSources = NTOK > 32 ? NTOK / 32 : 1;
@@ -209,7 +210,8 @@ struct MoeMmaSlots {
       const int u = threadIdx.x + r * kMoeMmaThreads;
       const int v = r % kSources;
       if (kUnits % kMoeMmaThreads == 0 || u < kUnits) {
-        const int k = (s * CH + (u >> 2) / NTOK) * 32 + (u & 3) * 8;
+        const int c = s * CH + (u >> 2) / NTOK;
+        const int k = K16 ? (c >> 1) * 64 + (u & 3) * 16 + (c & 1) * 8 : c * 32 + (u & 3) * 8;
         buf[u] = src[v] != nullptr && k < K ? fill(v, k) : make_uint4(0, 0, 0, 0);
       }
     }
@@ -217,9 +219,9 @@ struct MoeMmaSlots {
 };
 
 // Gate/up input: token rows of f32 x, rounded to bf16 (round to nearest even).
-template <int NTOK, int CH>
+template <int NTOK, int CH, bool K16 = false>
 struct MoeMmaStageX {
-  using Slots = MoeMmaSlots<NTOK, CH>;
+  using Slots = MoeMmaSlots<NTOK, CH, K16>;
   const float* src[Slots::kSources];  // this thread's slots' token rows; null for padding slots
   int K;
   __device__ MoeMmaStageX(const float* x, const int* pairs, int nt, int topK, int hidden) : K(hidden) {
@@ -241,9 +243,9 @@ struct MoeMmaStageX {
 
 // Down input: the pass's rows of the bf16 intermediate, contiguous in sorted-pair order, CH chunks
 // of 32 k per stage.
-template <int NTOK, int CH = kMoeMmaDownChunks>
+template <int NTOK, int CH = kMoeMmaDownChunks, bool K16 = false>
 struct MoeMmaStageH {
-  using Slots = MoeMmaSlots<NTOK, CH>;
+  using Slots = MoeMmaSlots<NTOK, CH, K16>;
   const uint16_t* src[Slots::kSources];
   int K;
   __device__ MoeMmaStageH(const uint16_t* hs, int first, int nt, int inter) : K(inter) {

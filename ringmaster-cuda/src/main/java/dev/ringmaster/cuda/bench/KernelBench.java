@@ -47,8 +47,9 @@ public final class KernelBench {
    * RowsPerWarpBench}); {@code mla BATCH CONTEXT} runs only the MLA decode of that shape (16
    * heads), e.g. under a profiler; {@code router} a one-token MoE router taken apart ({@link
    * RouterBench}); {@code mlafused} the fused MLA decode launch against the separate kernels;
-   * {@code prefill} only the MLA prefill rows; {@code gqa} only the grouped-query attention rows
-   * ({@link GqaBench}); {@code sampling} only the device sampler's rows ({@link SamplerBench}).
+   * {@code prefill} only the MLA prefill rows; {@code fp8} only the FP8 routed-expert rows ({@link
+   * Fp8ExpertBench}); {@code gqa} only the grouped-query attention rows ({@link GqaBench}); {@code
+   * sampling} only the device sampler's rows ({@link SamplerBench}).
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
@@ -56,7 +57,7 @@ public final class KernelBench {
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
           "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa |"
-              + " sampling]");
+              + " sampling | fp8]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -97,6 +98,11 @@ public final class KernelBench {
               }
               if (args.length > 0 && args[0].equals("sampling")) {
                 SamplerBench.run(b, k, s);
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("fp8")) {
+                Fp8ExpertBench.run(b, k, s);
                 b.print();
                 return;
               }
@@ -208,6 +214,28 @@ public final class KernelBench {
       done += chunk;
     }
     return b;
+  }
+
+  /** {@code n} random e4m3 codes (no NaN code), as {@link #randomBf16} fills its buffer. */
+  DeviceBuffer randomFp8Codes(long n) {
+    short[] pairs = new short[(int) Math.min((n + 1) / 2, 1 << 24)];
+    for (int i = 0; i < pairs.length; i++) {
+      pairs[i] = (short) (fp8Code() | fp8Code() << 8);
+    }
+    long bytes = (n + 1) / 2 * 2;
+    DeviceBuffer b = DeviceBuffer.allocate(bytes);
+    b.upload(stream, pairs);
+    for (long done = 2L * pairs.length; done < bytes; ) {
+      long chunk = Math.min(done, bytes - done);
+      CudaDriver.get().memcpyDtoDAsync(b.ptr(done), b.ptr(), chunk, stream.handle());
+      done += chunk;
+    }
+    return b;
+  }
+
+  private int fp8Code() {
+    int c = random.nextInt(256);
+    return (c & 0x7f) == 0x7f ? c ^ 1 : c;
   }
 
   DeviceBuffer randomF32(int n) {

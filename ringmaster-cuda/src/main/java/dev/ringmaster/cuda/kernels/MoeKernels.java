@@ -62,6 +62,22 @@ public final class MoeKernels {
    */
   public static final int MOE_MMA_WIDE_PAIRS_PER_EXPERT = 48;
 
+  /**
+   * Tokens per weight pass of the narrow FP8 tensor-core expert kernels (the *mma8_fp8 kernels).
+   */
+  public static final int MOE_MMA_FP8_NARROW_PASS_TOKENS = 8;
+
+  /**
+   * Most routed pairs per expert on average ({@code n * topK / numExperts}) for which {@link
+   * #moeExpertPairsFp8} takes the 8-token passes. Those kernels hold one token tile of accumulators
+   * (128 registers on sm_90: 4 blocks per SM) where the 32-token ones hold four (238-248 registers:
+   * 2 blocks), so they keep twice the weight bytes in flight per SM; an expert of more than 8
+   * tokens streams its weights once more per 8. At 6 on average (V2-Lite batch 64) the per-expert
+   * counts (binomial, sd ~2.4) leave about one expert in eight past 8 tokens, against the halved
+   * occupancy of the 32-token kernels for every expert. Results are bit-identical either way.
+   */
+  public static final int MOE_MMA_FP8_NARROW_PAIRS_PER_EXPERT = 6;
+
   /** Output rows per block of the tensor-core expert kernels (kMoeMmaRowsPerBlock). */
   private static final int MMA_ROWS_PER_BLOCK = 64;
 
@@ -87,6 +103,8 @@ public final class MoeKernels {
   private final Kernel moeDownFp8;
   private final Kernel moeGateUpMmaFp8;
   private final Kernel moeDownMmaFp8;
+  private final Kernel moeGateUpMma8Fp8;
+  private final Kernel moeDownMma8Fp8;
   private int moeMmaMinTokens;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
@@ -109,6 +127,8 @@ public final class MoeKernels {
     moeDownFp8 = kernel.apply("rm_moe_down_fp8", 11);
     moeGateUpMmaFp8 = kernel.apply("rm_moe_gate_up_mma_fp8", 11);
     moeDownMmaFp8 = kernel.apply("rm_moe_down_mma_fp8", 11);
+    moeGateUpMma8Fp8 = kernel.apply("rm_moe_gate_up_mma8_fp8", 11);
+    moeDownMma8Fp8 = kernel.apply("rm_moe_down_mma8_fp8", 11);
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
   }
 
@@ -296,11 +316,11 @@ public final class MoeKernels {
    * hidden]} with scales {@code s13} (parts of {@code inter} rows: each expert's gate, then its up
    * projection), {@code w2} e4m3 {@code [E, hidden, inter]} with scales {@code s2} (parts of {@code
    * hidden} rows). With {@code tensorCores} (needs {@link #moeMmaSupports}) the tensor-core kernels
-   * ({@code fp8_moe_mma.cu}: passes of up to 32 tokens, activations and the intermediate rounded to
-   * bf16, codes decoded exactly), else the CUDA-core ones (f32 activations, each expert's rows
-   * streamed once per 8 of its pairs). The pairs' rows are left in {@link
-   * MoeWorkspace#pairRowsPtr()}; with {@code aligned} (CUDA-core kernels only), {@code ws} already
-   * holds them grouped.
+   * ({@code fp8_moe_mma.cu}: passes of up to {@link #moeMmaFp8PassTokens} tokens, activations and
+   * the intermediate rounded to bf16, codes decoded exactly), else the CUDA-core ones (f32
+   * activations, each expert's rows streamed once per 8 of its pairs). The pairs' rows are left in
+   * {@link MoeWorkspace#pairRowsPtr()}; with {@code aligned} (CUDA-core kernels only), {@code ws}
+   * already holds them grouped.
    */
   public void moeExpertPairsFp8(
       CudaStream s,
@@ -317,16 +337,78 @@ public final class MoeKernels {
       int inter,
       boolean tensorCores,
       boolean aligned) {
+    int passTokens =
+        tensorCores ? moeMmaFp8PassTokens(n, ws.topK, ws.numExperts) : MOE_MMA_PASS_TOKENS;
+    moeExpertPairsFp8(
+        s,
+        ws,
+        x,
+        w13,
+        s13,
+        w2,
+        s2,
+        experts,
+        weights,
+        n,
+        hidden,
+        inter,
+        tensorCores,
+        aligned,
+        passTokens);
+  }
+
+  /**
+   * Tokens per weight pass of the FP8 tensor-core experts for {@code n} tokens: {@link
+   * #MOE_MMA_FP8_NARROW_PASS_TOKENS} up to {@link #MOE_MMA_FP8_NARROW_PAIRS_PER_EXPERT} routed
+   * pairs per expert on average, else {@link #MOE_MMA_PASS_TOKENS}.
+   */
+  public static int moeMmaFp8PassTokens(int n, int topK, int numExperts) {
+    return (long) n * topK <= (long) MOE_MMA_FP8_NARROW_PAIRS_PER_EXPERT * numExperts
+        ? MOE_MMA_FP8_NARROW_PASS_TOKENS
+        : MOE_MMA_PASS_TOKENS;
+  }
+
+  /**
+   * {@link #moeExpertPairsFp8} with the tensor-core pass size chosen by the caller: {@link
+   * #MOE_MMA_FP8_NARROW_PASS_TOKENS} or {@link #MOE_MMA_PASS_TOKENS} (tests and benchmarks compare
+   * the two; the CUDA-core kernels ignore it).
+   */
+  public void moeExpertPairsFp8(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long s13,
+      long w2,
+      long s2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean tensorCores,
+      boolean aligned,
+      int passTokens) {
     if (tensorCores) {
       checkMma(hidden, inter);
       if (aligned) {
         throw new IllegalArgumentException("the tensor-core experts align the pairs themselves");
       }
     }
+    if (passTokens != MOE_MMA_FP8_NARROW_PASS_TOKENS && passTokens != MOE_MMA_PASS_TOKENS) {
+      throw new IllegalArgumentException(
+          "FP8 tensor-core expert passes are of "
+              + MOE_MMA_FP8_NARROW_PASS_TOKENS
+              + " or "
+              + MOE_MMA_PASS_TOKENS
+              + " tokens, got "
+              + passTokens);
+    }
     int active =
         aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
-    Kernel gateUp = tensorCores ? moeGateUpMmaFp8 : moeGateUpFp8;
-    Kernel down = tensorCores ? moeDownMmaFp8 : moeDownFp8;
+    boolean narrow = passTokens == MOE_MMA_FP8_NARROW_PASS_TOKENS;
+    Kernel gateUp = tensorCores ? (narrow ? moeGateUpMma8Fp8 : moeGateUpMmaFp8) : moeGateUpFp8;
+    Kernel down = tensorCores ? (narrow ? moeDownMma8Fp8 : moeDownMmaFp8) : moeDownFp8;
     int rowsPerBlock = tensorCores ? MMA_ROWS_PER_BLOCK : 4;
     int threads = tensorCores ? MMA_THREADS : 128;
     gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());

@@ -115,14 +115,17 @@ class Fp8FusedKernelsGpuTest {
 
   @ParameterizedTest
   @CsvSource({
-    // tokens, experts, topK, hidden, inter
-    "1,4,2,2048,1408",
-    "32,8,6,2048,1408", // V2-Lite expert shape, decode batch 32
-    "40,4,2,256,144", // passes of 32 and a remainder; inter ends inside a 64-row tile
-    "9,4,2,200,40" // partial scale blocks in both projections
+    // tokens, experts, topK, hidden, inter, tokens per FP8 pass
+    "1,4,2,2048,1408,8",
+    "32,8,6,2048,1408,8", // V2-Lite expert shape, decode batch 32
+    "32,8,6,2048,1408,32",
+    "40,4,2,256,144,8", // passes and a remainder; inter ends inside a 64-row tile
+    "40,4,2,256,144,32",
+    "9,4,2,200,40,8", // partial scale blocks in both projections, 8 | K but not 16
+    "9,4,2,200,40,32"
   })
   void tensorCoreExpertsEqualTheBf16OnesOnTheSameValues(
-      int n, int e, int k, int hidden, int inter) {
+      int n, int e, int k, int hidden, int inter, int passTokens) {
     Rand r = new Rand();
     Fp8Stack w13 = stack(r, 2 * e, inter, hidden, true);
     Fp8Stack w2 = stack(r, e, hidden, inter, true);
@@ -152,7 +155,8 @@ class Fp8FusedKernelsGpuTest {
                 hidden,
                 inter,
                 true,
-                false);
+                false,
+                passTokens);
             float[] fp8 = s.read(ws.y, n * k * hidden);
             ws.y.poison(s.stream());
             moe.moeExpertPairs(
@@ -169,7 +173,12 @@ class Fp8FusedKernelsGpuTest {
                 true);
             float[] bf16 = s.read(ws.y, n * k * hidden);
             Compare.assertClose(
-                "fp8 against bf16 tensor-core experts, " + n + " tokens, seed " + r.seed(),
+                "fp8 (passes of "
+                    + passTokens
+                    + ") against bf16 tensor-core experts, "
+                    + n
+                    + " tokens, seed "
+                    + r.seed(),
                 fp8,
                 bf16,
                 1e-3);
@@ -178,9 +187,10 @@ class Fp8FusedKernelsGpuTest {
   }
 
   /**
-   * A pair's row from the FP8 tensor-core experts does not depend on the batch: the same routing
-   * twice gives the same bits, and one token alone gives the bits it gets among 48 (two passes of
-   * its hot expert).
+   * A pair's row from the FP8 tensor-core experts does not depend on the batch nor on the kernel:
+   * the same routing twice gives the same bits, the 8-token and the 32-token kernels give the same
+   * bits (passes of 1, 2 and 4 token tiles against passes of one), and one token alone gives the
+   * bits it gets among 48 (several passes of its hot expert) with either kernel.
    */
   @Test
   void tensorCoreExpertsDoNotDependOnTheBatch() {
@@ -206,20 +216,43 @@ class Fp8FusedKernelsGpuTest {
           long w13s = s.f32(w13.scales()).ptr();
           long w2c = upload(s, w2.codes()).ptr();
           long w2s = s.f32(w2.scales()).ptr();
+          int wide = MoeKernels.MOE_MMA_PASS_TOKENS;
+          int narrow = MoeKernels.MOE_MMA_FP8_NARROW_PASS_TOKENS;
           float[] all =
-              pairRows(s, w13c, w13s, w2c, w2s, x, experts, weights, n, e, k, hidden, inter);
+              pairRows(s, w13c, w13s, w2c, w2s, x, experts, weights, n, e, k, hidden, inter, wide);
           float[] again =
-              pairRows(s, w13c, w13s, w2c, w2s, x, experts, weights, n, e, k, hidden, inter);
+              pairRows(s, w13c, w13s, w2c, w2s, x, experts, weights, n, e, k, hidden, inter, wide);
           assertThat(Compare.bits(again))
               .as("same batch twice, seed %d", r.seed())
               .isEqualTo(Compare.bits(all));
-          float[] alone =
+          float[] narrowAll =
               pairRows(
-                  s, w13c, w13s, w2c, w2s, lastX, lastExperts, lastWeights, 1, e, k, hidden, inter);
-          assertThat(Compare.bits(alone))
-              .as("last token alone, seed %d", r.seed())
-              .isEqualTo(
-                  Compare.bits(java.util.Arrays.copyOfRange(all, last * k * hidden, all.length)));
+                  s, w13c, w13s, w2c, w2s, x, experts, weights, n, e, k, hidden, inter, narrow);
+          assertThat(Compare.bits(narrowAll))
+              .as("passes of 8 against passes of 32, seed %d", r.seed())
+              .isEqualTo(Compare.bits(all));
+          float[] lastRows = java.util.Arrays.copyOfRange(all, last * k * hidden, all.length);
+          for (int passTokens : new int[] {wide, narrow}) {
+            float[] alone =
+                pairRows(
+                    s,
+                    w13c,
+                    w13s,
+                    w2c,
+                    w2s,
+                    lastX,
+                    lastExperts,
+                    lastWeights,
+                    1,
+                    e,
+                    k,
+                    hidden,
+                    inter,
+                    passTokens);
+            assertThat(Compare.bits(alone))
+                .as("last token alone, passes of %d, seed %d", passTokens, r.seed())
+                .isEqualTo(Compare.bits(lastRows));
+          }
         });
   }
 
@@ -236,7 +269,8 @@ class Fp8FusedKernelsGpuTest {
       int e,
       int k,
       int hidden,
-      int inter) {
+      int inter,
+      int passTokens) {
     try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, inter)) {
       ws.y.poison(s.stream());
       Gpu.kernels()
@@ -255,7 +289,8 @@ class Fp8FusedKernelsGpuTest {
               hidden,
               inter,
               true,
-              false);
+              false,
+              passTokens);
       return s.read(ws.y, n * k * hidden);
     }
   }

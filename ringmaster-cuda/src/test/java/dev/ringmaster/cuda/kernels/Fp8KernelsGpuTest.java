@@ -183,31 +183,40 @@ class Fp8KernelsGpuTest {
     "32,16,4,128,96"
   })
   void expertsMatchTheDequantizedReference(int n, int e, int k, int hidden, int inter) {
-    expertsAgainstReference(n, e, k, hidden, inter, false, 1e-4);
+    expertsAgainstReference(n, e, k, hidden, inter, false, MoeKernels.MOE_MMA_PASS_TOKENS, 1e-4);
   }
 
   /**
    * The tensor-core FP8 experts against the same reference: activations and the SwiGLU intermediate
    * are rounded to bf16 (as for the bf16 tensor-core experts, MoeGpuTest), hence 1e-2. Shapes: one
-   * token, an expert with more than a 32-token pass, rows and K ending inside a 128-block and
-   * inside a 64-row block tile, K a multiple of 8 but not 16.
+   * token, an expert with more than a pass (of 8 or of 32 tokens), rows and K ending inside a
+   * 128-block, inside a 64-k chunk and inside a 64-row block tile, K a multiple of 8 but not 16
+   * (two 8-byte loads per 16 codes), each for both pass sizes.
    */
   @ParameterizedTest
   @CsvSource({
-    // tokens, experts, topK, hidden, inter
-    "1,8,6,2048,1408",
-    "8,8,6,2048,1408", // V2-Lite expert shape, 48 pairs
-    "40,4,2,256,144", // 80 pairs over 4 experts: passes of 32 and a remainder
-    "9,4,2,200,40", // K = 200 and 40: partial scale blocks, 8 | K but not 16
-    "3,2,2,136,72",
-    "130,8,2,64,8"
+    // tokens, experts, topK, hidden, inter, tokens per pass
+    "1,8,6,2048,1408,8",
+    "1,8,6,2048,1408,32",
+    "8,8,6,2048,1408,8", // V2-Lite expert shape, 48 pairs
+    "8,8,6,2048,1408,32",
+    "40,4,2,256,144,8", // 80 pairs over 4 experts: passes of 8, or of 32, and a remainder
+    "40,4,2,256,144,32",
+    "9,4,2,200,40,8", // K = 200 and 40: partial scale blocks, 8 | K but not 16
+    "9,4,2,200,40,32",
+    "5,3,2,176,208,8", // 16 | K, K % 64 = 48 and 16: a chunk ends inside each row
+    "5,3,2,176,208,32",
+    "3,2,2,136,72,8",
+    "130,8,2,64,8,8",
+    "130,8,2,64,8,32"
   })
-  void tensorCoreExpertsMatchTheDequantizedReference(int n, int e, int k, int hidden, int inter) {
-    expertsAgainstReference(n, e, k, hidden, inter, true, 1e-2);
+  void tensorCoreExpertsMatchTheDequantizedReference(
+      int n, int e, int k, int hidden, int inter, int passTokens) {
+    expertsAgainstReference(n, e, k, hidden, inter, true, passTokens, 1e-2);
   }
 
   private void expertsAgainstReference(
-      int n, int e, int k, int hidden, int inter, boolean tensorCores, double tol) {
+      int n, int e, int k, int hidden, int inter, boolean tensorCores, int passTokens, double tol) {
     Rand r = new Rand();
     Fp8Stack w13 = stack(r, 2 * e, inter, hidden);
     Fp8Stack w2 = stack(r, e, hidden, inter);
@@ -244,10 +253,18 @@ class Fp8KernelsGpuTest {
                 hidden,
                 inter,
                 tensorCores,
-                false);
+                false,
+                passTokens);
             moe.moeCombine(s.stream(), out.ptr(), ws.pairRowsPtr(), n, hidden, k, false);
             Compare.assertClose(
-                "fp8 experts " + n + " tokens, tensor cores " + tensorCores + ", seed " + r.seed(),
+                "fp8 experts "
+                    + n
+                    + " tokens, tensor cores "
+                    + tensorCores
+                    + ", passes of "
+                    + passTokens
+                    + ", seed "
+                    + r.seed(),
                 s.read(out, n * hidden),
                 want,
                 tol);
