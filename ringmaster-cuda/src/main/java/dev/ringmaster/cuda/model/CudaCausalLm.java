@@ -60,15 +60,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private GpuGqaAttention gqa;
   private GpuSparseAttention dsa; // DeepSeek Sparse Attention models only
   private int cacheRowWidth;
-  private DecodeGraphs graphs;
-
-  /**
-   * The decode sizes that take the fused MLA launch, captured again without it, for steps whose
-   * context is longer than the {@code mla-fused-max-context} kernel option; for DeepSeek Sparse
-   * Attention every size, captured again with sparse attention, for steps whose context is longer
-   * than {@code index_topk}; null when there are none.
-   */
-  private DecodeGraphs longContextGraphs;
+  private DecodeGraphSets graphs = DecodeGraphSets.none();
 
   /** Most tokens of a short-context step that take the fused MLA launch (0 under parallelism). */
   private int mlaFusedTokens;
@@ -290,41 +282,29 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       // early wait here (the peer kernels' barrier would give up after 30 s).
       shard.comm().barrier();
     }
-    if (!sizes.isEmpty()) {
-      graphs =
-          new DecodeGraphs(
-              sizes,
-              stream,
-              bs -> {
-                stack.useSparseAttention(false, 0, null);
-                if (collectives != null) {
-                  collectives.recordGraph(
-                      bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
-                } else {
-                  stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens);
-                }
-              },
-              reportsProgress);
-      List<Integer> fusedSizes =
-          sparseAttention ? sizes : sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
-      if (!fusedSizes.isEmpty()) {
-        longContextGraphs =
-            new DecodeGraphs(
-                fusedSizes,
-                stream,
-                bs -> {
-                  stack.useSparseAttention(sparseAttention, 0, null);
-                  stack.decodeStep(bs, decodeSplits(bs), 0);
-                },
-                false);
-      }
-    }
-    Map<Integer, Long> perSize = graphs == null ? Map.of() : graphs.bytesPerSize();
-    long graphBytes = perSize.values().stream().mapToLong(Long::longValue).sum();
-    if (longContextGraphs != null) {
-      graphBytes +=
-          longContextGraphs.bytesPerSize().values().stream().mapToLong(Long::longValue).sum();
-    }
+    List<Integer> longContextSizes =
+        sparseAttention ? sizes : sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
+    graphs =
+        DecodeGraphSets.capture(
+            sizes,
+            longContextSizes,
+            stream,
+            bs -> {
+              stack.useSparseAttention(false, 0, null);
+              if (collectives != null) {
+                collectives.recordGraph(
+                    bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
+              } else {
+                stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens);
+              }
+            },
+            bs -> {
+              stack.useSparseAttention(sparseAttention, 0, null);
+              stack.decodeStep(bs, decodeSplits(bs), 0);
+            },
+            reportsProgress);
+    Map<Integer, Long> perSize = graphs.bytesPerSize();
+    long graphBytes = graphs.bytes();
     long activationBytes =
         act.bytes()
             + ops.scratchBytes()
@@ -449,7 +429,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /** Whether decode sizes were captured a second time for long contexts (without fused MLA). */
   boolean capturedLongContextGraphs() {
-    return longContextGraphs != null;
+    return graphs.hasLongContext();
   }
 
   /** Where the GPU's memory went (weights, activations, graphs, KV cache). */
@@ -471,7 +451,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** The decode sizes captured as graphs (empty with {@code --disable-cuda-graph}). */
   @Override
   public List<Integer> decodeGraphBatchSizes() {
-    return graphs == null ? List.of() : graphs.sizes();
+    return graphs.sizes();
   }
 
   /**
@@ -619,7 +599,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       boolean greedy,
       SamplingBatch sampling) {
     int n = tokens.length;
-    int bucket = graphs == null ? -1 : graphs.bucketFor(n);
+    int bucket = graphs.bucketFor(n);
     int padded = bucket > 0 ? bucket : n;
     int[] ids = new int[padded];
     int[] pos = new int[padded];
@@ -650,9 +630,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
     }
     if (bucket > 0) {
-      boolean separate =
-          longContext && longContextGraphs != null && longContextGraphs.holds(bucket);
-      (separate ? longContextGraphs : graphs).replay(bucket, stream);
+      graphs.replay(bucket, longContext, stream);
       if (collectives != null) {
         collectives.replayed(bucket);
       }
@@ -669,11 +647,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
   private void profileDecode(int bs, int fusedTokens, boolean longContext) {
-    int bucket = graphs == null ? -1 : graphs.bucketFor(bs);
-    DecodeGraphs replayed =
-        longContext && longContextGraphs != null && longContextGraphs.holds(bs)
-            ? longContextGraphs
-            : graphs;
+    int bucket = graphs.bucketFor(bs);
     profiles.profileDecode(
         stack,
         stream,
@@ -683,7 +657,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         bucket == bs,
         () -> {
           if (bucket == bs) {
-            replayed.replay(bs, stream);
+            graphs.replay(bs, longContext, stream);
           } else {
             stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
           }
@@ -826,7 +800,6 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             }
             Resources.closeAll(
                 graphs,
-                longContextGraphs,
                 pool,
                 inputs,
                 grouped,
