@@ -51,6 +51,7 @@ public final class TensorParallelCudaLm
   private final ModelConfig cfg;
   private final WeightStore store;
   private final List<CudaCausalLm> ranks;
+  private dev.ringmaster.runtime.KvBlockAllocator ownBlocks;
   private final AutoCloseable world;
   private final RankGroup group;
 
@@ -281,7 +282,30 @@ public final class TensorParallelCudaLm
 
   @Override
   public KvCache newCache() {
-    return group.newShardedCache(r -> ranks.get(r).newCache());
+    return newCache(ownBlocks());
+  }
+
+  /**
+   * One block table for every rank's storage (all ranks use the same block ids), from {@code
+   * blocks}: it must fit the smallest rank's storage.
+   */
+  @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    var table = blocks.newTable();
+    return group.newShardedCache(r -> ranks.get(r).shardView(blocks, table), table);
+  }
+
+  /** The model's own allocator, over the blocks every rank's storage has. */
+  private synchronized dev.ringmaster.runtime.KvBlockAllocator ownBlocks() {
+    if (ownBlocks == null) {
+      ownBlocks = ranks.getFirst().ownBlocks();
+      for (CudaCausalLm r : ranks) {
+        if (r.ownBlocks().capacity() < ownBlocks.capacity()) {
+          ownBlocks = r.ownBlocks();
+        }
+      }
+    }
+    return ownBlocks;
   }
 
   /**

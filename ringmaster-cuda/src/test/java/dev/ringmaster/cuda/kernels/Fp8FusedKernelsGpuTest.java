@@ -21,9 +21,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * GEMV: exactly decoded codes, f32 accumulation), and the tensor-core FP8 experts against the bf16
  * tensor-core experts on the same values: with power-of-two block scales every dequantized weight
  * is a bf16 value, so both multiply the same bf16 operands and differ only in how f32 partial sums
- * are associated (the FP8 kernels scale each 128-k block's partial sum). That association moves
- * an occasional SwiGLU intermediate across a bf16 rounding boundary (one bf16 step, 2^-8 relative,
- * in that element), so the outputs agree to 1e-3 relative (measured 1.8e-5 on an H200); a layout or
+ * are associated (the FP8 kernels scale each 128-k block's partial sum). That association moves an
+ * occasional SwiGLU intermediate across a bf16 rounding boundary (one bf16 step, 2^-8 relative, in
+ * that element), so the outputs agree to 1e-3 relative (measured 1.8e-5 on an H200); a layout or
  * scale-indexing mistake gives errors of order 1.
  */
 @Tag("gpu")
