@@ -87,6 +87,18 @@ public final class BatchEngine implements AutoCloseable {
               + model.kvPageSize().getAsInt()
               + "); give both the same --page-size");
     }
+    long storage = model.kvCapacityTokens().orElse(Long.MAX_VALUE);
+    if ((long) config.kvBlocks() * config.pageSize() > storage) {
+      throw new IllegalArgumentException(
+          "the scheduler's "
+              + config.kvBlocks()
+              + " KV blocks of "
+              + config.pageSize()
+              + " tokens exceed the model's KV storage of "
+              + storage
+              + " tokens; lower --max-total-tokens or give the cache more memory"
+              + " (--mem-fraction-static)");
+    }
     this.model = model;
     this.config = config;
     // The scheduler's allocator: every cache the engine makes takes its block ids from it.

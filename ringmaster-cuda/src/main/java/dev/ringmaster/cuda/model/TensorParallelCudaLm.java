@@ -309,8 +309,8 @@ public final class TensorParallelCudaLm
   }
 
   /**
-   * Runs the step on every rank's GPU thread at once (blocks are reserved on every rank first, so a
-   * full pool fails before any rank has started) and returns rank 0's logits.
+   * Runs the step on every rank's GPU thread at once (the one block table of each cache grows
+   * first, so a full allocator fails before any rank has started) and returns rank 0's logits.
    */
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
