@@ -377,7 +377,7 @@ final class ServeCommand implements Callable<Integer> {
         maxQueuedRequests,
         engine.chunkedPrefillSizeForDevice(ServingDefaults.CPU_CHUNKED_PREFILL_SIZE),
         pageSize,
-        (int) Math.min(blocks, Integer.MAX_VALUE),
+        (int) Math.min(blocks, Integer.MAX_VALUE - 1),
         !disableOverlapSchedule,
         radixCache(lm),
         SchedulePolicy.parse(schedulePolicy));

@@ -22,7 +22,14 @@ import java.util.List;
  * {@link #retainPage} takes a {@link Page} handle that keeps one page's contents alive on its own,
  * and {@link #attachPages} makes an empty cache start with the contents of such pages. Heap caches
  * copy the rows; sharded caches compose one page per shard; external caches delegate to their
- * backend (the GPU shares the block itself, reference-counted).
+ * backend (the GPU's storage is the block itself).
+ *
+ * <p>A cache made with a {@link KvBlockAllocator} (the scheduler's, or a GPU model's own) holds a
+ * {@link KvBlockTable}: its positions' block ids, taken as it grows ({@link #reserve} or {@link
+ * #ensureCapacity}), and a retained page is a reference on its block, so the allocator's counts are
+ * the memory the caches and the prefix cache hold. A sharded cache holds one table for all its
+ * shards (every rank uses the same ids); its shards hold none. A heap cache made without an
+ * allocator takes no block ids (a model used on its own, or a rank's shard).
  */
 public final class KvCache implements AutoCloseable {
   /**
@@ -36,6 +43,27 @@ public final class KvCache implements AutoCloseable {
     /** Returns the storage to its backend; idempotent. */
     @Override
     void close();
+
+    /**
+     * Takes the block ids for {@code tokens} positions without touching the storage (see {@link
+     * KvCache#reserve}); for storage that wraps another cache.
+     */
+    default void reserve(int tokens) {
+      throw new UnsupportedOperationException(
+          getClass().getSimpleName() + " takes no KV block ids; make the cache with an allocator");
+    }
+
+    /** Blocks the storage's table holds (see {@link KvCache#blockCount}). */
+    default int blockCount() {
+      throw new UnsupportedOperationException(
+          getClass().getSimpleName() + " takes no KV block ids; make the cache with an allocator");
+    }
+
+    /** Drops the blocks past {@code tokens} positions (see {@link KvCache#truncateBlocks}). */
+    default int truncateBlocks(int tokens) {
+      throw new UnsupportedOperationException(
+          getClass().getSimpleName() + " takes no KV block ids; make the cache with an allocator");
+    }
 
     /**
      * A handle on page {@code pageIndex} (positions {@code [pageIndex * pageSize, (pageIndex + 1) *
@@ -77,6 +105,39 @@ public final class KvCache implements AutoCloseable {
     }
   }
 
+  /**
+   * A page of a cache with a block table: one reference on its block, and the storage's own page
+   * ({@code payload}); closing drops both, once.
+   */
+  private static final class BlockPage implements Page {
+    private final KvBlockAllocator allocator;
+    private final int id;
+    private final Page payload;
+    private boolean closed;
+
+    BlockPage(KvBlockAllocator allocator, int id, Page payload) {
+      this.allocator = allocator;
+      this.id = id;
+      this.payload = payload;
+    }
+
+    @Override
+    public synchronized void close() {
+      if (!closed) {
+        closed = true;
+        try {
+          payload.close();
+        } finally {
+          allocator.release(id);
+        }
+      }
+    }
+
+    synchronized boolean isClosed() {
+      return closed;
+    }
+  }
+
   /** A sharded cache's page: one page per shard, closed together. */
   private record ShardedPage(Page[] shards) implements Page {
     @Override
@@ -95,25 +156,48 @@ public final class KvCache implements AutoCloseable {
   private final float[][] c;
   private final KvCache[] shards;
   private final External external;
+  private final KvBlockTable blocks;
   private int capacity;
   private int length;
 
-  /** An empty cache for a model. */
+  /** An empty cache for a model that takes no block ids. */
   public KvCache(ModelConfig cfg) {
+    this(cfg, null);
+  }
+
+  /**
+   * An empty cache for a model whose block ids come from {@code allocator} (null: it takes none).
+   */
+  public KvCache(ModelConfig cfg, KvBlockAllocator allocator) {
     this(
         cfg.numLayers(),
         cfg.architecture().usesMla() ? cfg.kvLoraRank() : cfg.numKvHeads() * cfg.headDim(),
         cfg.architecture().usesMla() ? cfg.qkRopeHeadDim() : cfg.numKvHeads() * cfg.headDim(),
         cfg.sparseAttention() == null ? 0 : cfg.sparseAttention().indexHeadDim(),
-        indexedLayers(cfg));
+        indexedLayers(cfg),
+        allocator);
   }
 
-  /** An empty cache with explicit row widths (used for tensor-parallel shards). */
+  /** An empty cache with explicit row widths that takes no block ids (a tensor-parallel shard). */
   public KvCache(int layers, int widthA, int widthB) {
-    this(layers, widthA, widthB, 0, null);
+    this(layers, widthA, widthB, null);
   }
 
-  private KvCache(int layers, int widthA, int widthB, int widthC, boolean[] indexed) {
+  /**
+   * An empty cache with explicit row widths whose block ids come from {@code allocator} (null: it
+   * takes none).
+   */
+  public KvCache(int layers, int widthA, int widthB, KvBlockAllocator allocator) {
+    this(layers, widthA, widthB, 0, null, allocator);
+  }
+
+  private KvCache(
+      int layers,
+      int widthA,
+      int widthB,
+      int widthC,
+      boolean[] indexed,
+      KvBlockAllocator allocator) {
     this.widthA = widthA;
     this.widthB = widthB;
     this.a = new float[layers][0];
@@ -127,6 +211,7 @@ public final class KvCache implements AutoCloseable {
     }
     this.shards = null;
     this.external = null;
+    this.blocks = allocator == null ? null : allocator.newTable();
   }
 
   private static boolean[] indexedLayers(ModelConfig cfg) {
@@ -140,31 +225,83 @@ public final class KvCache implements AutoCloseable {
     return out;
   }
 
-  private KvCache(KvCache[] shards) {
+  private KvCache(KvCache[] shards, External external, KvBlockTable blocks) {
     this.widthA = 0;
     this.widthB = 0;
     this.a = null;
     this.b = null;
     this.widthC = 0;
     this.c = null;
-    this.shards = shards.clone();
-    this.external = null;
-  }
-
-  private KvCache(External external) {
-    this.widthA = 0;
-    this.widthB = 0;
-    this.a = null;
-    this.b = null;
-    this.widthC = 0;
-    this.c = null;
-    this.shards = null;
+    this.shards = shards == null ? null : shards.clone();
     this.external = external;
+    this.blocks = blocks;
   }
 
-  /** A cache whose storage a backend owns (see {@link External}). */
+  /** A cache whose storage a backend owns (see {@link External}), taking no block ids. */
   public static KvCache ofExternal(External storage) {
-    return new KvCache(java.util.Objects.requireNonNull(storage));
+    return new KvCache(null, java.util.Objects.requireNonNull(storage), null);
+  }
+
+  /**
+   * A cache whose storage a backend owns and whose block ids are {@code blocks}, which the cache
+   * owns from now on (closing the cache closes it); the storage reads the ids from it.
+   */
+  public static KvCache ofExternal(External storage, KvBlockTable blocks) {
+    return new KvCache(
+        null, java.util.Objects.requireNonNull(storage), java.util.Objects.requireNonNull(blocks));
+  }
+
+  /** This cache's block table, or null when it takes no block ids (its shards' caches, say). */
+  public KvBlockTable blockTable() {
+    return blocks;
+  }
+
+  /**
+   * Takes the block ids {@code tokens} positions need, without growing the storage (which the step
+   * that writes them does): the scheduler reserves a step's blocks before it plans it, so a full
+   * allocator fails there and never inside a step. Safe while a step runs on this cache.
+   *
+   * @throws IllegalStateException when the allocator is short (nothing is taken)
+   */
+  public void reserve(int tokens) {
+    if (blocks != null) {
+      blocks.ensure(tokens);
+    } else if (external != null) {
+      external.reserve(tokens);
+    } else {
+      throw untracked();
+    }
+  }
+
+  /** Blocks this cache's table holds (shared prefix-cache blocks included). */
+  public int blockCount() {
+    if (blocks != null) {
+      return blocks.count();
+    }
+    if (external != null) {
+      return external.blockCount();
+    }
+    throw untracked();
+  }
+
+  /**
+   * Gives back the blocks past those {@code tokens} positions need (the drafts a verify step
+   * rejected); returns how many went. The storage is left as it is.
+   */
+  public int truncateBlocks(int tokens) {
+    if (blocks != null) {
+      return blocks.truncate(tokens);
+    }
+    if (external != null) {
+      return external.truncateBlocks(tokens);
+    }
+    throw untracked();
+  }
+
+  private static IllegalStateException untracked() {
+    return new IllegalStateException(
+        "this KV cache takes no block ids; make it with the scheduler's allocator"
+            + " (LanguageModel.newCache(KvBlockAllocator))");
   }
 
   /** The backend storage of a cache made by {@link #ofExternal}, else null. */
@@ -175,19 +312,36 @@ public final class KvCache implements AutoCloseable {
   /** Releases backend storage (and that of every shard); a no-op for heap caches. Idempotent. */
   @Override
   public void close() {
-    if (external != null) {
-      external.close();
-    }
-    if (shards != null) {
-      for (KvCache s : shards) {
-        s.close();
+    try {
+      if (external != null) {
+        external.close();
+      }
+      if (shards != null) {
+        for (KvCache s : shards) {
+          s.close();
+        }
+      }
+    } finally {
+      if (blocks != null) {
+        blocks.close();
       }
     }
   }
 
-  /** One sequence's cache on several ranks: each rank reads and writes only its shard. */
+  /**
+   * One sequence's cache on several ranks, taking no block ids: each rank reads and writes only its
+   * shard.
+   */
   public static KvCache ofShards(KvCache[] perRank) {
-    return new KvCache(perRank);
+    return new KvCache(perRank, null, null);
+  }
+
+  /**
+   * One sequence's cache on several ranks whose block ids, one set for every rank, are {@code
+   * blocks} (owned by the cache from now on); the shards take none of their own.
+   */
+  public static KvCache ofShards(KvCache[] perRank, KvBlockTable blocks) {
+    return new KvCache(perRank, null, java.util.Objects.requireNonNull(blocks));
   }
 
   /** Rank {@code r}'s part of a sharded cache, or this cache when it is not sharded. */
@@ -219,8 +373,14 @@ public final class KvCache implements AutoCloseable {
     }
   }
 
-  /** Makes room for {@code tokens} positions in every layer. */
+  /**
+   * Makes room for {@code tokens} positions in every layer, taking their block ids first when the
+   * cache has a table (a full allocator then throws before anything changed).
+   */
   public void ensureCapacity(int tokens) {
+    if (blocks != null) {
+      blocks.ensure(tokens);
+    }
     if (external != null) {
       if (tokens > capacity) {
         external.ensureCapacity(tokens);
@@ -300,6 +460,28 @@ public final class KvCache implements AutoCloseable {
               + length
               + " positions)");
     }
+    if (blocks == null) {
+      return storagePage(pageIndex, pageSize);
+    }
+    if (pageSize != blocks.pageSize()) {
+      throw new IllegalArgumentException(
+          "a shared page must be one KV block: page size "
+              + pageSize
+              + " but blocks of "
+              + blocks.pageSize()
+              + " tokens; pass the same --page-size to both");
+    }
+    Page payload = storagePage(pageIndex, pageSize);
+    try {
+      return new BlockPage(blocks.allocator(), blocks.retain(pageIndex), payload);
+    } catch (RuntimeException e) {
+      payload.close();
+      throw e;
+    }
+  }
+
+  /** The storage's own handle on a page (rows, shards' pages, or the backend's). */
+  private Page storagePage(int pageIndex, int pageSize) {
     if (external != null) {
       return external.retainPage(pageIndex, pageSize);
     }
@@ -346,10 +528,40 @@ public final class KvCache implements AutoCloseable {
     if (pageSize < 1) {
       throw new IllegalArgumentException("page size must be >= 1, got " + pageSize);
     }
-    int tokens = pages.size() * pageSize;
     if (pages.isEmpty()) {
       return;
     }
+    if (blocks == null) {
+      attachStorage(pages, pageSize);
+      return;
+    }
+    int[] ids = new int[pages.size()];
+    List<Page> payloads = new java.util.ArrayList<>(pages.size());
+    for (int i = 0; i < ids.length; i++) {
+      if (!(pages.get(i) instanceof BlockPage bp)
+          || bp.allocator != blocks.allocator()
+          || bp.isClosed()) {
+        throw new IllegalArgumentException(
+            "page " + i + " is not an open block of this cache's KV block allocator");
+      }
+      ids[i] = bp.id;
+      payloads.add(bp.payload);
+    }
+    if (pageSize != blocks.pageSize()) {
+      throw new IllegalArgumentException(
+          "pages of " + pageSize + " positions cannot be blocks of " + blocks.pageSize());
+    }
+    blocks.attach(ids);
+    try {
+      attachStorage(payloads, pageSize);
+    } catch (RuntimeException e) {
+      blocks.truncate(0);
+      throw e;
+    }
+  }
+
+  private void attachStorage(List<Page> pages, int pageSize) {
+    int tokens = pages.size() * pageSize;
     if (external != null) {
       external.attachPages(pages, pageSize);
       capacity = Math.max(capacity, tokens);

@@ -12,15 +12,35 @@ public interface LanguageModel extends AutoCloseable {
   /** The model's configuration. */
   ModelConfig config();
 
-  /** A new, empty cache for one sequence. */
+  /**
+   * A new, empty cache for one sequence on the model's own blocks, for use without a scheduler
+   * (generate, benchmarks, tests): a backend with fixed KV storage (the GPU) takes them from a
+   * private {@link KvBlockAllocator} over all of it; heap caches take no block ids.
+   */
   KvCache newCache();
+
+  /**
+   * A new, empty cache for one sequence whose block ids come from {@code blocks}, the scheduler's
+   * allocator: its blocks, the prefix cache's references on them and the backend's storage are then
+   * one count. The allocator must fit the model's storage ({@link #kvCapacityTokens}); a backend
+   * with fixed storage serves one allocator's caches at a time.
+   *
+   * @throws IllegalArgumentException when {@code blocks} has more blocks than the storage, or
+   *     blocks of another size than {@link #kvPageSize}
+   * @throws IllegalStateException when caches of another allocator still hold blocks of the storage
+   */
+  default KvCache newCache(KvBlockAllocator blocks) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName() + " cannot make caches on a scheduler's KV block allocator");
+  }
 
   /** Bytes of weights read from the checkpoint (all ranks together). */
   long weightBytes();
 
   /**
-   * Tokens the model's own KV cache pool holds, when it has a fixed one (the GPU's paged cache);
-   * empty when caches grow on demand (the CPU), so the caller sizes its budget itself.
+   * Tokens the model's fixed KV storage holds (the GPU's paged cache, its padding block excluded),
+   * from which the scheduler sizes its {@link KvBlockAllocator}; empty when caches grow on demand
+   * (the CPU), so the caller sizes its budget itself.
    */
   default java.util.OptionalLong kvCapacityTokens() {
     return java.util.OptionalLong.empty();

@@ -29,6 +29,11 @@ public class ForwardingLanguageModel implements LanguageModel {
   }
 
   @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    return inner.newCache(blocks);
+  }
+
+  @Override
   public long weightBytes() {
     return inner.weightBytes();
   }

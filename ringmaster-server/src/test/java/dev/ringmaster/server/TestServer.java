@@ -63,6 +63,12 @@ final class TestServer implements AutoCloseable {
           }
 
           @Override
+          public dev.ringmaster.runtime.KvCache newCache(
+              dev.ringmaster.runtime.KvBlockAllocator blocks) {
+            return lm.newCache(blocks);
+          }
+
+          @Override
           public long weightBytes() {
             return lm.weightBytes();
           }

@@ -4,6 +4,7 @@ import dev.ringmaster.engine.batch.EngineRejectedException.Reason;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.runtime.HiddenLogits;
+import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.sampling.SampledTokens;
@@ -54,7 +55,7 @@ public final class BatchEngine implements AutoCloseable {
 
   private final LanguageModel model;
   private final BatchConfig config;
-  private final KvBlockPool pool;
+  private final KvBlockAllocator pool;
   private final Scheduler scheduler;
   private final int vocab;
   private final int context;
@@ -86,10 +87,23 @@ public final class BatchEngine implements AutoCloseable {
               + model.kvPageSize().getAsInt()
               + "); give both the same --page-size");
     }
+    long storage = model.kvCapacityTokens().orElse(Long.MAX_VALUE);
+    if ((long) config.kvBlocks() * config.pageSize() > storage) {
+      throw new IllegalArgumentException(
+          "the scheduler's "
+              + config.kvBlocks()
+              + " KV blocks of "
+              + config.pageSize()
+              + " tokens exceed the model's KV storage of "
+              + storage
+              + " tokens; lower --max-total-tokens or give the cache more memory"
+              + " (--mem-fraction-static)");
+    }
     this.model = model;
     this.config = config;
-    this.pool = new KvBlockPool(config.pageSize(), config.kvBlocks());
-    this.scheduler = new Scheduler(config, pool, model::newCache, queued);
+    // The scheduler's allocator: every cache the engine makes takes its block ids from it.
+    this.pool = new KvBlockAllocator(config.pageSize(), config.kvBlocks());
+    this.scheduler = new Scheduler(config, pool, () -> model.newCache(pool), queued);
     this.speculation = spec == null ? null : new SpeculativeDrafts(spec, model, config);
     this.vocab = model.config().vocabSize();
     this.context = model.config().maxPositionEmbeddings();
@@ -134,8 +148,11 @@ public final class BatchEngine implements AutoCloseable {
     return config;
   }
 
-  /** The KV block pool (read-only use: counts). */
-  public KvBlockPool pool() {
+  /**
+   * The KV block allocator the scheduler owns, which every cache of this engine takes its blocks
+   * from (read-only use: counts).
+   */
+  public KvBlockAllocator pool() {
     return pool;
   }
 

@@ -10,11 +10,12 @@ import java.util.PriorityQueue;
 
 /**
  * The prefix cache: a radix tree whose nodes are whole KV pages, keyed by the page's token ids, so
- * a path from the root spells a cached token prefix. Each node holds a {@link KvCache.Page} and one
- * block of the scheduler's {@link KvBlockPool} (the block moved there from the sequence that
- * computed it, so nothing is counted twice), a lock count (running sequences whose caches use it)
- * and the tick of its last use. Unlocked leaves are evicted least recently used first; a node with
- * children stays, since their keys and values depend on it.
+ * a path from the root spells a cached token prefix. Each node holds a {@link KvCache.Page}, a
+ * reference on one block of the scheduler's {@link dev.ringmaster.runtime.KvBlockAllocator} (the
+ * block the sequence that computed it holds too, counted once), a lock count (running sequences
+ * whose caches use it) and the tick of its last use. Evicting a node closes its page: an unlocked
+ * node's block has no other holder, so it goes back to the allocator. Unlocked leaves are evicted
+ * least recently used first; a node with children stays, since their keys and values depend on it.
  *
  * <p>Not thread-safe: only the engine thread calls it; {@link #pages} may be read by others.
  */
@@ -62,21 +63,19 @@ final class RadixCache {
   }
 
   private final int pageSize;
-  private final KvBlockPool pool;
   private final Node root = new Node(null, null, null);
   private volatile int pages;
   private long tick;
 
-  RadixCache(int pageSize, KvBlockPool pool) {
+  RadixCache(int pageSize) {
     this.pageSize = pageSize;
-    this.pool = pool;
   }
 
   int pageSize() {
     return pageSize;
   }
 
-  /** Pages (and pool blocks) the tree holds. */
+  /** Pages (and block references) the tree holds. */
   int pages() {
     return pages;
   }
@@ -144,7 +143,7 @@ final class RadixCache {
 
   /**
    * Adds page {@code pageIndex} of {@code tokens} under {@code parent} (null: the root), which must
-   * not have it yet. The node takes over {@code page} and one pool block the caller already holds.
+   * not have it yet. The node takes over {@code page}, a reference on the page's block.
    */
   Node insert(Node parent, IntAt tokens, int pageIndex, KvCache.Page page) {
     Node at = parent == null ? root : parent;
@@ -160,8 +159,8 @@ final class RadixCache {
   }
 
   /**
-   * Evicts unlocked leaves, least recently used first, until {@code blocks} blocks went back to the
-   * pool or nothing more can go; returns how many went.
+   * Evicts unlocked leaves, least recently used first, until {@code blocks} pages went (their
+   * blocks back to the allocator) or nothing more can go; returns how many went.
    */
   int evict(int blocks) {
     if (blocks <= 0) {
@@ -218,7 +217,6 @@ final class RadixCache {
   private void remove(Node n) {
     n.parent.children.remove(n.key);
     n.page.close();
-    pool.release(1);
     pages--;
   }
 

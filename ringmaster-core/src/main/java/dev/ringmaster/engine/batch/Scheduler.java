@@ -1,5 +1,6 @@
 package dev.ringmaster.engine.batch;
 
+import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -10,10 +11,13 @@ import java.util.function.Supplier;
 
 /**
  * The engine thread's bookkeeping: which requests wait, which run, what the next step computes and
- * who holds which KV blocks. Not thread-safe: only the engine thread calls it.
+ * who holds which KV blocks. It owns the engine's {@link KvBlockAllocator}: every block a
+ * sequence's cache or the prefix cache holds is taken from it here, before the step that needs it
+ * is planned, so the model never runs out of blocks inside a step. Not thread-safe: only the engine
+ * thread calls it.
  *
  * <p>Policy: requests are admitted first come, first served while the running batch has room and
- * the pool can hold the whole prompt (its blocks are reserved at admission). Every step runs one
+ * the allocator can hold the whole prompt (its blocks are taken at admission). Every step runs one
  * token of each decoding request and up to {@code chunkedPrefillSize} prompt tokens, oldest request
  * first, so a long prompt is prefilled in chunks while other streams keep decoding. Blocks are
  * reserved as sequences grow; when a decode finds the pool empty the most recently admitted request
@@ -24,13 +28,13 @@ import java.util.function.Supplier;
  * longest cached prefix ({@link RadixCache}), at most every whole page before its last token, and
  * only the rest of the prompt is reserved and computed. A sequence hands the whole pages of its
  * prompt to the tree once their prefill is done, and the whole pages of prompt and output when it
- * finishes; the block of each such page moves from the sequence's reservation to the tree. When the
- * pool is short, unlocked tree pages are evicted before anything is preempted. With {@link
+ * finishes; the tree then holds a reference on each such page's block beside the sequence's. When
+ * the allocator is short, unlocked tree pages are evicted before anything is preempted. With {@link
  * SchedulePolicy#LPM} the waiting requests are admitted longest cached prefix first.
  */
 final class Scheduler {
   private final BatchConfig config;
-  private final KvBlockPool pool;
+  private final KvBlockAllocator pool;
   private final Supplier<KvCache> newCache;
   private final AtomicInteger queued;
   private final Deque<Sequence> waiting = new ArrayDeque<>();
@@ -45,16 +49,17 @@ final class Scheduler {
   static final int LPM_MAX_SORTED = 128;
 
   /**
+   * @param newCache makes an empty cache whose block ids come from {@code pool}
    * @param queued count of requests submitted but not running, shared with submitters: this class
    *     decrements it on admission and on removal from the queue, and increments it on preemption
    */
   Scheduler(
-      BatchConfig config, KvBlockPool pool, Supplier<KvCache> newCache, AtomicInteger queued) {
+      BatchConfig config, KvBlockAllocator pool, Supplier<KvCache> newCache, AtomicInteger queued) {
     this.config = config;
     this.pool = pool;
     this.newCache = newCache;
     this.queued = queued;
-    this.radix = config.radixCache() ? new RadixCache(config.pageSize(), pool) : null;
+    this.radix = config.radixCache() ? new RadixCache(config.pageSize()) : null;
   }
 
   /** The prefix cache, or null when it is off. */
@@ -141,8 +146,8 @@ final class Scheduler {
   }
 
   /**
-   * Reserves the blocks of a waiting request's tokens that the prefix cache does not hold and gives
-   * it a cache starting with the cached pages; false (nothing changed) when the pool is short.
+   * Gives a waiting request a cache starting with the cached pages of its prefix and takes the
+   * blocks of its other prompt tokens; false (nothing changed) when the allocator is short.
    */
   private boolean tryAdmit(Sequence s) {
     List<RadixCache.Node> hit = matchPrefix(s);
@@ -152,15 +157,13 @@ final class Scheduler {
     if (radix != null) {
       radix.lock(hit); // the eviction below must not take the pages this request will use
     }
-    if (!reserveEvicting(need)) {
+    if (!makeRoom(need)) {
       if (radix != null) {
         radix.unlock(hit);
       }
       return false;
     }
-    s.blocks = need;
     s.prefixNodes = new ArrayList<>(hit);
-    s.treeBlocks = hit.size();
     s.prefillCached = false;
     s.cache = newCache.get();
     if (!hit.isEmpty()) {
@@ -170,6 +173,7 @@ final class Scheduler {
       }
       s.cache.attachPages(pages, config.pageSize());
     }
+    s.cache.reserve(s.length());
     s.planned = hit.size() * config.pageSize();
     // Per request, count only positions it never had: a re-admission after a preemption that
     // finds its own pages again reused them, but they were computed for it (the engine-wide
@@ -205,16 +209,32 @@ final class Scheduler {
     waiting.addAll(list);
   }
 
-  /** Reserves {@code n} blocks, evicting unlocked prefix-cache pages when the pool is short. */
-  private boolean reserveEvicting(int n) {
-    if (pool.tryReserve(n)) {
+  /**
+   * Whether {@code n} blocks are free, evicting unlocked prefix-cache pages when the allocator is
+   * short.
+   */
+  private boolean makeRoom(int n) {
+    if (n <= pool.free()) {
       return true;
     }
     if (radix == null) {
       return false;
     }
     radix.evict(n - pool.free());
-    return pool.tryReserve(n);
+    return n <= pool.free();
+  }
+
+  /** Takes the blocks {@code s}'s cache needs for {@code tokens} positions, if there is room. */
+  private boolean reserveEvicting(Sequence s, long tokens) {
+    int need = pool.blocksFor(tokens) - s.heldBlocks();
+    if (need <= 0) {
+      return true;
+    }
+    if (!makeRoom(need)) {
+      return false;
+    }
+    s.cache.reserve((int) tokens);
+    return true;
   }
 
   /**
@@ -229,8 +249,8 @@ final class Scheduler {
   }
 
   /**
-   * Hands the whole pages of {@code s}'s cache that the tree lacks to the prefix cache: their
-   * blocks move from the sequence's reservation to the tree, and the sequence locks them. Only
+   * Hands the whole pages of {@code s}'s cache that the tree lacks to the prefix cache (each a
+   * reference on its block, which the sequence keeps too), and the sequence locks them. Only
    * positions whose keys and values are stored count (call between steps).
    */
   void cachePages(Sequence s) {
@@ -242,12 +262,7 @@ final class Scheduler {
     for (int p = s.prefixNodes.size(); p < pages; p++) {
       RadixCache.Node n = radix.child(parent, s::token, p);
       if (n == null) {
-        if (s.blocks == 0) {
-          throw new IllegalStateException("a sequence's page has no block of its own");
-        }
         n = radix.insert(parent, s::token, p, s.cache.retainPage(p, config.pageSize()));
-        s.blocks--;
-        s.treeBlocks++;
       }
       // else another request cached the same page first: this one keeps its own copy's block.
       radix.lock(List.of(n));
@@ -322,9 +337,7 @@ final class Scheduler {
 
   /** Like {@link #reserve} without preemption: -1 when a decode finds no block. */
   private int reserveAhead(Sequence s, int n) {
-    int need = pool.blocksFor((long) s.cached() + n) - s.heldBlocks();
-    if (need <= 0 || reserveEvicting(need)) {
-      s.blocks += Math.max(need, 0);
+    if (reserveEvicting(s, (long) s.cached() + n)) {
       return n;
     }
     return n == 1 && s.pending() == 1 ? -1 : 0;
@@ -336,9 +349,7 @@ final class Scheduler {
    */
   private int reserve(Sequence s, int n, boolean decode) {
     while (true) {
-      int need = pool.blocksFor((long) s.cached() + n) - s.heldBlocks();
-      if (need <= 0 || reserveEvicting(need)) {
-        s.blocks += Math.max(need, 0);
+      if (reserveEvicting(s, (long) s.cached() + n)) {
         return n;
       }
       if (!decode) {
@@ -359,11 +370,14 @@ final class Scheduler {
    * changed) when the pool is short.
    */
   boolean reserveDraft(Sequence s, int draftTokens) {
-    int need = pool.blocksFor((long) s.cached() + 1 + draftTokens) - s.heldBlocks();
-    if (need > 0 && !pool.tryReserve(need)) {
-      return false;
+    int tokens = s.cached() + 1 + draftTokens;
+    int need = pool.blocksFor(tokens) - s.heldBlocks();
+    if (need > 0) {
+      if (need > pool.free()) {
+        return false;
+      }
+      s.cache.reserve(tokens);
     }
-    s.blocks += Math.max(need, 0);
     return true;
   }
 
@@ -372,11 +386,7 @@ final class Scheduler {
    * now covers, so rejected drafts hold no blocks.
    */
   void trimBlocks(Sequence s) {
-    int surplus = Math.min(s.blocks, s.heldBlocks() - pool.blocksFor(s.cached()));
-    if (surplus > 0) {
-      pool.release(surplus);
-      s.blocks -= surplus;
-    }
+    s.cache.truncateBlocks(s.cached());
   }
 
   private void preempt(Sequence s) {
@@ -390,7 +400,7 @@ final class Scheduler {
     queued.incrementAndGet();
   }
 
-  /** Takes a finished or failed request out of the batch and returns its blocks. */
+  /** Takes a finished or failed request out of the batch; closing its cache frees its blocks. */
   void remove(Sequence s) {
     if (!running.remove(s) && waiting.remove(s)) {
       queued.decrementAndGet();
@@ -399,19 +409,19 @@ final class Scheduler {
     closeCache(s);
   }
 
-  /** Returns the sequence's own blocks to the pool and unlocks its prefix-cache pages. */
+  /** Unlocks the sequence's prefix-cache pages (its cache's blocks go when the cache closes). */
   private void releaseBlocks(Sequence s) {
-    pool.release(s.blocks);
-    s.blocks = 0;
     if (radix != null) {
       radix.unlock(s.prefixNodes);
     }
     s.prefixNodes = new ArrayList<>();
-    s.treeBlocks = 0;
     s.prefillCached = false;
   }
 
-  /** Gives the cache's storage back to the model (a GPU cache's blocks to its pool). */
+  /**
+   * Closes the cache: its block references go back to the allocator (a block the prefix cache
+   * shares stays until its page is evicted) and the model frees any storage of its own.
+   */
   private static void closeCache(Sequence s) {
     if (s.cache != null) {
       s.cache.close();

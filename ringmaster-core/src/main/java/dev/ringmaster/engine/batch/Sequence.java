@@ -12,9 +12,9 @@ import java.util.Set;
 
 /**
  * The engine thread's state for one request: all its tokens (prompt, then generated), its cache and
- * the KV blocks it holds. Tokens {@code [planned, tokens)} are the input of its next step: the rest
- * of the prompt while prefilling, the last generated token while decoding, or everything again
- * after a preemption dropped the cache.
+ * (whose block table holds its KV blocks). Tokens {@code [planned, tokens)} are the input of its
+ * next step: the rest of the prompt while prefilling, the last generated token while decoding, or
+ * everything again after a preemption dropped the cache.
  */
 final class Sequence {
   final EngineRequest request;
@@ -39,17 +39,11 @@ final class Sequence {
   /** Whether a submitted step samples this sequence's next token (not appended yet). */
   boolean awaitingToken;
 
-  /** KV blocks this sequence holds itself (pages of it the prefix cache owns not counted). */
-  int blocks;
-
   /**
    * The prefix-cache pages this sequence's cache starts with or has handed to the cache, root
    * first, each locked by it; its first {@code prefixNodes.size()} pages are cached.
    */
   List<RadixCache.Node> prefixNodes = new ArrayList<>();
-
-  /** Pages of {@link #prefixNodes} whose block the prefix cache holds (not this sequence). */
-  int treeBlocks;
 
   /**
    * Positions whose keys and values came from the prefix cache and were never computed for this
@@ -132,9 +126,12 @@ final class Sequence {
     return request.constraint() != null && request.constraint().isComplete();
   }
 
-  /** Pages of positions this sequence's cache covers with blocks it or the prefix cache holds. */
+  /**
+   * KV blocks in this sequence's block table: its own and the prefix cache's it shares (0 without a
+   * cache).
+   */
   int heldBlocks() {
-    return blocks + treeBlocks;
+    return cache == null ? 0 : cache.blockCount();
   }
 
   /** Tokens in the cache once the submitted steps have run. */

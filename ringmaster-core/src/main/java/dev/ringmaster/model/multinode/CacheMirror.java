@@ -81,6 +81,14 @@ final class CacheMirror implements AutoCloseable {
           pages.remove(ops[i + 1]);
           i += 2;
         }
+        case CacheOps.TRUNCATE_BLOCKS -> {
+          need(ops, i, 3);
+          KvCache c = cache(ops[i + 1]);
+          if (c.blockTable() != null) {
+            c.truncateBlocks(ops[i + 2]); // heap caches of a CPU node take no block ids
+          }
+          i += 3;
+        }
         default -> throw new IllegalStateException("unknown cache operation " + op + " at " + i);
       }
     }

@@ -8,9 +8,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Node 0's record of what happened to its caches and shared KV pages since the last step, in the
  * order it happened: caches closed, pages retained from a cache, pages attached to a fresh cache,
- * page handles closed. It travels with the next step, and every other node replays it on its own
- * caches ({@link CacheMirror}) before running that step, so prefix-cache decisions made on node 0
- * reach every node's caches in the same order as the steps.
+ * page handles closed, blocks past a rolled-back length given back. It travels with the next step,
+ * and every other node replays it on its own caches ({@link CacheMirror}) before running that step,
+ * so prefix-cache decisions made on node 0 reach every node's caches in the same order as the
+ * steps.
  *
  * <p>Encoded as a flat int array of operations, each an opcode followed by its arguments. Thread
  * safe: the engine thread, the model thread and the cleaner thread add to it; the step drains it.
@@ -27,6 +28,9 @@ final class CacheOps {
 
   /** {@code RELEASE_PAGE pageId}: node 0 closed that page handle. */
   static final int RELEASE_PAGE = 4;
+
+  /** {@code TRUNCATE_BLOCKS cacheId tokens}: that cache gave back its blocks past the positions. */
+  static final int TRUNCATE_BLOCKS = 5;
 
   private final ConcurrentLinkedQueue<int[]> queue = new ConcurrentLinkedQueue<>();
   private final AtomicInteger nextPageId = new AtomicInteger();
@@ -52,6 +56,10 @@ final class CacheOps {
     op[3] = pageIds.length;
     System.arraycopy(pageIds, 0, op, 4, pageIds.length);
     queue.add(op);
+  }
+
+  void truncateBlocks(int cacheId, int tokens) {
+    queue.add(new int[] {TRUNCATE_BLOCKS, cacheId, tokens});
   }
 
   void releasePage(int pageId) {

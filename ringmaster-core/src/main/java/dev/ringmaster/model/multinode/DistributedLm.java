@@ -253,11 +253,22 @@ public final class DistributedLm implements LanguageModel, CollectiveReporting {
 
   @Override
   public KvCache newCache() {
-    int id;
-    synchronized (this) {
-      id = nextCacheId++;
-    }
-    return NodeCache.open(id, local.model().newCache(), ops, openCaches);
+    return NodeCache.open(nextId(), local.model().newCache(), ops, openCaches);
+  }
+
+  /**
+   * A node-0 cache whose block ids come from {@code blocks} (the scheduler's). The other nodes'
+   * mirrors take theirs from their own model's allocator in the same order of operations, so every
+   * node's count follows node 0's; block tables never cross the wire, each node's storage is
+   * indexed by its own ids.
+   */
+  @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    return NodeCache.open(nextId(), local.model().newCache(blocks), ops, openCaches);
+  }
+
+  private synchronized int nextId() {
+    return nextCacheId++;
   }
 
   /**

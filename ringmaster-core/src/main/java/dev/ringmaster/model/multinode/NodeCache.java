@@ -81,6 +81,23 @@ final class NodeCache implements KvCache.External {
   }
 
   @Override
+  public void reserve(int tokens) {
+    inner.reserve(tokens);
+  }
+
+  @Override
+  public int blockCount() {
+    return inner.blockCount();
+  }
+
+  @Override
+  public int truncateBlocks(int tokens) {
+    int dropped = inner.truncateBlocks(tokens);
+    ops.truncateBlocks(id, tokens);
+    return dropped;
+  }
+
+  @Override
   public void close() {
     if (closed.compareAndSet(false, true)) {
       try {

@@ -119,9 +119,9 @@ public final class RankGroup implements AutoCloseable {
 
   /**
    * A step of ranks that each hold one shard of every sequence's cache: reserves room for the
-   * step's tokens in every cache first (so a full pool fails here, before any rank has started: one
-   * rank failing alone would leave the others waiting in a collective), runs {@code work} on every
-   * rank with its shards, then sets each cache's length from its first shard's.
+   * step's tokens in every cache first (so a full block allocator fails here, before any rank has
+   * started: one rank failing alone would leave the others waiting in a collective), runs {@code
+   * work} on every rank with its shards, then sets each cache's length from its first shard's.
    */
   public <T> T stepOnShards(BatchLayout layout, KvCache[] caches, ShardWork<T> work) {
     for (int s = 0; s < layout.numSeqs(); s++) {
@@ -150,6 +150,27 @@ public final class RankGroup implements AutoCloseable {
    * when one rank cannot make its shard, the shards made so far are closed.
    */
   public KvCache newShardedCache(IntFunction<KvCache> perRank) {
+    return KvCache.ofShards(makeShards(perRank));
+  }
+
+  /**
+   * Like {@link #newShardedCache(IntFunction)}, with {@code blocks} as the block table of every
+   * shard (the cache owns it; the shards take no ids of their own), so all ranks use the same block
+   * ids and the allocator counts each block once.
+   */
+  public KvCache newShardedCache(
+      IntFunction<KvCache> perRank, dev.ringmaster.runtime.KvBlockTable blocks) {
+    KvCache[] shards;
+    try {
+      shards = makeShards(perRank);
+    } catch (RuntimeException | Error e) {
+      blocks.close();
+      throw e;
+    }
+    return KvCache.ofShards(shards, blocks);
+  }
+
+  private KvCache[] makeShards(IntFunction<KvCache> perRank) {
     KvCache[] shards = new KvCache[workers.size()];
     try {
       for (int r = 0; r < shards.length; r++) {
@@ -163,7 +184,7 @@ public final class RankGroup implements AutoCloseable {
       }
       throw e;
     }
-    return KvCache.ofShards(shards);
+    return shards;
   }
 
   /**

@@ -180,7 +180,7 @@ class OverlapScheduleTest {
     }
 
     @Override
-    public KvCache newCache() {
+    public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
       opened.incrementAndGet();
       return KvCache.ofExternal(
           new KvCache.External() {
@@ -196,7 +196,8 @@ class OverlapScheduleTest {
                 closed.incrementAndGet();
               }
             }
-          });
+          },
+          blocks.newTable());
     }
 
     @Override

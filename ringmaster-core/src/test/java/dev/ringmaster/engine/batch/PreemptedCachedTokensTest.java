@@ -3,6 +3,7 @@ package dev.ringmaster.engine.batch;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,9 +23,9 @@ class PreemptedCachedTokensTest {
   @Test
   void aRequestReportsOnlyCachedPositionsItNeverComputed() {
     BatchConfig cfg = new BatchConfig(8, 8, 64, PAGE, 8, false);
-    KvBlockPool pool = new KvBlockPool(PAGE, cfg.kvBlocks());
+    KvBlockAllocator pool = new KvBlockAllocator(PAGE, cfg.kvBlocks());
     Scheduler scheduler =
-        new Scheduler(cfg, pool, () -> new KvCache(1, 1, 1), new AtomicInteger(2));
+        new Scheduler(cfg, pool, () -> new KvCache(1, 1, 1, pool), new AtomicInteger(2));
     Sequence a = sequence(new int[] {2, 3, 4, 5, 6, 7, 8, 9, 10});
     Sequence b = sequence(new int[] {20, 21, 22, 23, 24, 25, 26, 27, 28});
     scheduler.enqueue(a);

@@ -49,6 +49,11 @@ class PrefixCachePaysTest {
     }
 
     @Override
+    public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+      return inner.newCache(blocks);
+    }
+
+    @Override
     public long weightBytes() {
       return inner.weightBytes();
     }

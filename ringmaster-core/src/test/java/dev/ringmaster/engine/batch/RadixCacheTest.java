@@ -3,6 +3,8 @@ package dev.ringmaster.engine.batch;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.ringmaster.runtime.KvBlockAllocator;
+import dev.ringmaster.runtime.KvBlockTable;
 import dev.ringmaster.runtime.KvCache;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,24 +13,27 @@ import org.junit.jupiter.api.Test;
 class RadixCacheTest {
   private static final int PAGE = 2;
 
-  /** A page that records when it was closed. */
+  /** A page that holds a reference on one block and records when it was closed. */
   private final class CountedPage implements KvCache.Page {
     final String name;
+    final int block;
     int closes;
 
-    CountedPage(String name) {
+    CountedPage(String name, int block) {
       this.name = name;
+      this.block = block;
     }
 
     @Override
     public void close() {
       closes++;
       closeOrder.add(name);
+      pool.release(block);
     }
   }
 
-  private final KvBlockPool pool = new KvBlockPool(PAGE, 16);
-  private final RadixCache tree = new RadixCache(PAGE, pool);
+  private final KvBlockAllocator pool = new KvBlockAllocator(PAGE, 16);
+  private final RadixCache tree = new RadixCache(PAGE);
   private final List<CountedPage> made = new ArrayList<>();
   private final List<String> closeOrder = new ArrayList<>();
 
@@ -39,8 +44,13 @@ class RadixCacheTest {
     for (int p = 0; p < tokens.length / PAGE; p++) {
       RadixCache.Node n = tree.child(parent, i -> tokens[i], p);
       if (n == null) {
-        assertThat(pool.tryReserve(1)).isTrue();
-        CountedPage page = new CountedPage(tokens[p * PAGE] + "," + tokens[p * PAGE + 1]);
+        // A sequence's block, retained by the page; the sequence then finishes.
+        int block;
+        try (KvBlockTable seq = pool.newTable()) {
+          seq.ensure(PAGE);
+          block = seq.retain(0);
+        }
+        CountedPage page = new CountedPage(tokens[p * PAGE] + "," + tokens[p * PAGE + 1], block);
         made.add(page);
         n = tree.insert(parent, i -> tokens[i], p, page);
       }
@@ -117,7 +127,8 @@ class RadixCacheTest {
   @Test
   void aPageCannotBeInsertedTwiceUnderTheSamePrefix() {
     insertAll(new int[] {1, 2});
-    assertThatThrownBy(() -> tree.insert(null, i -> new int[] {1, 2}[i], 0, new CountedPage("x")))
+    assertThatThrownBy(
+            () -> tree.insert(null, i -> new int[] {1, 2}[i], 0, new CountedPage("x", 0)))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("already cached");
   }

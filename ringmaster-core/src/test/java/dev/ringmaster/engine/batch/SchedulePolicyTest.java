@@ -3,6 +3,7 @@ package dev.ringmaster.engine.batch;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.engine.SamplingParams;
+import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -56,9 +57,8 @@ class SchedulePolicyTest {
   /** A scheduler of one running slot whose tree holds the whole pages of {@link #CACHED}. */
   private static Scheduler scheduler(SchedulePolicy policy) {
     BatchConfig cfg = new BatchConfig(1, 8, 64, PAGE, 64, false).withSchedulePolicy(policy);
-    Scheduler s =
-        new Scheduler(
-            cfg, new KvBlockPool(PAGE, 64), () -> new KvCache(1, 1, 1), new AtomicInteger());
+    KvBlockAllocator pool = new KvBlockAllocator(PAGE, 64);
+    Scheduler s = new Scheduler(cfg, pool, () -> new KvCache(1, 1, 1, pool), new AtomicInteger());
     Sequence first = sequence(CACHED);
     s.enqueue(first);
     s.admit();

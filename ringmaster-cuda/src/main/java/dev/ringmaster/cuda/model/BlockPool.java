@@ -2,20 +2,21 @@ package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.runtime.KvBlockAllocator;
 
 /**
- * The paged latent KV cache of every layer: one device buffer {@code [layers, blocks, blockSize,
- * D]} of bf16 ({@code D = kv_lora_rank + qk_rope_head_dim}, the layout of the MLA kernels) and a
- * free list of block ids. Block 0 is never handed out: padding tokens of a graph batch write and
- * read it, so real sequences never see their values.
+ * The paged KV storage of every layer: one device buffer {@code [layers, blocks, blockSize, D]} of
+ * bf16 (MLA: {@code D = kv_lora_rank + qk_rope_head_dim}, the layout of the MLA kernels), indexed
+ * by the block ids of a {@link KvBlockAllocator}. It keeps only the memory: which blocks are free
+ * and who holds them is the allocator's. Block 0 is the padding block, which no allocator hands
+ * out: padding tokens of a graph batch write and read it, so real sequences never see their values.
  *
  * <p>Models with DeepSeek Sparse Attention also hold the indexer keys of every layer that runs an
  * indexer: a second buffer {@code [indexed layers, blocks, blockSize, index_head_dim]} of bf16,
  * paged by the same block ids, so a block (and a prefix-cache page sharing it) carries both.
  *
- * <p>Blocks are reference-counted so caches and the prefix cache can share them: {@link #take}
- * hands out a block with one reference, {@link #retain} adds one, {@link #give} drops one, and the
- * block returns to the free list when none is left.
+ * <p>One allocator's caches use the storage at a time ({@link #bind}): the model's own, for use
+ * without a scheduler, or the scheduler's.
  */
 final class BlockPool implements AutoCloseable {
   private final DeviceBuffer cache;
@@ -26,9 +27,8 @@ final class BlockPool implements AutoCloseable {
   private final DeviceBuffer indexKeys; // null without sparse attention
   private final int[] indexSlot; // layer -> its slot in indexKeys, -1 for layers without indexer
   private final int indexWidth;
-  private final int[] free;
-  private final int[] refs;
-  private int freeCount;
+  private final KvBlockAllocator own;
+  private KvBlockAllocator bound;
 
   BlockPool(int layers, int numBlocks, int blockSize, int rowWidth, CudaStream stream) {
     this(layers, numBlocks, blockSize, rowWidth, null, 0, stream);
@@ -72,12 +72,8 @@ final class BlockPool implements AutoCloseable {
       CudaDriverAccess.memsetZero(
           indexKeys.ptr(i * indexLayerBytes()), 2L * blockSize * indexWidth, stream);
     }
-    refs = new int[numBlocks];
-    free = new int[numBlocks - 1];
-    for (int i = 0; i < free.length; i++) {
-      free[i] = numBlocks - 1 - i; // hand out low ids first
-    }
-    freeCount = free.length;
+    own = new KvBlockAllocator(blockSize, numBlocks - 1);
+    bound = own;
   }
 
   /**
@@ -160,48 +156,56 @@ final class BlockPool implements AutoCloseable {
     return cache.bytes() + indexerBytes();
   }
 
-  /** Blocks not in use. */
-  synchronized int freeBlocks() {
-    return freeCount;
+  /** Blocks the storage holds past the padding block: the most an allocator may hand out. */
+  int usableBlocks() {
+    return numBlocks - 1;
   }
 
-  /** Takes a block; throws when the pool is exhausted. */
-  synchronized int take() {
-    if (freeCount == 0) {
-      throw new IllegalStateException(
-          "the GPU KV cache is full ("
-              + capacityTokens()
-              + " tokens in blocks of "
+  /** The allocator over all usable blocks, for caches made without a scheduler. */
+  KvBlockAllocator own() {
+    return own;
+  }
+
+  /**
+   * Makes {@code blocks} the allocator whose ids index this storage from now on.
+   *
+   * @throws IllegalArgumentException when it has more blocks than the storage, or blocks of another
+   *     size
+   * @throws IllegalStateException when another allocator's caches still hold blocks here
+   */
+  synchronized void bind(KvBlockAllocator blocks) {
+    if (blocks.pageSize() != blockSize) {
+      throw new IllegalArgumentException(
+          "the KV block allocator has blocks of "
+              + blocks.pageSize()
+              + " tokens but the GPU cache's are "
               + blockSize
-              + "): release finished sequences' caches, or give the cache more memory"
+              + "; give both the same --page-size");
+    }
+    if (blocks.capacity() > numBlocks - 1) {
+      throw new IllegalArgumentException(
+          "the KV block allocator has "
+              + blocks.capacity()
+              + " blocks but the GPU cache holds "
+              + (numBlocks - 1)
+              + " of "
+              + blockSize
+              + " tokens; lower --max-total-tokens or give the cache more memory"
               + " (--mem-fraction-static)");
     }
-    int block = free[--freeCount];
-    refs[block] = 1;
-    return block;
+    if (blocks != bound && bound.used() > 0) {
+      throw new IllegalStateException(
+          "the GPU KV cache's blocks are in use by another allocator ("
+              + bound.used()
+              + " blocks held): close those caches and pages before starting a scheduler on"
+              + " this model");
+    }
+    bound = blocks;
   }
 
-  /** Adds a reference to a block in use (another cache, or the prefix cache, shares it). */
-  synchronized void retain(int block) {
-    if (block <= 0 || block >= numBlocks || refs[block] == 0) {
-      throw new IllegalStateException("block " + block + " is not in use and cannot be shared");
-    }
-    refs[block]++;
-  }
-
-  /** Drops a reference to a block; the last one returns it to the pool. */
-  synchronized void give(int block) {
-    if (block <= 0 || block >= numBlocks || refs[block] == 0) {
-      throw new IllegalStateException("block " + block + " is not in use and cannot be given back");
-    }
-    if (--refs[block] == 0) {
-      free[freeCount++] = block;
-    }
-  }
-
-  /** References held on a block (0: free). */
-  synchronized int references(int block) {
-    return refs[block];
+  /** Blocks of the storage no cache or page of the bound allocator holds (tests). */
+  synchronized int freeBlocks() {
+    return numBlocks - 1 - bound.used();
   }
 
   @Override

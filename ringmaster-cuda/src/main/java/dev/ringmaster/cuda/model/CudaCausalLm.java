@@ -15,6 +15,7 @@ import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KernelTuning;
+import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.StepProfileReporting;
@@ -30,8 +31,10 @@ import java.util.Map;
  * batched prefill, and decode steps replayed from CUDA graphs. All device work runs on the GPU's
  * own thread; {@link #forward} may be called from any one thread at a time.
  *
- * <p>Caches from {@link #newCache} hold blocks of this model's pool; close them (or the model) to
- * give the blocks back.
+ * <p>The paged cache's storage is indexed by the ids of one {@link KvBlockAllocator} at a time:
+ * {@link #newCache()} takes them from the model's own allocator over the whole storage, {@link
+ * #newCache(KvBlockAllocator)} from the scheduler's. Close the caches (or the model) to give the
+ * blocks back.
  */
 public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** Context length the decode split count is chosen for (graphs cannot see the real one). */
@@ -468,7 +471,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return cfg;
   }
 
-  /** Blocks of the paged KV cache no sequence or prefix-cache page holds (tests). */
+  /**
+   * Blocks of the paged KV cache no sequence or prefix-cache page of the allocator in use holds
+   * (tests).
+   */
   int freeKvBlocks() {
     return pool.freeBlocks();
   }
@@ -480,7 +486,28 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   @Override
   public KvCache newCache() {
-    return KvCache.ofExternal(new GpuKvCache(pool));
+    return newCache(pool.own());
+  }
+
+  @Override
+  public KvCache newCache(KvBlockAllocator blocks) {
+    pool.bind(blocks);
+    var table = blocks.newTable();
+    return KvCache.ofExternal(new GpuKvCache(pool, table), table);
+  }
+
+  /** The model's own allocator over the whole storage. */
+  KvBlockAllocator ownBlocks() {
+    return pool.own();
+  }
+
+  /**
+   * A storage view of this rank for a tensor-parallel cache whose block table (shared by every
+   * rank, owned by the sharded cache) comes from {@code blocks}.
+   */
+  KvCache shardView(KvBlockAllocator blocks, dev.ringmaster.runtime.KvBlockTable table) {
+    pool.bind(blocks);
+    return KvCache.ofExternal(new GpuKvCache(pool, table));
   }
 
   @Override
@@ -613,7 +640,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       pos[s] = p;
       seq[s] = s;
       slots[s] = caches[s].block(p) * pool.blockSize() + p % pool.blockSize();
-      caches[s].writeTable(table, s * width);
+      caches[s].writeTable(table, s * width, width);
     }
     // Padding rows: token 0 at position 0 of sequence row s, whose table row is all padding block.
     for (int s = n; s < padded; s++) {
@@ -684,7 +711,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     int[] table = new int[numSeqs * width];
     int[] seqOf = new int[n];
     for (int s = 0; s < numSeqs; s++) {
-      caches[s].writeTable(table, s * width);
+      caches[s].writeTable(table, s * width, width);
       for (int i = layout.seqStart()[s]; i < layout.seqStart()[s + 1]; i++) {
         seqOf[i] = s;
       }

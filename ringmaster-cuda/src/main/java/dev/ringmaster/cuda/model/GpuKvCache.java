@@ -1,23 +1,32 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.runtime.KvBlockTable;
 import dev.ringmaster.runtime.KvCache;
-import java.util.Arrays;
+import java.util.List;
 
 /**
- * One sequence's share of a {@link BlockPool}: its block table (block ids in position order). The
- * model wraps it with {@link KvCache#ofExternal}; closing the cache gives the blocks back. A page
- * of the prefix cache is one block: retaining it adds a reference to the block, attaching appends
- * the block to an empty table with a reference of its own, so a shared block is freed only when its
- * last holder lets go.
+ * One sequence's view of a {@link BlockPool}: the storage side of a cache whose block ids are a
+ * {@link KvBlockTable} (the cache owns the table; on a tensor-parallel model every rank's view
+ * reads the same one). It takes no blocks itself: the table's allocator hands them out before the
+ * step that writes them, so {@link #ensureCapacity} only checks that they are there. A prefix-cache
+ * page is its block: the cache's page handle holds the block's reference, and this storage adds
+ * nothing to it.
  */
 final class GpuKvCache implements KvCache.External {
-  private final BlockPool pool;
-  private int[] blocks = new int[4];
-  private int count;
-  private boolean closed;
+  /** A page of this storage: the rows are the block itself, so there is nothing more to hold. */
+  private record BlockRows(BlockPool pool) implements KvCache.Page {
+    @Override
+    public void close() {
+      // the block's reference is the page handle's; the rows stay in the pool
+    }
+  }
 
-  GpuKvCache(BlockPool pool) {
+  private final BlockPool pool;
+  private final KvBlockTable table;
+
+  GpuKvCache(BlockPool pool, KvBlockTable table) {
     this.pool = pool;
+    this.table = table;
   }
 
   BlockPool pool() {
@@ -25,72 +34,46 @@ final class GpuKvCache implements KvCache.External {
   }
 
   @Override
-  public synchronized void ensureCapacity(int tokens) {
-    if (closed) {
+  public void ensureCapacity(int tokens) {
+    if (table.isClosed()) {
       throw new IllegalStateException("this KV cache was released");
     }
-    int needed = (tokens + pool.blockSize() - 1) / pool.blockSize();
-    while (count < needed) {
-      if (count == blocks.length) {
-        blocks = Arrays.copyOf(blocks, 2 * count);
-      }
-      int block = pool.take(); // before count moves: a full pool leaves the table as it was
-      blocks[count++] = block;
-    }
-  }
-
-  /** A reference on one block, dropped once by {@link #close}. */
-  private static final class BlockPage implements KvCache.Page {
-    private final BlockPool pool;
-    private final int block;
-    private boolean closed;
-
-    BlockPage(BlockPool pool, int block) {
-      this.pool = pool;
-      this.block = block;
-    }
-
-    @Override
-    public synchronized void close() {
-      if (!closed) {
-        closed = true;
-        pool.give(block);
-      }
+    if (table.tokens() < tokens) {
+      throw new IllegalStateException(
+          "the GPU cache's block table covers "
+              + table.tokens()
+              + " positions but the step writes "
+              + tokens
+              + ": reserve the blocks on the sequence's cache first");
     }
   }
 
   @Override
-  public synchronized KvCache.Page retainPage(int pageIndex, int pageSize) {
+  public KvCache.Page retainPage(int pageIndex, int pageSize) {
     checkPageSize(pageSize);
-    if (pageIndex < 0 || pageIndex >= count) {
+    if (pageIndex < 0 || pageIndex >= table.count()) {
       throw new IllegalArgumentException(
-          "page " + pageIndex + " is outside this cache's " + count + " blocks");
+          "page " + pageIndex + " is outside this cache's " + table.count() + " blocks");
     }
-    pool.retain(blocks[pageIndex]);
-    return new BlockPage(pool, blocks[pageIndex]);
+    return new BlockRows(pool);
   }
 
   @Override
-  public synchronized void attachPages(java.util.List<KvCache.Page> pages, int pageSize) {
+  public void attachPages(List<KvCache.Page> pages, int pageSize) {
     checkPageSize(pageSize);
-    if (closed || count != 0) {
-      throw new IllegalStateException("pages attach only to an open, empty GPU cache");
-    }
-    int[] ids = new int[pages.size()];
-    for (int i = 0; i < ids.length; i++) {
-      if (!(pages.get(i) instanceof BlockPage bp) || bp.pool != pool) {
+    for (int i = 0; i < pages.size(); i++) {
+      if (!(pages.get(i) instanceof BlockRows rows) || rows.pool() != pool) {
         throw new IllegalArgumentException("page " + i + " is not a block of this GPU's KV pool");
       }
-      ids[i] = bp.block;
     }
-    for (int id : ids) {
-      pool.retain(id);
+    if (table.count() != pages.size()) {
+      throw new IllegalStateException(
+          "the attached pages' blocks are not this cache's first blocks: the table holds "
+              + table.count()
+              + " for "
+              + pages.size()
+              + " pages");
     }
-    if (blocks.length < ids.length) {
-      blocks = Arrays.copyOf(blocks, ids.length);
-    }
-    System.arraycopy(ids, 0, blocks, 0, ids.length);
-    count = ids.length;
   }
 
   private void checkPageSize(int pageSize) {
@@ -106,27 +89,26 @@ final class GpuKvCache implements KvCache.External {
 
   /** Block holding position {@code pos}. */
   int block(int pos) {
-    return blocks[pos / pool.blockSize()];
+    return table.id(pos / pool.blockSize());
   }
 
-  /** Copies the block table into {@code row} (the rest of the row is left as it is). */
-  synchronized void writeTable(int[] dst, int offset) {
-    System.arraycopy(blocks, 0, dst, offset, count);
+  /**
+   * Copies the block table into {@code dst} from {@code offset}, at most {@code width} ids (blocks
+   * reserved past the table row's width hold no position a step can reach); the rest of the row is
+   * left as it is.
+   */
+  void writeTable(int[] dst, int offset, int width) {
+    table.copyTo(dst, offset, width);
   }
 
-  /** Blocks held. */
-  synchronized int blockCount() {
-    return count;
+  /** Blocks of the table this storage reads. */
+  @Override
+  public int blockCount() {
+    return table.count();
   }
 
   @Override
-  public synchronized void close() {
-    if (!closed) {
-      closed = true;
-      for (int i = 0; i < count; i++) {
-        pool.give(blocks[i]);
-      }
-      count = 0;
-    }
+  public void close() {
+    // the owning cache closes the table; the storage holds nothing of its own
   }
 }

@@ -51,6 +51,7 @@ public final class TensorParallelCudaLm
   private final ModelConfig cfg;
   private final WeightStore store;
   private final List<CudaCausalLm> ranks;
+  private dev.ringmaster.runtime.KvBlockAllocator ownBlocks;
   private final AutoCloseable world;
   private final RankGroup group;
 
@@ -282,12 +283,35 @@ public final class TensorParallelCudaLm
 
   @Override
   public KvCache newCache() {
-    return group.newShardedCache(r -> ranks.get(r).newCache());
+    return newCache(ownBlocks());
   }
 
   /**
-   * Runs the step on every rank's GPU thread at once (blocks are reserved on every rank first, so a
-   * full pool fails before any rank has started) and returns rank 0's logits.
+   * One block table for every rank's storage (all ranks use the same block ids), from {@code
+   * blocks}: it must fit the smallest rank's storage.
+   */
+  @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    var table = blocks.newTable();
+    return group.newShardedCache(r -> ranks.get(r).shardView(blocks, table), table);
+  }
+
+  /** The model's own allocator, over the blocks every rank's storage has. */
+  private synchronized dev.ringmaster.runtime.KvBlockAllocator ownBlocks() {
+    if (ownBlocks == null) {
+      ownBlocks = ranks.getFirst().ownBlocks();
+      for (CudaCausalLm r : ranks) {
+        if (r.ownBlocks().capacity() < ownBlocks.capacity()) {
+          ownBlocks = r.ownBlocks();
+        }
+      }
+    }
+    return ownBlocks;
+  }
+
+  /**
+   * Runs the step on every rank's GPU thread at once (the one block table of each cache grows
+   * first, so a full allocator fails before any rank has started) and returns rank 0's logits.
    */
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {

@@ -99,12 +99,22 @@ public final class CausalLm implements LanguageModel {
 
   @Override
   public KvCache newCache() {
+    return heapCache(null);
+  }
+
+  /** A heap cache whose positions take block ids from {@code blocks}, the scheduler's. */
+  @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    return heapCache(java.util.Objects.requireNonNull(blocks));
+  }
+
+  private KvCache heapCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
     if (cfg.architecture().usesMla()) {
-      return new KvCache(cfg); // the latent cache is replicated on every rank
+      return new KvCache(cfg, blocks); // the latent cache is replicated on every rank
     }
     // GQA: this rank caches only its share of the KV heads.
     int width = rank.share(cfg.numKvHeads()) * cfg.headDim();
-    return new KvCache(cfg.numLayers(), width, width);
+    return new KvCache(cfg.numLayers(), width, width, blocks);
   }
 
   /**

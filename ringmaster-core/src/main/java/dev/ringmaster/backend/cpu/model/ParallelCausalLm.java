@@ -150,6 +150,12 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
     return group.newShardedCache(r -> ranks.get(r).newCache());
   }
 
+  /** A cache with one block table for all ranks' shards (which take no ids of their own). */
+  @Override
+  public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
+    return group.newShardedCache(r -> ranks.get(r).newCache(), blocks.newTable());
+  }
+
   @Override
   public long weightBytes() {
     return ranks.getFirst().weightBytes();
