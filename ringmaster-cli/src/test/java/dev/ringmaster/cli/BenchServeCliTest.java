@@ -253,6 +253,112 @@ class BenchServeCliTest {
     assertThat(new String(head, 1, 3, java.nio.charset.StandardCharsets.US_ASCII)).isEqualTo("PNG");
   }
 
+  /**
+   * A real {@code bench one-batch --json} of the served model is the reference: its JSON keeps the
+   * decode keys and adds the totals, and {@code bench serve} prints and records its output
+   * throughput as a share of both at the batch size equal to {@code --max-concurrency}.
+   */
+  @Test
+  void outputThroughputAsAShareOfOneBatch(@TempDir Path tmp) throws Exception {
+    CliTest.Run ob =
+        CliTest.run(
+            "bench",
+            "one-batch",
+            "--model",
+            modelDir.toString(),
+            "--batch-size",
+            "1,2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "8",
+            "--warmup-decode-steps",
+            "2",
+            "--json");
+    assertThat(ob.status()).as(ob.err()).isZero();
+    JsonNode oneBatch = new ObjectMapper().readTree(ob.out());
+    JsonNode b2 = oneBatch.get("results").get(1);
+    for (String k :
+        List.of(
+            "batch_size",
+            "input_len",
+            "output_len",
+            "prefill_ms",
+            "prefill_tokens_per_s",
+            "decode_median_ms",
+            "decode_tokens_per_s",
+            "total_latency_ms",
+            "total_output_tokens_per_s",
+            "total_tokens_per_s")) {
+      assertThat(b2.has(k)).as("one-batch key %s", k).isTrue();
+    }
+    double total = b2.get("total_latency_ms").asDouble();
+    assertThat(total).isGreaterThan(b2.get("prefill_ms").asDouble());
+    assertThat(b2.get("total_output_tokens_per_s").asDouble())
+        .isCloseTo(2 * 8 * 1000 / total, within(1e-6));
+    assertThat(b2.get("total_tokens_per_s").asDouble())
+        .isCloseTo(2 * (16 + 8) * 1000 / total, within(1e-6));
+    Path ref = tmp.resolve("one-batch.json");
+    Files.writeString(ref, ob.out());
+
+    Path out = tmp.resolve("out.jsonl");
+    CliTest.Run r =
+        bench(
+            out,
+            "--dataset-name",
+            "random-ids",
+            "--max-concurrency",
+            "2",
+            "--compare-one-batch",
+            ref.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains("-------------Share of bench one-batch-------------")
+        .contains("One-batch batch size:                    2")
+        .contains("Output tok/s / one-batch total (%):")
+        .doesNotContain("note: one-batch ran");
+    JsonNode o = new ObjectMapper().readTree(Files.readAllLines(out).getFirst());
+    JsonNode c = o.get("one_batch_comparison");
+    double served = o.get("output_throughput").asDouble();
+    assertThat(c.get("batch_size").asInt()).isEqualTo(2);
+    assertThat(c.get("decode_share").asDouble())
+        .isCloseTo(served / b2.get("decode_tokens_per_s").asDouble(), within(1e-9));
+    assertThat(c.get("e2e_share").asDouble())
+        .isCloseTo(served / b2.get("total_output_tokens_per_s").asDouble(), within(1e-9));
+    // The decode-only reference leaves the prefill out, so its share is the smaller one.
+    assertThat(c.get("decode_share").asDouble()).isLessThan(c.get("e2e_share").asDouble());
+    assertThat(c.get("lengths_match").asBoolean()).isTrue();
+
+    CliTest.Run noConcurrency =
+        bench(out, "--dataset-name", "random", "--compare-one-batch", ref.toString());
+    assertThat(noConcurrency.status()).isNotZero();
+    assertThat(noConcurrency.err()).contains("--compare-one-batch needs --max-concurrency");
+    CliTest.Run noSize =
+        bench(
+            out,
+            "--dataset-name",
+            "random",
+            "--max-concurrency",
+            "4",
+            "--compare-one-batch",
+            ref.toString());
+    assertThat(noSize.status()).isNotZero();
+    assertThat(noSize.err()).contains("no batch size 4 (it has [1, 2])");
+    Path notOneBatch = tmp.resolve("x.json");
+    Files.writeString(notOneBatch, "{\"completed\": 3}");
+    CliTest.Run wrong =
+        bench(
+            out,
+            "--dataset-name",
+            "random",
+            "--max-concurrency",
+            "2",
+            "--compare-one-batch",
+            notOneBatch.toString());
+    assertThat(wrong.err()).contains("not the output of bench one-batch --json");
+    assertThat(Files.readAllLines(out)).hasSize(1); // refused before any request was sent
+  }
+
   @Test
   void nonStreamingRequestsTakeTheirLatencyAsTtft(@TempDir Path tmp) throws Exception {
     Path out = tmp.resolve("out.jsonl");
