@@ -204,6 +204,54 @@ class BenchServeCliTest {
     assertThat(o.get("accept_length").isNull()).isTrue();
     assertThat(o.get("server_info").get("served_model_name").asText()).isEqualTo("tiny-moe");
     assertThat(o.get("failed").asInt()).isZero();
+    if (backend.equals("sglang") || backend.equals("ringmaster")) {
+      // the native API streams token ids: the first token is seen no later than the first text
+      assertThat(o.get("mean_ttft_first_token_ms").asDouble())
+          .isPositive()
+          .isLessThanOrEqualTo(o.get("mean_ttft_ms").asDouble());
+    } else {
+      assertThat(o.get("mean_ttft_first_token_ms").isNull()).isTrue();
+    }
+  }
+
+  /**
+   * Tokens forced (logit bias) to the lead byte of a UTF-8 character carry no text until the end:
+   * the TTFT sglang measures (the first chunk with text) is then the whole latency, while the first
+   * token's time is that of the first chunk.
+   */
+  @Test
+  void firstTokenTimeDoesNotWaitForText(@TempDir Path tmp) throws Exception {
+    Tokenizer tokenizer = Tokenizer.load(modelDir);
+    int lead = -1;
+    int vocab = Math.min(tokenizer.vocabSize(), lm.config().vocabSize());
+    for (int id = 0; id < vocab && lead < 0; id++) {
+      byte[] b = tokenizer.tokenBytes(id);
+      if (b != null && b.length == 1 && (b[0] & 0xF0) == 0xE0) {
+        lead = id;
+      }
+    }
+    assertThat(lead).as("a byte-level token for a UTF-8 lead byte").isNotNegative();
+    Path out = tmp.resolve("out.jsonl");
+    CliTest.Run r =
+        bench(
+            out,
+            "--dataset-name",
+            "random-ids",
+            "--max-concurrency",
+            "1",
+            "--extra-request-body",
+            "{\"sampling_params\": {\"logit_bias\": {\"" + lead + "\": 100}}}",
+            "--output-details");
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("Median TTFT, any token (ms):");
+    JsonNode o = new ObjectMapper().readTree(Files.readAllLines(out).getFirst());
+    double firstText = o.get("median_ttft_ms").asDouble();
+    double firstToken = o.get("median_ttft_first_token_ms").asDouble();
+    assertThat(firstToken).isPositive().isLessThan(firstText);
+    assertThat(firstText).isLessThanOrEqualTo(o.get("median_e2e_latency_ms").asDouble());
+    // no chunk before the final one had text, so no inter-token gap was measured
+    assertThat(o.get("mean_itl_ms").asDouble()).isZero();
+    assertThat(o.get("ttfts_first_token")).hasSize(8).allMatch(JsonNode::isNumber);
   }
 
   @Test
