@@ -91,7 +91,7 @@ public final class GenerateEndpoint implements Endpoint {
     String rid = Fields.string(body, "rid", "gen-" + UUID.randomUUID().toString().replace("-", ""));
     boolean listOut = batch || n > 1;
     List<ChoiceResult> results;
-    try (Generation g = ctx.start(choices, rid)) {
+    try (Generation g = ctx.start(choices, rid, ex.receivedNanos())) {
       if (Fields.bool(body, "stream", false)) {
         stream(g, ex.sse(), prompts, n, rid, returnLogprob);
         return;
@@ -259,6 +259,7 @@ public final class GenerateEndpoint implements Endpoint {
                 new ChoiceEvent.Done(
                     i, null, null, prompts.get(i / n).length, tokens.get(i).size(), 0, null, 0, 0);
             sse.send(result(text[i].toString(), tokens.get(i), pending, rid, i, logprobs));
+            g.sent(i);
           }
           case ChoiceEvent.Done d -> {
             if (d.reason() == FinishReason.ERROR) {
