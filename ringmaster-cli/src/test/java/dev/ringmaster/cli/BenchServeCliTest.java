@@ -204,6 +204,14 @@ class BenchServeCliTest {
     assertThat(o.get("accept_length").isNull()).isTrue();
     assertThat(o.get("server_info").get("served_model_name").asText()).isEqualTo("tiny-moe");
     assertThat(o.get("failed").asInt()).isZero();
+    // the server's own breakdown of the timed requests' TTFT, from its /metrics
+    JsonNode server = o.get("server_ttft_breakdown_ms");
+    for (String k : List.of("ttft", "queue_time", "prefill_waiting", "prefill_forward")) {
+      assertThat(server.get(k).asDouble()).as("server %s", k).isPositive();
+    }
+    assertThat(server.get("prefill_steps_per_request").asDouble()).isGreaterThanOrEqualTo(1);
+    assertThat(server.get("ttft").asDouble()).isLessThan(o.get("mean_ttft_ms").asDouble());
+    assertThat(r.out()).contains("Server prefill_forward (ms):");
     if (backend.equals("sglang") || backend.equals("ringmaster")) {
       // the native API streams token ids: the first token is seen no later than the first text
       assertThat(o.get("mean_ttft_first_token_ms").asDouble())

@@ -55,6 +55,9 @@ public final class ResultReport {
       row(sb, "Median TTFT, any token (ms):", m.ttftFirstToken().median());
       row(sb, "P99 TTFT, any token (ms):", m.ttftFirstToken().percentile(99));
     }
+    if (r.serverTtft() != null) {
+      sb.append(ServerLatencyScrape.table(r.serverTtft()));
+    }
     sb.append(centered("Time per Output Token (excl. 1st token)", '-')).append('\n');
     row(sb, "Mean TPOT (ms):", m.tpot().mean());
     row(sb, "Median TPOT (ms):", m.tpot().median());
@@ -132,6 +135,7 @@ public final class ResultReport {
       o.putNull("median_ttft_first_token_ms");
       o.putNull("p99_ttft_first_token_ms");
     }
+    o.set("server_ttft_breakdown_ms", r.serverTtft() == null ? o.nullNode() : r.serverTtft());
     if (c.outputDetails()) {
       details(o, r);
     }
