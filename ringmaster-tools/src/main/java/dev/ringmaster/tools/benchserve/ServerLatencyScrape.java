@@ -7,7 +7,10 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -108,7 +111,9 @@ final class ServerLatencyScrape {
   static ObjectNode breakdown(Map<String, double[]> before, Map<String, double[]> after) {
     ObjectNode o = RequestBodies.JSON.createObjectNode();
     double prefills = 0;
-    for (Map.Entry<String, double[]> e : after.entrySet()) {
+    List<Map.Entry<String, double[]>> series = new ArrayList<>(after.entrySet());
+    series.sort(Comparator.comparingInt(e -> order(e.getKey())));
+    for (Map.Entry<String, double[]> e : series) {
       if (e.getKey().equals("prefill_steps")) {
         continue;
       }
@@ -132,6 +137,21 @@ final class ServerLatencyScrape {
     }
     return o;
   }
+
+  /** Known series in the order a request passes them; others after, as they came. */
+  private static int order(String key) {
+    int i = ORDER.indexOf(key);
+    return i < 0 ? ORDER.size() : i;
+  }
+
+  private static final List<String> ORDER =
+      List.of(
+          "ttft",
+          "request_process",
+          "queue_time",
+          "prefill_waiting",
+          "prefill_forward",
+          "first_token_emit");
 
   /** The breakdown's section of the summary table. */
   static String table(ObjectNode breakdown) {
