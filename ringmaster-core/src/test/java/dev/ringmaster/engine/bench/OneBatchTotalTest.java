@@ -77,8 +77,6 @@ class OneBatchTotalTest {
           .isCloseTo(2.0 * OUTPUT * 1000 / r.totalLatencyMs(), within(1e-9));
       assertThat(r.totalTokensPerS())
           .isCloseTo(2.0 * (INPUT + OUTPUT) * 1000 / r.totalLatencyMs(), within(1e-9));
-      // Decode throughput leaves the prefill out, so it is always the larger figure.
-      assertThat(r.totalOutputTokensPerS()).isLessThan(r.decodeTokensPerS());
     }
   }
 
