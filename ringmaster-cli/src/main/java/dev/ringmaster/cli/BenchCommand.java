@@ -107,8 +107,9 @@ final class BenchCommand implements Runnable {
       name = "one-batch",
       mixinStandardHelpOptions = true,
       description =
-          "Prefill and decode latency and throughput of one static batch per batch size, without"
-              + " a server (like sglang.bench_one_batch); each batch size is timed after an"
+          "Prefill, decode and total (prefill plus decode) latency and throughput of one static"
+              + " batch per batch size, without a server (like sglang.bench_one_batch); each batch"
+              + " size is timed after an"
               + " untimed warm-up of the same prompts (--warmup-rounds of a prefill and --warmup-decode-steps).")
   static final class OneBatch implements Callable<Integer> {
     @Option(names = "--model", description = "Model directory (default: the embedded model).")
@@ -149,6 +150,12 @@ final class BenchCommand implements Runnable {
 
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
+
+    /** What the "total" columns mean, printed under the table. */
+    static final String TOTAL_NOTE =
+        "total: the prefill plus output-len - 1 decode steps (a served request's steps, as"
+            + " sglang.bench_one_batch's Total); total output tok/s = batch x output-len / total,"
+            + " the ceiling for bench serve at that concurrency; decode tok/s excludes the prefill";
 
     private static final String PROFILE_WHERE =
         "--profile: the op-group breakdown is measured by the GPU model on one node"
@@ -238,17 +245,24 @@ final class BenchCommand implements Runnable {
           System.out.println(m.writeValueAsString(node));
         } else {
           System.out.printf(
-              "%6s %9s %12s %14s %12s%n", "batch", "prefill", "prefill", "decode", "decode");
-          System.out.printf("%6s %9s %12s %14s %12s%n", "", "ms", "tok/s", "ms/step", "tok/s");
+              "%6s %9s %12s %14s %12s %10s %12s %12s%n",
+              "batch", "prefill", "prefill", "decode", "decode", "total", "total", "total");
+          System.out.printf(
+              "%6s %9s %12s %14s %12s %10s %12s %12s%n",
+              "", "ms", "tok/s", "ms/step", "tok/s", "ms", "output tok/s", "tok/s");
           for (var r : results) {
             System.out.printf(
-                "%6d %9.1f %12.0f %14.2f %12.1f%n",
+                "%6d %9.1f %12.0f %14.2f %12.1f %10.1f %12.1f %12.1f%n",
                 r.batchSize(),
                 r.prefillMs(),
                 r.prefillTokensPerS(),
                 r.decodeMedianMs(),
-                r.decodeTokensPerS());
+                r.decodeTokensPerS(),
+                r.totalLatencyMs(),
+                r.totalOutputTokensPerS(),
+                r.totalTokensPerS());
           }
+          System.out.println(TOTAL_NOTE);
           rooflineText.forEach(System.out::println);
           System.out.println(warmup.describe());
         }

@@ -8,6 +8,7 @@ import dev.ringmaster.tools.benchserve.BenchServeConfig;
 import dev.ringmaster.tools.benchserve.BenchServeException;
 import dev.ringmaster.tools.benchserve.BenchServeResult;
 import dev.ringmaster.tools.benchserve.LatencyPlot;
+import dev.ringmaster.tools.benchserve.OneBatchReference;
 import dev.ringmaster.tools.benchserve.ResultReport;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -194,9 +195,27 @@ final class BenchServeCommand implements Callable<Integer> {
   @Option(names = "--history", description = "Append the result to this history file (JSONL).")
   Path history;
 
+  @Option(
+      names = "--compare-one-batch",
+      paramLabel = "FILE",
+      description =
+          "A bench one-batch --json result: print and record the output throughput as a share of"
+              + " its batch size equal to --max-concurrency, of decode only and of total (prefill"
+              + " plus decode).")
+  Path compareOneBatch;
+
   @Override
   public Integer call() throws Exception {
     BenchServeConfig config = config();
+    OneBatchReference reference;
+    try {
+      reference =
+          compareOneBatch == null
+              ? null
+              : OneBatchReference.read(compareOneBatch, config.load().maxConcurrency());
+    } catch (BenchServeException e) {
+      throw new UserError(e.getMessage());
+    }
     BenchServeResult r;
     try {
       r = BenchServe.run(config, System.err);
@@ -208,11 +227,18 @@ final class BenchServeCommand implements Callable<Integer> {
           "all " + r.rows().size() + " requests failed; the first error: " + r.firstError());
     }
     ObjectNode line = ResultReport.json(r);
+    double served = r.metrics().outputThroughput();
+    if (reference != null) {
+      line.set("one_batch_comparison", reference.json(served, config.dataset()));
+    }
     String js = new ObjectMapper().writeValueAsString(line);
     if (json) {
       System.out.println(js);
     } else {
       System.out.print(ResultReport.table(r));
+      if (reference != null) {
+        System.out.print(reference.table(served, config.dataset()));
+      }
     }
     if (r.metrics().completed() < r.rows().size()) {
       System.err.printf(
@@ -240,7 +266,9 @@ final class BenchServeCommand implements Callable<Integer> {
           "serve",
           commandLine(),
           line,
-          "none (absolute figures; compare with bench one-batch at the same batch size)");
+          reference == null
+              ? "none (absolute figures; compare with bench one-batch at the same batch size)"
+              : "bench one-batch " + reference.file() + " at batch " + reference.batchSize());
     }
     return 0;
   }

@@ -204,6 +204,62 @@ class BenchServeCliTest {
     assertThat(o.get("accept_length").isNull()).isTrue();
     assertThat(o.get("server_info").get("served_model_name").asText()).isEqualTo("tiny-moe");
     assertThat(o.get("failed").asInt()).isZero();
+    // the server's own breakdown of the timed requests' TTFT, from its /metrics
+    JsonNode server = o.get("server_ttft_breakdown_ms");
+    for (String k : List.of("ttft", "queue_time", "prefill_waiting", "prefill_forward")) {
+      assertThat(server.get(k).asDouble()).as("server %s", k).isPositive();
+    }
+    assertThat(server.get("prefill_steps_per_request").asDouble()).isGreaterThanOrEqualTo(1);
+    assertThat(server.get("ttft").asDouble()).isLessThan(o.get("mean_ttft_ms").asDouble());
+    assertThat(r.out()).contains("Server prefill_forward (ms):");
+    if (backend.equals("sglang") || backend.equals("ringmaster")) {
+      // the native API streams token ids: the first token is seen no later than the first text
+      assertThat(o.get("mean_ttft_first_token_ms").asDouble())
+          .isPositive()
+          .isLessThanOrEqualTo(o.get("mean_ttft_ms").asDouble());
+    } else {
+      assertThat(o.get("mean_ttft_first_token_ms").isNull()).isTrue();
+    }
+  }
+
+  /**
+   * Tokens forced (logit bias) to the lead byte of a UTF-8 character carry no text until the end:
+   * the TTFT sglang measures (the first chunk with text) is then the whole latency, while the first
+   * token's time is that of the first chunk.
+   */
+  @Test
+  void firstTokenTimeDoesNotWaitForText(@TempDir Path tmp) throws Exception {
+    Tokenizer tokenizer = Tokenizer.load(modelDir);
+    int lead = -1;
+    int vocab = Math.min(tokenizer.vocabSize(), lm.config().vocabSize());
+    for (int id = 0; id < vocab && lead < 0; id++) {
+      byte[] b = tokenizer.tokenBytes(id);
+      if (b != null && b.length == 1 && (b[0] & 0xF0) == 0xE0) {
+        lead = id;
+      }
+    }
+    assertThat(lead).as("a byte-level token for a UTF-8 lead byte").isNotNegative();
+    Path out = tmp.resolve("out.jsonl");
+    CliTest.Run r =
+        bench(
+            out,
+            "--dataset-name",
+            "random-ids",
+            "--max-concurrency",
+            "1",
+            "--extra-request-body",
+            "{\"sampling_params\": {\"logit_bias\": {\"" + lead + "\": 100}}}",
+            "--output-details");
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out()).contains("Median TTFT, any token (ms):");
+    JsonNode o = new ObjectMapper().readTree(Files.readAllLines(out).getFirst());
+    double firstText = o.get("median_ttft_ms").asDouble();
+    double firstToken = o.get("median_ttft_first_token_ms").asDouble();
+    assertThat(firstToken).isPositive().isLessThan(firstText);
+    assertThat(firstText).isLessThanOrEqualTo(o.get("median_e2e_latency_ms").asDouble());
+    // no chunk before the final one had text, so no inter-token gap was measured
+    assertThat(o.get("mean_itl_ms").asDouble()).isZero();
+    assertThat(o.get("ttfts_first_token")).hasSize(8).allMatch(JsonNode::isNumber);
   }
 
   @Test
@@ -251,6 +307,110 @@ class BenchServeCliTest {
     byte[] head = Files.readAllBytes(png);
     assertThat(head.length).isGreaterThan(1000);
     assertThat(new String(head, 1, 3, java.nio.charset.StandardCharsets.US_ASCII)).isEqualTo("PNG");
+  }
+
+  /**
+   * A real {@code bench one-batch --json} of the served model is the reference: its JSON keeps the
+   * decode keys and adds the totals, and {@code bench serve} prints and records its output
+   * throughput as a share of both at the batch size equal to {@code --max-concurrency}.
+   */
+  @Test
+  void outputThroughputAsAShareOfOneBatch(@TempDir Path tmp) throws Exception {
+    CliTest.Run ob =
+        CliTest.run(
+            "bench",
+            "one-batch",
+            "--model",
+            modelDir.toString(),
+            "--batch-size",
+            "1,2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "8",
+            "--warmup-decode-steps",
+            "2",
+            "--json");
+    assertThat(ob.status()).as(ob.err()).isZero();
+    JsonNode oneBatch = new ObjectMapper().readTree(ob.out());
+    JsonNode b2 = oneBatch.get("results").get(1);
+    for (String k :
+        List.of(
+            "batch_size",
+            "input_len",
+            "output_len",
+            "prefill_ms",
+            "prefill_tokens_per_s",
+            "decode_median_ms",
+            "decode_tokens_per_s",
+            "total_latency_ms",
+            "total_output_tokens_per_s",
+            "total_tokens_per_s")) {
+      assertThat(b2.has(k)).as("one-batch key %s", k).isTrue();
+    }
+    double total = b2.get("total_latency_ms").asDouble();
+    assertThat(total).isGreaterThan(b2.get("prefill_ms").asDouble());
+    assertThat(b2.get("total_output_tokens_per_s").asDouble())
+        .isCloseTo(2 * 8 * 1000 / total, within(1e-6));
+    assertThat(b2.get("total_tokens_per_s").asDouble())
+        .isCloseTo(2 * (16 + 8) * 1000 / total, within(1e-6));
+    Path ref = tmp.resolve("one-batch.json");
+    Files.writeString(ref, ob.out());
+
+    Path out = tmp.resolve("out.jsonl");
+    CliTest.Run r =
+        bench(
+            out,
+            "--dataset-name",
+            "random-ids",
+            "--max-concurrency",
+            "2",
+            "--compare-one-batch",
+            ref.toString());
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains("-------------Share of bench one-batch-------------")
+        .contains("One-batch batch size:                    2")
+        .contains("Output tok/s / one-batch total (%):")
+        .doesNotContain("note: one-batch ran");
+    JsonNode o = new ObjectMapper().readTree(Files.readAllLines(out).getFirst());
+    JsonNode c = o.get("one_batch_comparison");
+    double served = o.get("output_throughput").asDouble();
+    assertThat(c.get("batch_size").asInt()).isEqualTo(2);
+    assertThat(c.get("decode_share").asDouble())
+        .isCloseTo(served / b2.get("decode_tokens_per_s").asDouble(), within(1e-9));
+    assertThat(c.get("e2e_share").asDouble())
+        .isCloseTo(served / b2.get("total_output_tokens_per_s").asDouble(), within(1e-9));
+    assertThat(c.get("lengths_match").asBoolean()).isTrue();
+
+    CliTest.Run noConcurrency =
+        bench(out, "--dataset-name", "random", "--compare-one-batch", ref.toString());
+    assertThat(noConcurrency.status()).isNotZero();
+    assertThat(noConcurrency.err()).contains("--compare-one-batch needs --max-concurrency");
+    CliTest.Run noSize =
+        bench(
+            out,
+            "--dataset-name",
+            "random",
+            "--max-concurrency",
+            "4",
+            "--compare-one-batch",
+            ref.toString());
+    assertThat(noSize.status()).isNotZero();
+    assertThat(noSize.err()).contains("no batch size 4 (it has [1, 2])");
+    Path notOneBatch = tmp.resolve("x.json");
+    Files.writeString(notOneBatch, "{\"completed\": 3}");
+    CliTest.Run wrong =
+        bench(
+            out,
+            "--dataset-name",
+            "random",
+            "--max-concurrency",
+            "2",
+            "--compare-one-batch",
+            notOneBatch.toString());
+    assertThat(wrong.err()).contains("not the output of bench one-batch --json");
+    assertThat(Files.readAllLines(out)).hasSize(1); // refused before any request was sent
   }
 
   @Test

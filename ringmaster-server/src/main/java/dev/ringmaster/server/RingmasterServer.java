@@ -70,6 +70,9 @@ public final class RingmasterServer implements AutoCloseable {
             .port(cfg.port())
             .shutdownHook(false)
             .maxPayloadSize(cfg.maxRequestBytes())
+            // Stream events are small writes: with Nagle's algorithm on, one waits for the client's
+            // delayed ACK of the one before (up to 40 ms on Linux), the first token's included.
+            .connectionOptions(o -> o.tcpNoDelay(true))
             // Ours come first: HTTP/1.1 through the watch, then HTTP/1.0 (Helidon refuses it).
             .addConnectionSelector(connections.watch(http11))
             .addConnectionSelector(Http10Connections.selector(connections, http11))

@@ -23,9 +23,20 @@ public record ServerContext(
     return Generation.start(model.engine(), model.tokenizer(), model.eosIds(), choices, metrics);
   }
 
-  /** Starts the choices of one request in the engine, registered under {@code rid} for abort. */
-  public Generation start(List<ChoiceRequest> choices, String rid) {
+  /**
+   * Starts the choices of one HTTP request in the engine, registered under {@code rid} for abort.
+   *
+   * @param receivedNanos when the request arrived ({@link System#nanoTime}; 0 when unknown)
+   */
+  public Generation start(List<ChoiceRequest> choices, String rid, long receivedNanos) {
     return Generation.start(
-        model.engine(), model.tokenizer(), model.eosIds(), choices, metrics, requests, rid);
+        model.engine(),
+        model.tokenizer(),
+        model.eosIds(),
+        choices,
+        metrics,
+        requests,
+        rid,
+        receivedNanos);
   }
 }

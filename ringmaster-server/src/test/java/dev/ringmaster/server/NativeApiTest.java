@@ -99,6 +99,46 @@ class NativeApiTest {
     }
   }
 
+  /**
+   * As SGLang's, the stream has one event per token, also for tokens whose text is held back: here
+   * every token is forced (logit bias) to be the first byte of a three-byte UTF-8 character, so no
+   * text appears before the end, and still each token arrives in its own event with its id.
+   */
+  @Test
+  void generateStreamsAnEventPerTokenEvenWithoutText() {
+    var tokenizer = s.server.context().model().tokenizer();
+    int lead = -1;
+    int vocab = Math.min(tokenizer.vocabSize(), s.lm.config().vocabSize());
+    for (int id = 0; id < vocab && lead < 0; id++) {
+      byte[] b = tokenizer.tokenBytes(id);
+      if (b != null && b.length == 1 && (b[0] & 0xF0) == 0xE0) {
+        lead = id;
+      }
+    }
+    assertThat(lead).as("a byte-level token for a UTF-8 lead byte").isNotNegative();
+    HttpResponse<String> r =
+        s.post(
+            "/generate",
+            "{\"input_ids\": [9, 10, 11], \"stream\": true, \"sampling_params\":"
+                + " {\"max_new_tokens\": 5, \"temperature\": 0, \"ignore_eos\": true,"
+                + " \"logit_bias\": {\""
+                + lead
+                + "\": 100}}}");
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    List<JsonNode> events = sseEvents(r.body());
+    assertThat(events).hasSize(6); // five tokens, then the final event
+    for (int i = 0; i < 5; i++) {
+      JsonNode e = events.get(i);
+      assertThat(e.get("text").asText()).as("event %d", i).isEmpty();
+      assertThat(ints(e.get("output_ids"))).hasSize(i + 1).containsOnly(lead);
+      assertThat(e.get("meta_info").get("completion_tokens").asInt()).isEqualTo(i + 1);
+      assertThat(e.get("meta_info").get("finish_reason").isNull()).isTrue();
+    }
+    JsonNode last = events.getLast();
+    assertThat(last.get("meta_info").get("finish_reason").get("type").asText()).isEqualTo("length");
+    assertThat(last.get("text").asText()).isNotEmpty(); // the held-back bytes, flushed
+  }
+
   /** Parses an SSE body strictly: every event is "data: ..." plus a blank line; ends in [DONE]. */
   static List<JsonNode> sseEvents(String body) {
     assertThat(body).endsWith("data: [DONE]\n\n");

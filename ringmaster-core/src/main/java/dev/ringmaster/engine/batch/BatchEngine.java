@@ -68,6 +68,7 @@ public final class BatchEngine implements AutoCloseable {
   private final ExecutorService modelThread;
   private final StepClock clock = new StepClock();
   private final SpeculativeDrafts speculation;
+  private long landed; // when the latest step's tokens came back (engine thread only)
   private volatile int running;
   private volatile long preemptions;
   private volatile boolean accepting = true;
@@ -436,6 +437,7 @@ public final class BatchEngine implements AutoCloseable {
     boolean raw = fillSampling(step, 0, step.seqs().size());
     long now = System.nanoTime();
     long host = back < 0 ? 0 : now - back;
+    notePrefillSteps(step, now);
     Callable<StepOutput> run = () -> forward(step, 0, step.seqs().size(), in, raw);
     if (modelThread != null) {
       return new Flight(step, modelThread.submit(run), now, host, ahead);
@@ -449,6 +451,17 @@ public final class BatchEngine implements AutoCloseable {
     return new Flight(step, result, now, host, ahead);
   }
 
+  /** Counts the step in the prefill of each of its sequences that has no token yet. */
+  private static void notePrefillSteps(Step step, long launched) {
+    for (Sequence s : step.seqs()) {
+      if (s.generated() == 0) {
+        if (s.prefillSteps++ == 0) {
+          s.firstStepNanos = launched;
+        }
+      }
+    }
+  }
+
   /** Waits for a step's tokens and hands them out; returns when they came back. */
   private long land(Flight f) throws InterruptedException {
     StepOutput out = null;
@@ -459,6 +472,7 @@ public final class BatchEngine implements AutoCloseable {
       fault = e.getCause();
     }
     long back = System.nanoTime();
+    landed = back;
     clock.step(f.hostNanos(), back - f.submitted(), f.ahead());
     steps.incrementAndGet();
     Step step = f.step();
@@ -482,7 +496,9 @@ public final class BatchEngine implements AutoCloseable {
       commit(step, i, i + 1);
       try {
         Step.Inputs in = step.inputs(i, i + 1);
-        emit(step, i, i + 1, forward(step, i, i + 1, in, fillSampling(step, i, i + 1)));
+        StepOutput alone = forward(step, i, i + 1, in, fillSampling(step, i, i + 1));
+        landed = System.nanoTime();
+        emit(step, i, i + 1, alone);
       } catch (RuntimeException | OutOfMemoryError | StackOverflowError alone) {
         rollback(step, i, i + 1);
         finish(step.seqs().get(i), FinishReason.ERROR, alone);
@@ -718,6 +734,16 @@ public final class BatchEngine implements AutoCloseable {
   /** Appends one sampled token, signals the listener, and finishes the request if it ends. */
   private void deliver(Sequence s, int token, TokenEvent event) {
     s.awaitingToken = false;
+    if (s.generated() == 0) {
+      try {
+        s.request
+            .listener()
+            .onPrefilled(new PrefillTimes(s.firstStepNanos, landed, s.prefillSteps));
+      } catch (RuntimeException e) {
+        finish(s, FinishReason.ERROR, e);
+        return;
+      }
+    }
     scheduler.cachePrefill(s);
     try {
       s.append(token);

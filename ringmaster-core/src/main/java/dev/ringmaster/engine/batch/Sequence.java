@@ -62,6 +62,12 @@ final class Sequence {
   /** Admission order, and how often a later request was admitted first (the LPM policy). */
   long arrival;
 
+  /** When the first step with its prompt tokens went to the model (0 before; see PrefillTimes). */
+  long firstStepNanos;
+
+  /** Steps that ran its prompt tokens before its first token came. */
+  int prefillSteps;
+
   int bypassed;
   int preemptions;
   boolean finished;

@@ -14,6 +14,12 @@ public interface TokenListener {
    */
   boolean onToken(TokenEvent event);
 
+  /**
+   * Called once, on the engine thread just before the first {@link #onToken}: when the request's
+   * prefill ran (for latency metrics). Must be quick, as {@link #onToken}.
+   */
+  default void onPrefilled(PrefillTimes times) {}
+
   /** The request ended; called exactly once, after the last {@link #onToken}. */
   void onFinish(RequestOutcome outcome);
 }

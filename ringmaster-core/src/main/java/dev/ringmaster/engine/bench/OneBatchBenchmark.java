@@ -14,7 +14,9 @@ import java.util.SplittableRandom;
 /**
  * Static-batch latency benchmark without a server, in the manner of {@code sglang.bench_one_batch}:
  * for each batch size, one prefill of {@code batch} random prompts of {@code inputLen} tokens, then
- * {@code outputLen} greedy decode steps of the whole batch. A {@link Warmup} of the same prompts
+ * {@code outputLen} greedy decode steps of the whole batch, reported per batch size as prefill,
+ * median decode step and "Total" (prefill plus the decode steps a served request of {@code
+ * outputLen} tokens needs, with the throughput over it). A {@link Warmup} of the same prompts
  * (prefills, then decode steps, into caches that are then dropped) runs first for every batch size
  * and is not timed: a first launch pays one-off costs (GEMM heuristics, kernels and graphs loaded
  * on first use, JIT compilation) that a running server has already paid for each shape, and the
@@ -77,6 +79,15 @@ public final class OneBatchBenchmark {
    *     on a single rank
    * @param profileMs the model's op-group breakdown of the steps it profiled for this batch size
    *     (step name to milliseconds per op group); empty unless profiling was asked for
+   * @param totalLatencyMs what sglang.bench_one_batch prints as "Total": the prefill plus the first
+   *     {@code outputLen - 1} decode steps, the steps a served request of {@code outputLen} tokens
+   *     runs (its prefill samples the first token); 0 where not measured (results read from JSON
+   *     that predates it)
+   * @param totalOutputTokensPerS generated tokens over that latency: {@code batch x outputLen /
+   *     totalLatency}, the most a server running this batch from prefill to its last token can
+   *     deliver (0 where not measured)
+   * @param totalTokensPerS sglang's "Total" throughput: {@code (inputLen + outputLen) x batch /
+   *     totalLatency} (0 where not measured)
    */
   public record Result(
       int batchSize,
@@ -87,13 +98,42 @@ public final class OneBatchBenchmark {
       double decodeMedianMs,
       double decodeTokensPerS,
       java.util.Map<String, Long> collectivesPerDecodeStep,
-      java.util.Map<String, java.util.Map<String, Double>> profileMs) {
+      java.util.Map<String, java.util.Map<String, Double>> profileMs,
+      double totalLatencyMs,
+      double totalOutputTokensPerS,
+      double totalTokensPerS) {
 
     /** Absent maps (results read from JSON that predates them) are empty. */
     public Result {
       collectivesPerDecodeStep =
           collectivesPerDecodeStep == null ? java.util.Map.of() : collectivesPerDecodeStep;
       profileMs = profileMs == null ? java.util.Map.of() : profileMs;
+    }
+
+    /** A result without the end-to-end figures (0). */
+    public Result(
+        int batchSize,
+        int inputLen,
+        int outputLen,
+        double prefillMs,
+        double prefillTokensPerS,
+        double decodeMedianMs,
+        double decodeTokensPerS,
+        java.util.Map<String, Long> collectivesPerDecodeStep,
+        java.util.Map<String, java.util.Map<String, Double>> profileMs) {
+      this(
+          batchSize,
+          inputLen,
+          outputLen,
+          prefillMs,
+          prefillTokensPerS,
+          decodeMedianMs,
+          decodeTokensPerS,
+          collectivesPerDecodeStep,
+          profileMs,
+          0,
+          0,
+          0);
     }
 
     /** A result without a profile. */
@@ -217,6 +257,7 @@ public final class OneBatchBenchmark {
       double[] sorted = steps.clone();
       Arrays.sort(sorted);
       double median = sorted[sorted.length / 2];
+      double totalMs = totalLatencyMs(prefillMs, steps);
       Result r =
           new Result(
               b,
@@ -227,16 +268,39 @@ public final class OneBatchBenchmark {
               median,
               b * 1000.0 / median,
               collectives,
-              model instanceof StepProfileReporting p ? p.takeStepProfiles() : java.util.Map.of());
+              model instanceof StepProfileReporting p ? p.takeStepProfiles() : java.util.Map.of(),
+              totalMs,
+              (double) b * outputLen * 1000.0 / totalMs,
+              (double) b * (inputLen + outputLen) * 1000.0 / totalMs);
       if (!collectives.isEmpty()) {
         log.printf("batch %d: collectives per decode step %s%n", b, collectives);
       }
       log.printf(
-          "batch %d: prefill %.1f ms (%.0f tok/s), decode %.2f ms/step (%.1f tok/s)%n",
-          b, r.prefillMs(), r.prefillTokensPerS(), r.decodeMedianMs(), r.decodeTokensPerS());
+          "batch %d: prefill %.1f ms (%.0f tok/s), decode %.2f ms/step (%.1f tok/s),"
+              + " total %.1f ms (%.1f output tok/s)%n",
+          b,
+          r.prefillMs(),
+          r.prefillTokensPerS(),
+          r.decodeMedianMs(),
+          r.decodeTokensPerS(),
+          r.totalLatencyMs(),
+          r.totalOutputTokensPerS());
       results.add(r);
     }
     return results;
+  }
+
+  /**
+   * The prefill plus the first {@code steps.length - 1} decode steps: a request of {@code
+   * outputLen} tokens gets its first token from the prefill, so it runs one decode step fewer than
+   * the benchmark times (sglang.bench_one_batch's "Total" counts the same steps).
+   */
+  static double totalLatencyMs(double prefillMs, double[] steps) {
+    double total = prefillMs;
+    for (int i = 0; i < steps.length - 1; i++) {
+      total += steps[i];
+    }
+    return total;
   }
 
   /** Runs {@code warmup} on the batch's prompts into caches that are dropped afterwards. */

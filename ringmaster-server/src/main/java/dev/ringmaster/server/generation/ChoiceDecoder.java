@@ -1,6 +1,7 @@
 package dev.ringmaster.server.generation;
 
 import dev.ringmaster.engine.batch.FinishReason;
+import dev.ringmaster.engine.batch.PrefillTimes;
 import dev.ringmaster.engine.batch.RequestHandle;
 import dev.ringmaster.engine.batch.RequestOutcome;
 import dev.ringmaster.engine.batch.TokenEvent;
@@ -22,6 +23,8 @@ final class ChoiceDecoder {
   private final long submitted;
   private RequestHandle handle;
   private long firstToken;
+  private long firstTokenOnHost; // the engine's time for it, from its prefill times
+  private boolean emitted;
   private long lastToken;
   private int consumed;
   private Object matchedStop;
@@ -43,8 +46,28 @@ final class ChoiceDecoder {
   /** Turns one queued item into events for {@code sink}. */
   void accept(ChoiceListener.Raw raw, Consumer<ChoiceEvent> sink) {
     switch (raw) {
+      case ChoiceListener.Prefilled p -> prefilled(p.times());
       case ChoiceListener.Token t -> token(t.event(), t.nanos(), sink);
       case ChoiceListener.End e -> end(e.outcome(), e.nanos(), sink);
+    }
+  }
+
+  private void prefilled(PrefillTimes p) {
+    firstTokenOnHost = p.tokenNanos();
+    observer.prefilled(
+        (p.firstStepNanos() - submitted) / 1e9,
+        (p.tokenNanos() - p.firstStepNanos()) / 1e9,
+        p.steps());
+  }
+
+  /**
+   * The endpoint wrote and flushed a response chunk for this choice at {@code nanos}: the first one
+   * after the first token times that token's emission.
+   */
+  void sent(long nanos) {
+    if (!emitted && consumed > 0 && firstTokenOnHost != 0) {
+      emitted = true;
+      observer.firstTokenEmitted((nanos - firstTokenOnHost) / 1e9);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.ringmaster.server.generation;
 
+import dev.ringmaster.engine.batch.PrefillTimes;
 import dev.ringmaster.engine.batch.RequestOutcome;
 import dev.ringmaster.engine.batch.TokenEvent;
 import dev.ringmaster.engine.batch.TokenListener;
@@ -22,6 +23,9 @@ final class ChoiceListener implements TokenListener {
 
   /** A token and when it came ({@link System#nanoTime}). */
   record Token(int index, TokenEvent event, long nanos) implements Raw {}
+
+  /** The engine's prefill times, queued just before the first token. */
+  record Prefilled(int index, PrefillTimes times) implements Raw {}
 
   /** The end of the choice and when it came. */
   record End(int index, RequestOutcome outcome, long nanos) implements Raw {}
@@ -47,6 +51,11 @@ final class ChoiceListener implements TokenListener {
   public boolean onToken(TokenEvent event) {
     out.add(new Token(index, event, System.nanoTime()));
     return true;
+  }
+
+  @Override
+  public void onPrefilled(PrefillTimes times) {
+    out.add(new Prefilled(index, times));
   }
 
   @Override

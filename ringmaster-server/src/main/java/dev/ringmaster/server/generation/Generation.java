@@ -94,6 +94,9 @@ public final class Generation implements AutoCloseable {
   /**
    * Like {@link #start}, and registers the generation under {@code rid} (for {@code
    * /abort_request}) until it is closed.
+   *
+   * @param receivedNanos when the HTTP request arrived ({@link System#nanoTime}), for the {@code
+   *     request_process} metric; 0 when unknown
    */
   public static Generation start(
       BatchEngine engine,
@@ -102,7 +105,11 @@ public final class Generation implements AutoCloseable {
       List<ChoiceRequest> requests,
       LatencyObserver observer,
       RequestRegistry registry,
-      String rid) {
+      String rid,
+      long receivedNanos) {
+    if (receivedNanos != 0) {
+      observer.requestProcessed((System.nanoTime() - receivedNanos) / 1e9);
+    }
     Generation g = start(engine, tokenizer, eosIds, requests, observer);
     g.registry = registry;
     g.rid = rid;
@@ -161,6 +168,17 @@ public final class Generation implements AutoCloseable {
       done++;
     }
     return e;
+  }
+
+  /**
+   * Tells the metrics that a response chunk of choice {@code index} was written and flushed; the
+   * first after its first token times that token's emission ({@code first_token_emit}).
+   */
+  public void sent(int index) {
+    ChoiceDecoder d = decoders.get(index);
+    if (d != null) {
+      d.sent(System.nanoTime());
+    }
   }
 
   /** Cancels every choice (client gone, or the request is abandoned). */

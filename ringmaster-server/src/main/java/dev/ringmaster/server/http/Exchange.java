@@ -19,6 +19,7 @@ public final class Exchange {
   private final ServerResponse res;
   private final long maxBodyBytes;
   private final ConnectionWatch connections;
+  private final long receivedNanos = System.nanoTime();
   private SseStream sse;
 
   Exchange(ServerRequest req, ServerResponse res, long maxBodyBytes, ConnectionWatch connections) {
@@ -26,6 +27,11 @@ public final class Exchange {
     this.res = res;
     this.maxBodyBytes = maxBodyBytes;
     this.connections = connections;
+  }
+
+  /** When the request reached its handler ({@link System#nanoTime}), before its body was read. */
+  public long receivedNanos() {
+    return receivedNanos;
   }
 
   /** The request method, e.g. {@code POST}. */

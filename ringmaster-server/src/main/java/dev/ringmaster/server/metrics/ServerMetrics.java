@@ -27,10 +27,19 @@ public final class ServerMetrics implements LatencyObserver {
   /** Content type of {@link #scrape}. */
   public static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
 
+  /**
+   * Histogram bounds in seconds: 5 ms apart from 10 to 60 ms, where a GPU's time to first token at
+   * low load falls, so a quantile read from the buckets is close to the truth there.
+   */
   private static final double[] LATENCY_BOUNDS = {
-    0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 15,
-    20, 30, 40, 60, 120, 300
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045,
+    0.05, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 15, 20, 30, 40, 60, 120, 300
   };
+
+  /** The stages of {@code per_stage_req_latency_seconds}, in the order a request passes them. */
+  public static final java.util.List<String> STAGES =
+      java.util.List.of(
+          "request_process", "prefill_waiting", "prefill_forward", "first_token_emit");
 
   private final PrometheusRegistry registry = new PrometheusRegistry();
   private final String model;
@@ -43,6 +52,9 @@ public final class ServerMetrics implements LatencyObserver {
   private final Histogram ttft;
   private final Histogram itl;
   private final Histogram e2e;
+  private final Histogram queueTime;
+  private final Histogram stages;
+  private final Counter prefillSteps;
 
   /** Metrics for a served model and its engine. */
   public ServerMetrics(String modelName, BatchEngine engine) {
@@ -55,6 +67,29 @@ public final class ServerMetrics implements LatencyObserver {
     ttft = histogram("time_to_first_token_seconds", "Time to first token.");
     itl = histogram("inter_token_latency_seconds", "Time between consecutive tokens.");
     e2e = histogram("e2e_request_latency_seconds", "Time from submission to the last token.");
+    queueTime =
+        histogram(
+            "queue_time_seconds",
+            "Time from submission to the engine to the first step with the request's prompt.");
+    stages =
+        Histogram.builder()
+            .name(name("per_stage_req_latency_seconds"))
+            .help(
+                "Time to first token by stage: request_process (HTTP arrival to engine"
+                    + " submission), prefill_waiting (to the first prompt step), prefill_forward (to"
+                    + " the first token on the host), first_token_emit (to the first response chunk"
+                    + " carrying it written; streams only).")
+            .classicOnly()
+            .classicUpperBounds(LATENCY_BOUNDS)
+            .labelNames("model_name", "stage")
+            .register(registry);
+    prefillSteps =
+        counter("prefill_steps", "Forward steps the requests' prefills took (chunks, retries).");
+    for (String stage : STAGES) {
+      stages.labelValues(model, stage);
+    }
+    queueTime.labelValues(model);
+    prefillSteps.labelValues(model);
     // Touch every label set so each series is exported (as 0) before the first request.
     for (Counter c : new Counter[] {promptTokens, generationTokens, requests, aborted, failed}) {
       c.labelValues(model);
@@ -230,6 +265,24 @@ public final class ServerMetrics implements LatencyObserver {
   public void interToken(double seconds) {
     itl.labelValues(model).observe(seconds);
     throughput.token(System.nanoTime());
+  }
+
+  @Override
+  public void requestProcessed(double seconds) {
+    stages.labelValues(model, "request_process").observe(seconds);
+  }
+
+  @Override
+  public void prefilled(double waitSeconds, double forwardSeconds, int steps) {
+    queueTime.labelValues(model).observe(waitSeconds);
+    stages.labelValues(model, "prefill_waiting").observe(waitSeconds);
+    stages.labelValues(model, "prefill_forward").observe(forwardSeconds);
+    prefillSteps.labelValues(model).inc(steps);
+  }
+
+  @Override
+  public void firstTokenEmitted(double seconds) {
+    stages.labelValues(model, "first_token_emit").observe(seconds);
   }
 
   /** Output tokens per second of the most recent generation (SGLang's last_gen_throughput). */

@@ -29,8 +29,10 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * {@code POST /generate}: {@code text} or {@code input_ids} (one prompt or a batch) with {@code
  * sampling_params}; returns {@code text}, {@code output_ids} and {@code meta_info}, or a list of
- * them for a batch or {@code n > 1}. Streamed events carry the text so far (cumulative), as
- * SGLang's do.
+ * them for a batch or {@code n > 1}. Streamed events carry the text so far (cumulative) and the
+ * output ids so far, as SGLang's do, one event per token: also a token whose text is held back (an
+ * incomplete UTF-8 character, a possible stop string) gets its event, with the text unchanged, so a
+ * client sees the first token when it is made.
  */
 public final class GenerateEndpoint implements Endpoint {
   private static final int DEFAULT_MAX_NEW_TOKENS = 128;
@@ -89,7 +91,7 @@ public final class GenerateEndpoint implements Endpoint {
     String rid = Fields.string(body, "rid", "gen-" + UUID.randomUUID().toString().replace("-", ""));
     boolean listOut = batch || n > 1;
     List<ChoiceResult> results;
-    try (Generation g = ctx.start(choices, rid)) {
+    try (Generation g = ctx.start(choices, rid, ex.receivedNanos())) {
       if (Fields.bool(body, "stream", false)) {
         stream(g, ex.sse(), prompts, n, rid, returnLogprob);
         return;
@@ -250,13 +252,14 @@ public final class GenerateEndpoint implements Endpoint {
             if (d.token() != null) {
               tokens.get(i).add(d.token());
             }
-            if (d.text().isEmpty()) {
-              continue;
+            if (d.hidden() || d.token() == null) {
+              continue; // a stop token or the text held back to the end: the final event follows
             }
             ChoiceEvent.Done pending =
                 new ChoiceEvent.Done(
                     i, null, null, prompts.get(i / n).length, tokens.get(i).size(), 0, null, 0, 0);
             sse.send(result(text[i].toString(), tokens.get(i), pending, rid, i, logprobs));
+            g.sent(i);
           }
           case ChoiceEvent.Done d -> {
             if (d.reason() == FinishReason.ERROR) {

@@ -60,7 +60,10 @@ public final class ChatCompletionsEndpoint implements Endpoint {
     String model = ctx.model().name();
     List<ChoiceResult> results;
     try (Generation g =
-        ctx.start(params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"), id)) {
+        ctx.start(
+            params.choices(prompt, 0, Integer.MAX_VALUE, ctx.model(), "messages"),
+            id,
+            ex.receivedNanos())) {
       if (params.stream()) {
         StreamRelay.relay(
             g, ex.sse(), new Format(tools), id, model, prompt.length, 1, params.includeUsage());

@@ -54,7 +54,7 @@ public final class CompletionsEndpoint implements Endpoint {
     String id = Responses.newId("cmpl-");
     String model = ctx.model().name();
     List<ChoiceResult> results;
-    try (Generation g = ctx.start(choices, id)) {
+    try (Generation g = ctx.start(choices, id, ex.receivedNanos())) {
       if (params.stream()) {
         StreamRelay.relay(
             g,

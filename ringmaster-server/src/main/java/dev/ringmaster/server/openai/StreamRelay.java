@@ -52,6 +52,7 @@ final class StreamRelay {
             for (ObjectNode delta : format.delta(d.index(), d.text(), tokens, first)) {
               sse.send(chunk(format, id, created, model, delta));
             }
+            g.sent(d.index());
           }
           case ChoiceEvent.Done d -> {
             completionTokens += d.completionTokens();

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -25,7 +26,8 @@ import java.util.concurrent.Semaphore;
 /**
  * Runs one online serving benchmark: finds the model and a tokenizer, makes the dataset, sends the
  * warm-up requests, then every request on a virtual thread at Poisson arrival times with at most
- * {@code --max-concurrency} in flight, and computes the metrics.
+ * {@code --max-concurrency} in flight, and computes the metrics; the server's {@code /metrics},
+ * scraped before and after the timed requests, gives its own TTFT breakdown where it has one.
  */
 public final class BenchServe {
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(30);
@@ -66,13 +68,24 @@ public final class BenchServe {
               http, target.baseUrl(), backend, model, config.load(), target.apiKey(), tokenizer);
       warmUp(client, rows.getFirst(), config.load().warmupRequests(), log);
 
+      Map<String, double[]> before =
+          ServerLatencyScrape.scrape(http, target.baseUrl(), target.apiKey());
       long start = System.nanoTime();
       List<RequestOutput> outputs = sendAll(client, rows, config, log);
       double duration = (System.nanoTime() - start) / 1e9;
+      Map<String, double[]> after =
+          ServerLatencyScrape.scrape(http, target.baseUrl(), target.apiKey());
       JsonNode serverInfo = serverInfo(http, target);
       ServingMetrics metrics = ServingMetrics.of(rows, outputs, duration, tokenizer);
       return new BenchServeResult(
-          config, model, rows, outputs, metrics, serverInfo, ResultReport.acceptLength(serverInfo));
+          config,
+          model,
+          rows,
+          outputs,
+          metrics,
+          serverInfo,
+          ResultReport.acceptLength(serverInfo),
+          ServerLatencyScrape.breakdown(before, after));
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.ringmaster.tools.benchserve;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 
 /**
@@ -13,6 +14,8 @@ import java.util.List;
  * @param metrics the figures
  * @param serverInfo the server's {@code /get_server_info} answer, or null where it has none
  * @param acceptLength the speculative decoding accept length the server reported, or null
+ * @param serverTtft the server's mean TTFT and its stages over the timed requests, in milliseconds
+ *     ({@link ServerLatencyScrape#breakdown}), or null where its {@code /metrics} has none
  */
 public record BenchServeResult(
     BenchServeConfig config,
@@ -21,7 +24,20 @@ public record BenchServeResult(
     List<RequestOutput> outputs,
     ServingMetrics metrics,
     JsonNode serverInfo,
-    Double acceptLength) {
+    Double acceptLength,
+    ObjectNode serverTtft) {
+
+  /** A run without the server's TTFT breakdown. */
+  public BenchServeResult(
+      BenchServeConfig config,
+      String model,
+      List<DatasetRow> rows,
+      List<RequestOutput> outputs,
+      ServingMetrics metrics,
+      JsonNode serverInfo,
+      Double acceptLength) {
+    this(config, model, rows, outputs, metrics, serverInfo, acceptLength, null);
+  }
 
   /** The first failed request's error, or null when all succeeded. */
   public String firstError() {

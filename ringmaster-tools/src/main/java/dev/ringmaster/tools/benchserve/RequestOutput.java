@@ -12,6 +12,9 @@ package dev.ringmaster.tools.benchserve;
  * @param outputLen generated tokens: the server's count, else the tokenizer's, else the request's
  * @param serverPromptTokens prompt tokens the server reported, or -1
  * @param generatedText the text received
+ * @param ttftFirstTokenS seconds to the first chunk carrying a token, with text or not (the native
+ *     API's {@code output_ids} or {@code meta_info.completion_tokens}); NaN where the API streams
+ *     no token ids (the OpenAI backends) or without streaming
  */
 public record RequestOutput(
     boolean success,
@@ -22,7 +25,32 @@ public record RequestOutput(
     double latencyS,
     int outputLen,
     int serverPromptTokens,
-    String generatedText) {
+    String generatedText,
+    double ttftFirstTokenS) {
+
+  /** A request whose API streams no token ids: no first-token time. */
+  public RequestOutput(
+      boolean success,
+      String error,
+      long startNanos,
+      double ttftS,
+      double[] itlS,
+      double latencyS,
+      int outputLen,
+      int serverPromptTokens,
+      String generatedText) {
+    this(
+        success,
+        error,
+        startNanos,
+        ttftS,
+        itlS,
+        latencyS,
+        outputLen,
+        serverPromptTokens,
+        generatedText,
+        Double.NaN);
+  }
 
   /** A request that failed before or while it was answered. */
   static RequestOutput failed(long startNanos, String error) {

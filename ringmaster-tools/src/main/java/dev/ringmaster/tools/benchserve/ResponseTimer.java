@@ -10,6 +10,7 @@ final class ResponseTimer {
   private final Backend backend;
   private final long start;
   private double ttft = -1;
+  private double ttftFirstToken = Double.NaN;
   private long lastChunk;
   private long lastLine;
   private double[] itl = new double[16];
@@ -89,6 +90,9 @@ final class ResponseTimer {
   private void nativeEvent(JsonNode o, long now) {
     String t = o.path("text").asText("");
     meta(o.path("meta_info"));
+    if (Double.isNaN(ttftFirstToken) && (o.path("output_ids").size() > 0 || completionTokens > 0)) {
+      ttftFirstToken = (now - start) / 1e9; // a token, its text possibly still held back
+    }
     if (t.isEmpty()) {
       return;
     }
@@ -174,6 +178,7 @@ final class ResponseTimer {
         (lastLine - start) / 1e9,
         out,
         promptTokens,
-        generated);
+        generated,
+        ttftFirstToken);
   }
 }

@@ -50,6 +50,14 @@ public final class ResultReport {
     row(sb, "Mean TTFT (ms):", m.ttft().mean());
     row(sb, "Median TTFT (ms):", m.ttft().median());
     row(sb, "P99 TTFT (ms):", m.ttft().percentile(99));
+    if (m.ttftFirstToken().count() > 0) {
+      row(sb, "Mean TTFT, any token (ms):", m.ttftFirstToken().mean());
+      row(sb, "Median TTFT, any token (ms):", m.ttftFirstToken().median());
+      row(sb, "P99 TTFT, any token (ms):", m.ttftFirstToken().percentile(99));
+    }
+    if (r.serverTtft() != null) {
+      sb.append(ServerLatencyScrape.table(r.serverTtft()));
+    }
     sb.append(centered("Time per Output Token (excl. 1st token)", '-')).append('\n');
     row(sb, "Mean TPOT (ms):", m.tpot().mean());
     row(sb, "Median TPOT (ms):", m.tpot().median());
@@ -67,7 +75,8 @@ public final class ResultReport {
   /**
    * The result line: sglang.bench_serving's keys in its order ({@code request_rate} is the string
    * {@code "inf"} for an infinite rate, which JSON cannot hold as a number), then {@code
-   * num_prompts}, {@code failed} and {@code max_itl_ms}.
+   * num_prompts}, {@code failed}, {@code max_itl_ms} and {@code
+   * mean/median/p99_ttft_first_token_ms} (null where the API streams no token ids).
    */
   public static ObjectNode json(BenchServeResult r) {
     BenchServeConfig c = r.config();
@@ -117,6 +126,16 @@ public final class ResultReport {
     o.put("num_prompts", r.rows().size());
     o.put("failed", r.rows().size() - m.completed());
     o.put("max_itl_ms", m.itl().max());
+    if (m.ttftFirstToken().count() > 0) {
+      o.put("mean_ttft_first_token_ms", m.ttftFirstToken().mean());
+      o.put("median_ttft_first_token_ms", m.ttftFirstToken().median());
+      o.put("p99_ttft_first_token_ms", m.ttftFirstToken().percentile(99));
+    } else {
+      o.putNull("mean_ttft_first_token_ms");
+      o.putNull("median_ttft_first_token_ms");
+      o.putNull("p99_ttft_first_token_ms");
+    }
+    o.set("server_ttft_breakdown_ms", r.serverTtft() == null ? o.nullNode() : r.serverTtft());
     if (c.outputDetails()) {
       details(o, r);
     }
@@ -127,6 +146,7 @@ public final class ResultReport {
     ArrayNode in = o.putArray("input_lens");
     ArrayNode out = o.putArray("output_lens");
     ArrayNode ttfts = o.putArray("ttfts");
+    ArrayNode firstTokens = o.putArray("ttfts_first_token");
     ArrayNode itls = o.putArray("itls");
     ArrayNode texts = o.putArray("generated_texts");
     ArrayNode errors = o.putArray("errors");
@@ -136,6 +156,11 @@ public final class ResultReport {
       in.add(r.rows().get(i).promptLen());
       out.add(q.success() ? q.outputLen() : 0);
       ttfts.add(q.ttftS());
+      if (Double.isNaN(q.ttftFirstTokenS())) {
+        firstTokens.addNull();
+      } else {
+        firstTokens.add(q.ttftFirstTokenS());
+      }
       ArrayNode a = itls.addArray();
       for (double v : q.itlS()) {
         a.add(v);

@@ -14,7 +14,9 @@ import java.util.List;
  * @param totalOutput generated tokens of the successful requests
  * @param totalOutputRetokenized the generated text's tokens counted again by the tokenizer (the
  *     server's count without one)
- * @param ttft time to first token
+ * @param ttft time to first token (the first chunk with text, as sglang times it)
+ * @param ttftFirstToken time to the first chunk carrying a token, text or not, over the requests
+ *     whose API streams token ids (empty for the OpenAI backends)
  * @param tpot time per output token after the first, one value per request of 2 tokens or more
  * @param itl inter-token latencies of every request
  * @param e2e end-to-end latencies
@@ -29,6 +31,7 @@ public record ServingMetrics(
     long totalOutputRetokenized,
     double durationS,
     Percentiles ttft,
+    Percentiles ttftFirstToken,
     Percentiles tpot,
     Percentiles itl,
     Percentiles e2e,
@@ -70,6 +73,7 @@ public record ServingMetrics(
     long output = 0;
     long retokenized = 0;
     List<Double> ttfts = new ArrayList<>();
+    List<Double> firstTokens = new ArrayList<>();
     List<Double> tpots = new ArrayList<>();
     List<Double> itls = new ArrayList<>();
     List<Double> e2es = new ArrayList<>();
@@ -92,6 +96,9 @@ public record ServingMetrics(
         itls.add(v * 1000);
       }
       ttfts.add(o.ttftS() * 1000);
+      if (!Double.isNaN(o.ttftFirstTokenS())) {
+        firstTokens.add(o.ttftFirstTokenS() * 1000);
+      }
       e2es.add(o.latencyS() * 1000);
     }
     double latencySum = e2es.stream().mapToDouble(Double::doubleValue).sum() / 1000;
@@ -103,6 +110,7 @@ public record ServingMetrics(
         retokenized,
         durationS,
         stats(ttfts),
+        stats(firstTokens),
         stats(tpots),
         stats(itls),
         stats(e2es),
