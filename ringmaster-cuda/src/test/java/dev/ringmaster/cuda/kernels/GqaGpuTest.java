@@ -365,9 +365,15 @@ class GqaGpuTest {
       Compare.assertClose(what + ": attention", out, want, 1e-4);
     }
 
+    /** Absolute slack of a new cache value: a few f32 roundings of values of order 1. */
+    private static final float CANCELLATION_FLOOR = 0x1p-21f;
+
     /**
      * New rows within one bf16 ulp of the reference's rounding (a flip where the f32 and f64
-     * results straddle a rounding boundary, rare), every other row bit for bit as before.
+     * results straddle a rounding boundary, rare) or within {@link #CANCELLATION_FLOOR} of it (the
+     * rotation of unit-size normalised values can cancel to near zero, where the kernel's f32
+     * products carry absolute errors of ~1e-7: seen as 3.41e-6 against 3.47e-6), every other row
+     * bit for bit as before.
      */
     private static void checkCache(
         String what, short[] got, short[] want, boolean[] newRow, int width) {
@@ -384,7 +390,7 @@ class GqaGpuTest {
         if (got[i] != want[i]) {
           float g = Numerics.bf16ToFloat(got[i]);
           float e = Numerics.bf16ToFloat(want[i]);
-          if (!(Math.abs(g - e) <= Math.abs(e) * 0x1p-7f)) {
+          if (!(Math.abs(g - e) <= Math.abs(e) * 0x1p-7f + CANCELLATION_FLOOR)) {
             throw new AssertionError(
                 what
                     + ": cache value "
