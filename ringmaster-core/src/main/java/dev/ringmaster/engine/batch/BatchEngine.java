@@ -38,6 +38,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * next step at once; only if a request of that plan ended meanwhile (a stop token, a cancel) is the
  * step planned again. Without overlap the engine thread runs the forward itself.
  *
+ * <p>A constrained row's mask is taken from its constraint's cache when it is there; otherwise it
+ * is computed on a mask thread, started when the row goes into the step, so it runs beside the
+ * forward and the sampler waits for it only if the logits come first.
+ *
  * <p>Faults are contained: when a forward throws, each sequence of the step is retried alone, so
  * only the requests that fail by themselves end with {@link FinishReason#ERROR}; a listener that
  * throws fails only its own request. Greedy results do not depend on batching as long as the
@@ -53,6 +57,10 @@ public final class BatchEngine implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
   private static final Object WAKE = new Object();
 
+  /** Mask threads: enough for a few concurrent cache misses, never most of the host's cores. */
+  private static final int MASK_WORKERS =
+      Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 4));
+
   private final LanguageModel model;
   private final BatchConfig config;
   private final KvBlockAllocator pool;
@@ -66,6 +74,10 @@ public final class BatchEngine implements AutoCloseable {
   private final AtomicLong ids = new AtomicLong();
   private final Thread thread;
   private final ExecutorService modelThread;
+
+  /** Computes constraint masks that are not cached while the step that needs them runs. */
+  private final ExecutorService maskWorkers;
+
   private final StepClock clock = new StepClock();
   private final SpeculativeDrafts speculation;
   private long landed; // when the latest step's tokens came back (engine thread only)
@@ -114,6 +126,9 @@ public final class BatchEngine implements AutoCloseable {
             ? Executors.newSingleThreadExecutor(
                 Thread.ofPlatform().name("ringmaster-model").daemon(true).factory())
             : null;
+    this.maskWorkers =
+        Executors.newFixedThreadPool(
+            MASK_WORKERS, Thread.ofPlatform().name("ringmaster-masks-", 0).daemon(true).factory());
   }
 
   /** Starts an engine thread over a model. */
@@ -302,6 +317,9 @@ public final class BatchEngine implements AutoCloseable {
     }
     if (modelThread != null && !thread.isAlive()) {
       modelThread.shutdown();
+    }
+    if (!thread.isAlive()) {
+      maskWorkers.shutdown();
     }
     // A submit that raced with close may have queued after the thread's last look.
     if (!thread.isAlive()) {
@@ -547,7 +565,7 @@ public final class BatchEngine implements AutoCloseable {
     sampling.clear();
     for (int i = from; i < to; i++) {
       if (step.samples()[i] && step.draft(i) == null) {
-        step.seqs().get(i).addSamplingRow(sampling);
+        step.seqs().get(i).addSamplingRow(sampling, maskWorkers);
       }
     }
     return sampling.allRawGreedy();

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.Executor;
 
 /**
  * The engine thread's state for one request: all its tokens (prompt, then generated), its cache and
@@ -119,11 +120,14 @@ final class Sequence {
     }
   }
 
-  /** Appends this sequence's sampling row (for its next output token) to {@code batch}. */
-  void addSamplingRow(SamplingBatch batch) {
+  /**
+   * Appends this sequence's sampling row (for its next output token) to {@code batch}; a
+   * constraint's mask that is not cached is computed on {@code masks} while the forward runs.
+   */
+  void addSamplingRow(SamplingBatch batch, Executor masks) {
     Sampler.addRow(batch, request.params(), generated(), counts, request.topLogprobs());
     if (request.constraint() != null) {
-      batch.setAllowedTokens(request.constraint().allowedTokens());
+      batch.setAllowedTokens(request.constraint().allowedTokensAsync(masks));
     }
   }
 

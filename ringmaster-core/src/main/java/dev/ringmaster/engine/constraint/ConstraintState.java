@@ -1,5 +1,8 @@
 package dev.ringmaster.engine.constraint;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+
 /**
  * One request's position in its constraint: advanced by each generated token, it gives the mask for
  * the next one. Owned by the engine thread; not thread-safe.
@@ -7,6 +10,14 @@ package dev.ringmaster.engine.constraint;
 public interface ConstraintState {
   /** The tokens allowed next as a bitset over the vocabulary (shared; do not modify). */
   long[] allowedTokens();
+
+  /**
+   * The mask {@link #allowedTokens()} gives, already completed when it is cached, else computed on
+   * {@code executor}, so that a cache miss runs beside the model's forward instead of before it.
+   * Until the next {@link #accept} every call returns the same future; {@link #accept} waits for
+   * it, so the computation never sees the state move.
+   */
+  CompletableFuture<long[]> allowedTokensAsync(Executor executor);
 
   /**
    * Moves past a generated token; an end-of-sequence token ends the constraint where it accepts.

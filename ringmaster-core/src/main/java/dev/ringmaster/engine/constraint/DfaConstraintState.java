@@ -1,5 +1,8 @@
 package dev.ringmaster.engine.constraint;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+
 /**
  * One request's position in a DFA constraint: advanced by each generated token, it gives the mask
  * for the next one. Owned by the engine thread; not thread-safe.
@@ -8,6 +11,7 @@ final class DfaConstraintState implements ConstraintState {
   private final TokenConstraint constraint;
   private int state;
   private boolean ended;
+  private CompletableFuture<long[]> pending; // the mask of the state as it is, once asked
 
   DfaConstraintState(TokenConstraint constraint) {
     this.constraint = constraint;
@@ -20,6 +24,19 @@ final class DfaConstraintState implements ConstraintState {
     return constraint.mask(state);
   }
 
+  @Override
+  public CompletableFuture<long[]> allowedTokensAsync(Executor executor) {
+    if (pending == null) {
+      long[] cached = constraint.cachedMask(state);
+      int s = state;
+      pending =
+          cached != null
+              ? CompletableFuture.completedFuture(cached)
+              : CompletableFuture.supplyAsync(() -> constraint.mask(s), executor);
+    }
+    return pending;
+  }
+
   /**
    * Moves past a generated token; an end-of-sequence token ends the constraint where it accepts.
    *
@@ -27,6 +44,10 @@ final class DfaConstraintState implements ConstraintState {
    */
   @Override
   public void accept(int token) {
+    if (pending != null) {
+      pending.exceptionally(e -> null).join();
+      pending = null;
+    }
     if (constraint.vocabulary().isEos(token) && constraint.dfa().accepting(state)) {
       ended = true;
       return;

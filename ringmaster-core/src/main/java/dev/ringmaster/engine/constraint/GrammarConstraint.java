@@ -71,6 +71,14 @@ public final class GrammarConstraint implements OutputConstraint {
     return new GrammarConstraintState(this, new EarleyChart(grammar));
   }
 
+  /** The cached mask of a chart, or null when it is not cached (never computes one). */
+  Mask cachedMask(EarleyChart chart) {
+    Signature key = new Signature(chart.signature());
+    synchronized (cache) {
+      return cache.get(key);
+    }
+  }
+
   /** The mask of a chart (the chart is walked and left as it was). */
   Mask mask(EarleyChart chart) {
     Signature key = new Signature(chart.signature());

@@ -1,5 +1,8 @@
 package dev.ringmaster.engine.constraint;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+
 /**
  * One request's position in a grammar: its own Earley chart, advanced by each generated token's
  * bytes. Owned by the engine thread; not thread-safe.
@@ -8,6 +11,7 @@ final class GrammarConstraintState implements ConstraintState {
   private final GrammarConstraint constraint;
   private final EarleyChart chart;
   private GrammarConstraint.Mask mask; // of the chart as it is; null until asked
+  private CompletableFuture<GrammarConstraint.Mask> pending; // computing it on an executor
   private boolean ended;
 
   GrammarConstraintState(GrammarConstraint constraint, EarleyChart chart) {
@@ -20,15 +24,40 @@ final class GrammarConstraintState implements ConstraintState {
     return mask().bits();
   }
 
+  @Override
+  public CompletableFuture<long[]> allowedTokensAsync(Executor executor) {
+    if (mask == null && pending == null) {
+      mask = constraint.cachedMask(chart);
+      if (mask == null) {
+        // The chart is walked there (pushed and popped); accept waits before it moves the chart.
+        pending = CompletableFuture.supplyAsync(() -> constraint.mask(chart), executor);
+      }
+    }
+    return mask != null
+        ? CompletableFuture.completedFuture(mask.bits())
+        : pending.thenApply(GrammarConstraint.Mask::bits);
+  }
+
   private GrammarConstraint.Mask mask() {
     if (mask == null) {
-      mask = constraint.mask(chart);
+      mask = pending != null ? pending.join() : constraint.mask(chart);
+      pending = null;
     }
     return mask;
   }
 
+  /** Waits for a mask computation that walks the chart, so that the chart may be changed. */
+  private void settle() {
+    if (pending != null) {
+      GrammarConstraint.Mask m = pending.exceptionally(e -> null).join();
+      pending = null;
+      mask = m;
+    }
+  }
+
   @Override
   public void accept(int token) {
+    settle();
     TokenVocabulary vocab = constraint.vocabulary();
     if (vocab.isEos(token) && chart.accepting()) {
       ended = true;
@@ -52,11 +81,23 @@ final class GrammarConstraintState implements ConstraintState {
 
   @Override
   public boolean accepting() {
+    settle();
     return chart.accepting();
   }
 
+  /**
+   * Whether generation must end here; without the chart's mask at hand, a walk that stops at the
+   * first allowed token answers, so the engine never waits for a whole mask to learn this.
+   */
   @Override
   public boolean isComplete() {
-    return ended || !mask().continues();
+    if (ended) {
+      return true;
+    }
+    settle();
+    if (mask == null) {
+      mask = constraint.cachedMask(chart);
+    }
+    return mask != null ? !mask.continues() : !constraint.vocabulary().anyAllowed(chart);
   }
 }

@@ -55,9 +55,20 @@ public final class TokenConstraint implements OutputConstraint {
     return entry(state).bits();
   }
 
-  /** Whether some token other than end-of-sequence is allowed from {@code state}. */
+  /** The mask of {@code state} when it is computed already, else null (never computes it). */
+  long[] cachedMask(int state) {
+    StateMask m = masks.get(state);
+    return m == null ? null : m.bits();
+  }
+
+  /**
+   * Whether some token other than end-of-sequence is allowed from {@code state}: the cached mask's
+   * answer, else a walk of the vocabulary that stops at the first allowed token (cheap: a
+   * byte-level vocabulary has every single byte), so it never waits for a whole mask.
+   */
   public boolean continues(int state) {
-    return entry(state).continues();
+    StateMask m = masks.get(state);
+    return m != null ? m.continues() : vocab.anyAllowed(dfa, state);
   }
 
   private StateMask entry(int state) {

@@ -143,6 +143,43 @@ public final class TokenVocabulary {
     return walk(walker, 0, mask);
   }
 
+  /**
+   * Whether {@code walker} accepts some token's bytes from where it is; stops at the first one. The
+   * walker is back where it was on return.
+   */
+  boolean anyAllowed(ByteWalker walker) {
+    return any(walker, 0);
+  }
+
+  /** Whether some token's bytes, read from {@code state}, stay inside the automaton. */
+  boolean anyAllowed(ByteDfa dfa, int state) {
+    return any(dfa, 0, state);
+  }
+
+  private boolean any(ByteWalker walker, int node) {
+    for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
+      if (!walker.push(label[c] & 0xff)) {
+        continue;
+      }
+      boolean found = firstToken[c] >= 0 || any(walker, c);
+      walker.pop();
+      if (found) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private boolean any(ByteDfa dfa, int node, int state) {
+    for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
+      int s = dfa.next(state, label[c]);
+      if (s >= 0 && (firstToken[c] >= 0 || any(dfa, c, s))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private boolean walk(ByteWalker walker, int node, long[] mask) {
     boolean any = false;
     for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {

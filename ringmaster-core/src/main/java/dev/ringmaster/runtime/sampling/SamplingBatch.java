@@ -1,6 +1,7 @@
 package dev.ringmaster.runtime.sampling;
 
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The sampling inputs of one step: per row (one per requested logits row, in order) its parameters,
@@ -33,6 +34,7 @@ public final class SamplingBatch {
   private int[] biasTokens = new int[16];
   private float[] biasValues = new float[16];
   private long[][] allowed = new long[8][];
+  private CompletableFuture<long[]>[] pendingAllowed = newPending(8);
   private int masked;
   private RowSampler sampler;
 
@@ -97,6 +99,7 @@ public final class SamplingBatch {
       penaltyStart = Arrays.copyOf(penaltyStart, n + 1);
       biasStart = Arrays.copyOf(biasStart, n + 1);
       allowed = Arrays.copyOf(allowed, n);
+      pendingAllowed = Arrays.copyOf(pendingAllowed, n);
     }
     int r = rows++;
     this.temperature[r] = temperature;
@@ -110,6 +113,7 @@ public final class SamplingBatch {
     this.presencePenalty[r] = presencePenalty;
     this.topLogprobs[r] = topLogprobs;
     this.allowed[r] = null;
+    this.pendingAllowed[r] = null;
     penaltyStart[r + 1] = penaltyStart[r];
     biasStart[r + 1] = biasStart[r];
     return r;
@@ -151,15 +155,50 @@ public final class SamplingBatch {
     if (rows == 0) {
       throw new IllegalStateException("add a row before its allowed tokens");
     }
-    if (allowed[rows - 1] == null) {
+    if (allowed[rows - 1] == null && pendingAllowed[rows - 1] == null) {
       masked++;
     }
     allowed[rows - 1] = mask;
+    pendingAllowed[rows - 1] = null;
   }
 
-  /** Row {@code r}'s allowed-token mask, or null when every token is allowed. */
+  /**
+   * Restricts the last row like {@link #setAllowedTokens(long[])} with a mask still being computed
+   * (off the engine thread, while the forward runs): the sampler waits for it when it reaches the
+   * row, so the mask only has to be ready before the logits are.
+   */
+  public void setAllowedTokens(CompletableFuture<long[]> mask) {
+    if (mask.isDone() && !mask.isCompletedExceptionally()) {
+      setAllowedTokens(mask.join());
+      return;
+    }
+    if (rows == 0) {
+      throw new IllegalStateException("add a row before its allowed tokens");
+    }
+    if (allowed[rows - 1] == null && pendingAllowed[rows - 1] == null) {
+      masked++;
+    }
+    allowed[rows - 1] = null;
+    pendingAllowed[rows - 1] = mask;
+  }
+
+  /**
+   * Row {@code r}'s allowed-token mask, or null when every token is allowed; waits for a mask that
+   * is still being computed.
+   *
+   * @throws java.util.concurrent.CompletionException when computing the mask failed
+   */
   public long[] allowedTokens(int r) {
-    return allowed[r];
+    long[] m = allowed[r];
+    if (m == null && pendingAllowed[r] != null) {
+      m = pendingAllowed[r].join();
+    }
+    return m;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static CompletableFuture<long[]>[] newPending(int n) {
+    return (CompletableFuture<long[]>[]) new CompletableFuture<?>[n];
   }
 
   /**
@@ -196,7 +235,8 @@ public final class SamplingBatch {
         && topLogprobs[r] < 0
         && !hasPenalties(r)
         && biasStart[r + 1] == biasStart[r]
-        && allowed[r] == null;
+        && allowed[r] == null
+        && pendingAllowed[r] == null;
   }
 
   /** Whether every row is {@linkplain #isRawGreedy raw greedy}. */
@@ -361,6 +401,8 @@ public final class SamplingBatch {
     }
     if (from.allowed[r] != null) {
       setAllowedTokens(from.allowed[r]);
+    } else if (from.pendingAllowed[r] != null) {
+      setAllowedTokens(from.pendingAllowed[r]);
     }
   }
 }

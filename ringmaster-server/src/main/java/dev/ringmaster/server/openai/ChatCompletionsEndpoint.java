@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * {@code POST /v1/chat/completions}: messages (and tools, {@link ChatPrompt}) are rendered with the
@@ -132,20 +133,24 @@ public final class ChatCompletionsEndpoint implements Endpoint {
   }
 
   /**
-   * Puts a finished reply into {@code msg}: tool calls when the tools allow them and the text is
-   * calls, else the text as content.
+   * Puts a finished reply into {@code msg}: tool calls (and the content before them, if any) when
+   * the tools allow them and the text is calls, else the text as content.
    *
    * @return whether it was tool calls
    */
   private static boolean putReply(ObjectNode msg, String text, ToolRequest tools, boolean done) {
-    List<ToolRequest.Call> calls = done ? tools.parseCalls(text) : List.of();
-    if (calls.isEmpty()) {
+    Optional<ToolRequest.Reply> reply = done ? tools.parseReply(text) : Optional.empty();
+    if (reply.isEmpty()) {
       msg.put("content", text);
       return false;
     }
-    msg.putNull("content");
+    if (reply.get().content().isEmpty()) {
+      msg.putNull("content");
+    } else {
+      msg.put("content", reply.get().content());
+    }
     ArrayNode out = msg.putArray("tool_calls");
-    for (ToolRequest.Call c : calls) {
+    for (ToolRequest.Call c : reply.get().calls()) {
       out.add(ToolRequest.toolCallJson(c, Responses.newId("call_")));
     }
     return true;

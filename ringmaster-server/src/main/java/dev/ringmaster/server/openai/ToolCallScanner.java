@@ -21,7 +21,12 @@ import java.util.Set;
  *       in a {@code ```json} fence) and {@code <｜tool▁call▁end｜>}, then {@code <｜tool▁calls▁end｜>}.
  * </ul>
  *
- * Each call must name one of {@code names}, and there may be at most {@code maxCalls} of them.
+ * Text may come first: a reply that does not start with calls is content up to the first {@code
+ * <tool_call>} tag (or, with {@code deepSeek}, {@code <｜tool▁calls▁begin｜>}) that starts calls, and
+ * calls from there, as OpenAI replies with content and then tool calls. Bare JSON calls count only
+ * at the start of a reply, since JSON inside prose is no call.
+ *
+ * <p>Each call must name one of {@code names}, and there may be at most {@code maxCalls} of them.
  * Arguments are returned as the model wrote them, so that streamed fragments add up to them.
  */
 final class ToolCallScanner {
@@ -62,8 +67,10 @@ final class ToolCallScanner {
    * @param state what the text is
    * @param calls the calls whose name is known, in order (only complete ones when {@code BROKEN})
    * @param end where the complete calls end in the text
+   * @param contentEnd how much of the text's start is content for sure: before the calls, or, in
+   *     state {@link State#CONTENT}, all but an unfinished tag at the end that may start calls
    */
-  record Scan(State state, List<Partial> calls, int end) {}
+  record Scan(State state, List<Partial> calls, int end, int contentEnd) {}
 
   private static final class Incomplete extends RuntimeException {
     @java.io.Serial private static final long serialVersionUID = 1L;
@@ -102,7 +109,52 @@ final class ToolCallScanner {
 
   /** Reads {@code text}. */
   Scan scan(String text) {
-    return new Cursor(text).run();
+    Scan whole = new Cursor(text, 0).run();
+    if (whole.state() != State.CONTENT) {
+      return whole;
+    }
+    // Content first: calls may start at a tag further on.
+    for (int from = 0; ; ) {
+      int tag = nextTag(text, from);
+      if (tag < 0) {
+        return new Scan(State.CONTENT, List.of(), 0, text.length() - unfinishedTag(text));
+      }
+      Scan calls = new Cursor(text, tag).run();
+      if (calls.state() != State.CONTENT) {
+        return new Scan(calls.state(), calls.calls(), calls.end(), tag);
+      }
+      from = tag + 1;
+    }
+  }
+
+  private String[] tags() {
+    return deepSeek ? new String[] {TAG_OPEN, DS_CALLS_BEGIN} : new String[] {TAG_OPEN};
+  }
+
+  /** Where the first tag that may start calls is in {@code text} from {@code from}, or -1. */
+  private int nextTag(String text, int from) {
+    int best = -1;
+    for (String tag : tags()) {
+      int i = text.indexOf(tag, from);
+      if (i >= 0 && (best < 0 || i < best)) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  /** The length of the longest end of {@code text} that is the start of a tag (0 if none). */
+  private int unfinishedTag(String text) {
+    int longest = 0;
+    for (String tag : tags()) {
+      for (int n = Math.min(tag.length() - 1, text.length()); n > longest; n--) {
+        if (text.regionMatches(text.length() - n, tag, 0, n)) {
+          longest = n;
+          break;
+        }
+      }
+    }
+    return longest;
   }
 
   private final class Cursor {
@@ -113,15 +165,16 @@ final class ToolCallScanner {
     private String openName;
     private int openArgs = -1;
 
-    Cursor(String s) {
+    Cursor(String s, int start) {
       this.s = s;
+      this.p = start;
     }
 
     Scan run() {
       try {
         ws();
         if (p == s.length()) {
-          return new Scan(State.PENDING, List.of(), 0);
+          return new Scan(State.PENDING, List.of(), 0, 0);
         }
         if (deepSeek && s.startsWith(DS_CALLS_BEGIN.substring(0, 2), p)) {
           deepSeekCalls();
@@ -134,14 +187,14 @@ final class ToolCallScanner {
         if (p != s.length()) {
           throw MISMATCH;
         }
-        return new Scan(State.COMPLETE, List.copyOf(calls), end);
+        return new Scan(State.COMPLETE, List.copyOf(calls), end, 0);
       } catch (Incomplete e) {
         if (openName != null && openArgs >= 0) {
           calls.add(new Partial(openName, s.substring(openArgs), false));
         }
-        return new Scan(calls.isEmpty() ? State.PENDING : State.CALLS, List.copyOf(calls), end);
+        return new Scan(calls.isEmpty() ? State.PENDING : State.CALLS, List.copyOf(calls), end, 0);
       } catch (Mismatch e) {
-        return new Scan(calls.isEmpty() ? State.CONTENT : State.BROKEN, List.copyOf(calls), end);
+        return new Scan(calls.isEmpty() ? State.CONTENT : State.BROKEN, List.copyOf(calls), end, 0);
       }
     }
 

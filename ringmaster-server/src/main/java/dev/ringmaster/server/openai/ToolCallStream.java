@@ -7,17 +7,20 @@ import java.util.List;
 
 /**
  * One streamed choice's reply while tools are in play, turned into OpenAI deltas as it arrives.
- * Text that may still become calls is held; once it cannot, it and all that follows go out as
- * content. Once a call's name is known the stream commits to calls: a delta starts each call
- * ({@code index}, {@code id}, {@code type}, {@code function.name}, empty {@code arguments}), then
- * deltas carry the arguments' text as it arrives. Text after the calls that is not calls goes out
- * as content, from the end of the last complete call.
+ * Text that is content for sure goes out as content deltas at once; text that may still become
+ * calls (a reply's start, an unfinished {@code <tool_call>} tag after content) is held. Once a
+ * call's name is known the stream commits to calls: a delta starts each call ({@code index}, {@code
+ * id}, {@code type}, {@code function.name}, empty {@code arguments}), then deltas carry the
+ * arguments' text as it arrives. Text after the calls that is not calls goes out as content, from
+ * the end of the last complete call. So a reply of text and then calls streams as OpenAI's do:
+ * content deltas, then tool-call deltas.
  */
 final class ToolCallStream {
   private final ToolCallScanner scanner;
   private final StringBuilder text = new StringBuilder();
   private final List<Integer> argumentsSent = new ArrayList<>();
-  private boolean content;
+  private int contentSent; // how much of the text's start went out as content
+  private boolean trailing; // calls were followed by text that is not calls: all is content now
   private ToolCallScanner.State state = ToolCallScanner.State.PENDING;
 
   ToolCallStream(ToolCallScanner scanner) {
@@ -26,23 +29,23 @@ final class ToolCallStream {
 
   /** The deltas (each an OpenAI {@code delta} object) that new text makes, in order. */
   List<ObjectNode> append(String more) {
-    if (content) {
+    if (trailing) {
       return more.isEmpty() ? List.of() : List.of(contentDelta(more));
     }
     text.append(more);
     ToolCallScanner.Scan scan = scanner.scan(text.toString());
     state = scan.state();
     List<ObjectNode> out = new ArrayList<>();
+    if (scan.contentEnd() > contentSent) {
+      out.add(contentDelta(text.substring(contentSent, scan.contentEnd())));
+      contentSent = scan.contentEnd();
+    }
     switch (scan.state()) {
-      case PENDING -> {}
-      case CONTENT -> {
-        content = true;
-        out.add(contentDelta(text.toString()));
-      }
+      case PENDING, CONTENT -> {}
       case CALLS, COMPLETE -> calls(scan, out);
       case BROKEN -> {
         calls(scan, out);
-        content = true;
+        trailing = true;
         String rest = text.substring(scan.end());
         if (!rest.isBlank()) {
           out.add(contentDelta(rest.stripLeading()));
@@ -54,16 +57,18 @@ final class ToolCallStream {
 
   /** The deltas for text still held when the reply ended (text that never became calls). */
   List<ObjectNode> finish() {
-    if (!content && state == ToolCallScanner.State.PENDING && !text.isEmpty()) {
-      content = true;
-      return List.of(contentDelta(text.toString()));
+    boolean held = state == ToolCallScanner.State.PENDING || state == ToolCallScanner.State.CONTENT;
+    if (!trailing && held && text.length() > contentSent) {
+      String rest = text.substring(contentSent);
+      contentSent = text.length();
+      return List.of(contentDelta(rest));
     }
     return List.of();
   }
 
   /** Whether the reply, as it ended, is complete calls. */
   boolean completeCalls() {
-    return !content && state == ToolCallScanner.State.COMPLETE;
+    return !trailing && state == ToolCallScanner.State.COMPLETE;
   }
 
   private void calls(ToolCallScanner.Scan scan, List<ObjectNode> out) {

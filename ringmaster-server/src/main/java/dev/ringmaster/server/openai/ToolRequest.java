@@ -12,6 +12,7 @@ import dev.ringmaster.server.api.Json;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -289,18 +290,34 @@ record ToolRequest(
   }
 
   /**
-   * Reads a finished reply as tool calls: empty unless the tools are active and the whole text,
-   * spaces aside, is calls to callable tools ({@link ToolCallScanner}).
+   * A finished reply read as tool calls.
+   *
+   * @param content the text before the calls, empty when the reply starts with them
+   * @param calls the calls, in order
    */
-  List<Call> parseCalls(String text) {
+  record Reply(String content, List<Call> calls) {}
+
+  /**
+   * Reads a finished reply as tool calls: empty unless the tools are active and the text, spaces
+   * aside, is calls to callable tools, possibly after content ({@link ToolCallScanner}).
+   */
+  Optional<Reply> parseReply(String text) {
     if (!active()) {
-      return List.of();
+      return Optional.empty();
     }
     ToolCallScanner.Scan scan = scanner().scan(text);
     if (scan.state() != ToolCallScanner.State.COMPLETE) {
-      return List.of();
+      return Optional.empty();
     }
-    return scan.calls().stream().map(c -> new Call(c.name(), c.arguments())).toList();
+    return Optional.of(
+        new Reply(
+            text.substring(0, scan.contentEnd()),
+            scan.calls().stream().map(c -> new Call(c.name(), c.arguments())).toList()));
+  }
+
+  /** The calls of {@link #parseReply}, empty when the reply is not calls. */
+  List<Call> parseCalls(String text) {
+    return parseReply(text).map(Reply::calls).orElse(List.of());
   }
 
   /** The OpenAI {@code tool_calls} entry of a call. */
