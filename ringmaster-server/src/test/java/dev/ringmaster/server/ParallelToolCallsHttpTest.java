@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
  * calls (shaped by a {@code regex}, in {@code auto}) becomes two {@code tool_calls} with their own
  * ids and indexes; {@code parallel_tool_calls: false} reads it as content; the SDK's stream
  * accumulator rebuilds, from the streamed deltas, exactly the calls the non-streamed reply has, for
- * required, named and auto choices.
+ * required, named and auto choices; a reply of text and then a call (in {@code <tool_call>} tags)
+ * comes as content and a tool call, streamed as content deltas and then tool-call deltas.
  */
 class ParallelToolCallsHttpTest {
   private static final String ADD =
@@ -45,6 +46,11 @@ class ParallelToolCallsHttpTest {
   private static final String TWO_CALLS =
       "\\[\\{\"name\": \"add\", \"arguments\": \\{\"a\": [0-9], \"b\": [0-9]\\}\\},"
           + " \\{\"name\": \"note\", \"arguments\": \\{\"text\": \"[a-z ]{1,10}\"\\}\\}\\]";
+
+  /** A sentence, then one call in tags. */
+  private static final String CONTENT_THEN_CALL =
+      "[A-Z][a-z]{2,8}\\. <tool_call>\\{\"name\": \"add\", \"arguments\": \\{\"a\": [0-9],"
+          + " \"b\": [0-9]\\}\\}</tool_call>";
 
   private static TestServer s;
   private static OpenAIClient client;
@@ -197,5 +203,47 @@ class ParallelToolCallsHttpTest {
     assertThat(c.message().content()).isEqualTo(whole.choices().getFirst().message().content());
     assertThat(c.message().content().orElseThrow()).isNotBlank();
     assertThat(c.finishReason()).isEqualTo(whole.choices().getFirst().finishReason());
+  }
+
+  @Test
+  void contentThenACallComesAsContentThenToolCallDeltas() {
+    for (long seed = 1; seed <= 2; seed++) {
+      ChatCompletionCreateParams p =
+          request(
+              seed, b -> b.putAdditionalBodyProperty("regex", JsonValue.from(CONTENT_THEN_CALL)));
+      ChatCompletion.Choice whole = client.chat().completions().create(p).choices().getFirst();
+      assertThat(whole.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.TOOL_CALLS);
+      String content = whole.message().content().orElseThrow();
+      assertThat(content).matches("[A-Z][a-z]{2,8}\\. ");
+      List<ChatCompletionMessageFunctionToolCall> calls =
+          whole.message().toolCalls().orElseThrow().stream()
+              .map(t -> t.function().orElseThrow())
+              .toList();
+      assertThat(calls).extracting(c -> c.function().name()).containsExactly("add");
+
+      ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+      boolean callSeen = false;
+      try (StreamResponse<ChatCompletionChunk> stream =
+          client.chat().completions().createStreaming(p)) {
+        for (ChatCompletionChunk chunk :
+            (Iterable<ChatCompletionChunk>) stream.stream()::iterator) {
+          acc.accumulate(chunk);
+          for (ChatCompletionChunk.Choice c : chunk.choices()) {
+            boolean text = c.delta().content().filter(t -> !t.isEmpty()).isPresent();
+            assertThat(text && callSeen).as("content after a tool-call delta").isFalse();
+            callSeen |= c.delta().toolCalls().filter(t -> !t.isEmpty()).isPresent();
+          }
+        }
+      }
+      ChatCompletion.Choice streamed = acc.chatCompletion().choices().getFirst();
+      assertThat(callSeen).isTrue();
+      assertThat(streamed.finishReason()).isEqualTo(ChatCompletion.Choice.FinishReason.TOOL_CALLS);
+      assertThat(streamed.message().content()).contains(content);
+      assertSameCalls(
+          calls,
+          streamed.message().toolCalls().orElseThrow().stream()
+              .map(t -> t.function().orElseThrow())
+              .toList());
+    }
   }
 }

@@ -155,4 +155,53 @@ class ToolCallScannerTest {
     assertThat(b.get(2).get("content").asText()).isEqualTo("ok");
     assertThat(broken.completeCalls()).isFalse();
   }
+
+  @Test
+  void contentThenTaggedCallsIsContentUpToTheTagThenCalls() {
+    String text =
+        "Let me add them. <tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}}</tool_call>";
+    int tag = text.indexOf("<tool_call>");
+    ToolCallScanner.Scan s = JSON_ONLY.scan(text);
+    assertThat(s.state()).isEqualTo(State.COMPLETE);
+    assertThat(s.contentEnd()).isEqualTo(tag);
+    assertThat(s.calls()).containsExactly(new Partial("add", "{\"a\": 1}", true));
+    // While it arrives: content is sure up to an unfinished tag, which is held.
+    ToolCallScanner.Scan partial = JSON_ONLY.scan(text.substring(0, tag + 5));
+    assertThat(partial.state()).isEqualTo(State.CONTENT);
+    assertThat(partial.contentEnd()).isEqualTo(tag);
+    assertThat(JSON_ONLY.scan(text.substring(0, tag + 20)).state()).isEqualTo(State.PENDING);
+    // Bare JSON after prose is no call; a tag that does not start a call is content.
+    assertThat(JSON_ONLY.scan("Sure: {\"name\": \"add\", \"arguments\": {}}").calls()).isEmpty();
+    ToolCallScanner.Scan notACall = JSON_ONLY.scan("See <tool_call>oops</tool_call>");
+    assertThat(notACall.state()).isEqualTo(State.CONTENT);
+    assertThat(notACall.contentEnd()).isEqualTo("See <tool_call>oops</tool_call>".length());
+  }
+
+  @Test
+  void aStreamOfContentThenACallSendsContentDeltasThenCallDeltas() {
+    String text = "Adding. <tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}}</tool_call>";
+    ToolCallStream stream = new ToolCallStream(JSON_ONLY);
+    StringBuilder content = new StringBuilder();
+    StringBuilder args = new StringBuilder();
+    boolean callSeen = false;
+    for (int i = 0; i < text.length(); i += 3) {
+      for (var d : stream.append(text.substring(i, Math.min(text.length(), i + 3)))) {
+        if (d.has("content")) {
+          assertThat(callSeen).as("content after a call delta").isFalse();
+          content.append(d.get("content").asText());
+        } else {
+          callSeen = true;
+          var f = d.get("tool_calls").get(0).get("function");
+          if (f.has("name")) {
+            assertThat(f.get("name").asText()).isEqualTo("add");
+          }
+          args.append(f.get("arguments").asText());
+        }
+      }
+    }
+    assertThat(stream.finish()).isEmpty();
+    assertThat(stream.completeCalls()).isTrue();
+    assertThat(content.toString()).isEqualTo("Adding. ");
+    assertThat(args.toString()).isEqualTo("{\"a\": 1}");
+  }
 }
