@@ -12,7 +12,6 @@ import dev.ringmaster.model.tokenizer.ChatMessage;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.model.tokenizer.StreamDecoder;
 import dev.ringmaster.model.tokenizer.Tokenizer;
-import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -179,7 +178,7 @@ final class GenerateCommand implements Callable<Integer> {
           lm.config().architecture().modelType(),
           lm.config().numLayers(),
           lm.weightBytes() / 1048576.0,
-          KvCache.bytesPerToken(lm.config()));
+          lm.kvBytesPerToken());
       int[] eos = tok != null ? tok.eosIds() : toArray(lm.config().eosTokenIds());
       StreamDecoder stream = tok != null ? tok.newStreamDecoder(true) : null;
       StepRecorder steps = new StepRecorder(lm.config().vocabSize(), forceIds, dumpLogits != null);

@@ -11,6 +11,8 @@ import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** {@code generate --speculative-*}: same greedy tokens, acceptance in --json, and flag errors. */
 class SpeculativeCliTest {
@@ -70,10 +72,16 @@ class SpeculativeCliTest {
     assertThat(spec.get("speculative").get("draft_model").isNull()).isTrue();
   }
 
-  @Test
-  void nextnOnARandomModelWithAnMtpLayerGivesThePlainGreedyTokens(@TempDir Path tmp)
-      throws Exception {
-    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+  /**
+   * {@code model random} writes the MTP layer of a config with {@code num_nextn_predict_layers} 1
+   * (MLA, and DeepSeek Sparse Attention with its indexer); NEXTN then keeps the greedy tokens. The
+   * 24 new tokens run the contexts past the DSA fixtures' {@code index_topk} of 8.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"deepseek_v3_basic", "deepseek_v32_dsa", "glm_moe_dsa_shared"})
+  void nextnOnARandomModelWithAnMtpLayerGivesThePlainGreedyTokens(
+      String fixtureName, @TempDir Path tmp) throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/" + fixtureName);
     String cfg =
         Files.readString(fixture.resolve("config.json"))
             .replace("\"num_nextn_predict_layers\": 0", "\"num_nextn_predict_layers\": 1");

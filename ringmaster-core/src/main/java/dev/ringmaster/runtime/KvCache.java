@@ -214,6 +214,26 @@ public final class KvCache implements AutoCloseable {
     this.blocks = allocator == null ? null : allocator.newTable();
   }
 
+  /**
+   * An empty one-layer cache for {@code cfg}'s MTP layer, taking no block ids: the MLA latent and
+   * rotary key, plus the layer's indexer keys when the model has DeepSeek Sparse Attention (an MTP
+   * layer always runs its own indexer), or all KV heads for GQA.
+   */
+  public static KvCache forMtpLayer(ModelConfig cfg) {
+    if (!cfg.architecture().usesMla()) {
+      int width = cfg.numKvHeads() * cfg.headDim();
+      return new KvCache(1, width, width);
+    }
+    boolean sparse = cfg.sparseAttention() != null;
+    return new KvCache(
+        1,
+        cfg.kvLoraRank(),
+        cfg.qkRopeHeadDim(),
+        sparse ? cfg.sparseAttention().indexHeadDim() : 0,
+        sparse ? new boolean[] {true} : null,
+        null);
+  }
+
   private static boolean[] indexedLayers(ModelConfig cfg) {
     if (cfg.sparseAttention() == null) {
       return null;

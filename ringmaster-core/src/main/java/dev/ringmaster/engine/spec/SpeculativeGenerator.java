@@ -225,8 +225,8 @@ public final class SpeculativeGenerator {
                             + " model.layers."
                             + target.config().numLayers()
                             + ".eh_proj.weight, or this backend or parallel layout does not run"
-                            + " it (it runs on the single-rank CPU model, not with sparse"
-                            + " attention)"));
+                            + " it (it runs on the single-rank CPU model: use --tp-size 1 and"
+                            + " --device cpu, or NGRAM)"));
   }
 
   private Drafter newDrafter(RowDistribution rule) {

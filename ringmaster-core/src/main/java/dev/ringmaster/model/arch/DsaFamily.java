@@ -21,8 +21,13 @@ import dev.ringmaster.model.ops.WeightSource.Slice;
  * projects indexer queries from the normalised query LoRA ({@code wq_b}) and one key from the
  * attention input ({@code wk}, then the LayerNorm {@code k_norm}), and per-head score weights
  * ({@code weights_proj}); the attention op scores, selects and attends. GLM-5's "shared" layers
- * have no indexer and reuse the last full layer's selection. The indexer is replicated on every
- * rank; the MLA part is split by heads as in {@link DeepseekFamily}.
+ * have no indexer and reuse the last full layer's selection. An MTP layer (layer {@code
+ * num_hidden_layers} on) always has its own indexer: it runs alone, with no earlier selection to
+ * share.
+ *
+ * <p>Under tensor parallelism the indexer is replicated on every rank, as SGLang does: the ranks
+ * compute it from the same (allreduced, bit-identical) activations, so every rank selects the same
+ * positions and the attention heads, split by heads as in {@link DeepseekFamily}, all read them.
  */
 final class DsaFamily implements AttentionFamily {
   private final ModelConfig cfg;
@@ -37,7 +42,8 @@ final class DsaFamily implements AttentionFamily {
   public <T> AttentionWeights<T> load(WeightSource<T> src, String p, int layer, RankContext rank) {
     AttentionWeights.Mla<T> m = (AttentionWeights.Mla<T>) mla.load(src, p, layer, rank);
     SparseAttentionConfig dsa = cfg.sparseAttention();
-    if (!dsa.hasIndexer(layer)) {
+    boolean mtp = layer >= cfg.numLayers();
+    if (!mtp && !dsa.hasIndexer(layer)) {
       return new AttentionWeights.SparseMla<>(m, null);
     }
     String ip = p + ".indexer";

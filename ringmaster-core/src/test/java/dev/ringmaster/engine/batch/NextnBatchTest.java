@@ -42,6 +42,8 @@ class NextnBatchTest {
     "fixtures/golden/deepseek_v3_basic, 3, true, 4096",
     "fixtures/golden/deepseek_v3_basic, 2, false, 40",
     "fixtures/golden/qwen3_moe_basic, 4, true, 4096",
+    "fixtures/golden/deepseek_v32_dsa, 3, true, 4096",
+    "fixtures/golden/glm_moe_dsa_shared, 2, false, 40",
   })
   void greedyOutputsEqualOutputsWithoutSpeculation(
       String fixture, int k, boolean overlap, int blocks) throws Exception {

@@ -56,7 +56,13 @@ class NextnSpeculationTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"fixtures/golden/deepseek_v3_basic", "fixtures/golden/qwen3_moe_basic"})
+  @ValueSource(
+      strings = {
+        "fixtures/golden/deepseek_v3_basic",
+        "fixtures/golden/qwen3_moe_basic",
+        "fixtures/golden/deepseek_v32_dsa",
+        "fixtures/golden/glm_moe_dsa_shared"
+      })
   void randomModelWritesTheMtpTensorsAndTheyLoad(String fixture) throws Exception {
     Path dir = withMtp(fixture, Path.of(fixture).getFileName().toString());
     ModelConfig cfg = ModelConfigParser.parse(dir);
@@ -80,6 +86,19 @@ class NextnSpeculationTest {
     assertThat(mtp.keySet().stream().anyMatch(n -> n.startsWith(p + "mlp."))).isTrue();
     assertThat(CheckpointLayout.tensors(cfg, DType.BF16))
         .noneMatch(t -> t.name().startsWith(p), "the main model reads no MTP tensor");
+    if (cfg.sparseAttention() != null) {
+      // DeepSeek-V3.2 and GLM-5 store the MTP layer as a full decoder layer: its own indexer.
+      String ip = p + "self_attn.indexer.";
+      assertThat(mtp)
+          .containsKeys(
+              ip + "wq_b.weight",
+              ip + "wk.weight",
+              ip + "k_norm.weight",
+              ip + "k_norm.bias",
+              ip + "weights_proj.weight");
+      assertThat(mtp.get(ip + "wk.weight").shape())
+          .containsExactly(cfg.sparseAttention().indexHeadDim(), (long) h);
+    }
     try (CausalLm lm = CausalLm.load(dir)) {
       NextnLayer layer = lm.nextnLayer().orElseThrow();
       KvCache cache = layer.newCache();
@@ -112,6 +131,10 @@ class NextnSpeculationTest {
     "fixtures/golden/deepseek_v3_basic, 3",
     "fixtures/golden/qwen3_moe_basic, 2",
     "fixtures/golden/qwen3_moe_basic, 5",
+    "fixtures/golden/deepseek_v32_dsa, 1",
+    "fixtures/golden/deepseek_v32_dsa, 3",
+    "fixtures/golden/glm_moe_dsa_shared, 2",
+    "fixtures/golden/glm_moe_dsa_shared, 4",
   })
   void greedyOutputIsPlainGreedyOutput(String fixture, int k) throws Exception {
     try (CausalLm lm = CausalLm.load(withMtp(fixture, Path.of(fixture).getFileName().toString()))) {
@@ -125,6 +148,58 @@ class NextnSpeculationTest {
       SpeculationStats s = r.stats();
       assertThat(s.draftTokens()).as("the MTP layer drafted").isPositive();
       assertThat(s.verifySteps() + s.acceptedTokens()).isEqualTo(plain.length - 1);
+    }
+  }
+
+  /**
+   * A DSA model's MTP layer selects with its own indexer: it caches indexer keys, and over a
+   * context longer than {@code index_topk} its logits change when the top-k is raised above the
+   * context (dense attention), while over a context within the top-k they do not.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"fixtures/golden/deepseek_v32_dsa", "fixtures/golden/glm_moe_dsa_shared"})
+  void theMtpLayerOfASparseAttentionModelAttendsToItsIndexerSelection(String fixture)
+      throws Exception {
+    String name = Path.of(fixture).getFileName().toString();
+    Path sparse = withMtp(fixture, name);
+    Path dense = tmp.resolve(name + "-dense");
+    Files.createDirectories(dense);
+    try (var files = Files.list(sparse)) {
+      for (Path f : files.toList()) {
+        Files.copy(f, dense.resolve(f.getFileName()));
+      }
+    }
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode cfg = (ObjectNode) json.readTree(Files.readString(dense.resolve("config.json")));
+    cfg.put("index_topk", 1024);
+    Files.writeString(dense.resolve("config.json"), json.writeValueAsString(cfg));
+    int[] prompt = GoldenFixture.load(RepoPaths.require(fixture)).promptIds();
+    try (CausalLm a = CausalLm.load(sparse);
+        CausalLm b = CausalLm.load(dense)) {
+      int topK = a.config().sparseAttention().topK();
+      assertThat(prompt.length).isGreaterThan(topK);
+      int h = a.config().hiddenSize();
+      float[] hidden = new float[prompt.length * h];
+      for (int i = 0; i < hidden.length; i++) {
+        hidden[i] = (float) Math.sin(i * 0.11);
+      }
+      NextnLayer ma = a.nextnLayer().orElseThrow();
+      NextnLayer mb = b.nextnLayer().orElseThrow();
+      KvCache ca = ma.newCache();
+      // Rows within the top-k: every position is kept either way.
+      float[] shortA =
+          ma.forward(Arrays.copyOf(prompt, topK), Arrays.copyOf(hidden, topK * h), ca).logits();
+      float[] shortB =
+          mb.forward(Arrays.copyOf(prompt, topK), Arrays.copyOf(hidden, topK * h), mb.newCache())
+              .logits();
+      assertThat(shortA).containsExactly(shortB);
+      assertThat(ca.widthC()).isEqualTo(a.config().sparseAttention().indexHeadDim());
+      assertThat(ca.c(0)).hasSizeGreaterThanOrEqualTo(topK * ca.widthC());
+      float[] longA = ma.forward(prompt, hidden, ma.newCache()).logits();
+      float[] longB = mb.forward(prompt, hidden, mb.newCache()).logits();
+      assertThat(longA)
+          .as("sparse and dense MTP attention differ past index_topk")
+          .isNotEqualTo(longB);
     }
   }
 

@@ -73,10 +73,7 @@ public final class CausalLm implements LanguageModel {
       // The first MTP layer, where the config declares one and the checkpoint holds it (configs
       // often keep num_nextn_predict_layers without the weights).
       CpuNextnLayer nextn =
-          cfg.numNextnPredictLayers() > 0
-                  && rank.size() == 1
-                  && !cfg.architecture().usesSparseAttention()
-                  && src.contains(model.mtpMarker(0))
+          cfg.numNextnPredictLayers() > 0 && rank.size() == 1 && src.contains(model.mtpMarker(0))
               ? new CpuNextnLayer(cfg, model, weights, model.loadMtp(src, rank, 0))
               : null;
       return new CausalLm(cfg, store, copies, model, weights, rank, nextn);
@@ -106,6 +103,18 @@ public final class CausalLm implements LanguageModel {
   @Override
   public KvCache newCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
     return heapCache(java.util.Objects.requireNonNull(blocks));
+  }
+
+  /**
+   * This rank's cache bytes per token: MLA keeps the whole latent and the whole indexer key cache
+   * on every rank (the indexer is replicated), GQA only this rank's share of the KV heads.
+   */
+  @Override
+  public long kvBytesPerToken() {
+    if (cfg.architecture().usesMla()) {
+      return KvCache.bytesPerToken(cfg);
+    }
+    return 4L * cfg.numLayers() * 2 * rank.share(cfg.numKvHeads()) * cfg.headDim();
   }
 
   private KvCache heapCache(dev.ringmaster.runtime.KvBlockAllocator blocks) {
@@ -142,8 +151,8 @@ public final class CausalLm implements LanguageModel {
 
   /**
    * The first MTP layer, when the config declares one, the checkpoint holds it ({@code
-   * model.layers.<num_hidden_layers>.eh_proj.weight}), the model runs on one rank and its attention
-   * is not sparse (DeepSeek Sparse Attention's MTP layer is not run here).
+   * model.layers.<num_hidden_layers>.eh_proj.weight}) and the model runs on one rank. A DeepSeek
+   * Sparse Attention model's MTP layer runs its own indexer.
    */
   @Override
   public Optional<NextnLayer> nextnLayer() {

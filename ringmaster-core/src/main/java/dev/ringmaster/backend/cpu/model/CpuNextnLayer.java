@@ -15,7 +15,8 @@ import java.util.List;
 /**
  * An MTP layer on the CPU: the target's embedding, {@link CpuModelOps#nextnInput}, the layer's
  * decoder block run as layer 0 of blocks and caches of its own ({@link DecoderModel#mtpLayer}), and
- * the target's LM head.
+ * the target's LM head. A DeepSeek Sparse Attention model's MTP layer runs its own indexer over its
+ * own cache's indexer keys.
  */
 final class CpuNextnLayer implements NextnLayer {
   private final ModelConfig cfg;
@@ -45,11 +46,7 @@ final class CpuNextnLayer implements NextnLayer {
 
   @Override
   public KvCache newCache() {
-    if (cfg.architecture().usesMla()) {
-      return new KvCache(1, cfg.kvLoraRank(), cfg.qkRopeHeadDim());
-    }
-    int width = cfg.numKvHeads() * cfg.headDim();
-    return new KvCache(1, width, width);
+    return KvCache.forMtpLayer(cfg);
   }
 
   @Override

@@ -156,6 +156,20 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
     return group.newShardedCache(r -> ranks.get(r).newCache(), blocks.newTable());
   }
 
+  /**
+   * Cache bytes per token over this JVM's ranks: under MLA every rank holds the whole latent and
+   * indexer key cache, so the figure is the local rank count times one rank's; under GQA the ranks'
+   * shares of the KV heads add up to one model's.
+   */
+  @Override
+  public long kvBytesPerToken() {
+    long sum = 0;
+    for (CausalLm r : ranks) {
+      sum += r.kvBytesPerToken();
+    }
+    return sum;
+  }
+
   @Override
   public long weightBytes() {
     return ranks.getFirst().weightBytes();
