@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Packs the command-line tool of one commit for an A/B benchmark on another machine.
+#
+#   scripts/bench-pack.sh COMMIT DIR     build COMMIT in a temporary worktree and put its CLI
+#                                        (classes and runtime jars) in DIR/cli
+#   scripts/gpu-tests.sh cli DIR ARGS    then run it there, e.g. `bench one-batch ... --json`,
+#                                        alternating with a pack of the other commit
+#
+# Two packs travel together with a Java runtime and the repository, so each is kept small: where
+# nvcc is installed (GPU_TARGET, default sm_90) the kernel fatbin in the pack is rebuilt from the
+# commit's sources for that one target instead of the three the normal build embeds; the kernels'
+# code for it is the same. Without nvcc the commit's own fatbin stays.
+set -euo pipefail
+commit=${1:?usage: bench-pack.sh COMMIT DIR}
+dir=${2:?usage: bench-pack.sh COMMIT DIR}
+target=${GPU_TARGET:-sm_90}
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/env.sh"
+tree=$(mktemp -d)
+cleanup() { git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"; }
+trap cleanup EXIT
+git -C "$root" worktree add -q --detach "$tree" "$commit"
+(
+  cd "$tree"
+  mvn -B -q -ntp -pl ringmaster-cli -am package -DskipTests -Dspotless.check.skip=true
+)
+rm -rf "$dir"
+mkdir -p "$dir/cli"
+cp -r "$tree/ringmaster-cli/target/classes" "$dir/cli/classes"
+cp -r "$tree/ringmaster-cli/target/lib" "$dir/cli/lib"
+jar=$(ls "$dir"/cli/lib/ringmaster-cuda-*.jar 2>/dev/null | head -1 || true)
+if [[ -n $jar ]] && command -v nvcc >/dev/null; then
+  staged=$(mktemp -d)
+  kernels=dev/ringmaster/cuda/kernels
+  mkdir -p "$staged/$kernels"
+  arch=${target#sm_}
+  nvcc -fatbin -O3 -std=c++17 -gencode "arch=compute_$arch,code=$target" \
+    -I "$tree/ringmaster-cuda/src/main/cuda" -o "$staged/$kernels/ringmaster_kernels.fatbin" \
+    "$tree/ringmaster-cuda/src/main/cuda/ringmaster_kernels.cu"
+  files=("$kernels/ringmaster_kernels.fatbin")
+  if unzip -p "$jar" "$kernels/kernels.properties" > "$staged/props" 2>/dev/null; then
+    sed "s/^targets=.*/targets=$target/" "$staged/props" > "$staged/$kernels/kernels.properties"
+    files+=("$kernels/kernels.properties")
+  fi
+  (cd "$staged" && "$JAVA_HOME/bin/jar" uf "$jar" "${files[@]}")
+  rm -rf "$staged"
+fi
+echo "$(git -C "$root" rev-parse --short "$commit") -> $dir ($(du -sh "$dir" | cut -f1))"
