@@ -124,6 +124,14 @@ final class ServeCommand implements Callable<Integer> {
   boolean disableOverlapSchedule;
 
   @Option(
+      names = "--disable-jump-forward",
+      description =
+          "Sample every token of a constrained (structured) output instead of appending, without"
+              + " sampling, the bytes the constraint forces (jump-forward decoding, SGLang's"
+              + " flag; default: on).")
+  boolean disableJumpForward;
+
+  @Option(
       names = "--max-queued-requests",
       defaultValue = "1024",
       description = "Waiting requests at most; more get 503 (default: ${DEFAULT-VALUE}).")
@@ -380,7 +388,8 @@ final class ServeCommand implements Callable<Integer> {
         (int) Math.min(blocks, Integer.MAX_VALUE - 1),
         !disableOverlapSchedule,
         radixCache(lm),
-        SchedulePolicy.parse(schedulePolicy));
+        SchedulePolicy.parse(schedulePolicy),
+        !disableJumpForward);
   }
 
   /** On unless disabled, or the model's caches cannot share pages: then it says so. */
@@ -418,6 +427,7 @@ final class ServeCommand implements Callable<Integer> {
     f.put("max_running_requests_derived", maxRunningRequests == null);
     f.put("chunked_prefill_size_derived", engine.chunkedPrefillSize == null);
     f.put("disable_overlap_schedule", !batch.overlap());
+    f.put("disable_jump_forward", !batch.jumpForward());
     f.put("max_queued_requests", maxQueuedRequests);
     if (engine.cudaGraphMaxBs != null) {
       f.put("cuda_graph_max_bs", engine.cudaGraphMaxBs);

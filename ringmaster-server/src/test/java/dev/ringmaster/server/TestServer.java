@@ -113,9 +113,14 @@ final class TestServer implements AutoCloseable {
 
   /** A server on the embedded model ({@code models/sotu-moe}, trained, with a real tokenizer). */
   static TestServer embedded() {
+    return embedded(defaultBatch());
+  }
+
+  /** A server on the embedded model with the given scheduling limits. */
+  static TestServer embedded(BatchConfig batch) {
     Path dir =
         fixture("deepseek_v3_basic").getParent().getParent().getParent().resolve("models/sotu-moe");
-    return start(dir, lm -> lm, ServerConfig.defaults(), defaultBatch());
+    return start(dir, lm -> lm, ServerConfig.defaults(), batch);
   }
 
   /** A server whose model has another chat template (in a fresh fixture directory). */

@@ -14,6 +14,9 @@ package dev.ringmaster.engine.batch;
  * @param radixCache whether whole KV pages of finished prefixes are kept in a radix tree and reused
  *     by later requests that start with the same tokens (prefix caching)
  * @param schedulePolicy the order in which waiting requests are admitted
+ * @param jumpForward whether a constrained request whose constraint allows only one continuation
+ *     gets those bytes appended without sampling (jump-forward decoding): retokenised, they are the
+ *     input of its next step, an extend of several tokens instead of as many decode steps
  */
 public record BatchConfig(
     int maxRunningRequests,
@@ -23,7 +26,8 @@ public record BatchConfig(
     int kvBlocks,
     boolean overlap,
     boolean radixCache,
-    SchedulePolicy schedulePolicy) {
+    SchedulePolicy schedulePolicy,
+    boolean jumpForward) {
 
   /** Validates every limit. */
   public BatchConfig {
@@ -33,6 +37,28 @@ public record BatchConfig(
     positive("page size", pageSize);
     positive("KV blocks", kvBlocks);
     java.util.Objects.requireNonNull(schedulePolicy, "schedulePolicy");
+  }
+
+  /** Limits with jump-forward decoding on. */
+  public BatchConfig(
+      int maxRunningRequests,
+      int maxQueuedRequests,
+      int chunkedPrefillSize,
+      int pageSize,
+      int kvBlocks,
+      boolean overlap,
+      boolean radixCache,
+      SchedulePolicy schedulePolicy) {
+    this(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        overlap,
+        radixCache,
+        schedulePolicy,
+        true);
   }
 
   /** Limits with the radix cache on and first-come-first-served admission. */
@@ -74,7 +100,8 @@ public record BatchConfig(
         kvBlocks,
         on,
         radixCache,
-        schedulePolicy);
+        schedulePolicy,
+        jumpForward);
   }
 
   /** A copy with the radix (prefix) cache on or off. */
@@ -87,7 +114,8 @@ public record BatchConfig(
         kvBlocks,
         overlap,
         on,
-        schedulePolicy);
+        schedulePolicy,
+        jumpForward);
   }
 
   /** A copy with another admission order. */
@@ -100,7 +128,22 @@ public record BatchConfig(
         kvBlocks,
         overlap,
         radixCache,
-        policy);
+        policy,
+        jumpForward);
+  }
+
+  /** A copy with jump-forward decoding on or off. */
+  public BatchConfig withJumpForward(boolean on) {
+    return new BatchConfig(
+        maxRunningRequests,
+        maxQueuedRequests,
+        chunkedPrefillSize,
+        pageSize,
+        kvBlocks,
+        overlap,
+        radixCache,
+        schedulePolicy,
+        on);
   }
 
   private static void positive(String name, int v) {

@@ -52,6 +52,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * forward as the other rows, the verifier keeps the accepted prefix and one token of the target's
  * own, and the cache and the row's KV blocks are rolled back to what stands. Steps with drafts are
  * not overlapped (the next plan needs to know how many tokens were accepted).
+ *
+ * <p>With {@link BatchConfig#jumpForward} a constrained row's sampled token is replaced by it and
+ * the bytes its constraint forces after it, retokenised ({@link
+ * dev.ringmaster.engine.constraint.ConstraintState#jumpForward}); none of them is in the cache yet,
+ * so the next plan runs them as one extend of several tokens (like a prefill chunk, counted against
+ * the chunked prefill budget) that samples after the last. A step planned ahead for such a row is
+ * planned again.
  */
 public final class BatchEngine implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
@@ -60,6 +67,9 @@ public final class BatchEngine implements AutoCloseable {
   /** Mask threads: enough for a few concurrent cache misses, never most of the host's cores. */
   private static final int MASK_WORKERS =
       Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 4));
+
+  /** Forced bytes appended at most in one jump-forward run. */
+  private static final int JUMP_FORWARD_MAX_BYTES = 64;
 
   private final LanguageModel model;
   private final BatchConfig config;
@@ -720,7 +730,30 @@ public final class BatchEngine implements AutoCloseable {
                   sampled.logprobs()[r],
                   sampled.topIds(r, top),
                   sampled.topLogprobs(r, top));
-      deliver(s, token, event);
+      int[] run = config.jumpForward() ? s.forcedRun(token, JUMP_FORWARD_MAX_BYTES) : null;
+      if (run == null) {
+        deliver(s, token, event);
+      } else {
+        deliverForced(s, event, run);
+      }
+    }
+  }
+
+  /**
+   * Hands out a jump-forward run in place of the sampled token: the sampled event where the run
+   * starts with that token, events without logprobs for the rest. None of them is in the cache yet,
+   * so the next step runs them all.
+   */
+  private void deliverForced(Sequence s, TokenEvent sampled, int[] run) {
+    for (int j = 0; j < run.length && !s.finished; j++) {
+      int t = run[j];
+      boolean same = j == 0 && t == sampled.token();
+      deliver(
+          s,
+          t,
+          same
+              ? sampled
+              : new TokenEvent(t, s.generated(), false, Float.NaN, new int[0], new float[0]));
     }
   }
 

@@ -303,7 +303,8 @@ final class Scheduler {
       if (n == 0) {
         continue;
       }
-      n = ahead ? reserveAhead(s, n) : reserve(s, n, pending == 1);
+      // Generated tokens pending (jump-forward) reserve as a decode does: they may preempt.
+      n = ahead ? reserveAhead(s, n) : reserve(s, n, pending == 1 || s.generated() > 0);
       if (n < 0) {
         return null;
       }

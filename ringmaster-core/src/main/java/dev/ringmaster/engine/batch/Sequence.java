@@ -2,6 +2,7 @@ package dev.ringmaster.engine.batch;
 
 import dev.ringmaster.engine.Sampler;
 import dev.ringmaster.engine.TokenCounts;
+import dev.ringmaster.engine.constraint.ConstraintState;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.util.ArrayList;
@@ -129,6 +130,30 @@ final class Sequence {
     if (request.constraint() != null) {
       batch.setAllowedTokens(request.constraint().allowedTokensAsync(masks));
     }
+  }
+
+  /**
+   * Jump-forward decoding: the tokens to append in place of the sampled {@code token}, it and the
+   * bytes its constraint forces after it (at most {@code maxBytes}) as the tokenizer splits them,
+   * cut at max tokens; null for plain decoding (no constraint, logprobs asked for, a stop token, or
+   * nothing forced). Run through the model in one extend step, they replace as many decode steps.
+   */
+  int[] forcedRun(int token, int maxBytes) {
+    ConstraintState c = request.constraint();
+    int room = maxTokens - length;
+    if (c == null || request.topLogprobs() >= 0 || stopIds.contains(token) || room < 1) {
+      return null;
+    }
+    int[] run = c.jumpForward(token, maxBytes);
+    if (run == null || (run.length == 1 && run[0] == token)) {
+      return null;
+    }
+    for (int t : run) {
+      if (stopIds.contains(t)) {
+        return null;
+      }
+    }
+    return run.length > room ? Arrays.copyOf(run, room) : run;
   }
 
   /** Whether the request's constraint allows no further token. */

@@ -139,7 +139,9 @@ final class Step {
           || s.handle.endRequested()
           || s.awaitingToken
           || s.planned != starts[i]
-          || starts[i] + counts[i] - draftLength(i) > s.length()) {
+          || starts[i] + counts[i] - draftLength(i) > s.length()
+          // jump-forward appended tokens after the one this row was to sample after
+          || (samples[i] && starts[i] + counts[i] - draftLength(i) < s.length())) {
         return false;
       }
     }

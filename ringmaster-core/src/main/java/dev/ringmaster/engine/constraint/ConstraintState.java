@@ -35,4 +35,21 @@ public interface ConstraintState {
    * match).
    */
   boolean isComplete();
+
+  /**
+   * The longest byte string every continuation of the output from here starts with: bytes are
+   * followed while exactly one byte can come next and the output is not a whole match (where
+   * end-of-sequence could come instead); at most {@code maxBytes}. Empty when nothing is forced.
+   * The state does not move.
+   */
+  byte[] forcedBytes(int maxBytes);
+
+  /**
+   * Jump-forward decoding: the tokens to append instead of the just sampled {@code token}, which
+   * spell its bytes followed by the bytes forced after it (at most {@code maxBytes} of them), as
+   * the vocabulary's tokenizer splits that text; null when nothing is forced after it, the
+   * vocabulary has no tokenizer, or the split does not spell exactly those bytes. The state does
+   * not move; each returned token is then {@linkplain #accept accepted} in turn.
+   */
+  int[] jumpForward(int token, int maxBytes);
 }

@@ -75,4 +75,45 @@ final class DfaConstraintState implements ConstraintState {
   public boolean isComplete() {
     return ended || !constraint.continues(state);
   }
+
+  @Override
+  public byte[] forcedBytes(int maxBytes) {
+    return ended ? new byte[0] : forcedFrom(state, maxBytes);
+  }
+
+  @Override
+  public int[] jumpForward(int token, int maxBytes) {
+    TokenVocabulary vocab = constraint.vocabulary();
+    if (ended || vocab.isEos(token)) {
+      return null;
+    }
+    int after = constraint.advance(state, token);
+    if (after < 0) {
+      return null;
+    }
+    return JumpForward.retokenize(vocab, vocab.bytes(token), forcedFrom(after, maxBytes));
+  }
+
+  /** The bytes forced from automaton state {@code s}: its only exit, while it has one. */
+  private byte[] forcedFrom(int s, int maxBytes) {
+    ByteDfa dfa = constraint.dfa();
+    JumpForward.Bytes out = new JumpForward.Bytes();
+    for (int n = 0; n < maxBytes && !dfa.accepting(s); n++) {
+      int only = -1;
+      for (int b = 0; b < 256; b++) {
+        if (dfa.next(s, b) >= 0) {
+          if (only >= 0) {
+            return out.toArray(); // a choice: nothing more is forced
+          }
+          only = b;
+        }
+      }
+      if (only < 0) {
+        break;
+      }
+      out.add(only);
+      s = dfa.next(s, only);
+    }
+    return out.toArray();
+  }
 }

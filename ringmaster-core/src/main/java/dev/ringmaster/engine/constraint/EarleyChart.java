@@ -141,6 +141,17 @@ final class EarleyChart implements TokenVocabulary.ByteWalker {
     return (b[0] | b[1] | b[2] | b[3]) != 0;
   }
 
+  /** The one byte that can follow, or -1 when none or several can. */
+  int onlyNextByte() {
+    long[] b = sets.getLast().bytes;
+    if (Long.bitCount(b[0]) + Long.bitCount(b[1]) + Long.bitCount(b[2]) + Long.bitCount(b[3])
+        != 1) {
+      return -1;
+    }
+    int w = b[0] != 0 ? 0 : b[1] != 0 ? 1 : b[2] != 0 ? 2 : 3;
+    return w * 64 + Long.numberOfTrailingZeros(b[w]);
+  }
+
   /**
    * A key equal for two charts exactly when they accept the same continuations: the last set's
    * items that can still move (scanning or waiting on a nonterminal), and, through their origins,

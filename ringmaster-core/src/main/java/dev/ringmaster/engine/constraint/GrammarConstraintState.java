@@ -100,4 +100,54 @@ final class GrammarConstraintState implements ConstraintState {
     }
     return mask != null ? !mask.continues() : !constraint.vocabulary().anyAllowed(chart);
   }
+
+  @Override
+  public byte[] forcedBytes(int maxBytes) {
+    settle();
+    return ended ? new byte[0] : forcedFromChart(maxBytes);
+  }
+
+  @Override
+  public int[] jumpForward(int token, int maxBytes) {
+    settle();
+    TokenVocabulary vocab = constraint.vocabulary();
+    byte[] bytes = vocab.bytes(token);
+    if (ended || vocab.isEos(token) || bytes == null || bytes.length == 0) {
+      return null;
+    }
+    int pushed = 0;
+    try {
+      while (pushed < bytes.length && chart.push(bytes[pushed] & 0xff)) {
+        pushed++;
+      }
+      return pushed < bytes.length
+          ? null
+          : JumpForward.retokenize(vocab, bytes, forcedFromChart(maxBytes));
+    } finally {
+      for (; pushed > 0; pushed--) {
+        chart.pop();
+      }
+    }
+  }
+
+  /** The bytes forced from the chart as it is (the chart is walked and left as it was). */
+  private byte[] forcedFromChart(int maxBytes) {
+    JumpForward.Bytes out = new JumpForward.Bytes();
+    int pushed = 0;
+    try {
+      while (pushed < maxBytes && !chart.accepting()) {
+        int b = chart.onlyNextByte();
+        if (b < 0 || !chart.push(b)) {
+          break;
+        }
+        pushed++;
+        out.add(b);
+      }
+    } finally {
+      for (; pushed > 0; pushed--) {
+        chart.pop();
+      }
+    }
+    return out.toArray();
+  }
 }

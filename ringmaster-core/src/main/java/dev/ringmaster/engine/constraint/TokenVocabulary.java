@@ -4,6 +4,7 @@ import dev.ringmaster.model.tokenizer.Tokenizer;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The byte strings of a model's tokens, in a trie, for computing which tokens a constraint allows:
@@ -21,6 +22,7 @@ public final class TokenVocabulary {
   private final byte[] label;
   private final int[] firstToken; // a token whose bytes end at the node, -1 none
   private final int[] nextToken; // per token, the next one with the same bytes
+  private final Function<String, int[]> encoder; // the tokenizer's split of a text; null: none
 
   /**
    * A vocabulary.
@@ -30,7 +32,18 @@ public final class TokenVocabulary {
    * @param eosIds the ids that end generation
    */
   public TokenVocabulary(int size, byte[][] bytes, int[] eosIds) {
+    this(size, bytes, eosIds, null);
+  }
+
+  /**
+   * A vocabulary that can also split a text into tokens, as its tokenizer does (jump-forward
+   * decoding retokenises forced text with it).
+   *
+   * @param encoder a text's token ids without special tokens, or null when there is no tokenizer
+   */
+  public TokenVocabulary(int size, byte[][] bytes, int[] eosIds, Function<String, int[]> encoder) {
     this.size = size;
+    this.encoder = encoder;
     this.bytes = bytes.clone();
     this.eosIds = eosIds.clone();
     int nodes = 1;
@@ -90,7 +103,12 @@ public final class TokenVocabulary {
     for (int t = 0; t < n; t++) {
       bytes[t] = tokenizer.tokenBytes(t);
     }
-    return new TokenVocabulary(modelVocab, bytes, eosIds);
+    return new TokenVocabulary(modelVocab, bytes, eosIds, text -> tokenizer.encode(text, false));
+  }
+
+  /** The tokenizer's token ids of {@code text} (no special tokens), or null without a tokenizer. */
+  int[] encode(String text) {
+    return encoder == null ? null : encoder.apply(text);
   }
 
   /** The logits row length. */

@@ -125,6 +125,7 @@ public final class ServerInfoEndpoint implements Endpoint {
     state.put("max_running_requests", engine.config().maxRunningRequests());
     state.put("chunked_prefill_size", engine.config().chunkedPrefillSize());
     state.put("overlap_schedule", engine.config().overlap());
+    state.put("jump_forward", engine.config().jumpForward());
     StepTimes t = engine.stepTimes();
     state.put("steps", t.steps());
     state.put("overlapped_steps", t.overlapped());
