@@ -68,9 +68,6 @@ public final class BatchEngine implements AutoCloseable {
   private static final int MASK_WORKERS =
       Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 4));
 
-  /** Forced bytes appended at most in one jump-forward run. */
-  private static final int JUMP_FORWARD_MAX_BYTES = 64;
-
   private final LanguageModel model;
   private final BatchConfig config;
   private final KvBlockAllocator pool;
@@ -91,6 +88,7 @@ public final class BatchEngine implements AutoCloseable {
   private final StepClock clock = new StepClock();
   private final SpeculativeDrafts speculation;
   private long landed; // when the latest step's tokens came back (engine thread only)
+  private final TokenDelivery delivery;
   private volatile int running;
   private volatile long preemptions;
   private volatile boolean accepting = true;
@@ -136,6 +134,8 @@ public final class BatchEngine implements AutoCloseable {
             ? Executors.newSingleThreadExecutor(
                 Thread.ofPlatform().name("ringmaster-model").daemon(true).factory())
             : null;
+    this.delivery =
+        new TokenDelivery(config, scheduler, speculation, vocab, () -> landed, BatchEngine.LOG);
     this.maskWorkers =
         Executors.newFixedThreadPool(
             MASK_WORKERS, Thread.ofPlatform().name("ringmaster-masks-", 0).daemon(true).factory());
@@ -349,16 +349,6 @@ public final class BatchEngine implements AutoCloseable {
   private record Flight(
       Step step, Future<StepOutput> result, long submitted, long hostNanos, boolean ahead) {}
 
-  /**
-   * A forward's result: the sampled tokens of the rows that sample plainly and, for a step with
-   * drafts, the logits of every requested row (null otherwise).
-   */
-  private record StepOutput(SampledTokens sampled, float[] logits, float[] hidden) {
-    StepOutput(SampledTokens sampled, float[] logits) {
-      this(sampled, logits, null);
-    }
-  }
-
   private void loop() {
     Flight flight = null;
     long back = -1; // when the last step's tokens came back; -1 after an idle pause
@@ -430,7 +420,7 @@ public final class BatchEngine implements AutoCloseable {
           flight = null;
         }
         for (Sequence s : scheduler.all()) {
-          finish(s, FinishReason.ERROR, t);
+          delivery.finish(s, FinishReason.ERROR, t);
         }
         publish();
       }
@@ -506,7 +496,7 @@ public final class BatchEngine implements AutoCloseable {
     Step step = f.step();
     int n = step.seqs().size();
     if (fault == null) {
-      emit(step, 0, n, out);
+      delivery.emit(step, 0, n, out);
       return back;
     }
     rollback(step, 0, n);
@@ -516,7 +506,7 @@ public final class BatchEngine implements AutoCloseable {
       throw new IllegalStateException("the model thread failed", fault);
     }
     if (n == 1) {
-      finish(step.seqs().getFirst(), FinishReason.ERROR, fault);
+      delivery.finish(step.seqs().getFirst(), FinishReason.ERROR, fault);
       return System.nanoTime();
     }
     // Find the culprits: rerun each sequence alone, here.
@@ -526,10 +516,10 @@ public final class BatchEngine implements AutoCloseable {
         Step.Inputs in = step.inputs(i, i + 1);
         StepOutput alone = forward(step, i, i + 1, in, fillSampling(step, i, i + 1));
         landed = System.nanoTime();
-        emit(step, i, i + 1, alone);
+        delivery.emit(step, i, i + 1, alone);
       } catch (RuntimeException | OutOfMemoryError | StackOverflowError alone) {
         rollback(step, i, i + 1);
-        finish(step.seqs().get(i), FinishReason.ERROR, alone);
+        delivery.finish(step.seqs().get(i), FinishReason.ERROR, alone);
       }
     }
     return System.nanoTime();
@@ -612,7 +602,7 @@ public final class BatchEngine implements AutoCloseable {
   private void abortAllIfClosing() {
     if (closing) {
       for (Sequence s : scheduler.all()) {
-        finish(s, FinishReason.ABORT, null);
+        delivery.finish(s, FinishReason.ABORT, null);
       }
     }
   }
@@ -620,7 +610,7 @@ public final class BatchEngine implements AutoCloseable {
   /** Finishes cancelled requests (ABORT) and stopped ones (STOP). */
   private void finishEnded() {
     for (Sequence s : scheduler.cancelled()) {
-      finish(s, s.handle.isCancelled() ? FinishReason.ABORT : FinishReason.STOP, null);
+      delivery.finish(s, s.handle.isCancelled() ? FinishReason.ABORT : FinishReason.STOP, null);
     }
   }
 
@@ -685,160 +675,5 @@ public final class BatchEngine implements AutoCloseable {
       System.arraycopy(logits, plain[r] * vocab, rows, r * vocab, vocab);
     }
     return sampling.sampleOnCpu(rows, vocab);
-  }
-
-  private void emit(Step step, int from, int to, StepOutput out) {
-    SampledTokens sampled = out.sampled();
-    int row = 0; // among the plainly sampled rows
-    int logitRow = 0; // among all requested logit rows
-    int tokenRow = 0; // among all the step's tokens (hidden-state rows)
-    for (int i = from; i < to; i++) {
-      Sequence s = step.seqs().get(i);
-      int first = tokenRow;
-      tokenRow += step.counts()[i];
-      if (!step.samples()[i]) {
-        if (out.hidden() != null) {
-          speculation.observeHidden(s, step.starts()[i], out.hidden(), first, step.counts()[i]);
-        }
-        continue;
-      }
-      if (step.draft(i) != null) {
-        int[] run = speculation.verify(step, i, out.logits(), logitRow);
-        if (out.hidden() != null) {
-          // The last token's row and the accepted drafts' rows stand.
-          speculation.observeHidden(s, step.starts()[i], out.hidden(), first, run.length);
-        }
-        logitRow += step.counts()[i];
-        emitRun(s, step.starts()[i], run);
-        continue;
-      }
-      if (out.hidden() != null) {
-        speculation.observeHidden(s, step.starts()[i], out.hidden(), first, step.counts()[i]);
-      }
-      logitRow++;
-      int r = row++;
-      int token = sampled.tokens()[r];
-      boolean stop = s.stopIds.contains(token);
-      int top = Math.min(s.request.topLogprobs(), vocab);
-      TokenEvent event =
-          top < 0
-              ? new TokenEvent(token, s.generated(), stop, Float.NaN, new int[0], new float[0])
-              : new TokenEvent(
-                  token,
-                  s.generated(),
-                  stop,
-                  sampled.logprobs()[r],
-                  sampled.topIds(r, top),
-                  sampled.topLogprobs(r, top));
-      int[] run = config.jumpForward() ? s.forcedRun(token, JUMP_FORWARD_MAX_BYTES) : null;
-      if (run == null) {
-        deliver(s, token, event);
-      } else {
-        deliverForced(s, event, run);
-      }
-    }
-  }
-
-  /**
-   * Hands out a jump-forward run in place of the sampled token: the sampled event where the run
-   * starts with that token, events without logprobs for the rest. None of them is in the cache yet,
-   * so the next step runs them all.
-   */
-  private void deliverForced(Sequence s, TokenEvent sampled, int[] run) {
-    for (int j = 0; j < run.length && !s.finished; j++) {
-      int t = run[j];
-      boolean same = j == 0 && t == sampled.token();
-      deliver(
-          s,
-          t,
-          same
-              ? sampled
-              : new TokenEvent(t, s.generated(), false, Float.NaN, new int[0], new float[0]));
-    }
-  }
-
-  /**
-   * Hands out the tokens a verified draft yielded, cut after a stop token or at max tokens, once
-   * the cache is rolled back to plain decoding's state after them (the last token and the kept
-   * drafts) and the blocks of the rejected drafts are returned.
-   *
-   * @param start the cache length before the verify step (the last token's position)
-   */
-  private void emitRun(Sequence s, int start, int[] run) {
-    int kept = 0;
-    while (kept < run.length) {
-      int t = run[kept++];
-      if (s.stopIds.contains(t) || s.length() + kept >= s.maxTokens) {
-        break;
-      }
-    }
-    s.cache.setLength(start + kept);
-    s.planned = start + kept;
-    scheduler.trimBlocks(s);
-    for (int j = 0; j < kept && !s.finished; j++) {
-      int t = run[j];
-      boolean stop = s.stopIds.contains(t);
-      deliver(s, t, new TokenEvent(t, s.generated(), stop, Float.NaN, new int[0], new float[0]));
-    }
-  }
-
-  /** Appends one sampled token, signals the listener, and finishes the request if it ends. */
-  private void deliver(Sequence s, int token, TokenEvent event) {
-    s.awaitingToken = false;
-    if (s.generated() == 0) {
-      try {
-        s.request
-            .listener()
-            .onPrefilled(new PrefillTimes(s.firstStepNanos, landed, s.prefillSteps));
-      } catch (RuntimeException e) {
-        finish(s, FinishReason.ERROR, e);
-        return;
-      }
-    }
-    scheduler.cachePrefill(s);
-    try {
-      s.append(token);
-    } catch (IllegalStateException e) {
-      finish(s, FinishReason.ERROR, e);
-      return;
-    }
-    boolean more;
-    try {
-      more = s.request.listener().onToken(event);
-    } catch (RuntimeException e) {
-      finish(s, FinishReason.ERROR, e);
-      return;
-    }
-    if (event.stopToken() || !more || s.constraintComplete()) {
-      finish(s, FinishReason.STOP, null);
-    } else if (s.length() >= s.maxTokens) {
-      finish(s, FinishReason.LENGTH, null);
-    }
-  }
-
-  private void finish(Sequence s, FinishReason reason, Throwable error) {
-    if (s.finished) {
-      return;
-    }
-    s.finished = true;
-    if (speculation != null) {
-      speculation.forget(s);
-    }
-    if (reason == FinishReason.STOP || reason == FinishReason.LENGTH) {
-      if (s.cache != null && s.cache.length() >= s.length()) {
-        // A listener stopped inside a verified run: drop the positions past its last token.
-        s.cache.setLength(s.length() - 1);
-      }
-      scheduler.cachePages(s); // between steps: every stored position is final
-    }
-    scheduler.remove(s);
-    RequestOutcome outcome =
-        new RequestOutcome(
-            reason, s.promptLength, s.generated(), s.preemptions, s.cachedTokens, error);
-    try {
-      s.request.listener().onFinish(outcome);
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.WARNING, "listener of " + s.handle.id() + " threw on finish", e);
-    }
   }
 }
