@@ -85,16 +85,35 @@ final class CpuMoe {
     float[] weights = new float[n * topK];
     router.route(x, n, chosen, weights);
     Arrays.fill(out, 0, n * hidden, 0f);
-    float[][] expertOut = runExperts(x, n, chosen);
+    float[] sharedOut = fusesShared() ? new float[n * hidden] : null;
+    float[][] expertOut = runExperts(x, n, chosen, sharedOut);
     combine(out, 0, n, chosen, weights, expertOut, null);
-    addShared(out, x, n);
+    if (sharedOut != null) {
+      for (int i = 0; i < n * hidden; i++) {
+        out[i] += sharedOut[i];
+      }
+    } else {
+      addShared(out, x, n);
+    }
   }
 
   /**
-   * Runs every local expert on the tokens routed to it. Returns, per (token, slot), the expert
-   * output row (null when the expert is not local).
+   * Whether the shared experts run in the routed experts' parallel regions (one for gate and up,
+   * one for down), which takes bias-free projections as the routed experts' are.
    */
-  private float[][] runExperts(float[] x, int n, int[] chosen) {
+  private boolean fusesShared() {
+    return shared != null
+        && shared.gate().bias() == null
+        && shared.up().bias() == null
+        && shared.down().bias() == null;
+  }
+
+  /**
+   * Runs every local expert on the tokens routed to it, and the shared experts on every token into
+   * {@code sharedOut} when it is given. Returns, per (token, slot), the expert output row (null
+   * when the expert is not local).
+   */
+  private float[][] runExperts(float[] x, int n, int[] chosen, float[] sharedOut) {
     List<List<Integer>> byExpert = new ArrayList<>();
     for (int e = 0; e < experts.length; e++) {
       byExpert.add(new ArrayList<>());
@@ -127,8 +146,20 @@ final class CpuMoe {
       jobs.add(new CpuMatmul.Job(mlp.gate().weight(), x, rowsOf.get(a), gate[a]));
       jobs.add(new CpuMatmul.Job(mlp.up().weight(), x, rowsOf.get(a), up[a]));
     }
+    float[] sharedGate = null;
+    float[] sharedUp = null;
+    if (sharedOut != null) {
+      sharedGate = new float[n * shared.gate().out()];
+      sharedUp = new float[n * shared.up().out()];
+      jobs.add(CpuMatmul.Job.of(shared.gate().weight(), x, n, sharedGate));
+      jobs.add(CpuMatmul.Job.of(shared.up().weight(), x, n, sharedUp));
+    }
     CpuMatmul.matmulMany(jobs);
     jobs.clear();
+    if (sharedOut != null) {
+      CpuOps.siluMul(sharedGate, sharedGate, sharedUp, n * shared.gate().out());
+      jobs.add(CpuMatmul.Job.of(shared.down().weight(), sharedGate, n, sharedOut));
+    }
     float[][] down = new float[active.size()][];
     for (int a = 0; a < active.size(); a++) {
       DenseMlp mlp = experts[active.get(a)];
