@@ -1,6 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CostedLoop;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -11,7 +11,7 @@ import dev.ringmaster.runtime.KvCache;
  * The CPU's grouped-query attention core (Qwen3-MoE), after the projections and the per-head query
  * and key norms: rotates queries and keys, appends keys and values of the KV heads to the caches
  * and attends, the (token, head) pairs spread over the CPU kernels' threads by {@link
- * AttentionSplit}.
+ * AttentionSplit} where the call is big enough to repay a parallel region ({@link CostedLoop}).
  */
 final class CpuGqaAttention {
   private final RopeTable rope;
@@ -19,6 +19,9 @@ final class CpuGqaAttention {
   private final int kvHeads;
   private final int headDim;
   private final float scale;
+
+  /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
+  private final CostedLoop pairs = new CostedLoop();
 
   /** The attention of a rank holding {@code heads} query heads sharing {@code kvHeads} KV heads. */
   CpuGqaAttention(int heads, int kvHeads, int headDim, RopeTable rope) {
@@ -53,8 +56,14 @@ final class CpuGqaAttention {
     int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;
     AttentionSplit split = AttentionSplit.of(t, heads);
-    CpuKernels.parallelFor(
+    double positions = 0;
+    for (int i = 0; i < t; i++) {
+      positions += layout.positions()[i] + 1;
+    }
+    // Work in multiply-adds: scores and values of every (token, head) over its positions.
+    pairs.run(
         split.tasks(),
+        heads * positions * 2.0 * headDim,
         task -> {
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;

@@ -1,6 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CostedLoop;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -14,8 +14,9 @@ import dev.ringmaster.runtime.KvCache;
  * and shared rotary keys to the caches, projects each query head into latent space through its
  * slice of {@code kv_b_proj} (W_UK), attends over latents and projects the latent context back
  * through the value slice (W_UV). Mathematically equal to the expanded form transformers computes.
- * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them;
- * each pair's arithmetic is the same however they are grouped.
+ * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them,
+ * where the call is big enough to repay a parallel region ({@link CostedLoop}); each pair's
+ * arithmetic is the same however they are grouped.
  */
 final class CpuMlaAttention {
   /**
@@ -30,6 +31,9 @@ final class CpuMlaAttention {
   private final int vDim;
   private final int kvLora;
   private final float scale;
+
+  /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
+  private final CostedLoop pairs = new CostedLoop();
 
   /** The attention of a rank holding {@code heads} of the model's heads. */
   CpuMlaAttention(ModelConfig cfg, int heads, RopeTable rope) {
@@ -80,8 +84,9 @@ final class CpuMlaAttention {
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
     AttentionSplit split = AttentionSplit.of(t, heads);
-    CpuKernels.parallelFor(
+    pairs.run(
         split.tasks(),
+        cost(layout, selected),
         task -> {
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;
@@ -91,6 +96,21 @@ final class CpuMlaAttention {
           }
         });
     return attn;
+  }
+
+  /**
+   * The call's work in multiply-adds: per (token, head) its scores and latent context over the
+   * attended positions, and the two absorbed projections.
+   */
+  private double cost(BatchLayout layout, int[][] selected) {
+    double positions = 0;
+    for (int i = 0; i < layout.numTokens(); i++) {
+      positions +=
+          selected == null || selected[i] == null ? layout.positions()[i] + 1 : selected[i].length;
+    }
+    return heads
+        * (positions * (2.0 * kvLora + ropeDim)
+            + layout.numTokens() * (double) (nope + vDim) * kvLora);
   }
 
   private void attendOne(
