@@ -114,14 +114,23 @@ final class CpuMoe {
    * when the expert is not local).
    */
   private float[][] runExperts(float[] x, int n, int[] chosen, float[] sharedOut) {
-    List<List<Integer>> byExpert = new ArrayList<>();
-    for (int e = 0; e < experts.length; e++) {
-      byExpert.add(new ArrayList<>());
-    }
+    // Slots grouped by local expert, in slot order (a counting sort: no boxed lists per step).
+    int[] count = new int[experts.length + 1];
     for (int slot = 0; slot < n * topK; slot++) {
       int local = localSlot(chosen[slot]);
       if (local >= 0) {
-        byExpert.get(local).add(slot);
+        count[local + 1]++;
+      }
+    }
+    for (int e = 0; e < experts.length; e++) {
+      count[e + 1] += count[e];
+    }
+    int[] slotsByExpert = new int[count[experts.length]];
+    int[] fill = Arrays.copyOf(count, experts.length);
+    for (int slot = 0; slot < n * topK; slot++) {
+      int local = localSlot(chosen[slot]);
+      if (local >= 0) {
+        slotsByExpert[fill[local]++] = slot;
       }
     }
     // All experts' projections run as one parallel region (a step touching a few small experts
@@ -129,10 +138,13 @@ final class CpuMoe {
     List<Integer> active = new ArrayList<>();
     List<int[]> rowsOf = new ArrayList<>();
     for (int e = 0; e < experts.length; e++) {
-      List<Integer> slots = byExpert.get(e);
-      if (!slots.isEmpty()) {
+      if (count[e + 1] > count[e]) {
         active.add(e);
-        rowsOf.add(slots.stream().mapToInt(slot -> slot / topK).toArray());
+        int[] rows = new int[count[e + 1] - count[e]];
+        for (int r = 0; r < rows.length; r++) {
+          rows[r] = slotsByExpert[count[e] + r] / topK;
+        }
+        rowsOf.add(rows);
       }
     }
     float[][] gate = new float[active.size()][];
@@ -171,9 +183,10 @@ final class CpuMoe {
     CpuMatmul.matmulMany(jobs);
     float[][] result = new float[n * topK][];
     for (int a = 0; a < active.size(); a++) {
-      List<Integer> slots = byExpert.get(active.get(a));
-      for (int r = 0; r < slots.size(); r++) {
-        result[slots.get(r)] = Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
+      int first = count[active.get(a)];
+      for (int r = 0; r < rowsOf.get(a).length; r++) {
+        result[slotsByExpert[first + r]] =
+            Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
       }
     }
     return result;
@@ -191,13 +204,18 @@ final class CpuMoe {
       float[] weights,
       float[][] rows,
       float[][] remote) {
-    Integer[] order = new Integer[topK];
+    int[] order = new int[topK];
     for (int t = 0; t < n; t++) {
-      for (int j = 0; j < topK; j++) {
-        order[j] = j;
-      }
       int base = t * topK;
-      Arrays.sort(order, (a, b) -> Integer.compare(chosen[base + a], chosen[base + b]));
+      // The token's slots by ascending expert id (insertion sort: topK is small, ids distinct).
+      for (int j = 0; j < topK; j++) {
+        int i = j;
+        while (i > 0 && chosen[base + order[i - 1]] > chosen[base + j]) {
+          order[i] = order[i - 1];
+          i--;
+        }
+        order[i] = j;
+      }
       int o = (outRow0 + t) * hidden;
       for (int j : order) {
         float[] y =
