@@ -135,18 +135,51 @@ final class CpuMlaAttention {
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
     float[] scores = new float[len];
+    int[] at = new int[len];
+    int[] latentOffs = new int[len];
     for (int j = 0; j < len; j++) {
-      int s = sel == null ? j : sel[j];
+      at[j] = sel == null ? j : sel[j];
+      latentOffs[j] = at[j] * kvLora;
+    }
+    // Four positions at a time share their lane reductions (the same bits as one at a time).
+    float[] four = new float[8];
+    int j = 0;
+    for (; j + 4 <= len; j += 4) {
+      VectorMath.dot4(
+          qLat,
+          0,
+          latents,
+          latentOffs[j],
+          latentOffs[j + 1],
+          latentOffs[j + 2],
+          latentOffs[j + 3],
+          kvLora,
+          four,
+          0);
+      VectorMath.dot4(
+          q,
+          qOff + nope,
+          ropeKeys,
+          at[j] * ropeDim,
+          at[j + 1] * ropeDim,
+          at[j + 2] * ropeDim,
+          at[j + 3] * ropeDim,
+          ropeDim,
+          four,
+          4);
+      for (int k = 0; k < 4; k++) {
+        scores[j + k] = (four[k] + four[4 + k]) * scale;
+      }
+    }
+    for (; j < len; j++) {
+      int s = at[j];
       float sc = VectorMath.dot(qLat, 0, latents, s * kvLora, kvLora);
       sc += VectorMath.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
       scores[j] = sc * scale;
     }
     CpuOps.softmax(scores, 0, len);
     float[] ctx = new float[kvLora];
-    for (int j = 0; j < len; j++) {
-      int s = sel == null ? j : sel[j];
-      VectorMath.axpy(scores[j], latents, s * kvLora, ctx, 0, kvLora);
-    }
+    VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
     int outOff = (i * heads + h) * vDim;
     for (int d = 0; d < vDim; d++) {
       attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
