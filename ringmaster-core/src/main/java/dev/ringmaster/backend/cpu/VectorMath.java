@@ -116,19 +116,27 @@ public final class VectorMath {
    */
   public static void axpyRows(
       float[] w, float[] x, int[] xOffs, int count, float[] y, int yOff, int n) {
+    axpyRows(w, 0, x, xOffs, count, y, yOff, n);
+  }
+
+  /** {@link #axpyRows} with the weights at {@code w[wOff..wOff + count - 1]}. */
+  public static void axpyRows(
+      float[] w, int wOff, float[] x, int[] xOffs, int count, float[] y, int yOff, int n) {
     int bound = F.loopBound(n);
     int i = 0;
     for (; i < bound; i += LANES) {
       FloatVector acc = FloatVector.fromArray(F, y, yOff + i);
       for (int j = 0; j < count; j++) {
-        acc = FloatVector.fromArray(F, x, xOffs[j] + i).fma(FloatVector.broadcast(F, w[j]), acc);
+        acc =
+            FloatVector.fromArray(F, x, xOffs[j] + i)
+                .fma(FloatVector.broadcast(F, w[wOff + j]), acc);
       }
       acc.intoArray(y, yOff + i);
     }
     for (; i < n; i++) {
       float acc = y[yOff + i];
       for (int j = 0; j < count; j++) {
-        acc = Math.fma(x[xOffs[j] + i], w[j], acc);
+        acc = Math.fma(x[xOffs[j] + i], w[wOff + j], acc);
       }
       y[yOff + i] = acc;
     }

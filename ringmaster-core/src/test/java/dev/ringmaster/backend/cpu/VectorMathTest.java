@@ -40,8 +40,13 @@ class VectorMathTest {
         for (int j = 0; j < count; j++) {
           VectorMath.axpy(w[j], x, offs[j], expected, 3, n);
         }
+        float[] shifted = actual.clone();
         VectorMath.axpyRows(w, x, offs, count, actual, 3, n);
         assertThat(actual).as("n=%d rows=%d", n, count).containsExactly(expected);
+        float[] wShifted = new float[count + 2];
+        System.arraycopy(w, 0, wShifted, 2, count);
+        VectorMath.axpyRows(wShifted, 2, x, offs, count, shifted, 3, n);
+        assertThat(shifted).as("n=%d rows=%d, weights at 2", n, count).containsExactly(expected);
       }
     }
   }

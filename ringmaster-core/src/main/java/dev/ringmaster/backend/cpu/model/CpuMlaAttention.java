@@ -128,9 +128,11 @@ final class CpuMlaAttention {
     int rowBase = h * (nope + vDim);
     // q_lat = W_UK[h]^T q_nope
     float[] qLat = new float[kvLora];
+    int[] ukRows = new int[nope];
     for (int d = 0; d < nope; d++) {
-      VectorMath.axpy(q[qOff + d], kvB, (rowBase + d) * kvLora, qLat, 0, kvLora);
+      ukRows[d] = (rowBase + d) * kvLora;
     }
+    VectorMath.axpyRows(q, qOff, kvB, ukRows, nope, qLat, 0, kvLora);
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
@@ -181,7 +183,13 @@ final class CpuMlaAttention {
     float[] ctx = new float[kvLora];
     VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
     int outOff = (i * heads + h) * vDim;
-    for (int d = 0; d < vDim; d++) {
+    int d = 0;
+    for (; d + 4 <= vDim; d += 4) {
+      int uv = (rowBase + nope + d) * kvLora;
+      VectorMath.dot4(
+          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
+    }
+    for (; d < vDim; d++) {
       attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
     }
   }
