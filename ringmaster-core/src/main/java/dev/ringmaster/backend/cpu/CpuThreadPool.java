@@ -11,8 +11,11 @@ import java.util.function.IntConsumer;
  * the workers and the calling thread, and returns when all tasks are done.
  *
  * <p>Decode steps issue hundreds of short regions per token, so waking must be cheap: after a
- * region, workers spin briefly for the next one before parking. Only one region runs at a time; a
- * region started from inside another one (or from a worker) runs serially on the caller.
+ * region, workers spin briefly for the next one before parking. The caller waits only for tasks a
+ * worker has claimed, never for a worker to wake up: on a busy machine a worker that is not
+ * scheduled in time finds no tasks left and the caller has run the region alone, at the cost of a
+ * serial run rather than of a scheduler time slice. Only one region runs at a time; a region
+ * started from inside another one (or from a worker) runs serially on the caller.
  */
 final class CpuThreadPool implements AutoCloseable {
   /** How long idle workers and a waiting caller spin before parking. */
@@ -23,23 +26,27 @@ final class CpuThreadPool implements AutoCloseable {
 
   private final Worker[] workers;
   private final ReentrantLock regionLock = new ReentrantLock();
-  private final AtomicInteger pendingWorkers = new AtomicInteger();
   private volatile Region region;
   private volatile int generation;
-  private volatile Thread caller;
   private volatile boolean closed;
   private final ParallelCostModel costModel;
 
-  /** One parallel region: its tasks, the next unclaimed index and the first failure. */
+  /**
+   * One parallel region: its tasks, the next unclaimed index, how many claimed tasks have finished
+   * (run, or skipped after a failure), the first failure and the thread waiting for the rest.
+   */
   private static final class Region {
     final int tasks;
     final IntConsumer body;
+    final Thread caller;
     final AtomicInteger next = new AtomicInteger();
+    final AtomicInteger finished = new AtomicInteger();
     volatile Throwable failure;
 
-    Region(int tasks, IntConsumer body) {
+    Region(int tasks, IntConsumer body, Thread caller) {
       this.tasks = tasks;
       this.body = body;
+      this.caller = caller;
     }
   }
 
@@ -57,9 +64,11 @@ final class CpuThreadPool implements AutoCloseable {
         if (closed) {
           return;
         }
-        work(region);
-        if (pendingWorkers.decrementAndGet() == 0) {
-          LockSupport.unpark(caller);
+        // The region may already be over (and cleared, or replaced): then no task is left to
+        // claim in the one read here.
+        Region r = region;
+        if (r != null) {
+          work(r, true);
         }
       }
     }
@@ -115,7 +124,8 @@ final class CpuThreadPool implements AutoCloseable {
 
   /**
    * Runs {@code body.accept(i)} for every {@code 0 <= i < tasks}, in parallel, and waits; returns
-   * whether the workers took part (false where the region ran serially on the caller).
+   * whether the workers took part (false where the caller ran every task, serially or because no
+   * worker came in time).
    */
   boolean run(int tasks, IntConsumer body) {
     if (tasks <= 0) {
@@ -135,16 +145,14 @@ final class CpuThreadPool implements AutoCloseable {
       if (closed) {
         throw new IllegalStateException("CPU thread pool is closed");
       }
-      Region r = new Region(tasks, body);
-      pendingWorkers.set(workers.length);
-      caller = Thread.currentThread();
+      Region r = new Region(tasks, body, Thread.currentThread());
       region = r;
       generation = generation + 1; // publishes region: workers read it after seeing the change
       for (Worker w : workers) {
         LockSupport.unpark(w);
       }
-      work(r);
-      awaitWorkers();
+      boolean alone = work(r, false) == tasks;
+      awaitFinished(r);
       region = null;
       Throwable failure = r.failure;
       if (failure instanceof RuntimeException e) {
@@ -154,24 +162,36 @@ final class CpuThreadPool implements AutoCloseable {
       } else if (failure != null) {
         throw new IllegalStateException(failure);
       }
-      return true;
+      return !alone;
     } finally {
       regionLock.unlock();
     }
   }
 
-  private static void work(Region r) {
+  /**
+   * Claims and runs tasks of {@code r} until none is left and returns how many it claimed; a worker
+   * that finishes the region's last task wakes the caller. After a failure the remaining tasks are
+   * claimed but skipped.
+   */
+  private static int work(Region r, boolean worker) {
     int i;
+    int claimed = 0;
     while ((i = r.next.getAndIncrement()) < r.tasks) {
-      try {
-        r.body.accept(i);
-      } catch (Throwable t) {
-        if (r.failure == null) {
-          r.failure = t;
+      if (r.failure == null) {
+        try {
+          r.body.accept(i);
+        } catch (Throwable t) {
+          if (r.failure == null) {
+            r.failure = t;
+          }
         }
-        r.next.set(r.tasks); // stop handing out the rest
+      }
+      claimed++;
+      if (r.finished.incrementAndGet() == r.tasks && worker) {
+        LockSupport.unpark(r.caller);
       }
     }
+    return claimed;
   }
 
   private int awaitGeneration(int seen) {
@@ -191,10 +211,11 @@ final class CpuThreadPool implements AutoCloseable {
     return g;
   }
 
-  private void awaitWorkers() {
+  /** Waits until every task of {@code r} has finished, some perhaps on a worker. */
+  private void awaitFinished(Region r) {
     long deadline = System.nanoTime() + SPIN_NANOS;
     int spins = 0;
-    while (pendingWorkers.get() != 0) {
+    while (r.finished.get() != r.tasks) {
       if (deadline != 0) {
         Thread.onSpinWait();
         if ((++spins & 255) == 0 && System.nanoTime() > deadline) {

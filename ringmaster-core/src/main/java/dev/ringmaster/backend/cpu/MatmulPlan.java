@@ -49,8 +49,18 @@ final class MatmulPlan {
 
   static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuThreadPool pool) {
     int threads = pool.threads();
-    CpuMatmul.Job[] jobs =
-        jobList.stream().filter(j -> j.n() > 0 && j.w().rows() > 0).toArray(CpuMatmul.Job[]::new);
+    // A plain loop, not a stream: decode steps build hundreds of plans per token.
+    int kept = 0;
+    for (CpuMatmul.Job j : jobList) {
+      kept += j.n() > 0 && j.w().rows() > 0 ? 1 : 0;
+    }
+    CpuMatmul.Job[] jobs = new CpuMatmul.Job[kept];
+    int k = 0;
+    for (CpuMatmul.Job j : jobList) {
+      if (j.n() > 0 && j.w().rows() > 0) {
+        jobs[k++] = j;
+      }
+    }
     RowKernel[] kernels = new RowKernel[jobs.length];
     int[][] xOffsets = new int[jobs.length][];
     int[][] outOffsets = new int[jobs.length][];

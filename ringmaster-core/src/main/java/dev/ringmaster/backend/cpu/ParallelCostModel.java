@@ -11,6 +11,13 @@ package dev.ringmaster.backend.cpu;
  * been timed, and for one product in {@link #EXPLORE_EVERY} that would go parallel, products run
  * serially, so the rate keeps being measured.
  *
+ * <p>The region estimate must not get stuck high: one parallel timing counts for at most {@link
+ * #MAX_SAMPLE_RATIO} times the current estimate (a product timed while the JIT compiles it, or
+ * while a worker waits for a core, can take milliseconds), and one product in {@link
+ * #EXPLORE_EVERY} that does not pay at the current estimate but would at the region cost timed at
+ * the start runs parallel, so that the estimate comes back down once regions are cheap again.
+ * Without both, the first slow regions of a process could keep every product serial for good.
+ *
  * <p>Plans only decide where rows are computed, never how: results are the same either way, so the
  * racy updates of the averages (several callers may time products at once) cannot change outputs.
  */
@@ -18,13 +25,21 @@ final class ParallelCostModel {
   /** Weight of a new timing in a moving average: about the last 20 timings count. */
   private static final double NEW_SAMPLE_WEIGHT = 0.05;
 
-  /** One product in this many that would go parallel runs serially to time the rate. */
+  /**
+   * One product in this many that would go parallel runs serially to time the rate, and one in this
+   * many that would pay only at the starting region cost runs parallel to time the region.
+   */
   static final int EXPLORE_EVERY = 64;
 
+  /** A parallel timing counts for at most this many times the current region estimate. */
+  static final double MAX_SAMPLE_RATIO = 4;
+
   private final int threads;
+  private final double startRegionNanos;
   private volatile double nanosPerCost = Double.NaN;
   private volatile double regionNanos;
   private int decisions;
+  private int retries;
 
   /**
    * A model for {@code threads} threads whose parallel region was measured at {@code regionNanos}.
@@ -42,17 +57,29 @@ final class ParallelCostModel {
     }
     this.threads = threads;
     this.regionNanos = regionNanos;
+    this.startRegionNanos = regionNanos;
   }
 
   /** Whether a product of {@code cost} units is worth a parallel region, as the costs stand. */
   boolean pays(double cost) {
-    double rate = nanosPerCost;
-    return threads > 1 && !Double.isNaN(rate) && rate * cost * (1 - 1.0 / threads) > regionNanos;
+    return paysAt(cost, regionNanos);
   }
 
-  /** Whether the next product of {@code cost} units should run parallel ({@link #pays}, or not). */
+  private boolean paysAt(double cost, double region) {
+    double rate = nanosPerCost;
+    return threads > 1 && !Double.isNaN(rate) && rate * cost * (1 - 1.0 / threads) > region;
+  }
+
+  /**
+   * Whether the next product of {@code cost} units should run parallel: where it {@link #pays}, but
+   * for one in {@link #EXPLORE_EVERY}; where it would pay only at the starting region cost, one in
+   * {@link #EXPLORE_EVERY}.
+   */
   boolean parallel(double cost) {
-    return pays(cost) && ++decisions % EXPLORE_EVERY != 0;
+    if (pays(cost)) {
+      return ++decisions % EXPLORE_EVERY != 0;
+    }
+    return paysAt(cost, startRegionNanos) && ++retries % EXPLORE_EVERY == 0;
   }
 
   /**
@@ -68,8 +95,10 @@ final class ParallelCostModel {
       double sample = nanos / cost;
       nanosPerCost = Double.isNaN(rate) ? sample : rate + NEW_SAMPLE_WEIGHT * (sample - rate);
     } else if (!Double.isNaN(rate)) {
+      double region = regionNanos;
       double overhead = Math.max(0, nanos - rate * cost / threads);
-      regionNanos = regionNanos + NEW_SAMPLE_WEIGHT * (overhead - regionNanos);
+      overhead = Math.min(overhead, MAX_SAMPLE_RATIO * Math.max(region, startRegionNanos));
+      regionNanos = region + NEW_SAMPLE_WEIGHT * (overhead - region);
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.ringmaster.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -18,6 +19,13 @@ public final class VectorMath {
   private static final VectorShuffle<Float> FOLD_4 = fold(4);
   private static final VectorShuffle<Float> FOLD_2 = fold(2);
   private static final VectorShuffle<Float> FOLD_1 = fold(1);
+  // dot4 folds four accumulators through the two widest folds together, then the narrow ones.
+  private static final int H1 = LANES / 2;
+  private static final int H2 = LANES / 4;
+  private static final VectorShuffle<Float> FOLD_H1 = fold(H1);
+  private static final VectorShuffle<Float> FOLD_H2 = fold(H2);
+  private static final VectorMask<Float> UPPER_H1 = upper(H1);
+  private static final VectorMask<Float> UPPER_H2 = upper(H2);
 
   private VectorMath() {}
 
@@ -37,6 +45,101 @@ public final class VectorMath {
       s = Math.fma(a[aOff + i], b[bOff + i], s);
     }
     return s;
+  }
+
+  /**
+   * {@link #dot} of {@code a} with four rows of {@code b} (at {@code b0..b3}), bit for bit, into
+   * {@code out[outOff..outOff + 3]}: the four lane trees share their two widest folds (one vector
+   * holds two accumulators' surviving lanes), which costs fewer shuffles than four trees.
+   */
+  public static void dot4(
+      float[] a,
+      int aOff,
+      float[] b,
+      int b0,
+      int b1,
+      int b2,
+      int b3,
+      int n,
+      float[] out,
+      int outOff) {
+    int bound = F.loopBound(n);
+    if (LANES < 4 || bound == 0) {
+      out[outOff] = dot(a, aOff, b, b0, n);
+      out[outOff + 1] = dot(a, aOff, b, b1, n);
+      out[outOff + 2] = dot(a, aOff, b, b2, n);
+      out[outOff + 3] = dot(a, aOff, b, b3, n);
+      return;
+    }
+    FloatVector s0 = FloatVector.zero(F);
+    FloatVector s1 = s0;
+    FloatVector s2 = s0;
+    FloatVector s3 = s0;
+    int i = 0;
+    for (; i < bound; i += LANES) {
+      FloatVector av = FloatVector.fromArray(F, a, aOff + i);
+      s0 = av.fma(FloatVector.fromArray(F, b, b0 + i), s0);
+      s1 = av.fma(FloatVector.fromArray(F, b, b1 + i), s1);
+      s2 = av.fma(FloatVector.fromArray(F, b, b2 + i), s2);
+      s3 = av.fma(FloatVector.fromArray(F, b, b3 + i), s3);
+    }
+    FloatVector v =
+        fold2(
+            fold2(s0, s1, FOLD_H1, UPPER_H1), fold2(s2, s3, FOLD_H1, UPPER_H1), FOLD_H2, UPPER_H2);
+    if (LANES >= 16) {
+      v = v.add(v.rearrange(FOLD_2));
+    }
+    if (LANES >= 8) {
+      v = v.add(v.rearrange(FOLD_1));
+    }
+    float r0 = v.lane(0);
+    float r1 = v.lane(H1);
+    float r2 = v.lane(H2);
+    float r3 = v.lane(H1 + H2);
+    for (; i < n; i++) {
+      float ai = a[aOff + i];
+      r0 = Math.fma(ai, b[b0 + i], r0);
+      r1 = Math.fma(ai, b[b1 + i], r1);
+      r2 = Math.fma(ai, b[b2 + i], r2);
+      r3 = Math.fma(ai, b[b3 + i], r3);
+    }
+    out[outOff] = r0;
+    out[outOff + 1] = r1;
+    out[outOff + 2] = r2;
+    out[outOff + 3] = r3;
+  }
+
+  /**
+   * {@code y[yOff + i] += sum_j w[j] * x[xOffs[j] + i]} for {@code i < n}, as {@link #axpy} of each
+   * {@code j < count} in turn would compute it, bit for bit (the same fused multiply-adds in the
+   * same order per element), with {@code y} kept in registers across the rows.
+   */
+  public static void axpyRows(
+      float[] w, float[] x, int[] xOffs, int count, float[] y, int yOff, int n) {
+    axpyRows(w, 0, x, xOffs, count, y, yOff, n);
+  }
+
+  /** {@link #axpyRows} with the weights at {@code w[wOff..wOff + count - 1]}. */
+  public static void axpyRows(
+      float[] w, int wOff, float[] x, int[] xOffs, int count, float[] y, int yOff, int n) {
+    int bound = F.loopBound(n);
+    int i = 0;
+    for (; i < bound; i += LANES) {
+      FloatVector acc = FloatVector.fromArray(F, y, yOff + i);
+      for (int j = 0; j < count; j++) {
+        acc =
+            FloatVector.fromArray(F, x, xOffs[j] + i)
+                .fma(FloatVector.broadcast(F, w[wOff + j]), acc);
+      }
+      acc.intoArray(y, yOff + i);
+    }
+    for (; i < n; i++) {
+      float acc = y[yOff + i];
+      for (int j = 0; j < count; j++) {
+        acc = Math.fma(x[xOffs[j] + i], w[wOff + j], acc);
+      }
+      y[yOff + i] = acc;
+    }
   }
 
   /** {@code y[yOff + i] += a * x[xOff + i]} for {@code i < n}, each as one fused multiply-add. */
@@ -71,6 +174,30 @@ public final class VectorMath {
       v = v.add(v.rearrange(FOLD_1));
     }
     return v.lane(0);
+  }
+
+  /**
+   * One fold of {@link #sum} for two vectors: lane {@code i} gets {@code a[i] + a[i ^ half]} where
+   * bit {@code half} of {@code i} is clear and {@code b[i ^ half] + b[i]} where it is set, the
+   * operands and order that fold gives each vector's surviving lanes.
+   */
+  private static FloatVector fold2(
+      FloatVector a, FloatVector b, VectorShuffle<Float> fold, VectorMask<Float> upper) {
+    FloatVector low = a.blend(b.rearrange(fold), upper);
+    FloatVector high = a.rearrange(fold).blend(b, upper);
+    return low.add(high);
+  }
+
+  /** The lanes whose index has bit {@code half} set; null where {@code half} is 0. */
+  private static VectorMask<Float> upper(int half) {
+    if (half == 0) {
+      return null;
+    }
+    boolean[] bits = new boolean[LANES];
+    for (int i = 0; i < LANES; i++) {
+      bits[i] = (i & half) != 0;
+    }
+    return VectorMask.fromArray(F, bits, 0);
   }
 
   private static VectorShuffle<Float> fold(int half) {

@@ -7,6 +7,9 @@
  * {@link dev.ringmaster.backend.cpu.Quantization} scales, decoded by {@link
  * dev.ringmaster.backend.cpu.Dequantizer}). {@link dev.ringmaster.backend.cpu.CpuKernels} holds the
  * process-wide settings: the vector width the kernels are specialised for and the persistent pool
- * of worker threads.
+ * of worker threads. {@link dev.ringmaster.backend.cpu.CostedLoop} runs other parallel loops (the
+ * attention cores) on that pool only where they repay a region, and {@link
+ * dev.ringmaster.backend.cpu.VectorMath} holds the attention's vector dot products and sums of
+ * scaled rows, each with a fixed summation order.
  */
 package dev.ringmaster.backend.cpu;

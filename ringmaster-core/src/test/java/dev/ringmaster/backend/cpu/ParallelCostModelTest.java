@@ -29,9 +29,37 @@ class ParallelCostModelTest {
   void slowParallelRegionsRaiseTheRegionCost() {
     ParallelCostModel m = new ParallelCostModel(2, 2000);
     m.observe(10_000, 5000, false); // 0.5 ns per unit: 2500 ns per thread for 10_000 units
-    m.observe(10_000, 2500 + 22_000, true); // the region took 22 us beyond its work
+    m.observe(10_000, 2500 + 6000, true); // the region took 6 us beyond its work
     assertThat(m.nanosPerCost()).isCloseTo(0.5, Offset.offset(1e-12));
-    assertThat(m.regionNanos()).isCloseTo(2000 + 0.05 * 20_000, Offset.offset(1e-9));
+    assertThat(m.regionNanos()).isCloseTo(2000 + 0.05 * 4000, Offset.offset(1e-9));
+  }
+
+  @Test
+  void oneVerySlowRegionCountsForAtMostFourTimesTheEstimate() {
+    ParallelCostModel m = new ParallelCostModel(2, 2000);
+    m.observe(10_000, 5000, false);
+    m.observe(10_000, 2500 + 9_000_000, true); // a region timed while the JIT compiled it
+    assertThat(m.regionNanos()).isCloseTo(2000 + 0.05 * (4 * 2000 - 2000), Offset.offset(1e-9));
+  }
+
+  @Test
+  void aRegionEstimateLeftHighIsRetimedAndComesBackDown() {
+    ParallelCostModel m = new ParallelCostModel(2, 2000);
+    m.observe(100_000, 100_000, false); // 1 ns per unit
+    for (int i = 0; i < 200; i++) {
+      m.observe(100_000, 50_000 + 1_000_000, true); // a slow spell: every region is slow
+    }
+    assertThat(m.pays(100_000)).as("50 us saved against the raised estimate").isFalse();
+    int parallel = 0;
+    for (int i = 0; i < 100 * ParallelCostModel.EXPLORE_EVERY; i++) {
+      if (m.parallel(100_000)) {
+        parallel++;
+        m.observe(100_000, 50_000 + 2000, true); // regions are cheap again
+      }
+    }
+    assertThat(parallel).isGreaterThan(100);
+    assertThat(m.pays(100_000)).isTrue();
+    assertThat(m.regionNanos()).isLessThan(10_000);
   }
 
   @Test

@@ -1,6 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CostedLoop;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -11,7 +11,7 @@ import dev.ringmaster.runtime.KvCache;
  * The CPU's grouped-query attention core (Qwen3-MoE), after the projections and the per-head query
  * and key norms: rotates queries and keys, appends keys and values of the KV heads to the caches
  * and attends, the (token, head) pairs spread over the CPU kernels' threads by {@link
- * AttentionSplit}.
+ * AttentionSplit} where the call is big enough to repay a parallel region ({@link CostedLoop}).
  */
 final class CpuGqaAttention {
   private final RopeTable rope;
@@ -19,6 +19,9 @@ final class CpuGqaAttention {
   private final int kvHeads;
   private final int headDim;
   private final float scale;
+
+  /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
+  private final CostedLoop pairs = new CostedLoop();
 
   /** The attention of a rank holding {@code heads} query heads sharing {@code kvHeads} KV heads. */
   CpuGqaAttention(int heads, int kvHeads, int headDim, RopeTable rope) {
@@ -53,8 +56,14 @@ final class CpuGqaAttention {
     int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;
     AttentionSplit split = AttentionSplit.of(t, heads);
-    CpuKernels.parallelFor(
+    double positions = 0;
+    for (int i = 0; i < t; i++) {
+      positions += layout.positions()[i] + 1;
+    }
+    // Work in multiply-adds: scores and values of every (token, head) over its positions.
+    pairs.run(
         split.tasks(),
+        heads * positions * 2.0 * headDim,
         task -> {
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;
@@ -66,13 +75,33 @@ final class CpuGqaAttention {
             int len = layout.positions()[i] + 1;
             int qOff = (i * heads + h) * headDim;
             float[] scores = new float[len];
+            int[] rowOffs = new int[len];
             for (int s = 0; s < len; s++) {
-              scores[s] = VectorMath.dot(q, qOff, keys, s * kvWidth + kvOff, headDim) * scale;
+              rowOffs[s] = s * kvWidth + kvOff;
+            }
+            // Four positions at a time share their lane reductions (the same bits as one by one).
+            int s = 0;
+            for (; s + 4 <= len; s += 4) {
+              VectorMath.dot4(
+                  q,
+                  qOff,
+                  keys,
+                  rowOffs[s],
+                  rowOffs[s + 1],
+                  rowOffs[s + 2],
+                  rowOffs[s + 3],
+                  headDim,
+                  scores,
+                  s);
+              for (int p = s; p < s + 4; p++) {
+                scores[p] *= scale;
+              }
+            }
+            for (; s < len; s++) {
+              scores[s] = VectorMath.dot(q, qOff, keys, rowOffs[s], headDim) * scale;
             }
             CpuOps.softmax(scores, 0, len);
-            for (int s = 0; s < len; s++) {
-              VectorMath.axpy(scores[s], values, s * kvWidth + kvOff, attn, qOff, headDim);
-            }
+            VectorMath.axpyRows(scores, values, rowOffs, len, attn, qOff, headDim);
           }
         });
     return attn;

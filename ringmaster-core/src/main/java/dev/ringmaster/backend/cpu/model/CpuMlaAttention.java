@@ -1,6 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CostedLoop;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -14,8 +14,9 @@ import dev.ringmaster.runtime.KvCache;
  * and shared rotary keys to the caches, projects each query head into latent space through its
  * slice of {@code kv_b_proj} (W_UK), attends over latents and projects the latent context back
  * through the value slice (W_UV). Mathematically equal to the expanded form transformers computes.
- * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them;
- * each pair's arithmetic is the same however they are grouped.
+ * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them,
+ * where the call is big enough to repay a parallel region ({@link CostedLoop}); each pair's
+ * arithmetic is the same however they are grouped.
  */
 final class CpuMlaAttention {
   /**
@@ -30,6 +31,9 @@ final class CpuMlaAttention {
   private final int vDim;
   private final int kvLora;
   private final float scale;
+
+  /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
+  private final CostedLoop pairs = new CostedLoop();
 
   /** The attention of a rank holding {@code heads} of the model's heads. */
   CpuMlaAttention(ModelConfig cfg, int heads, RopeTable rope) {
@@ -80,8 +84,9 @@ final class CpuMlaAttention {
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
     AttentionSplit split = AttentionSplit.of(t, heads);
-    CpuKernels.parallelFor(
+    pairs.run(
         split.tasks(),
+        cost(layout, selected),
         task -> {
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;
@@ -91,6 +96,21 @@ final class CpuMlaAttention {
           }
         });
     return attn;
+  }
+
+  /**
+   * The call's work in multiply-adds: per (token, head) its scores and latent context over the
+   * attended positions, and the two absorbed projections.
+   */
+  private double cost(BatchLayout layout, int[][] selected) {
+    double positions = 0;
+    for (int i = 0; i < layout.numTokens(); i++) {
+      positions +=
+          selected == null || selected[i] == null ? layout.positions()[i] + 1 : selected[i].length;
+    }
+    return heads
+        * (positions * (2.0 * kvLora + ropeDim)
+            + layout.numTokens() * (double) (nope + vDim) * kvLora);
   }
 
   private void attendOne(
@@ -108,27 +128,68 @@ final class CpuMlaAttention {
     int rowBase = h * (nope + vDim);
     // q_lat = W_UK[h]^T q_nope
     float[] qLat = new float[kvLora];
+    int[] ukRows = new int[nope];
     for (int d = 0; d < nope; d++) {
-      VectorMath.axpy(q[qOff + d], kvB, (rowBase + d) * kvLora, qLat, 0, kvLora);
+      ukRows[d] = (rowBase + d) * kvLora;
     }
+    VectorMath.axpyRows(q, qOff, kvB, ukRows, nope, qLat, 0, kvLora);
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
     float[] scores = new float[len];
+    int[] at = new int[len];
+    int[] latentOffs = new int[len];
     for (int j = 0; j < len; j++) {
-      int s = sel == null ? j : sel[j];
+      at[j] = sel == null ? j : sel[j];
+      latentOffs[j] = at[j] * kvLora;
+    }
+    // Four positions at a time share their lane reductions (the same bits as one at a time).
+    float[] four = new float[8];
+    int j = 0;
+    for (; j + 4 <= len; j += 4) {
+      VectorMath.dot4(
+          qLat,
+          0,
+          latents,
+          latentOffs[j],
+          latentOffs[j + 1],
+          latentOffs[j + 2],
+          latentOffs[j + 3],
+          kvLora,
+          four,
+          0);
+      VectorMath.dot4(
+          q,
+          qOff + nope,
+          ropeKeys,
+          at[j] * ropeDim,
+          at[j + 1] * ropeDim,
+          at[j + 2] * ropeDim,
+          at[j + 3] * ropeDim,
+          ropeDim,
+          four,
+          4);
+      for (int k = 0; k < 4; k++) {
+        scores[j + k] = (four[k] + four[4 + k]) * scale;
+      }
+    }
+    for (; j < len; j++) {
+      int s = at[j];
       float sc = VectorMath.dot(qLat, 0, latents, s * kvLora, kvLora);
       sc += VectorMath.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
       scores[j] = sc * scale;
     }
     CpuOps.softmax(scores, 0, len);
     float[] ctx = new float[kvLora];
-    for (int j = 0; j < len; j++) {
-      int s = sel == null ? j : sel[j];
-      VectorMath.axpy(scores[j], latents, s * kvLora, ctx, 0, kvLora);
-    }
+    VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
     int outOff = (i * heads + h) * vDim;
-    for (int d = 0; d < vDim; d++) {
+    int d = 0;
+    for (; d + 4 <= vDim; d += 4) {
+      int uv = (rowBase + nope + d) * kvLora;
+      VectorMath.dot4(
+          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
+    }
+    for (; d < vDim; d++) {
       attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
     }
   }

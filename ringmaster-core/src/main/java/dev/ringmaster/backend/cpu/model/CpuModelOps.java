@@ -217,8 +217,13 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
 
   @Override
   public void linear2(Act y1, CpuTensor w1, Act y2, CpuTensor w2, Act x) {
-    linear(y1, x, w1);
-    linear(y2, x, w2);
+    Linear l1 = CpuTensor.linear(w1);
+    Linear l2 = CpuTensor.linear(w2);
+    float[] out1 = new float[n() * l1.out()];
+    float[] out2 = new float[n() * l2.out()];
+    Linear.applyBoth(l1, out1, l2, out2, acts.get(x), n());
+    acts.put(y1, out1);
+    acts.put(y2, out2);
   }
 
   @Override

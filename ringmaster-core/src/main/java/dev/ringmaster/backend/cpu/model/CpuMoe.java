@@ -85,24 +85,52 @@ final class CpuMoe {
     float[] weights = new float[n * topK];
     router.route(x, n, chosen, weights);
     Arrays.fill(out, 0, n * hidden, 0f);
-    float[][] expertOut = runExperts(x, n, chosen);
+    float[] sharedOut = fusesShared() ? new float[n * hidden] : null;
+    float[][] expertOut = runExperts(x, n, chosen, sharedOut);
     combine(out, 0, n, chosen, weights, expertOut, null);
-    addShared(out, x, n);
+    if (sharedOut != null) {
+      for (int i = 0; i < n * hidden; i++) {
+        out[i] += sharedOut[i];
+      }
+    } else {
+      addShared(out, x, n);
+    }
   }
 
   /**
-   * Runs every local expert on the tokens routed to it. Returns, per (token, slot), the expert
-   * output row (null when the expert is not local).
+   * Whether the shared experts run in the routed experts' parallel regions (one for gate and up,
+   * one for down), which takes bias-free projections as the routed experts' are.
    */
-  private float[][] runExperts(float[] x, int n, int[] chosen) {
-    List<List<Integer>> byExpert = new ArrayList<>();
-    for (int e = 0; e < experts.length; e++) {
-      byExpert.add(new ArrayList<>());
-    }
+  private boolean fusesShared() {
+    return shared != null
+        && shared.gate().bias() == null
+        && shared.up().bias() == null
+        && shared.down().bias() == null;
+  }
+
+  /**
+   * Runs every local expert on the tokens routed to it, and the shared experts on every token into
+   * {@code sharedOut} when it is given. Returns, per (token, slot), the expert output row (null
+   * when the expert is not local).
+   */
+  private float[][] runExperts(float[] x, int n, int[] chosen, float[] sharedOut) {
+    // Slots grouped by local expert, in slot order (a counting sort: no boxed lists per step).
+    int[] count = new int[experts.length + 1];
     for (int slot = 0; slot < n * topK; slot++) {
       int local = localSlot(chosen[slot]);
       if (local >= 0) {
-        byExpert.get(local).add(slot);
+        count[local + 1]++;
+      }
+    }
+    for (int e = 0; e < experts.length; e++) {
+      count[e + 1] += count[e];
+    }
+    int[] slotsByExpert = new int[count[experts.length]];
+    int[] fill = Arrays.copyOf(count, experts.length);
+    for (int slot = 0; slot < n * topK; slot++) {
+      int local = localSlot(chosen[slot]);
+      if (local >= 0) {
+        slotsByExpert[fill[local]++] = slot;
       }
     }
     // All experts' projections run as one parallel region (a step touching a few small experts
@@ -110,10 +138,13 @@ final class CpuMoe {
     List<Integer> active = new ArrayList<>();
     List<int[]> rowsOf = new ArrayList<>();
     for (int e = 0; e < experts.length; e++) {
-      List<Integer> slots = byExpert.get(e);
-      if (!slots.isEmpty()) {
+      if (count[e + 1] > count[e]) {
         active.add(e);
-        rowsOf.add(slots.stream().mapToInt(slot -> slot / topK).toArray());
+        int[] rows = new int[count[e + 1] - count[e]];
+        for (int r = 0; r < rows.length; r++) {
+          rows[r] = slotsByExpert[count[e] + r] / topK;
+        }
+        rowsOf.add(rows);
       }
     }
     float[][] gate = new float[active.size()][];
@@ -127,8 +158,20 @@ final class CpuMoe {
       jobs.add(new CpuMatmul.Job(mlp.gate().weight(), x, rowsOf.get(a), gate[a]));
       jobs.add(new CpuMatmul.Job(mlp.up().weight(), x, rowsOf.get(a), up[a]));
     }
+    float[] sharedGate = null;
+    float[] sharedUp = null;
+    if (sharedOut != null) {
+      sharedGate = new float[n * shared.gate().out()];
+      sharedUp = new float[n * shared.up().out()];
+      jobs.add(CpuMatmul.Job.of(shared.gate().weight(), x, n, sharedGate));
+      jobs.add(CpuMatmul.Job.of(shared.up().weight(), x, n, sharedUp));
+    }
     CpuMatmul.matmulMany(jobs);
     jobs.clear();
+    if (sharedOut != null) {
+      CpuOps.siluMul(sharedGate, sharedGate, sharedUp, n * shared.gate().out());
+      jobs.add(CpuMatmul.Job.of(shared.down().weight(), sharedGate, n, sharedOut));
+    }
     float[][] down = new float[active.size()][];
     for (int a = 0; a < active.size(); a++) {
       DenseMlp mlp = experts[active.get(a)];
@@ -140,9 +183,10 @@ final class CpuMoe {
     CpuMatmul.matmulMany(jobs);
     float[][] result = new float[n * topK][];
     for (int a = 0; a < active.size(); a++) {
-      List<Integer> slots = byExpert.get(active.get(a));
-      for (int r = 0; r < slots.size(); r++) {
-        result[slots.get(r)] = Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
+      int first = count[active.get(a)];
+      for (int r = 0; r < rowsOf.get(a).length; r++) {
+        result[slotsByExpert[first + r]] =
+            Arrays.copyOfRange(down[a], r * hidden, (r + 1) * hidden);
       }
     }
     return result;
@@ -160,13 +204,18 @@ final class CpuMoe {
       float[] weights,
       float[][] rows,
       float[][] remote) {
-    Integer[] order = new Integer[topK];
+    int[] order = new int[topK];
     for (int t = 0; t < n; t++) {
-      for (int j = 0; j < topK; j++) {
-        order[j] = j;
-      }
       int base = t * topK;
-      Arrays.sort(order, (a, b) -> Integer.compare(chosen[base + a], chosen[base + b]));
+      // The token's slots by ascending expert id (insertion sort: topK is small, ids distinct).
+      for (int j = 0; j < topK; j++) {
+        int i = j;
+        while (i > 0 && chosen[base + order[i - 1]] > chosen[base + j]) {
+          order[i] = order[i - 1];
+          i--;
+        }
+        order[i] = j;
+      }
       int o = (outRow0 + t) * hidden;
       for (int j : order) {
         float[] y =

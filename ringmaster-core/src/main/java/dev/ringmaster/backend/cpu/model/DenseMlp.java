@@ -16,8 +16,7 @@ public record DenseMlp(Linear gate, Linear up, Linear down) {
     int inter = gate.out();
     float[] g = new float[n * inter];
     float[] u = new float[n * inter];
-    gate.apply(g, x, n);
-    up.apply(u, x, n);
+    Linear.applyBoth(gate, g, up, u, x, n);
     CpuOps.siluMul(g, g, u, n * inter);
     down.apply(out, g, n);
   }

@@ -2,6 +2,7 @@ package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
+import java.util.List;
 
 /**
  * An {@code nn.Linear}: weight {@code [out, in]} and an optional bias.
@@ -23,6 +24,22 @@ public record Linear(CpuMatrix weight, float[] bias) {
   /** {@code out[n, out] = x[n, in] · W^T + b}. */
   public void apply(float[] out, float[] x, int n) {
     CpuMatmul.matmul(out, x, n, weight);
+    addBias(out, n);
+  }
+
+  /**
+   * {@link #apply} of two linears to the same {@code x} as one parallel region (gate and up, or the
+   * query and KV down-projections): one thread hand-off instead of two, and enough rows to be worth
+   * both cores at batch 1. The results are those of two {@code apply} calls.
+   */
+  public static void applyBoth(Linear a, float[] outA, Linear b, float[] outB, float[] x, int n) {
+    CpuMatmul.matmulMany(
+        List.of(CpuMatmul.Job.of(a.weight, x, n, outA), CpuMatmul.Job.of(b.weight, x, n, outB)));
+    a.addBias(outA, n);
+    b.addBias(outB, n);
+  }
+
+  private void addBias(float[] out, int n) {
     if (bias != null) {
       int o = weight.rows();
       for (int t = 0; t < n; t++) {
