@@ -2,7 +2,6 @@ package dev.ringmaster.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.backend.DType;
-import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
 import java.nio.file.Path;
 import java.util.List;
@@ -68,9 +67,6 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (threads != null) {
-        CpuKernels.setThreads(threads);
-      }
       CpuMatmulBenchmark.Options d = CpuMatmulBenchmark.Options.defaults();
       CpuMatmulBenchmark.Options o =
           new CpuMatmulBenchmark.Options(
@@ -82,7 +78,8 @@ final class BenchCommand implements Runnable {
               tokens != null ? tokens : d.tokens(),
               seconds,
               d.bandwidthBufferBytes(),
-              d.includeEmulated());
+              d.includeEmulated(),
+              threads != null ? threads : d.threads());
       CpuMatmulBenchmark.Report report = CpuMatmulBenchmark.run(o, System.err);
       String js = CpuMatmulBenchmark.json(report);
       if (json) {

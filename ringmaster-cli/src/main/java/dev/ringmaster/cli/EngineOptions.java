@@ -1,6 +1,5 @@
 package dev.ringmaster.cli;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.backend.cpu.model.ParallelCausalLm;
 import dev.ringmaster.cuda.CudaProbe;
@@ -299,7 +298,6 @@ final class EngineOptions {
     if (resolvedDevice.equals("cuda")) {
       return openCuda(dir);
     }
-    applyCpuSettings();
     if (cpuWarmupSteps < 0) {
       throw new UserError(
           "--cpu-warmup-steps must not be negative, got "
@@ -308,7 +306,9 @@ final class EngineOptions {
     }
     ParallelConfig p = parallel();
     LanguageModel lm =
-        p.tpSize() == 1 ? CausalLm.load(dir) : ParallelCausalLm.load(dir, p, allReduceAlgorithm());
+        p.tpSize() == 1
+            ? CausalLm.load(dir, tuning())
+            : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
         System.err.println(EngineWarmup.run(lm, cpuWarmupSteps).describe());
@@ -331,10 +331,6 @@ final class EngineOptions {
     return FollowerNode.serve(layout, fingerprint(dir), backend(dir, layout), System.err);
   }
 
-  private void applyCpuSettings() {
-    CpuKernels.apply(tuning());
-  }
-
   /** This node's share of the ranks, checked before any node is contacted. */
   private NodeBackend backend(Path dir, NodeLayout layout) {
     ParallelConfig p = parallel();
@@ -352,8 +348,7 @@ final class EngineOptions {
           DeviceWorld.Options.of(p.tpSize() / layout.nnodes())
               .with(allReduceAlgorithm(), disableCustomAllReduce));
     }
-    applyCpuSettings();
-    return new CpuNodeBackend(dir, p, allReduceAlgorithm());
+    return new CpuNodeBackend(dir, p, allReduceAlgorithm(), tuning());
   }
 
   /**

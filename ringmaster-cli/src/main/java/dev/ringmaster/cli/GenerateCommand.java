@@ -201,7 +201,7 @@ final class GenerateCommand implements Callable<Integer> {
       SpeculativeResult spec = null;
       GenerationResult r;
       if (speculative.enabled()) {
-        try (LanguageModel draft = speculative.openDraft()) {
+        try (LanguageModel draft = speculative.openDraft(engine.tuning())) {
           spec =
               new SpeculativeGenerator(lm, speculative.config(), draft)
                   .generate(ids, params, eos, onToken);

@@ -179,7 +179,7 @@ final class ServeCommand implements Callable<Integer> {
     LanguageModel draft = null;
     BatchEngine batch;
     try {
-      draft = speculative.openDraft();
+      draft = speculative.openDraft(engine.tuning());
       batch = BatchEngine.start(lm, batchConfig(lm), speculation(draft));
     } catch (IllegalArgumentException e) {
       if (draft != null) {

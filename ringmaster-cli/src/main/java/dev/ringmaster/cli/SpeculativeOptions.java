@@ -7,6 +7,7 @@ import dev.ringmaster.engine.spec.SpeculativeConfig;
 import dev.ringmaster.engine.spec.SpeculativeResult;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -145,9 +146,12 @@ final class SpeculativeOptions {
     return config;
   }
 
-  /** Loads the draft model on the CPU (STANDALONE), else returns null. */
-  LanguageModel openDraft() {
-    return draftDir == null ? null : CausalLm.load(draftDir);
+  /**
+   * Loads the draft model on the CPU (STANDALONE) with the run's CPU kernel settings, else returns
+   * null.
+   */
+  LanguageModel openDraft(KernelTuning tuning) {
+    return draftDir == null ? null : CausalLm.load(draftDir, tuning);
   }
 
   /** The line printed after generation. */

@@ -3,7 +3,7 @@ package dev.ringmaster.backend.cpu;
 import java.util.function.IntConsumer;
 
 /**
- * A parallel loop that goes to the kernels' thread pool only when splitting it pays, judged by its
+ * A parallel loop that goes to its context's thread pool only when splitting it pays, judged by its
  * own {@link ParallelCostModel}: the rate of its work in the caller's cost units (learned from its
  * serial runs) against what its parallel regions cost beyond their share of work. One instance
  * serves one kind of loop whose cost units mean the same thing at every call, for example the
@@ -11,11 +11,17 @@ import java.util.function.IntConsumer;
  * never changes what it computes, so results do not depend on the plan.
  */
 public final class CostedLoop {
-  private volatile CpuThreadPool pool;
-  private volatile ParallelCostModel model;
+  private final CpuThreadPool pool;
+  private final ParallelCostModel model;
 
-  /** A loop with nothing learned yet: its first runs are serial, to time its rate. */
-  public CostedLoop() {}
+  /**
+   * A loop on {@code kernels}' pool with nothing learned yet: its first runs are serial, to time
+   * its rate; its region cost starts from the pool's.
+   */
+  public CostedLoop(CpuKernelContext kernels) {
+    this.pool = kernels.pool();
+    this.model = new ParallelCostModel(pool.threads(), pool.costModel().regionNanos());
+  }
 
   /**
    * Runs {@code body.accept(i)} for every {@code 0 <= i < tasks}, on the pool or serially on the
@@ -24,32 +30,15 @@ public final class CostedLoop {
    * @param cost the loop's work in this loop's units (positive; the same units at every call)
    */
   public void run(int tasks, double cost, IntConsumer body) {
-    CpuThreadPool p = CpuKernels.pool();
-    ParallelCostModel m = modelFor(p);
     long t0 = System.nanoTime();
     boolean shared = false;
-    if (m.parallel(cost)) {
-      shared = p.run(tasks, body);
+    if (model.parallel(cost)) {
+      shared = pool.run(tasks, body);
     } else {
       for (int i = 0; i < tasks; i++) {
         body.accept(i);
       }
     }
-    m.observe(cost, System.nanoTime() - t0, shared);
-  }
-
-  /** The model for pool {@code p}, started from the pool's region cost when the pool changed. */
-  private ParallelCostModel modelFor(CpuThreadPool p) {
-    ParallelCostModel m = model;
-    if (pool != p || m == null) {
-      synchronized (this) {
-        if (pool != p || model == null) {
-          model = new ParallelCostModel(p.threads(), p.costModel().regionNanos());
-          pool = p;
-        }
-        m = model;
-      }
-    }
-    return m;
+    model.observe(cost, System.nanoTime() - t0, shared);
   }
 }

@@ -11,9 +11,9 @@ import java.util.List;
  * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded to f32 a group of
  * rows at a time and then take the f32 path. Each weight row is read from memory once per call
  * whatever the number of tokens, so a batch of tokens costs little more than one token. Output rows
- * are split into chunks run on the {@link CpuKernels} thread pool; products too small to repay a
- * parallel region stay on the calling thread ({@link ParallelCostModel}). Results do not depend on
- * the thread count or on the batch size.
+ * are split into chunks run on the thread pool of the caller's {@link CpuKernelContext}; products
+ * too small to repay a parallel region stay on the calling thread ({@link ParallelCostModel}).
+ * Results do not depend on the thread count or on the batch size.
  */
 public final class CpuMatmul {
   private CpuMatmul() {}
@@ -68,25 +68,26 @@ public final class CpuMatmul {
   /**
    * Computes {@code out[t*w.rows() + r] = sum_c x[t*w.cols() + c] * W[r][c]} for {@code t < n}.
    *
+   * @param kernels the vector width and thread pool to run with
    * @param out output, at least {@code n * w.rows()} floats
    * @param x input, {@code n * w.cols()} floats, row-major
    * @param n number of token rows
    * @param w the weight matrix
    */
-  public static void matmul(float[] out, float[] x, int n, CpuMatrix w) {
+  public static void matmul(CpuKernelContext kernels, float[] out, float[] x, int n, CpuMatrix w) {
     if (n < 0) {
       throw new IllegalArgumentException("n must not be negative, got " + n);
     }
-    matmulMany(List.of(Job.of(w, x, n, out)));
+    matmulMany(kernels, List.of(Job.of(w, x, n, out)));
   }
 
   /**
    * Runs several products in one parallel region, for example the routed experts of one MoE step
    * with their token lists: all cores share the work even when each expert is small.
    */
-  public static void matmulMany(List<Job> jobs) {
-    CpuThreadPool pool = CpuKernels.pool();
-    MatmulPlan plan = MatmulPlan.of(jobs, pool);
+  public static void matmulMany(CpuKernelContext kernels, List<Job> jobs) {
+    CpuThreadPool pool = kernels.pool();
+    MatmulPlan plan = MatmulPlan.of(jobs, kernels);
     long t0 = System.nanoTime();
     boolean shared = false;
     if (plan.parallel()) {
@@ -101,9 +102,10 @@ public final class CpuMatmul {
 
   /**
    * Converts row {@code row} of {@code w} to f32 into {@code dst} from {@code dstOffset}, exactly
-   * (an embedding lookup).
+   * (an embedding lookup), with the kernel of {@code kernels}' vector width.
    */
-  public static void loadRow(CpuMatrix w, int row, float[] dst, int dstOffset) {
+  public static void loadRow(
+      CpuKernelContext kernels, CpuMatrix w, int row, float[] dst, int dstOffset) {
     if (row < 0 || row >= w.rows()) {
       throw new IndexOutOfBoundsException("row " + row + " of " + w.rows());
     }
@@ -112,8 +114,7 @@ public final class CpuMatmul {
       return;
     }
     checkSegment(w.data());
-    CpuKernels.kernel(w.dtype())
-        .toFloats(w.data(), (long) row * w.cols(), dst, dstOffset, w.cols());
+    kernels.kernel(w.dtype()).toFloats(w.data(), (long) row * w.cols(), dst, dstOffset, w.cols());
   }
 
   /** The Vector API reads heap segments only when they wrap a {@code byte[]}. */

@@ -47,7 +47,8 @@ final class MatmulPlan {
     this.cost = cost;
   }
 
-  static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuThreadPool pool) {
+  static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuKernelContext context) {
+    CpuThreadPool pool = context.pool();
     int threads = pool.threads();
     // A plain loop, not a stream: decode steps build hundreds of plans per token.
     int kept = 0;
@@ -71,7 +72,7 @@ final class MatmulPlan {
       CpuMatmul.Job job = jobs[j];
       CpuMatmul.checkSegment(job.w().data());
       // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
-      kernels[j] = CpuKernels.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
+      kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
       shared &= pool.canShare(job.w().data());
       int cols = job.w().cols();
       int rows = job.w().rows();

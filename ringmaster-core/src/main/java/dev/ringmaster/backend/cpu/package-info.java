@@ -5,11 +5,12 @@
  * stay in their on-disk format ({@link dev.ringmaster.backend.cpu.CpuMatrix}, f32, bf16 or f16 in a
  * possibly memory-mapped {@link java.lang.foreign.MemorySegment}; or FP8 and NVFP4 codes with their
  * {@link dev.ringmaster.backend.cpu.Quantization} scales, decoded by {@link
- * dev.ringmaster.backend.cpu.Dequantizer}). {@link dev.ringmaster.backend.cpu.CpuKernels} holds the
- * process-wide settings: the vector width the kernels are specialised for and the persistent pool
- * of worker threads. {@link dev.ringmaster.backend.cpu.CostedLoop} runs other parallel loops (the
- * attention cores) on that pool only where they repay a region, and {@link
- * dev.ringmaster.backend.cpu.VectorMath} holds the attention's vector dot products and sums of
- * scaled rows, each with a fixed summation order.
+ * dev.ringmaster.backend.cpu.Dequantizer}). A {@link dev.ringmaster.backend.cpu.CpuKernelContext},
+ * made when a model loads and passed to its layers, fixes the vector width the kernels are
+ * specialised for and owns the persistent pool of worker threads. {@link
+ * dev.ringmaster.backend.cpu.CostedLoop} runs other parallel loops (the attention cores) on a
+ * context's pool only where they repay a region, and {@link dev.ringmaster.backend.cpu.VectorMath}
+ * holds the attention's vector dot products and sums of scaled rows, each with a fixed summation
+ * order.
  */
 package dev.ringmaster.backend.cpu;

@@ -6,6 +6,7 @@ import dev.ringmaster.parallel.AllReduceAlgorithm;
 import dev.ringmaster.parallel.AllReduceTable;
 import dev.ringmaster.parallel.tcp.TcpWorld;
 import dev.ringmaster.parallel.tcp.TcpWorldConfig;
+import dev.ringmaster.runtime.KernelTuning;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Path;
@@ -18,13 +19,25 @@ public final class CpuNodeBackend implements NodeBackend {
   private final Path dir;
   private final ParallelConfig parallel;
   private final AllReduceAlgorithm algorithm;
+  private final KernelTuning tuning;
   private volatile TcpWorld.Endpoint endpoint;
 
   /**
    * The model in {@code dir}, split as {@code parallel} over all nodes, reducing with {@code
-   * algorithm}.
+   * algorithm}, with the default CPU kernel settings.
    */
   public CpuNodeBackend(Path dir, ParallelConfig parallel, AllReduceAlgorithm algorithm) {
+    this(dir, parallel, algorithm, KernelTuning.defaults());
+  }
+
+  /**
+   * The model in {@code dir}, split as {@code parallel} over all nodes, reducing with {@code
+   * algorithm}; this node's ranks run the CPU kernels as {@code tuning} says ({@code
+   * cpu-vector-bits}, {@code cpu-threads}).
+   */
+  public CpuNodeBackend(
+      Path dir, ParallelConfig parallel, AllReduceAlgorithm algorithm, KernelTuning tuning) {
+    this.tuning = tuning;
     this.dir = dir;
     this.parallel = parallel;
     this.algorithm = algorithm;
@@ -50,7 +63,7 @@ public final class CpuNodeBackend implements NodeBackend {
         TcpWorld.connect(
             endpoint, cfg, layout.nodeRank(), cluster.dataAddresses(), cluster.session());
     try {
-      ParallelCausalLm model = ParallelCausalLm.load(dir, parallel, world);
+      ParallelCausalLm model = ParallelCausalLm.load(dir, parallel, world, tuning);
       return new LocalNode(model, cause -> world.abort(-1, cause), world);
     } catch (RuntimeException | Error e) {
       world.close();

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 class CostedLoopTest {
   @Test
   void firstRunIsSerialOnTheCallerToTimeTheRate() {
-    CostedLoop loop = new CostedLoop();
+    CostedLoop loop = new CostedLoop(CpuKernelContext.shared());
     Set<Thread> seen = ConcurrentHashMap.newKeySet();
     loop.run(16, 1e9, i -> seen.add(Thread.currentThread()));
     assertThat(seen).containsExactly(Thread.currentThread());
@@ -19,7 +19,7 @@ class CostedLoopTest {
 
   @Test
   void runsEveryTaskOnceWhateverTheCost() {
-    CostedLoop loop = new CostedLoop();
+    CostedLoop loop = new CostedLoop(CpuKernelContext.shared());
     for (int round = 0; round < 300; round++) {
       int tasks = 1 + round % 13;
       AtomicIntegerArray runs = new AtomicIntegerArray(tasks);
@@ -32,7 +32,7 @@ class CostedLoopTest {
 
   @Test
   void rethrowsAFailingTask() {
-    CostedLoop loop = new CostedLoop();
+    CostedLoop loop = new CostedLoop(CpuKernelContext.shared());
     assertThatThrownBy(
             () ->
                 loop.run(

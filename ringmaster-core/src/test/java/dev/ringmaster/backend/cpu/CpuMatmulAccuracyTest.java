@@ -6,7 +6,6 @@ import dev.ringmaster.backend.DType;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -38,12 +37,6 @@ class CpuMatmulAccuracyTest {
     {130, 2050, 9},
   };
 
-  @AfterAll
-  static void restoreDefaults() {
-    CpuKernels.setVectorBits(0);
-    CpuKernels.setThreads(Runtime.getRuntime().availableProcessors());
-  }
-
   static List<Arguments> cases() {
     List<Arguments> cases = new ArrayList<>();
     for (int bits : new int[] {128, 256, 512}) {
@@ -59,15 +52,14 @@ class CpuMatmulAccuracyTest {
   @ParameterizedTest(name = "{0} bits {1} {2}x{3} n={4}")
   @MethodSource("cases")
   void matchesDoublePrecisionReference(int bits, DType dtype, int rows, int cols, int n) {
-    CpuKernels.setVectorBits(bits);
-    CpuKernels.setThreads(3);
     int lanes = bits / 32;
-    try (Arena arena = Arena.ofShared()) {
+    try (Arena arena = Arena.ofShared();
+        CpuKernelContext kernels = new CpuKernelContext(bits, 3)) {
       CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 31L * rows + cols);
       float[] x = TestMatrices.randomInputs(n * cols, 7L * n + cols);
       float[] out = new float[n * rows + 3];
       out[n * rows] = 42; // past the end: must stay untouched
-      CpuMatmul.matmul(out, x, n, w);
+      CpuMatmul.matmul(kernels, out, x, n, w);
       for (int t = 0; t < n; t++) {
         for (int r = 0; r < rows; r++) {
           double[] ref = TestMatrices.reference(w, r, x, t * cols);

@@ -8,7 +8,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -19,12 +18,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * tiles that mix up rows or tokens, which a tolerance could hide.
  */
 class CpuMatmulDeterminismTest {
-  @AfterAll
-  static void restoreDefaults() {
-    CpuKernels.setVectorBits(0);
-    CpuKernels.setThreads(Runtime.getRuntime().availableProcessors());
-  }
-
   static Stream<Arguments> dtypesAndWidths() {
     return Stream.of(DType.F32, DType.BF16, DType.F16)
         .flatMap(d -> IntStream.of(128, 256, 512).mapToObj(bits -> Arguments.of(d, bits)));
@@ -33,26 +26,25 @@ class CpuMatmulDeterminismTest {
   @ParameterizedTest
   @MethodSource("dtypesAndWidths")
   void batchAndThreadsDoNotChangeResults(DType dtype, int bits) {
-    CpuKernels.setVectorBits(bits);
     int rows = 203;
     int cols = 1501;
     int n = 23;
-    try (Arena arena = Arena.ofShared()) {
+    try (Arena arena = Arena.ofShared();
+        CpuKernelContext three = new CpuKernelContext(bits, 3);
+        CpuKernelContext single = new CpuKernelContext(bits, 1)) {
       CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 5);
       float[] x = TestMatrices.randomInputs(n * cols, 6);
 
-      CpuKernels.setThreads(3);
       float[] batched = new float[n * rows];
-      CpuMatmul.matmul(batched, x, n, w);
+      CpuMatmul.matmul(three, batched, x, n, w);
 
-      CpuKernels.setThreads(1);
       float[] serial = new float[n * rows];
-      CpuMatmul.matmul(serial, x, n, w);
+      CpuMatmul.matmul(single, serial, x, n, w);
       assertThat(serial).isEqualTo(batched);
 
       for (int t = 0; t < n; t++) {
         float[] one = new float[rows];
-        CpuMatmul.matmul(one, Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, w);
+        CpuMatmul.matmul(three, one, Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, w);
         assertThat(one)
             .as("token %d", t)
             .isEqualTo(Arrays.copyOfRange(batched, t * rows, (t + 1) * rows));
@@ -64,21 +56,20 @@ class CpuMatmulDeterminismTest {
   @ParameterizedTest
   @MethodSource("dtypesAndWidths")
   void gatheredTokenListsMatchSoloProducts(DType dtype, int bits) {
-    CpuKernels.setVectorBits(bits);
-    CpuKernels.setThreads(2);
     int rows = 64;
     int cols = 256;
     int n = 9;
     int[] picked = {7, 0, 3, 8, 5};
-    try (Arena arena = Arena.ofShared()) {
+    try (Arena arena = Arena.ofShared();
+        CpuKernelContext two = new CpuKernelContext(bits, 2)) {
       CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 11);
       float[] x = TestMatrices.randomInputs(n * cols, 12);
       float[] gathered = new float[picked.length * rows];
-      CpuMatmul.matmulMany(List.of(new CpuMatmul.Job(w, x, picked, gathered)));
+      CpuMatmul.matmulMany(two, List.of(new CpuMatmul.Job(w, x, picked, gathered)));
       for (int k = 0; k < picked.length; k++) {
         float[] one = new float[rows];
         int t = picked[k];
-        CpuMatmul.matmul(one, Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, w);
+        CpuMatmul.matmul(two, one, Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, w);
         assertThat(Arrays.copyOfRange(gathered, k * rows, (k + 1) * rows))
             .as("token %d", t)
             .isEqualTo(one);

@@ -6,7 +6,6 @@ import dev.ringmaster.backend.DType;
 import java.lang.foreign.Arena;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -20,12 +19,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * result.
  */
 class CpuMatmulSummationOrderTest {
-  @AfterAll
-  static void restoreDefaults() {
-    CpuKernels.setVectorBits(0);
-    CpuKernels.setThreads(Runtime.getRuntime().availableProcessors());
-  }
-
   static Stream<Arguments> cases() {
     return Stream.of(DType.F32, DType.BF16, DType.F16)
         .flatMap(d -> IntStream.of(128, 256, 512).mapToObj(bits -> Arguments.of(d, bits)));
@@ -34,20 +27,19 @@ class CpuMatmulSummationOrderTest {
   @ParameterizedTest
   @MethodSource("cases")
   void everyTileSumsInTheDocumentedOrder(DType dtype, int bits) {
-    CpuKernels.setVectorBits(bits);
-    CpuKernels.setThreads(1);
     int lanes = bits / 32;
     int rows = 11;
     int cols = 7 * lanes + 3;
-    try (Arena arena = Arena.ofShared()) {
+    try (Arena arena = Arena.ofShared();
+        CpuKernelContext kernels = new CpuKernelContext(bits, 1)) {
       CpuMatrix w = TestMatrices.random(arena, dtype, rows, cols, 17);
       for (int n : new int[] {1, 3, 4, 5, 6, 9}) {
         float[] x = TestMatrices.randomInputs(n * cols, 18 + n);
         float[] out = new float[n * rows];
-        CpuMatmul.matmul(out, x, n, w);
+        CpuMatmul.matmul(kernels, out, x, n, w);
         float[] weights = new float[cols];
         for (int r = 0; r < rows; r++) {
-          CpuMatmul.loadRow(w, r, weights, 0);
+          CpuMatmul.loadRow(kernels, w, r, weights, 0);
           for (int t = 0; t < n; t++) {
             assertThat(out[t * rows + r])
                 .as("%s %d bits, row %d, token %d of %d", dtype, bits, r, t, n)

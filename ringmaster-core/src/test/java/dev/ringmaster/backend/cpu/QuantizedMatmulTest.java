@@ -95,6 +95,7 @@ class QuantizedMatmulTest {
   @ParameterizedTest
   @ValueSource(ints = {1, 3, 9})
   void quantizedMatmulEqualsF32MatmulOnTheDequantizedMatrix(int tokens) {
+    CpuKernelContext kernels = CpuKernelContext.shared();
     try (Arena arena = Arena.ofConfined()) {
       for (CpuMatrix q :
           new CpuMatrix[] {
@@ -114,13 +115,13 @@ class QuantizedMatmulTest {
         float[] x = TestMatrices.randomInputs(tokens * q.cols(), tokens);
         float[] got = new float[tokens * q.rows()];
         float[] want = new float[tokens * q.rows()];
-        CpuMatmul.matmul(got, x, tokens, q);
-        CpuMatmul.matmul(want, x, tokens, plain);
+        CpuMatmul.matmul(kernels, got, x, tokens, q);
+        CpuMatmul.matmul(kernels, want, x, tokens, plain);
         assertThat(got).as("%dx%d %s", q.rows(), q.cols(), q.quant()).containsExactly(want);
         float[] row = new float[q.cols()];
-        CpuMatmul.loadRow(q, q.rows() - 1, row, 0);
+        CpuMatmul.loadRow(kernels, q, q.rows() - 1, row, 0);
         float[] wantRow = new float[q.cols()];
-        CpuMatmul.loadRow(plain, q.rows() - 1, wantRow, 0);
+        CpuMatmul.loadRow(kernels, plain, q.rows() - 1, wantRow, 0);
         assertThat(row).containsExactly(wantRow);
       }
     }

@@ -2,14 +2,13 @@ package dev.ringmaster.model.arch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
 import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.testing.GoldenFixture;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -26,24 +25,21 @@ class BatchInvarianceTest {
     return GoldenFixture.all();
   }
 
-  @AfterAll
-  static void restoreThreads() {
-    CpuKernels.setThreads(Runtime.getRuntime().availableProcessors());
-  }
-
   @ParameterizedTest(name = "{0}")
   @MethodSource("fixtures")
   void aSequenceAloneEqualsItInABatch(GoldenFixture f) {
-    try (CausalLm model = CausalLm.load(f.dir())) {
+    try (CausalLm oneThread =
+            CausalLm.load(f.dir(), KernelTuning.defaults().with("cpu-threads", 1));
+        CausalLm threeThreads =
+            CausalLm.load(f.dir(), KernelTuning.defaults().with("cpu-threads", 3))) {
       int[] prompt = f.promptIds();
-      CpuKernels.setThreads(1);
-      float[][] alone = run(model, new int[][] {prompt})[0];
-      CpuKernels.setThreads(3);
+      float[][] alone = run(oneThread, new int[][] {prompt})[0];
       int[] other = new int[prompt.length + 5];
       for (int i = 0; i < other.length; i++) {
         other[i] = prompt[(i * 7 + 3) % prompt.length];
       }
-      float[][][] batched = run(model, new int[][] {other, prompt, Arrays.copyOf(prompt, 2)});
+      float[][][] batched =
+          run(threeThreads, new int[][] {other, prompt, Arrays.copyOf(prompt, 2)});
       for (int step = 0; step <= DECODE_STEPS; step++) {
         assertThat(batched[1][step]).as("%s, step %d", f, step).isEqualTo(alone[step]);
       }

@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.kernels;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.model.Router;
@@ -57,9 +58,9 @@ class MoeGpuTest {
     float[] x = r.uniform(n * hidden, 1f);
     int[] wantE = new int[n * k];
     float[] wantW = new float[n * k];
-    new Router(cfg, gate, bias).route(x, n, wantE, wantW);
+    new Router(CpuKernelContext.shared(), cfg, gate, bias).route(x, n, wantE, wantW);
     float[] logits = new float[n * e];
-    CpuMatmul.matmul(logits, x, n, gate);
+    CpuMatmul.matmul(CpuKernelContext.shared(), logits, x, n, gate);
     Gpu.run(
         s -> {
           DeviceBuffer ex = s.alloc(4L * n * k);

@@ -1,6 +1,6 @@
 package dev.ringmaster.tools.doctor;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -65,7 +65,7 @@ public record HostFacts(
         System.getProperty("os.arch"),
         model,
         Runtime.getRuntime().availableProcessors(),
-        CpuKernels.preferredVectorBits(),
+        CpuKernelContext.preferredVectorBits(),
         total,
         available,
         Runtime.getRuntime().maxMemory(),

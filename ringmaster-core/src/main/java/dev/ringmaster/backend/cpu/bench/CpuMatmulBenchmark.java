@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.ringmaster.backend.DType;
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.Numerics;
@@ -56,6 +56,7 @@ public final class CpuMatmulBenchmark {
    * @param secondsPerCase timed seconds per case (after a warm-up), at least 5 calls
    * @param bandwidthBufferBytes buffer for the memory bandwidth measure, far above the caches
    * @param includeEmulated also time widths the CPU only emulates
+   * @param threads kernel threads, the calling thread included; 0 for one per core
    */
   public record Options(
       List<Integer> vectorBits,
@@ -64,7 +65,8 @@ public final class CpuMatmulBenchmark {
       List<Integer> tokens,
       double secondsPerCase,
       long bandwidthBufferBytes,
-      boolean includeEmulated) {
+      boolean includeEmulated,
+      int threads) {
     /** bf16 and f32; 4096x4096 and 11008x4096; n = 1 and 8; every width; 1 s per case. */
     public static Options defaults() {
       return new Options(
@@ -74,7 +76,8 @@ public final class CpuMatmulBenchmark {
           List.of(1, 8),
           1.0,
           1L << 30,
-          false);
+          false,
+          0);
     }
   }
 
@@ -125,10 +128,13 @@ public final class CpuMatmulBenchmark {
   /** Runs the benchmark; {@code log} gets one line per case as it finishes (or null). */
   public static Report run(Options options, PrintStream log) {
     int cores = Runtime.getRuntime().availableProcessors();
-    int threads = CpuKernels.threads();
-    int preferred = CpuKernels.preferredVectorBits();
-    int savedBits = CpuKernels.vectorBits();
-    MemoryBandwidth.Result bandwidth = MemoryBandwidth.measure(options.bandwidthBufferBytes(), 5);
+    int preferred = CpuKernelContext.preferredVectorBits();
+    int threads;
+    MemoryBandwidth.Result bandwidth;
+    try (CpuKernelContext kernels = new CpuKernelContext(0, options.threads())) {
+      threads = kernels.threads();
+      bandwidth = MemoryBandwidth.measure(kernels, options.bandwidthBufferBytes(), 5);
+    }
     if (log != null) {
       log.printf(
           Locale.ROOT,
@@ -148,18 +154,17 @@ public final class CpuMatmulBenchmark {
                 + " bits), too slow to time");
       }
     }
-    try {
-      for (DType dtype : options.dtypes()) {
-        for (Shape shape : options.shapes()) {
-          try (Arena arena = Arena.ofShared()) {
-            CpuMatrix w = randomMatrix(arena, dtype, shape);
-            for (int bits : options.vectorBits()) {
-              if (bits > preferred && !options.includeEmulated()) {
-                continue;
-              }
-              CpuKernels.setVectorBits(bits);
+    for (DType dtype : options.dtypes()) {
+      for (Shape shape : options.shapes()) {
+        try (Arena arena = Arena.ofShared()) {
+          CpuMatrix w = randomMatrix(arena, dtype, shape);
+          for (int bits : options.vectorBits()) {
+            if (bits > preferred && !options.includeEmulated()) {
+              continue;
+            }
+            try (CpuKernelContext kernels = new CpuKernelContext(bits, threads)) {
               for (int n : options.tokens()) {
-                double ms = medianMillis(w, n, options.secondsPerCase());
+                double ms = medianMillis(kernels, w, n, options.secondsPerCase());
                 double gbs = w.data().byteSize() / (ms * 1e6);
                 Result r =
                     new Result(
@@ -181,8 +186,6 @@ public final class CpuMatmulBenchmark {
           }
         }
       }
-    } finally {
-      CpuKernels.setVectorBits(savedBits);
     }
     return new Report(
         cores, threads, preferred, bandwidth.allThreads(), bandwidth.oneThread(), results, skipped);
@@ -252,6 +255,7 @@ public final class CpuMatmulBenchmark {
     List<Integer> tokens = d.tokens();
     double seconds = d.secondsPerCase();
     boolean emulated = d.includeEmulated();
+    int threads = d.threads();
     for (int i = 0; i < args.length; i++) {
       String flag = args[i];
       if (flag.equals("--emulated")) {
@@ -269,11 +273,12 @@ public final class CpuMatmulBenchmark {
         case "--shapes" -> shapes = items.stream().map(Shape::parse).toList();
         case "--n" -> tokens = items.stream().map(Integer::parseInt).toList();
         case "--seconds" -> seconds = Double.parseDouble(value);
-        case "--threads" -> CpuKernels.setThreads(Integer.parseInt(value));
+        case "--threads" -> threads = Integer.parseInt(value);
         default -> throw new IllegalArgumentException("unknown flag " + flag);
       }
     }
-    return new Options(bits, dtypes, shapes, tokens, seconds, d.bandwidthBufferBytes(), emulated);
+    return new Options(
+        bits, dtypes, shapes, tokens, seconds, d.bandwidthBufferBytes(), emulated, threads);
   }
 
   private static String row(Result r) {
@@ -289,7 +294,7 @@ public final class CpuMatmulBenchmark {
         100 * r.fractionOfMemoryBandwidth());
   }
 
-  private static double medianMillis(CpuMatrix w, int n, double seconds) {
+  private static double medianMillis(CpuKernelContext kernels, CpuMatrix w, int n, double seconds) {
     float[] x = new float[n * w.cols()];
     SplittableRandom random = new SplittableRandom(n);
     for (int i = 0; i < x.length; i++) {
@@ -298,13 +303,13 @@ public final class CpuMatmulBenchmark {
     float[] out = new float[n * w.rows()];
     long warmUntil = System.nanoTime() + (long) (0.3e9 * Math.max(0.2, seconds));
     for (int i = 0; i < 3 || System.nanoTime() < warmUntil; i++) {
-      CpuMatmul.matmul(out, x, n, w);
+      CpuMatmul.matmul(kernels, out, x, n, w);
     }
     List<Long> times = new ArrayList<>();
     long end = System.nanoTime() + (long) (seconds * 1e9);
     while (times.size() < 5 || System.nanoTime() < end) {
       long start = System.nanoTime();
-      CpuMatmul.matmul(out, x, n, w);
+      CpuMatmul.matmul(kernels, out, x, n, w);
       times.add(System.nanoTime() - start);
     }
     long[] sorted = times.stream().mapToLong(Long::longValue).sorted().toArray();

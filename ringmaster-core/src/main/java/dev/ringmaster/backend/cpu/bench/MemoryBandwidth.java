@@ -1,6 +1,6 @@
 package dev.ringmaster.backend.cpu.bench;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
@@ -11,7 +11,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Measures memory read bandwidth the way a matmul sees it: a vectorised sum of a native buffer much
- * larger than the caches, split over the {@link CpuKernels} threads.
+ * larger than the caches, split over the threads of a {@link CpuKernelContext}.
  */
 public final class MemoryBandwidth {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
@@ -28,19 +28,19 @@ public final class MemoryBandwidth {
   public record Result(double allThreads, double oneThread, long bufferBytes) {}
 
   /** Sums a buffer of {@code bufferBytes} {@code repeats} times per mode; keeps the best time. */
-  public static Result measure(long bufferBytes, int repeats) {
+  public static Result measure(CpuKernelContext kernels, long bufferBytes, int repeats) {
     long bytes = bufferBytes / 4096 * 4096;
     try (Arena arena = Arena.ofShared()) {
       MemorySegment buffer = arena.allocate(bytes, 64);
       buffer.fill((byte) 1); // touch every page before timing
-      int tasks = CpuKernels.threads() * 4;
+      int tasks = kernels.threads() * 4;
       long slice = bytes / tasks / 64 * 64;
       DoubleAdder sink = new DoubleAdder();
       double all = 0;
       double one = 0;
       for (int i = 0; i < repeats; i++) {
         long start = System.nanoTime();
-        CpuKernels.parallelFor(
+        kernels.parallelFor(
             tasks, t -> sink.add(sum(buffer, t * slice, t == tasks - 1 ? bytes : (t + 1) * slice)));
         all = Math.max(all, bytes / (double) (System.nanoTime() - start));
         start = System.nanoTime();

@@ -1,7 +1,5 @@
 package dev.ringmaster.backend.cpu.model;
 
-import dev.ringmaster.backend.cpu.CpuKernels;
-
 /**
  * How the (token, head) pairs of one attention call, numbered {@code token * heads + head}, are
  * grouped into parallel tasks: by heads when there are few tokens (decode: one pair per task, so
@@ -16,9 +14,9 @@ record AttentionSplit(int perTask, int pairs) {
   /** Tokens per thread from which whole tokens are tasks. */
   private static final int TOKENS_PER_THREAD_FOR_TOKEN_TASKS = 2;
 
-  /** The split of {@code tokens} tokens of {@code heads} heads over the kernels' threads. */
-  static AttentionSplit of(int tokens, int heads) {
-    boolean byToken = tokens >= TOKENS_PER_THREAD_FOR_TOKEN_TASKS * CpuKernels.threads();
+  /** The split of {@code tokens} tokens of {@code heads} heads over {@code threads} threads. */
+  static AttentionSplit of(int tokens, int heads, int threads) {
+    boolean byToken = tokens >= TOKENS_PER_THREAD_FOR_TOKEN_TASKS * threads;
     return new AttentionSplit(byToken ? heads : 1, tokens * heads);
   }
 

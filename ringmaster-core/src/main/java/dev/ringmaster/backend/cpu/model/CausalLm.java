@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.arch.DecoderModel;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.arch.ShardPlan;
@@ -9,6 +10,7 @@ import dev.ringmaster.model.ops.ModelWeights;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.HiddenLogits;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.NextnLayer;
@@ -21,7 +23,9 @@ import java.util.Optional;
  * A causal language model on the CPU backend, or one tensor-parallel rank of it: the model's {@link
  * DecoderModel} run over {@link CpuModelOps}. Weights stay memory-mapped in their disk format
  * (row-parallel shards are copied); compute is f32. A rank holds a contiguous slice of the
- * vocabulary for the embedding and the LM head (vocab-parallel).
+ * vocabulary for the embedding and the LM head (vocab-parallel). Its kernels run with the vector
+ * width and thread pool of the {@link CpuKernelContext} it was loaded with; a context made from a
+ * {@link KernelTuning} at load is the model's and closes with it.
  */
 public final class CausalLm implements LanguageModel {
   private final ModelConfig cfg;
@@ -32,6 +36,7 @@ public final class CausalLm implements LanguageModel {
   private final CpuModelOps.Blocks blocks;
   private final RankContext rank;
   private final CpuNextnLayer nextn;
+  private final CpuKernelContext ownedKernels;
 
   private CausalLm(
       ModelConfig cfg,
@@ -40,31 +45,64 @@ public final class CausalLm implements LanguageModel {
       DecoderModel model,
       ModelWeights<CpuTensor> weights,
       RankContext rank,
-      CpuNextnLayer nextn) {
+      CpuNextnLayer nextn,
+      CpuKernelContext kernels,
+      CpuKernelContext ownedKernels) {
     this.cfg = cfg;
     this.store = store;
     this.shardCopies = shardCopies;
     this.model = model;
     this.weights = weights;
     this.rank = rank;
-    this.blocks = new CpuModelOps.Blocks(cfg, rank, weights);
+    this.blocks = new CpuModelOps.Blocks(cfg, rank, weights, kernels);
     this.nextn = nextn;
+    this.ownedKernels = ownedKernels;
   }
 
-  /** Loads a model directory (config.json and safetensors weights) on one rank. */
+  /**
+   * Loads a model directory (config.json and safetensors weights) on one rank, on the {@linkplain
+   * CpuKernelContext#shared() shared} kernel context.
+   */
   public static CausalLm load(Path dir) {
     return load(dir, RankContext.single());
   }
 
-  /** Loads this rank's shard of a model directory. */
+  /**
+   * Loads a model directory on one rank with the CPU kernel settings of {@code tuning} ({@code
+   * cpu-vector-bits}, {@code cpu-threads}); a thread pool made for them closes with the model.
+   */
+  public static CausalLm load(Path dir, KernelTuning tuning) {
+    CpuKernelContext kernels = CpuKernelContext.of(tuning);
+    try {
+      return load(dir, RankContext.single(), kernels, kernels);
+    } catch (RuntimeException | Error e) {
+      kernels.close();
+      throw e;
+    }
+  }
+
+  /** Loads this rank's shard of a model directory on the shared kernel context. */
   public static CausalLm load(Path dir, RankContext rank) {
+    return load(dir, rank, CpuKernelContext.shared());
+  }
+
+  /**
+   * Loads this rank's shard of a model directory, its kernels running on {@code kernels}, which the
+   * caller keeps and closes after the model.
+   */
+  public static CausalLm load(Path dir, RankContext rank, CpuKernelContext kernels) {
+    return load(dir, rank, kernels, null);
+  }
+
+  private static CausalLm load(
+      Path dir, RankContext rank, CpuKernelContext kernels, CpuKernelContext owned) {
     ModelConfig cfg = ModelConfigParser.parse(dir);
     ShardPlan.check(cfg, rank.parallel());
     WeightStore store = WeightStore.open(dir);
     Arena copies = Arena.ofShared();
     try {
       DecoderModel model = DecoderModel.of(cfg);
-      CpuWeightSource src = new CpuWeightSource(store, cfg.quantization(), copies);
+      CpuWeightSource src = new CpuWeightSource(store, cfg.quantization(), copies, kernels);
       ModelWeights<CpuTensor> weights;
       try (Progress p =
           rank.rank() == 0 ? Progress.start("loading layers", cfg.numLayers(), "layers") : null) {
@@ -74,9 +112,9 @@ public final class CausalLm implements LanguageModel {
       // often keep num_nextn_predict_layers without the weights).
       CpuNextnLayer nextn =
           cfg.numNextnPredictLayers() > 0 && rank.size() == 1 && src.contains(model.mtpMarker(0))
-              ? new CpuNextnLayer(cfg, model, weights, model.loadMtp(src, rank, 0))
+              ? new CpuNextnLayer(cfg, model, weights, model.loadMtp(src, rank, 0), kernels)
               : null;
-      return new CausalLm(cfg, store, copies, model, weights, rank, nextn);
+      return new CausalLm(cfg, store, copies, model, weights, rank, nextn, kernels, owned);
     } catch (RuntimeException e) {
       copies.close();
       store.close();
@@ -188,5 +226,8 @@ public final class CausalLm implements LanguageModel {
   public void close() {
     shardCopies.close();
     store.close();
+    if (ownedKernels != null) {
+      ownedKernels.close();
+    }
   }
 }

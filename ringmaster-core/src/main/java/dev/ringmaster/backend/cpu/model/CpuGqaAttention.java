@@ -1,6 +1,7 @@
 package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CostedLoop;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -21,10 +22,17 @@ final class CpuGqaAttention {
   private final float scale;
 
   /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
-  private final CostedLoop pairs = new CostedLoop();
+  private final CostedLoop pairs;
 
-  /** The attention of a rank holding {@code heads} query heads sharing {@code kvHeads} KV heads. */
-  CpuGqaAttention(int heads, int kvHeads, int headDim, RopeTable rope) {
+  private final int threads;
+
+  /**
+   * The attention of a rank holding {@code heads} query heads sharing {@code kvHeads} KV heads, run
+   * on {@code kernels}' threads.
+   */
+  CpuGqaAttention(CpuKernelContext kernels, int heads, int kvHeads, int headDim, RopeTable rope) {
+    this.pairs = new CostedLoop(kernels);
+    this.threads = kernels.threads();
     this.heads = heads;
     this.kvHeads = kvHeads;
     this.headDim = headDim;
@@ -55,7 +63,7 @@ final class CpuGqaAttention {
     float[] attn = new float[t * heads * headDim];
     int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int group = heads / kvHeads;
-    AttentionSplit split = AttentionSplit.of(t, heads);
+    AttentionSplit split = AttentionSplit.of(t, heads, threads);
     double positions = 0;
     for (int i = 0; i < t; i++) {
       positions += layout.positions()[i] + 1;

@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
@@ -8,7 +9,6 @@ import dev.ringmaster.model.ops.IndexerWeights;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import java.util.Arrays;
-import java.util.stream.IntStream;
 
 /**
  * The CPU's lightning indexer (DeepSeek Sparse Attention), as transformers 5.18 computes it: query
@@ -17,12 +17,13 @@ import java.util.stream.IntStream;
  * weights_proj(x) / sqrt(heads)}, and the score of position {@code t} for a query {@code I[t] =
  * sum_h w[h] * relu(q[h] . k[t] / sqrt(index_head_dim))}. A query keeps the {@code index_topk}
  * best-scoring positions up to its own (ties: the earlier position), or every position when there
- * are no more than that.
+ * are no more than that. Tokens select on the model's kernel threads.
  */
 final class CpuIndexer {
   /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
   private static final double K_NORM_EPS = 1e-6;
 
+  private final CpuKernelContext kernels;
   private final RopeTable rope;
   private final int heads;
   private final int dim;
@@ -30,7 +31,8 @@ final class CpuIndexer {
   private final float scoreScale;
   private final float headScale;
 
-  CpuIndexer(ModelConfig cfg) {
+  CpuIndexer(CpuKernelContext kernels, ModelConfig cfg) {
+    this.kernels = kernels;
     SparseAttentionConfig dsa = cfg.sparseAttention();
     this.rope =
         new RopeTable(cfg.rope().withInterleaved(dsa.ropeInterleaved()), cfg.qkRopeHeadDim());
@@ -75,16 +77,15 @@ final class CpuIndexer {
     CpuTensor.linear(w.weightsProj()).apply(headWeights, x, t);
     int[] seqOf = CpuMlaAttention.seqOfToken(layout);
     int[][] selected = new int[t][];
-    IntStream.range(0, t)
-        .parallel()
-        .forEach(
-            i -> {
-              int len = layout.positions()[i] + 1;
-              if (len > topK) {
-                float[] scores = scores(q, headWeights, i, caches[seqOf[i]].c(layer), len);
-                selected[i] = topK(scores, topK);
-              }
-            });
+    kernels.parallelFor(
+        t,
+        i -> {
+          int len = layout.positions()[i] + 1;
+          if (len > topK) {
+            float[] scores = scores(q, headWeights, i, caches[seqOf[i]].c(layer), len);
+            selected[i] = topK(scores, topK);
+          }
+        });
     return selected;
   }
 

@@ -1,6 +1,7 @@
 package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CostedLoop;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
@@ -33,10 +34,14 @@ final class CpuMlaAttention {
   private final float scale;
 
   /** Decides per call whether the (token, head) pairs are worth the pool's threads. */
-  private final CostedLoop pairs = new CostedLoop();
+  private final CostedLoop pairs;
 
-  /** The attention of a rank holding {@code heads} of the model's heads. */
-  CpuMlaAttention(ModelConfig cfg, int heads, RopeTable rope) {
+  private final int threads;
+
+  /** The attention of a rank holding {@code heads} of the model's heads, on {@code kernels}. */
+  CpuMlaAttention(CpuKernelContext kernels, ModelConfig cfg, int heads, RopeTable rope) {
+    this.pairs = new CostedLoop(kernels);
+    this.threads = kernels.threads();
     this.rope = rope;
     this.heads = heads;
     this.nope = cfg.qkNopeHeadDim();
@@ -83,7 +88,7 @@ final class CpuMlaAttention {
     KvCache.storeNewTokens(layout, caches, layer, kva, kvaWidth, 0, kva, kvaWidth, kvLora);
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
-    AttentionSplit split = AttentionSplit.of(t, heads);
+    AttentionSplit split = AttentionSplit.of(t, heads, threads);
     pairs.run(
         split.tasks(),
         cost(layout, selected),

@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.model.arch.ParallelConfig;
@@ -33,23 +34,27 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
   static final class Blocks {
     private final ModelConfig cfg;
     private final RankContext rank;
+    private final CpuKernelContext kernels;
     private final CpuMlaAttention mla;
     private final CpuGqaAttention gqa;
     private final CpuIndexer indexer;
     private final CpuMoe[] moe;
 
-    /** The blocks over the weights {@code w} of rank {@code rank}. */
-    Blocks(ModelConfig cfg, RankContext rank, ModelWeights<CpuTensor> w) {
+    /** The blocks over the weights {@code w} of rank {@code rank}, run on {@code kernels}. */
+    Blocks(ModelConfig cfg, RankContext rank, ModelWeights<CpuTensor> w, CpuKernelContext kernels) {
       this.cfg = cfg;
       this.rank = rank;
+      this.kernels = kernels;
       RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
       int heads = rank.share(cfg.numHeads());
-      this.mla = cfg.architecture().usesMla() ? new CpuMlaAttention(cfg, heads, rope) : null;
-      this.indexer = cfg.sparseAttention() == null ? null : new CpuIndexer(cfg);
+      this.mla =
+          cfg.architecture().usesMla() ? new CpuMlaAttention(kernels, cfg, heads, rope) : null;
+      this.indexer = cfg.sparseAttention() == null ? null : new CpuIndexer(kernels, cfg);
       this.gqa =
           cfg.architecture().usesMla()
               ? null
-              : new CpuGqaAttention(heads, rank.share(cfg.numKvHeads()), cfg.headDim(), rope);
+              : new CpuGqaAttention(
+                  kernels, heads, rank.share(cfg.numKvHeads()), cfg.headDim(), rope);
       List<LayerWeights<CpuTensor>> layers = w.layers();
       this.moe = new CpuMoe[layers.size()];
       for (int l = 0; l < moe.length; l++) {
@@ -65,11 +70,13 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       CpuTensor.Experts experts = (CpuTensor.Experts) w.experts();
       Router router =
           new Router(
+              kernels,
               m,
               CpuTensor.linear(w.router()).weight(),
               w.scoreBias() == null ? null : CpuTensor.vector(w.scoreBias()));
       boolean a2a = par.a2a() == ParallelConfig.MoeA2aBackend.ALL_TO_ALL && rank.size() > 1;
       return new CpuMoe(
+          kernels,
           router,
           experts.experts(),
           par.expertParallel() ? par.placementFor(m.numExperts()) : null,
@@ -177,7 +184,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       }
       // Vocab-parallel: the rank owning the row contributes it, the others zeros; then allreduce.
       if (id >= v0 && id < v0 + vn) {
-        CpuMatmul.loadRow(embed.weight(), id - v0, out, t * h);
+        CpuMatmul.loadRow(blocks.kernels, embed.weight(), id - v0, out, t * h);
       }
     }
     rank.allReduce(out, n * h);
@@ -303,7 +310,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
     int vocab = cfg.vocabSize();
     int vn = lm.out();
     float[] local = new float[rows * vn];
-    CpuMatmul.matmul(local, sel, rows, lm.weight());
+    CpuMatmul.matmul(blocks.kernels, local, sel, rows, lm.weight());
     if (rank.size() == 1) {
       logits = local;
       return;

@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
 import dev.ringmaster.model.arch.ExpertPlacement;
@@ -29,10 +30,12 @@ final class CpuMoe {
   private final int topK;
   private final int hidden;
   private final RankContext a2a;
+  private final CpuKernelContext kernels;
 
   /**
    * Creates the layer.
    *
+   * @param kernels the vector width and threads the experts' products run with
    * @param router the router over all experts
    * @param experts the experts held here: all of them in id order when {@code placement} is null,
    *     else this rank's experts in the placement's local order
@@ -44,6 +47,7 @@ final class CpuMoe {
    * @param a2a the rank context when tokens are dispatched by all-to-all, else null
    */
   CpuMoe(
+      CpuKernelContext kernels,
       Router router,
       DenseMlp[] experts,
       ExpertPlacement placement,
@@ -52,6 +56,7 @@ final class CpuMoe {
       int topK,
       int hidden,
       RankContext a2a) {
+    this.kernels = kernels;
     this.router = router;
     this.experts = experts;
     this.placement = placement;
@@ -166,7 +171,7 @@ final class CpuMoe {
       jobs.add(CpuMatmul.Job.of(shared.gate().weight(), x, n, sharedGate));
       jobs.add(CpuMatmul.Job.of(shared.up().weight(), x, n, sharedUp));
     }
-    CpuMatmul.matmulMany(jobs);
+    CpuMatmul.matmulMany(kernels, jobs);
     jobs.clear();
     if (sharedOut != null) {
       CpuOps.siluMul(sharedGate, sharedGate, sharedUp, n * shared.gate().out());
@@ -180,7 +185,7 @@ final class CpuMoe {
       down[a] = new float[m * hidden];
       jobs.add(CpuMatmul.Job.of(mlp.down().weight(), gate[a], m, down[a]));
     }
-    CpuMatmul.matmulMany(jobs);
+    CpuMatmul.matmulMany(kernels, jobs);
     float[][] result = new float[n * topK][];
     for (int a = 0; a < active.size(); a++) {
       int first = count[active.get(a)];

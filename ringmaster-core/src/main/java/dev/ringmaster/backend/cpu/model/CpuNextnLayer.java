@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.arch.DecoderModel;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.config.ModelConfig;
@@ -29,14 +30,15 @@ final class CpuNextnLayer implements NextnLayer {
       ModelConfig cfg,
       DecoderModel model,
       ModelWeights<CpuTensor> target,
-      MtpWeights<CpuTensor> mtp) {
+      MtpWeights<CpuTensor> mtp,
+      CpuKernelContext kernels) {
     this.cfg = cfg;
     this.model = model;
     this.mtp = mtp;
     this.asModel =
         new ModelWeights<>(
             target.embed(), List.of(mtp.layer()), mtp.sharedHeadNorm(), target.lmHead());
-    this.blocks = new CpuModelOps.Blocks(cfg, RankContext.single(), asModel);
+    this.blocks = new CpuModelOps.Blocks(cfg, RankContext.single(), asModel, kernels);
   }
 
   @Override

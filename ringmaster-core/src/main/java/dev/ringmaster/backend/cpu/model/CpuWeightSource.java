@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.ops.ExpertTensors;
 import dev.ringmaster.model.ops.WeightSource;
@@ -15,8 +16,9 @@ import java.lang.foreign.Arena;
 final class CpuWeightSource implements WeightSource<CpuTensor> {
   private final WeightReader w;
 
-  CpuWeightSource(WeightStore store, QuantizationConfig quantization, Arena copies) {
-    this.w = new WeightReader(store, quantization, copies);
+  CpuWeightSource(
+      WeightStore store, QuantizationConfig quantization, Arena copies, CpuKernelContext kernels) {
+    this.w = new WeightReader(store, quantization, copies, kernels);
   }
 
   @Override
@@ -73,15 +75,15 @@ final class CpuWeightSource implements WeightSource<CpuTensor> {
       if (fused) {
         experts[k] =
             new DenseMlp(
-                new Linear(w.slice3d(t.fusedGateUp(), gu, id, i0, in), null),
-                new Linear(w.slice3d(t.fusedGateUp(), gu, id, inter + i0, in), null),
-                new Linear(w.slice3dCols(t.fusedDown(), dn, id, i0, in), null));
+                w.linear(w.slice3d(t.fusedGateUp(), gu, id, i0, in)),
+                w.linear(w.slice3d(t.fusedGateUp(), gu, id, inter + i0, in)),
+                w.linear(w.slice3dCols(t.fusedDown(), dn, id, i0, in)));
       } else {
         experts[k] =
             new DenseMlp(
-                new Linear(w.matrixRows(t.gate(id), inter, hidden, i0, in), null),
-                new Linear(w.matrixRows(t.up(id), inter, hidden, i0, in), null),
-                new Linear(w.matrixCols(t.down(id), hidden, inter, i0, in), null));
+                w.linear(w.matrixRows(t.gate(id), inter, hidden, i0, in)),
+                w.linear(w.matrixRows(t.up(id), inter, hidden, i0, in)),
+                w.linear(w.matrixCols(t.down(id), hidden, inter, i0, in)));
       }
     }
     return new CpuTensor.Experts(ids, experts);

@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import java.util.List;
@@ -9,8 +10,9 @@ import java.util.List;
  *
  * @param weight the weight matrix (rows = out features)
  * @param bias the bias, or null
+ * @param kernels the vector width and threads its products run with (the model's)
  */
-public record Linear(CpuMatrix weight, float[] bias) {
+public record Linear(CpuMatrix weight, float[] bias, CpuKernelContext kernels) {
   /** Output features. */
   public int out() {
     return weight.rows();
@@ -23,17 +25,19 @@ public record Linear(CpuMatrix weight, float[] bias) {
 
   /** {@code out[n, out] = x[n, in] · W^T + b}. */
   public void apply(float[] out, float[] x, int n) {
-    CpuMatmul.matmul(out, x, n, weight);
+    CpuMatmul.matmul(kernels, out, x, n, weight);
     addBias(out, n);
   }
 
   /**
    * {@link #apply} of two linears to the same {@code x} as one parallel region (gate and up, or the
    * query and KV down-projections): one thread hand-off instead of two, and enough rows to be worth
-   * both cores at batch 1. The results are those of two {@code apply} calls.
+   * both cores at batch 1, on {@code a}'s kernels. The results are those of two {@code apply}
+   * calls.
    */
   public static void applyBoth(Linear a, float[] outA, Linear b, float[] outB, float[] x, int n) {
     CpuMatmul.matmulMany(
+        a.kernels,
         List.of(CpuMatmul.Job.of(a.weight, x, n, outA), CpuMatmul.Job.of(b.weight, x, n, outB)));
     a.addBias(outA, n);
     b.addBias(outB, n);

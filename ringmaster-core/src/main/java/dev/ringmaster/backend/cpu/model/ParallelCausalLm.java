@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.arch.ShardPlan;
@@ -13,6 +14,7 @@ import dev.ringmaster.parallel.ProcessGroup;
 import dev.ringmaster.parallel.WorldFailure;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.CollectiveReporting;
+import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.runtime.ranks.FailurePolicy;
@@ -35,30 +37,77 @@ import java.util.List;
  * <p>The ranks run on a {@link RankGroup} with a platform thread per local rank, kept for the
  * model's life; a rank that fails aborts the world, so the others wake from their collectives, and
  * the step throws a {@link dev.ringmaster.parallel.CollectiveException} naming the first failure.
+ * All local ranks share one {@link CpuKernelContext} (one thread pool for the machine's cores).
  */
 public final class ParallelCausalLm implements LanguageModel, CollectiveReporting {
   private final LocalRanks world;
   private final RankGroup group;
   private final List<CausalLm> ranks;
+  private final CpuKernelContext ownedKernels;
 
-  private ParallelCausalLm(LocalRanks world, RankGroup group, List<CausalLm> ranks) {
+  private ParallelCausalLm(
+      LocalRanks world, RankGroup group, List<CausalLm> ranks, CpuKernelContext ownedKernels) {
     this.world = world;
     this.group = group;
     this.ranks = ranks;
+    this.ownedKernels = ownedKernels;
   }
 
-  /** Loads every rank's shard of {@code dir} onto in-process ranks, in parallel. */
+  /**
+   * Loads every rank's shard of {@code dir} onto in-process ranks, in parallel, on the {@linkplain
+   * CpuKernelContext#shared() shared} kernel context.
+   */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, AllReduceAlgorithm algo) {
+    return load(dir, parallel, algo, KernelTuning.defaults());
+  }
+
+  /**
+   * Loads every rank's shard of {@code dir} onto in-process ranks, in parallel, with the CPU kernel
+   * settings of {@code tuning}; a thread pool made for them closes with the model.
+   */
+  public static ParallelCausalLm load(
+      Path dir, ParallelConfig parallel, AllReduceAlgorithm algo, KernelTuning tuning) {
     // Fail on indivisible dimensions (or a bad model directory) before starting any rank.
     ShardPlan.check(ModelConfigParser.parse(dir), parallel);
-    return load(dir, parallel, LocalWorld.create(parallel.tpSize(), algo));
+    CpuKernelContext kernels = CpuKernelContext.of(tuning);
+    try {
+      return load(dir, parallel, LocalWorld.create(parallel.tpSize(), algo), kernels, kernels);
+    } catch (RuntimeException | Error e) {
+      kernels.close();
+      throw e;
+    }
   }
 
   /**
    * Loads the shards of {@code dir} that {@code local}'s ranks hold (their global ranks in a world
-   * of {@code parallel.tpSize()}), in parallel, each on the thread that will run its steps.
+   * of {@code parallel.tpSize()}), in parallel, each on the thread that will run its steps, on the
+   * shared kernel context.
    */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, LocalRanks local) {
+    return load(dir, parallel, local, CpuKernelContext.shared(), null);
+  }
+
+  /**
+   * {@link #load(Path, ParallelConfig, LocalRanks)} with the CPU kernel settings of {@code tuning};
+   * a thread pool made for them closes with the model.
+   */
+  public static ParallelCausalLm load(
+      Path dir, ParallelConfig parallel, LocalRanks local, KernelTuning tuning) {
+    CpuKernelContext kernels = CpuKernelContext.of(tuning);
+    try {
+      return load(dir, parallel, local, kernels, kernels);
+    } catch (RuntimeException | Error e) {
+      kernels.close();
+      throw e;
+    }
+  }
+
+  private static ParallelCausalLm load(
+      Path dir,
+      ParallelConfig parallel,
+      LocalRanks local,
+      CpuKernelContext kernels,
+      CpuKernelContext owned) {
     ShardPlan.check(ModelConfigParser.parse(dir), parallel);
     List<ProcessGroup> groups = local.groups();
     for (int i = 0; i < groups.size(); i++) {
@@ -81,9 +130,9 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
           group.all(
               r -> {
                 ProcessGroup g = groups.get(r);
-                return CausalLm.load(dir, new RankContext(g.rank(), parallel, g));
+                return CausalLm.load(dir, new RankContext(g.rank(), parallel, g), kernels);
               });
-      return new ParallelCausalLm(local, group, ranks);
+      return new ParallelCausalLm(local, group, ranks, owned);
     } catch (RuntimeException | Error e) {
       group.close();
       throw e;
@@ -189,6 +238,9 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
       }
     } finally {
       group.close();
+      if (ownedKernels != null) {
+        ownedKernels.close();
+      }
     }
   }
 }

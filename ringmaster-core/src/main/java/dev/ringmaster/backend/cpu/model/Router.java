@@ -1,5 +1,6 @@
 package dev.ringmaster.backend.cpu.model;
 
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.CpuOps;
@@ -15,9 +16,14 @@ public final class Router {
   private final MoeConfig cfg;
   private final CpuMatrix gate;
   private final float[] correctionBias;
+  private final CpuKernelContext kernels;
 
-  /** A router with gate weight {@code [experts, hidden]} and optional correction bias. */
-  public Router(MoeConfig cfg, CpuMatrix gate, float[] correctionBias) {
+  /**
+   * A router with gate weight {@code [experts, hidden]} and optional correction bias, whose logits
+   * are computed on {@code kernels}.
+   */
+  public Router(CpuKernelContext kernels, MoeConfig cfg, CpuMatrix gate, float[] correctionBias) {
+    this.kernels = kernels;
     this.cfg = cfg;
     this.gate = gate;
     this.correctionBias = correctionBias;
@@ -35,7 +41,7 @@ public final class Router {
     int e = cfg.numExperts();
     int k = cfg.topK();
     float[] logits = new float[n * e];
-    CpuMatmul.matmul(logits, x, n, gate);
+    CpuMatmul.matmul(kernels, logits, x, n, gate);
     float[] scores = new float[e];
     float[] choice = new float[e];
     for (int t = 0; t < n; t++) {

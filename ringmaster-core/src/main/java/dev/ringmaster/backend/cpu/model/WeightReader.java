@@ -1,6 +1,7 @@
 package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.Dequantizer;
 import dev.ringmaster.backend.cpu.Numerics;
@@ -22,13 +23,16 @@ final class WeightReader {
   private final WeightStore store;
   private final QuantizationConfig quantization;
   private final Arena copies;
+  private final CpuKernelContext kernels;
 
   /**
    * A reader over {@code store} quantized as {@code quantization} says; column slices (row-parallel
    * shards) are not contiguous in the file and are copied into {@code copies}, which the model
-   * owns.
+   * owns. Its linears run on {@code kernels}.
    */
-  WeightReader(WeightStore store, QuantizationConfig quantization, Arena copies) {
+  WeightReader(
+      WeightStore store, QuantizationConfig quantization, Arena copies, CpuKernelContext kernels) {
+    this.kernels = kernels;
     this.store = store;
     this.quantization = quantization;
     this.copies = copies;
@@ -36,6 +40,11 @@ final class WeightReader {
 
   private QuantizedTensor quantized(String name, int rows, int cols) {
     return QuantizedTensors.find(store, quantization, name, rows, cols);
+  }
+
+  /** A bias-free linear over {@code w}, on this reader's kernels. */
+  Linear linear(CpuMatrix w) {
+    return new Linear(w, null, kernels);
   }
 
   WeightStore store() {
@@ -88,7 +97,7 @@ final class WeightReader {
     CpuMatrix w = matrixRows(prefix + ".weight", out, in, o0, on);
     float[] b =
         bias ? java.util.Arrays.copyOfRange(vector(prefix + ".bias", out), o0, o0 + on) : null;
-    return new Linear(w, b);
+    return new Linear(w, b, kernels);
   }
 
   /**
@@ -97,7 +106,7 @@ final class WeightReader {
    */
   Linear linearCols(String prefix, int out, int inTotal, int i0, int inShare, boolean biasHere) {
     CpuMatrix w = matrixCols(prefix + ".weight", out, inTotal, i0, inShare);
-    return new Linear(w, biasHere ? vector(prefix + ".bias", out) : null);
+    return new Linear(w, biasHere ? vector(prefix + ".bias", out) : null, kernels);
   }
 
   /** Columns of one expert slice of a fused 3D tensor {@code [E, rows, cols]}, copied. */
@@ -114,7 +123,7 @@ final class WeightReader {
   Linear linear(String prefix, int out, int in, boolean bias) {
     CpuMatrix w = matrix(prefix + ".weight", out, in);
     float[] b = bias ? vector(prefix + ".bias", out) : null;
-    return new Linear(w, b);
+    return new Linear(w, b, kernels);
   }
 
   /** A linear whose bias is used when present in the checkpoint. */

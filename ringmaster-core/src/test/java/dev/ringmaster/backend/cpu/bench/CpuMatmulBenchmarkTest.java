@@ -3,7 +3,7 @@ package dev.ringmaster.backend.cpu.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.DType;
-import dev.ringmaster.backend.cpu.CpuKernels;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 class CpuMatmulBenchmarkTest {
   @Test
   void reportsEveryCaseAsTableAndJson() {
-    int nativeBits = CpuKernels.preferredVectorBits();
+    int nativeBits = CpuKernelContext.preferredVectorBits();
     CpuMatmulBenchmark.Options options =
         new CpuMatmulBenchmark.Options(
             List.of(128, nativeBits),
@@ -20,10 +20,13 @@ class CpuMatmulBenchmarkTest {
             List.of(1, 3),
             0.01,
             64L << 20,
-            false);
+            false,
+            2);
     CpuMatmulBenchmark.Report report = CpuMatmulBenchmark.run(options, null);
     int widths = nativeBits == 128 ? 1 : 2;
     assertThat(report.results()).hasSize(widths * 2 * 2);
+    assertThat(report.threads()).isEqualTo(2);
+    assertThat(report.results()).allSatisfy(r -> assertThat(r.threads()).isEqualTo(2));
     assertThat(report.memoryBandwidthGbPerSecond()).isPositive();
     assertThat(report.results())
         .allSatisfy(
@@ -43,8 +46,18 @@ class CpuMatmulBenchmarkTest {
     CpuMatmulBenchmark.Options o =
         CpuMatmulBenchmark.parse(
             new String[] {
-              "--bits", "128,256", "--dtypes", "f16", "--n", "1,2", "--shapes", "8x16"
+              "--bits",
+              "128,256",
+              "--dtypes",
+              "f16",
+              "--n",
+              "1,2",
+              "--shapes",
+              "8x16",
+              "--threads",
+              "3"
             });
+    assertThat(o.threads()).isEqualTo(3);
     assertThat(o.vectorBits()).containsExactly(128, 256);
     assertThat(o.dtypes()).containsExactly(DType.F16);
     assertThat(o.tokens()).containsExactly(1, 2);

@@ -3,6 +3,7 @@ package dev.ringmaster.backend.cpu.model;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.DType;
+import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,11 +15,12 @@ import org.junit.jupiter.api.Test;
 class LinearPairTest {
   @Test
   void applyBothMatchesTwoApplyCallsBitForBit() {
-    try (Arena arena = Arena.ofShared()) {
+    try (Arena arena = Arena.ofShared();
+        CpuKernelContext kernels = new CpuKernelContext(0, 2)) {
       SplittableRandom random = new SplittableRandom(7);
       int in = 256;
-      Linear a = new Linear(matrix(arena, random, 768, in), null);
-      Linear b = new Linear(matrix(arena, random, 80, in), floats(random, 80));
+      Linear a = new Linear(matrix(arena, random, 768, in), null, kernels);
+      Linear b = new Linear(matrix(arena, random, 80, in), floats(random, 80), kernels);
       for (int n : new int[] {1, 4, 16}) {
         float[] x = floats(random, n * in);
         float[] aOne = new float[n * a.out()];
