@@ -1,6 +1,7 @@
 package dev.ringmaster.engine.constraint;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -20,7 +21,10 @@ import java.util.Set;
  * {@code minItems} and {@code maxItems}, {@code enum}, {@code const}, {@code anyOf}, {@code oneOf},
  * a one-element {@code allOf}, and local non-recursive {@code $ref}s. A schema without a type
  * accepts any JSON value nested at most {@value #ANY_DEPTH} deep. Any other keyword is refused with
- * an {@link UnsupportedConstraintException} naming it.
+ * an {@link UnsupportedConstraintException} naming it, and so is a keyword the subset would drop:
+ * one beside {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code
+ * allOf} (but a {@code type} all enum / const values have), and a string's second kind of bound
+ * ({@code format}, {@code pattern} and the length bounds exclude each other).
  */
 final class JsonSchemaCompiler {
   /** Nesting depth of objects and arrays a schema-free value may have. */
@@ -67,19 +71,34 @@ final class JsonSchemaCompiler {
   private static final String CHAR =
       "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]"
           + "|\\\\u([0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
+  private static final List<String> EXCLUSIVE =
+      List.of("$ref", "const", "enum", "anyOf", "oneOf", "allOf");
   private static final RegexNode WS = new RegexNode.Repeat(RegexNode.ofByte(' '), 0, 1);
   private static final RegexNode STRING = regex("\"" + CHAR + "*\"");
   private static final RegexNode INTEGER = regex("-?(0|[1-9][0-9]{0,15})");
   private static final RegexNode NUMBER =
       regex("-?(0|[1-9][0-9]{0,15})(\\.[0-9]{1,15})?([eE][+-]?[0-9]{1,3})?");
+  // RFC 3339 full-date: each month's own last day, and 02-29 only in leap years (divisible by 4,
+  // centuries only when divisible by 400).
+  private static final String DATE =
+      "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+          + "|02-(0[1-9]|1[0-9]|2[0-8]))"
+          + "|([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)";
+  // RFC 3339 full-time: the offset is required, and kept within +-18:00, the range java.time (and
+  // so many validators) accepts.
+  private static final String TIME =
+      "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?"
+          + "(Z|[+-]((0[0-9]|1[0-7]):[0-5][0-9]|18:00))";
   private static final Map<String, String> FORMATS =
       Map.of(
-          "date", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])",
+          "date",
+          DATE,
           "time",
-              "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?",
+          TIME,
           "date-time",
-              "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})",
-          "uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+          DATE + "T" + TIME,
+          "uuid",
+          "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
   private final JsonNode root;
   private final Deque<String> refs = new ArrayDeque<>();
@@ -136,6 +155,7 @@ final class JsonSchemaCompiler {
         throw unsupported(path, "the keyword '" + k + "'");
       }
     }
+    refuseIgnoredSiblings(s, path);
     if (s.has("$ref")) {
       return ref(s.get("$ref").asText(), path);
     }
@@ -188,6 +208,67 @@ final class JsonSchemaCompiler {
     return typed(type.asText(), s, path);
   }
 
+  /**
+   * Refuses a constraint keyword beside one that decides the whole value ({@code $ref}, {@code
+   * const}, {@code enum}, {@code anyOf}, {@code oneOf}, {@code allOf}): it would be dropped, and
+   * the output could break it. A {@code type} beside {@code enum} or {@code const} is kept when
+   * every value has one of its types.
+   */
+  private static void refuseIgnoredSiblings(JsonNode s, String path) {
+    for (String k : EXCLUSIVE) {
+      if (!s.has(k)) {
+        continue;
+      }
+      for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
+        String other = it.next();
+        boolean typeOfValues = other.equals("type") && (k.equals("const") || k.equals("enum"));
+        if (other.equals(k) || !KEYWORDS.contains(other) || typeOfValues) {
+          continue;
+        }
+        throw unsupported(
+            path, "'" + other + "' beside '" + k + "' (put the constraints in one place)");
+      }
+      if (s.has("type")) {
+        JsonNode values =
+            k.equals("const") ? JsonNodeFactory.instance.arrayNode().add(s.get(k)) : s.get(k);
+        for (JsonNode v : values) {
+          if (!hasType(v, s.get("type"))) {
+            throw new UnsupportedConstraintException(
+                "json_schema at "
+                    + path
+                    + ": the "
+                    + k
+                    + " value "
+                    + v
+                    + " is not of type "
+                    + s.get("type"));
+          }
+        }
+      }
+      return;
+    }
+  }
+
+  private static boolean hasType(JsonNode v, JsonNode type) {
+    for (JsonNode t : type.isArray() ? type : JsonNodeFactory.instance.arrayNode().add(type)) {
+      boolean has =
+          switch (t.asText()) {
+            case "integer" -> v.isIntegralNumber();
+            case "number" -> v.isNumber();
+            case "string" -> v.isTextual();
+            case "boolean" -> v.isBoolean();
+            case "null" -> v.isNull();
+            case "object" -> v.isObject();
+            case "array" -> v.isArray();
+            default -> false;
+          };
+      if (has) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private RegexNode ref(String ref, String path) {
     if (!ref.startsWith("#")) {
       throw unsupported(path, "the remote $ref '" + ref + "' (only local '#/...' refs are)");
@@ -222,6 +303,19 @@ final class JsonSchemaCompiler {
   }
 
   private RegexNode string(JsonNode s, String path) {
+    for (String[] pair :
+        new String[][] {
+          {"format", "pattern"},
+          {"format", "minLength"},
+          {"format", "maxLength"},
+          {"pattern", "minLength"},
+          {"pattern", "maxLength"}
+        }) {
+      if (s.has(pair[0]) && s.has(pair[1])) {
+        throw unsupported(
+            path, "'" + pair[1] + "' together with '" + pair[0] + "' (a string takes one of them)");
+      }
+    }
     if (s.has("format")) {
       String f = s.get("format").asText();
       String p = FORMATS.get(f);

@@ -1,0 +1,56 @@
+package dev.ringmaster.engine.constraint;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The compiler refuses every JSON-schema keyword outside its subset, and every combination whose
+ * second keyword it would drop, with an error naming the keyword and where it is.
+ */
+class JsonSchemaRefusalTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      quoteCharacter = '`',
+      textBlock =
+          """
+          {"type": "integer", "minimum": 0}                              | #: the keyword 'minimum'
+          {"type": "number", "maximum": 9}                               | #: the keyword 'maximum'
+          {"type": "integer", "exclusiveMinimum": 0}                     | #: the keyword 'exclusiveMinimum'
+          {"type": "number", "multipleOf": 2}                            | #: the keyword 'multipleOf'
+          {"type": "array", "uniqueItems": true}                         | #: the keyword 'uniqueItems'
+          {"type": "array", "prefixItems": [{"type": "null"}]}           | #: the keyword 'prefixItems'
+          {"type": "array", "contains": {"type": "null"}}                | #: the keyword 'contains'
+          {"type": "object", "patternProperties": {"a": {}}}             | #: the keyword 'patternProperties'
+          {"type": "object", "minProperties": 1}                         | #: the keyword 'minProperties'
+          {"type": "object", "dependentRequired": {"a": ["b"]}}          | #: the keyword 'dependentRequired'
+          {"not": {"type": "null"}}                                      | #: the keyword 'not'
+          {"if": {"type": "null"}, "then": {"type": "null"}}             | #: the keyword 'if'
+          {"type": "object", "properties": {"a": {"type": "integer", "maximum": 3}}} | #/properties/a: the keyword 'maximum'
+          {"type": "string", "format": "email"}                          | #: the string format 'email'
+          {"type": "uint8"}                                              | #: the type 'uint8'
+          {"allOf": [{"type": "null"}, {"type": "null"}]}                | #: allOf with more than one schema
+          {"$ref": "https://example.com/s.json"}                         | #: the remote $ref
+          {"$defs": {"N": {"type": "array", "items": {"$ref": "#/$defs/N"}}}, "$ref": "#/$defs/N"} | recursive $ref '#/$defs/N'
+          {"type": "string", "pattern": "a+", "minLength": 3}            | #: 'minLength' together with 'pattern'
+          {"type": "string", "format": "date", "maxLength": 3}           | #: 'maxLength' together with 'format'
+          {"type": "string", "format": "uuid", "pattern": "a"}           | #: 'pattern' together with 'format'
+          {"anyOf": [{"type": "string"}], "maxLength": 2}                | #: 'maxLength' beside 'anyOf'
+          {"type": "object", "oneOf": [{"type": "null"}]}                | #: 'type' beside 'oneOf'
+          {"$defs": {"S": {"type": "string"}}, "$ref": "#/$defs/S", "minLength": 2} | #: 'minLength' beside '$ref'
+          {"enum": ["a", 1], "type": "string"}                           | #: the enum value 1 is not of type "string"
+          {"const": "a", "type": ["integer", "null"]}                    | #: the const value "a" is not of type ["integer","null"]
+          {"enum": ["ab", "c"], "maxLength": 1}                          | #: 'maxLength' beside 'enum'
+          """)
+  void refusesWithTheKeywordAndItsPlace(String schema, String message) throws Exception {
+    assertThatThrownBy(() -> JsonSchemaCompiler.compile(JSON.readTree(schema)))
+        .isInstanceOf(UnsupportedConstraintException.class)
+        .hasMessageStartingWith("json_schema at ")
+        .hasMessageContaining(message.strip());
+  }
+}
