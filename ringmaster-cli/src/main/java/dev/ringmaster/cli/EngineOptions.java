@@ -95,6 +95,17 @@ final class EngineOptions {
   int cpuWarmupSteps = EngineWarmup.DEFAULT_DECODE_STEPS;
 
   @Option(
+      names = "--cpu-warmup-batch-size",
+      description =
+          "CPU: rows of the batched warm-up after the one-sequence warm-up: this many "
+              + EngineWarmup.BATCH_PROMPT_TOKENS
+              + "-token prompts prefilled in one step, then --cpu-warmup-steps decode steps of"
+              + " all of them, so a first burst of concurrent requests finds the batched kernels"
+              + " compiled (default: ${DEFAULT-VALUE}, the CPU's default running batch); 1 runs"
+              + " the one-sequence warm-up only.")
+  int cpuWarmupBatchSize = EngineWarmup.DEFAULT_BATCH_ROWS;
+
+  @Option(
       names = "--kernel-option",
       paramLabel = "KEY=VALUE",
       description =
@@ -304,6 +315,12 @@ final class EngineOptions {
               + cpuWarmupSteps
               + " (0 skips the warm-up)");
     }
+    if (cpuWarmupBatchSize < 1) {
+      throw new UserError(
+          "--cpu-warmup-batch-size must be at least 1, got "
+              + cpuWarmupBatchSize
+              + " (1 warms up one sequence only; --cpu-warmup-steps 0 skips the warm-up)");
+    }
     ParallelConfig p = parallel();
     LanguageModel lm =
         p.tpSize() == 1
@@ -311,7 +328,7 @@ final class EngineOptions {
             : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
-        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps).describe());
+        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize).describe());
       } catch (RuntimeException e) {
         lm.close();
         throw e;

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
-/** {@code --cpu-warmup-steps}: listed in help, refused when negative, and harmless to outputs. */
+/**
+ * {@code --cpu-warmup-steps} and {@code --cpu-warmup-batch-size}: listed in help, refused when out
+ * of range, and harmless to outputs.
+ */
 class WarmupCliTest {
   private static final Path FIXTURE = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
 
@@ -18,6 +21,7 @@ class WarmupCliTest {
       CliTest.Run r = CliTest.run(cmd);
       assertThat(r.status()).as(String.join(" ", cmd)).isZero();
       assertThat(r.out()).contains("--cpu-warmup-steps").contains("(default: 64); 0 skips it");
+      assertThat(r.out()).contains("--cpu-warmup-batch-size").contains("(default: 32, the CPU's");
     }
   }
 
@@ -27,6 +31,15 @@ class WarmupCliTest {
         CliTest.run("generate", "--model", FIXTURE.toString(), "hello", "--cpu-warmup-steps", "-1");
     assertThat(r.status()).isNotZero();
     assertThat(r.err()).contains("--cpu-warmup-steps must not be negative, got -1");
+  }
+
+  @Test
+  void batchSizeBelowOneIsRefusedByName() {
+    CliTest.Run r =
+        CliTest.run(
+            "generate", "--model", FIXTURE.toString(), "hello", "--cpu-warmup-batch-size", "0");
+    assertThat(r.status()).isNotZero();
+    assertThat(r.err()).contains("--cpu-warmup-batch-size must be at least 1, got 0");
   }
 
   @Test

@@ -30,6 +30,36 @@ class EngineWarmupTest {
   }
 
   @Test
+  void batchedWarmUpRunsEveryRowAndChangesNoLogit() {
+    GoldenFixture fixture =
+        GoldenFixture.load(RepoPaths.require("fixtures/golden/deepseek_v3_basic"));
+    try (CausalLm lm = CausalLm.load(fixture.dir())) {
+      float[] cold = logits(lm, fixture.promptIds());
+      int context = lm.config().maxPositionEmbeddings();
+      int rowPrompt = Math.max(1, Math.min(EngineWarmup.BATCH_PROMPT_TOKENS, context / 2));
+
+      EngineWarmup.Summary s = EngineWarmup.run(lm, 4, 3);
+
+      assertThat(s.batchRows()).isEqualTo(3);
+      assertThat(s.batchDecodeSteps()).isEqualTo(Math.min(4, context - rowPrompt));
+      assertThat(s.describe()).contains("then 3 prompts prefilled together");
+      assertThat(logits(lm, fixture.promptIds())).isEqualTo(cold);
+      // One row is the one-sequence warm-up alone.
+      EngineWarmup.Summary one = EngineWarmup.run(lm, 4, 1);
+      assertThat(one.batchRows()).isZero();
+      assertThat(one.describe()).doesNotContain("prompts prefilled together");
+    }
+  }
+
+  @Test
+  void batchRowsBelowOneAreRefusedByName() {
+    assertThatThrownBy(() -> EngineWarmup.run(null, 4, 0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("batch rows")
+        .hasMessageContaining("got 0");
+  }
+
+  @Test
   void negativeStepsAreRefusedByName() {
     assertThatThrownBy(() -> EngineWarmup.run(null, -1))
         .isInstanceOf(IllegalArgumentException.class)
