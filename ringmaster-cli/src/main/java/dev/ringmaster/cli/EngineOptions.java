@@ -101,9 +101,27 @@ final class EngineOptions {
               + EngineWarmup.BATCH_PROMPT_TOKENS
               + "-token prompts prefilled in one step, then --cpu-warmup-steps decode steps of"
               + " all of them, so a first burst of concurrent requests finds the batched kernels"
-              + " compiled (default: ${DEFAULT-VALUE}, the CPU's default running batch); 1 runs"
-              + " the one-sequence warm-up only.")
-  int cpuWarmupBatchSize = EngineWarmup.DEFAULT_BATCH_ROWS;
+              + " compiled (default: "
+              + EngineWarmup.DEFAULT_BATCH_ROWS
+              + " for serve, the CPU's default running batch; 1 for the other commands, which run"
+              + " one sequence or warm up their own batches); 1 runs the one-sequence warm-up"
+              + " only.")
+  Integer cpuWarmupBatchSize;
+
+  /** The batched warm-up's rows when {@code --cpu-warmup-batch-size} is not given. */
+  private int cpuWarmupBatchDefault = 1;
+
+  /** Options for {@code serve}: the batched CPU warm-up covers the default running batch. */
+  static EngineOptions forServing() {
+    EngineOptions o = new EngineOptions();
+    o.cpuWarmupBatchDefault = EngineWarmup.DEFAULT_BATCH_ROWS;
+    return o;
+  }
+
+  /** Rows of the batched CPU warm-up: the flag, or the command's default. */
+  int cpuWarmupBatchSize() {
+    return cpuWarmupBatchSize != null ? cpuWarmupBatchSize : cpuWarmupBatchDefault;
+  }
 
   @Option(
       names = "--kernel-option",
@@ -315,7 +333,7 @@ final class EngineOptions {
               + cpuWarmupSteps
               + " (0 skips the warm-up)");
     }
-    if (cpuWarmupBatchSize < 1) {
+    if (cpuWarmupBatchSize() < 1) {
       throw new UserError(
           "--cpu-warmup-batch-size must be at least 1, got "
               + cpuWarmupBatchSize
@@ -328,7 +346,7 @@ final class EngineOptions {
             : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
-        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize).describe());
+        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize()).describe());
       } catch (RuntimeException e) {
         lm.close();
         throw e;

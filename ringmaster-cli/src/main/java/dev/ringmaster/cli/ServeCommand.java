@@ -57,7 +57,7 @@ final class ServeCommand implements Callable<Integer> {
       description = "Require 'Authorization: Bearer KEY' on every endpoint but /health.")
   String apiKey;
 
-  @Mixin EngineOptions engine = new EngineOptions();
+  @Mixin EngineOptions engine = EngineOptions.forServing();
 
   @Mixin SpeculativeOptions speculative = new SpeculativeOptions();
 

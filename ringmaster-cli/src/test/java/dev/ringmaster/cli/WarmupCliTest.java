@@ -21,7 +21,7 @@ class WarmupCliTest {
       CliTest.Run r = CliTest.run(cmd);
       assertThat(r.status()).as(String.join(" ", cmd)).isZero();
       assertThat(r.out()).contains("--cpu-warmup-steps").contains("(default: 64); 0 skips it");
-      assertThat(r.out()).contains("--cpu-warmup-batch-size").contains("(default: 32, the CPU's");
+      assertThat(r.out()).contains("--cpu-warmup-batch-size").contains("(default: 32 for serve");
     }
   }
 
