@@ -52,7 +52,12 @@ class SimulateCalibrateBenchJsonTest {
             "--json");
     assertThat(r.status()).as(r.err()).isZero();
     JsonNode out = new ObjectMapper().readTree(r.out());
-    assertThat(out.get("fitted").toString()).contains("host oneshot/2");
+    // every measured algorithm is reported, fitted or (noisy latency-bound samples) kept
+    String fitted = out.get("fitted").toString();
+    for (String algo : new String[] {"ring", "oneshot", "twoshot", "recursive_doubling"}) {
+      assertThat(fitted).contains("host " + algo + "/2: base");
+    }
+    assertThat(fitted).contains("GB/s");
     JsonNode rows = out.get("check").get("rows");
     // ring, one-shot, two-shot and recursive doubling at 9 sizes (256 B..64 KiB); AUTO is left out
     assertThat(rows).hasSize(36);

@@ -47,6 +47,7 @@ final class HostFit {
     for (Map.Entry<String, List<CollectiveSample>> e : groups.entrySet()) {
       List<CollectiveSample> s = e.getValue();
       if (s.stream().mapToDouble(CollectiveSample::bytes).distinct().count() < 2) {
+        lines.add(kept(e.getKey(), s.size(), "fewer than two message sizes"));
         continue;
       }
       // inner sizes only: a knee at either end would stand in for the fixed cost or the last slope
@@ -78,6 +79,8 @@ final class HostFit {
         }
       }
       if (best == null) {
+        // e.g. noisy latency-bound samples whose time does not grow with the size
+        lines.add(kept(e.getKey(), s.size(), "no line with a positive cost per byte fits"));
         continue;
       }
       out.put(e.getKey(), best);
@@ -147,6 +150,12 @@ final class HostFit {
       case 1 -> new HostLine(b[0], 1e12 / b[1], knees[0], 1e12 / b[2]);
       default -> new HostLine(b[0], 1e12 / b[1], knees[0], 1e12 / b[3], knees[1], 1e12 / b[2]);
     };
+  }
+
+  /** The line for an algorithm whose samples left the base profile's constants in place. */
+  private static String kept(String key, int samples, String why) {
+    return String.format(
+        Locale.ROOT, "host %s: base profile kept (%d samples: %s)", key, samples, why);
   }
 
   /** The fit's line for the calibration report. */
