@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.http.StreamResponse;
 import com.openai.errors.BadRequestException;
 import com.openai.errors.NotFoundException;
@@ -30,12 +29,7 @@ class OpenAiSdkTest {
   @BeforeAll
   static void start() {
     s = TestServer.start();
-    client =
-        OpenAIOkHttpClient.builder()
-            .baseUrl(s.url() + "/v1")
-            .apiKey("unused")
-            .maxRetries(0)
-            .build();
+    client = s.openAi();
   }
 
   @AfterAll

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.JsonValue;
 import com.openai.core.http.StreamResponse;
 import com.openai.helpers.ChatCompletionAccumulator;
@@ -58,12 +57,7 @@ class ParallelToolCallsHttpTest {
   @BeforeAll
   static void start() {
     s = TestServer.embedded();
-    client =
-        OpenAIOkHttpClient.builder()
-            .baseUrl(s.url() + "/v1")
-            .apiKey("unused")
-            .maxRetries(0)
-            .build();
+    client = s.openAi();
   }
 
   @AfterAll

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import java.util.StringJoiner;
@@ -24,12 +23,7 @@ class PrefixCacheHttpTest {
   @BeforeAll
   static void start() {
     s = TestServer.start(); // pages of 16 tokens, radix cache on
-    client =
-        OpenAIOkHttpClient.builder()
-            .baseUrl(s.url() + "/v1")
-            .apiKey("unused")
-            .maxRetries(0)
-            .build();
+    client = s.openAi();
   }
 
   @AfterAll

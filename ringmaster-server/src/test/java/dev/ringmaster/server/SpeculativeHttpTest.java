@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
@@ -31,12 +30,7 @@ class SpeculativeHttpTest {
           "a b c d a b c d a b c d a b");
 
   private static List<String> answers(TestServer s) throws Exception {
-    OpenAIClient client =
-        OpenAIOkHttpClient.builder()
-            .baseUrl(s.url() + "/v1")
-            .apiKey("unused")
-            .maxRetries(0)
-            .build();
+    OpenAIClient client = s.openAi();
     try (ExecutorService exec = Executors.newVirtualThreadPerTaskExecutor()) {
       List<Future<String>> fs = new ArrayList<>();
       for (String q : QUESTIONS) {

@@ -274,6 +274,15 @@ final class TestServer implements AutoCloseable {
     }
   }
 
+  /** An OpenAI Java SDK client of this server: any key, no retries (a failure shows at once). */
+  com.openai.client.OpenAIClient openAi() {
+    return com.openai.client.okhttp.OpenAIOkHttpClient.builder()
+        .baseUrl(url() + "/v1")
+        .apiKey("unused")
+        .maxRetries(0)
+        .build();
+  }
+
   @Override
   public void close() {
     server.close();

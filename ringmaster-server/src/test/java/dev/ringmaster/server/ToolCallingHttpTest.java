@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.openai.client.OpenAIClient;
-import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.JsonValue;
 import com.openai.models.FunctionDefinition;
 import com.openai.models.FunctionParameters;
@@ -66,12 +65,7 @@ class ToolCallingHttpTest {
   @BeforeAll
   static void start() {
     s = TestServer.withTemplate(TEMPLATE);
-    client =
-        OpenAIOkHttpClient.builder()
-            .baseUrl(s.url() + "/v1")
-            .apiKey("unused")
-            .maxRetries(0)
-            .build();
+    client = s.openAi();
   }
 
   @AfterAll
