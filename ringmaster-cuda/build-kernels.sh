@@ -6,7 +6,8 @@
 #
 # Writes OUT_DIR/ringmaster_kernels.fatbin and OUT_DIR/kernels.properties. Without nvcc it writes only
 # the properties file (nvcc=absent), so the build stays CPU-only and loading the kernels later says
-# what to install. Skips nvcc when the fatbin is newer than every source.
+# what to install. Skips nvcc when the fatbin is newer than every source. GPU_TARGETS (e.g. sm_90)
+# builds SASS for those targets only, without PTX: smaller, for packs that travel to one known GPU.
 set -euo pipefail
 src=$1
 out=$2
@@ -31,10 +32,14 @@ if [[ -s $fatbin && -s $props ]] && [[ -z $(find "$src" -newer "$fatbin" -type f
 fi
 version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 echo "ringmaster-cuda: compiling kernels with nvcc $version"
-"$nvcc" -fatbin -O3 -std=c++17 -lineinfo \
-  -gencode arch=compute_90,code=sm_90 \
-  -gencode arch=compute_120,code=sm_120 \
-  -gencode arch=compute_90,code=compute_90 \
-  -I "$src" -o "$fatbin.tmp" "$src/ringmaster_kernels.cu"
+targets=${GPU_TARGETS:-sm_90,sm_120,compute_90}
+if [[ -n ${GPU_TARGETS:-} ]]; then
+  gencode=()
+  for t in ${GPU_TARGETS//,/ }; do gencode+=(-gencode "arch=compute_${t#sm_},code=$t"); done
+else
+  gencode=(-lineinfo -gencode arch=compute_90,code=sm_90 -gencode arch=compute_120,code=sm_120
+    -gencode arch=compute_90,code=compute_90)
+fi
+"$nvcc" -fatbin -O3 -std=c++17 "${gencode[@]}" -I "$src" -o "$fatbin.tmp" "$src/ringmaster_kernels.cu"
 mv "$fatbin.tmp" "$fatbin"
-printf 'nvcc=%s\ntargets=sm_90,sm_120,compute_90\n' "$version" > "$props"
+printf 'nvcc=%s\ntargets=%s\n' "$version" "$targets" > "$props"

@@ -30,19 +30,13 @@ cp -r "$tree/ringmaster-cli/target/classes" "$dir/cli/classes"
 cp -r "$tree/ringmaster-cli/target/lib" "$dir/cli/lib"
 jar=$(ls "$dir"/cli/lib/ringmaster-cuda-*.jar 2>/dev/null | head -1 || true)
 if [[ -n $jar ]] && command -v nvcc >/dev/null; then
+  # This checkout's kernel build script on the commit's sources, for the one target.
   staged=$(mktemp -d)
   kernels=dev/ringmaster/cuda/kernels
-  mkdir -p "$staged/$kernels"
-  arch=${target#sm_}
-  nvcc -fatbin -O3 -std=c++17 -gencode "arch=compute_$arch,code=$target" \
-    -I "$tree/ringmaster-cuda/src/main/cuda" -o "$staged/$kernels/ringmaster_kernels.fatbin" \
-    "$tree/ringmaster-cuda/src/main/cuda/ringmaster_kernels.cu"
-  files=("$kernels/ringmaster_kernels.fatbin")
-  if unzip -p "$jar" "$kernels/kernels.properties" > "$staged/props" 2>/dev/null; then
-    sed "s/^targets=.*/targets=$target/" "$staged/props" > "$staged/$kernels/kernels.properties"
-    files+=("$kernels/kernels.properties")
-  fi
-  (cd "$staged" && "$JAVA_HOME/bin/jar" uf "$jar" "${files[@]}")
+  GPU_TARGETS=$target bash "$root/ringmaster-cuda/build-kernels.sh" \
+    "$tree/ringmaster-cuda/src/main/cuda" "$staged/$kernels" >/dev/null
+  (cd "$staged" && "$JAVA_HOME/bin/jar" uf "$jar" "$kernels/ringmaster_kernels.fatbin" \
+    "$kernels/kernels.properties")
   rm -rf "$staged"
 fi
 echo "$(git -C "$root" rev-parse --short "$commit") -> $dir ($(du -sh "$dir" | cut -f1))"

@@ -70,7 +70,8 @@ test | tp | bench | collectives | cli)
     JAVA_HOME=$(dirname "$(dirname "$(find /tmp/ringmaster-jre -path '*/bin/java' | head -1)")")
   fi
   java=${JAVA_HOME:+$JAVA_HOME/bin/}java
-  cp="$(ls "$dir"/cli/lib/*.jar "$dir"/lib/*.jar | tr '\n' ':')"
+  # A bench pack (scripts/bench-pack.sh) has no test jars in lib/.
+  cp="$(ls "$dir"/cli/lib/*.jar "$dir"/lib/*.jar 2>/dev/null | tr '\n' ':' || true)"
   # NVLink multicast stays off unless asked for: a multicast object left behind can take a shared
   # host's GPUs out of service.
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
