@@ -26,6 +26,7 @@ git -C "$root" worktree add -q --detach "$tree" "$commit"
 )
 rm -rf "$dir"
 mkdir -p "$dir/cli"
+dir=$(cd "$dir" && pwd) # absolute: the fatbin update below runs from another folder
 cp -r "$tree/ringmaster-cli/target/classes" "$dir/cli/classes"
 cp -r "$tree/ringmaster-cli/target/lib" "$dir/cli/lib"
 jar=$(ls "$dir"/cli/lib/ringmaster-cuda-*.jar 2>/dev/null | head -1 || true)

@@ -10,6 +10,7 @@ import dev.ringmaster.tools.benchserve.BenchServeResult;
 import dev.ringmaster.tools.benchserve.LatencyPlot;
 import dev.ringmaster.tools.benchserve.OneBatchReference;
 import dev.ringmaster.tools.benchserve.ResultReport;
+import dev.ringmaster.util.PngSupport;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -206,6 +207,9 @@ final class BenchServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    if (plot != null && !PngSupport.available()) {
+      throw new UserError("--plot: " + PngSupport.missingReason() + ", or leave out --plot");
+    }
     BenchServeConfig config = config();
     OneBatchReference reference;
     try {

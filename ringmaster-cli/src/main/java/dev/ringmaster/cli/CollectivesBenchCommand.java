@@ -15,6 +15,7 @@ import dev.ringmaster.parallel.bench.BenchmarkResult;
 import dev.ringmaster.parallel.bench.BusBandwidthPlot;
 import dev.ringmaster.parallel.bench.CollectiveBenchmark;
 import dev.ringmaster.runtime.KernelTuning;
+import dev.ringmaster.util.PngSupport;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -118,6 +119,12 @@ final class CollectivesBenchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     if (!device.equals("cpu") && !device.equals("cuda")) {
       throw new UserError("--device must be cpu or cuda, got " + device);
+    }
+    if (plot != null && !PngSupport.available()) {
+      throw new UserError(
+          "--plot: "
+              + PngSupport.missingReason()
+              + ", or measure with --json here and draw with --from-json elsewhere");
     }
     CollectiveOp collective =
         switch (op.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "")) {

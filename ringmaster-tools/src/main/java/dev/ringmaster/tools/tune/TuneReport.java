@@ -12,13 +12,18 @@ import java.util.Locale;
  * @param trials the grid
  * @param results every trial's record, pruned points included
  * @param pruning what ruled points out (for the notes and the predictions' source)
+ * @param chart whether {@link #CHART} is drawn beside the report (the runtime can draw PNGs)
  */
 public record TuneReport(
-    TuneConfig config, List<Trial> trials, List<TrialResult> results, Pruning pruning) {
+    TuneConfig config,
+    List<Trial> trials,
+    List<TrialResult> results,
+    Pruning pruning,
+    boolean chart) {
 
-  /** A report of a tune that pruned nothing. */
+  /** A report of a tune that pruned nothing, with its chart. */
   public TuneReport(TuneConfig config, List<Trial> trials, List<TrialResult> results) {
-    this(config, trials, results, Pruning.none());
+    this(config, trials, results, Pruning.none(), true);
   }
 
   /** The chart's file name beside {@code report.md}. */
@@ -88,7 +93,7 @@ public record TuneReport(
             workloadText(),
             config.repeats(),
             config.repeats() == 1 ? "" : "s"));
-    if (!v.ranked().isEmpty()) {
+    if (chart && !v.ranked().isEmpty()) {
       sb.append("![trials by objective](").append(CHART).append(")\n\n");
     }
     boolean predictedColumn = v.ranked().stream().anyMatch(r -> r.predicted() != null);

@@ -1,5 +1,6 @@
 package dev.ringmaster.tools.tune;
 
+import dev.ringmaster.util.PngSupport;
 import dev.ringmaster.util.Progress;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -176,10 +177,21 @@ public final class Tuner {
     }
     List<TrialResult> results =
         grid.stream().map(t -> done.get(t.id())).filter(r -> r != null).toList();
-    TuneReport report = new TuneReport(config, grid, results, pruning);
+    boolean chart = PngSupport.available();
+    TuneReport report = new TuneReport(config, grid, results, pruning, chart);
     Files.writeString(config.out().resolve("report.md"), report.markdown());
     if (!report.ranked().isEmpty()) {
-      TuneChart.write(config.out().resolve(TuneReport.CHART), report);
+      if (chart) {
+        TuneChart.write(config.out().resolve(TuneReport.CHART), report);
+      } else {
+        // the evidence is complete: a --resume of the same tune elsewhere draws the chart
+        log.println(
+            "tune: no "
+                + TuneReport.CHART
+                + ": "
+                + PngSupport.missingReason()
+                + " (`tune --resume` with the same flags and --out draws it from the evidence)");
+      }
     }
     return report;
   }

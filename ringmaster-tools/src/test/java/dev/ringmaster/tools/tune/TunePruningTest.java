@@ -114,6 +114,20 @@ class TunePruningTest {
   }
 
   @Test
+  void aReportLinksItsChartOnlyWhereTheRuntimeDrawsIt(@TempDir Path out) throws Exception {
+    TuneConfig cfg = config(out, List.of(), "--x=1,2");
+    TuneReport drawn =
+        Tuner.run(
+            cfg, Pruning.none(), new FakeExecutor(), new PrintStream(new ByteArrayOutputStream()));
+    assertThat(drawn.chart()).isEqualTo(dev.ringmaster.util.PngSupport.available());
+    assertThat(drawn.markdown()).contains("![trials by objective](" + TuneReport.CHART + ")");
+    assertThat(Files.exists(out.resolve(TuneReport.CHART))).isTrue();
+    TuneReport without =
+        new TuneReport(drawn.config(), drawn.trials(), drawn.results(), drawn.pruning(), false);
+    assertThat(without.markdown()).doesNotContain(TuneReport.CHART).contains("2 measured");
+  }
+
+  @Test
   void eachCheckPrunesWithItsCauseAndTheFirstThatRejectsWins(@TempDir Path out) throws Exception {
     TuneConfig cfg = config(out, List.of(), "--x=1,2,3,4");
     Pruning pruning =
