@@ -176,6 +176,13 @@ final class BenchServeCommand implements Callable<Integer> {
   @Option(names = "--disable-tqdm", description = "No progress bar.")
   boolean disableProgress;
 
+  @Option(
+      names = "--flush-cache",
+      description =
+          "Empty the server's prefix cache (POST /flush_cache) after the warm-up, so a repeated"
+              + " run of the same prompts does not find them cached.")
+  boolean flushCache;
+
   @Option(names = "--tag", description = "Copied to the result's 'tag'.")
   String tag;
 
@@ -323,7 +330,8 @@ final class BenchServeCommand implements Callable<Integer> {
                   disableIgnoreEos,
                   disableStream,
                   extra,
-                  disableProgress),
+                  disableProgress,
+                  flushCache),
               tag,
               outputDetails)
           .validate();

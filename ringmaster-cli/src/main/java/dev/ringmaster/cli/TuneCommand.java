@@ -280,7 +280,10 @@ final class TuneCommand implements Callable<Integer> {
                     outputLen,
                     rangeRatio,
                     new BenchServeConfig.SharedPrefix(64, 16, 2048, 128, 256, 0.0)),
-                new BenchServeConfig.Load(rate, maxConcurrency, 1, seed, false, false, null, true)),
+                // every repeat flushes the trial server's prefix cache: the repeats send the same
+                // prompts, which a second run would otherwise find cached
+                new BenchServeConfig.Load(
+                    rate, maxConcurrency, 1, seed, false, false, null, true, true)),
             Duration.ofSeconds(startupTimeout),
             Duration.ofSeconds(runTimeout),
             out,

@@ -79,6 +79,7 @@ class BenchServeCliTest {
   static RingmasterServer server;
   static CausalLm lm;
   static Path modelDir;
+  static BatchEngine engine;
 
   @BeforeAll
   static void startServer(@TempDir Path tmp) throws Exception {
@@ -100,7 +101,7 @@ class BenchServeCliTest {
             + "{% if add_generation_prompt %}assistant:{% endif %}");
     Files.writeString(modelDir.resolve("tokenizer_config.json"), m.writeValueAsString(cfg));
     lm = CausalLm.load(modelDir);
-    BatchEngine engine = BatchEngine.start(lm, new BatchConfig(64, 256, 64, 16, 1024));
+    engine = BatchEngine.start(lm, new BatchConfig(64, 256, 64, 16, 1024));
     server =
         RingmasterServer.start(
             new ServingModel("tiny-moe", modelDir.toString(), Tokenizer.load(modelDir), engine),
@@ -411,6 +412,44 @@ class BenchServeCliTest {
             notOneBatch.toString());
     assertThat(wrong.err()).contains("not the output of bench one-batch --json");
     assertThat(Files.readAllLines(out)).hasSize(1); // refused before any request was sent
+  }
+
+  @Test
+  void flushCacheKeepsARepeatedRunFromFindingItsPromptsCached() {
+    // the same 8 prompts of 40 ids each time: two full 16-token pages per prompt to find cached
+    List<String> run =
+        List.of(
+            "bench",
+            "serve",
+            "--base-url",
+            server.url(),
+            "--backend",
+            "sglang",
+            "--dataset-name",
+            "random-ids",
+            "--num-prompts",
+            "8",
+            "--random-input-len",
+            "40",
+            "--random-output-len",
+            "8",
+            "--random-range-ratio",
+            "1",
+            "--seed",
+            "7",
+            "--disable-tqdm");
+    assertThat(CliTest.run(run.toArray(String[]::new)).status()).isZero();
+    long before = engine.stats().cachedTokens();
+    CliTest.Run again = CliTest.run(run.toArray(String[]::new));
+    assertThat(again.status()).as(again.err()).isZero();
+    assertThat(engine.stats().cachedTokens() - before).isGreaterThanOrEqualTo(8 * 32);
+    // flushed after the warm-up: only the warm-up request (the first prompt) can hit
+    before = engine.stats().cachedTokens();
+    List<String> flushed = new ArrayList<>(run);
+    flushed.add("--flush-cache");
+    CliTest.Run r = CliTest.run(flushed.toArray(String[]::new));
+    assertThat(r.status()).as(r.err()).isZero();
+    assertThat(engine.stats().cachedTokens() - before).isLessThanOrEqualTo(32);
   }
 
   @Test

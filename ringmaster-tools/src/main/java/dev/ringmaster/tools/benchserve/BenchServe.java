@@ -67,6 +67,11 @@ public final class BenchServe {
           new RequestClient(
               http, target.baseUrl(), backend, model, config.load(), target.apiKey(), tokenizer);
       warmUp(client, rows.getFirst(), config.load().warmupRequests(), log);
+      if (config.load().flushCache()) {
+        // after the warm-up, so that no measured prompt finds its prefix cached by it or by a
+        // previous run of the same dataset
+        CacheFlush.flush(http, target.baseUrl(), target.apiKey(), log);
+      }
 
       Map<String, double[]> before =
           ServerLatencyScrape.scrape(http, target.baseUrl(), target.apiKey());

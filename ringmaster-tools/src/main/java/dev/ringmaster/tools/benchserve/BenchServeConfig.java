@@ -97,6 +97,8 @@ public record BenchServeConfig(
    * @param disableStream ask for whole responses (TTFT is then the end-to-end latency)
    * @param extraRequestBody merged into every request body (objects merge key by key)
    * @param disableProgress no progress bar
+   * @param flushCache ask the server to drop its prefix cache ({@code POST /flush_cache}, SGLang's
+   *     endpoint) after the warm-up, so repeated runs of one dataset measure the same work
    */
   public record Load(
       double requestRate,
@@ -106,7 +108,8 @@ public record BenchServeConfig(
       boolean disableIgnoreEos,
       boolean disableStream,
       ObjectNode extraRequestBody,
-      boolean disableProgress) {}
+      boolean disableProgress,
+      boolean flushCache) {}
 
   /**
    * Checks every value before anything is sent.

@@ -13,7 +13,8 @@ class UnreachableServerTest {
     return new BenchServeConfig(
         new BenchServeConfig.Target(backend, url, model, null, null, null),
         DatasetsTest.spec("random", null, 4, null),
-        new BenchServeConfig.Load(Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true),
+        new BenchServeConfig.Load(
+            Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true, false),
         null,
         false);
   }

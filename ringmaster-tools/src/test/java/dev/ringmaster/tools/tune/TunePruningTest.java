@@ -46,7 +46,7 @@ class TunePruningTest {
                 1.0,
                 new BenchServeConfig.SharedPrefix(64, 16, 2048, 128, 256, 0.0)),
             new BenchServeConfig.Load(
-                Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true)),
+                Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true, false)),
         Duration.ofSeconds(5),
         Duration.ofSeconds(5),
         out,
