@@ -19,7 +19,10 @@ import java.util.Random;
  * evicts unused prefix-cache pages, then preempts the most recently admitted request (its tokens
  * recomputed when it is admitted again). With the radix cache a group's shared prefix, in whole
  * pages, is cached once a request of the group has prefilled it. The client sends requests as bench
- * serve does: at its Poisson arrival times, at most {@code maxConcurrency} in flight.
+ * serve does: at its Poisson arrival times, at most {@code maxConcurrency} in flight. A request
+ * joins the first step planned after it reached the engine: with the overlap schedule a step is
+ * planned while the one before runs, so one arriving during a step joins the step after next; an
+ * idle engine starts a step with the first request of a burst alone ({@code BatchEngine}'s loop).
  */
 final class ServeScheduler {
   private final ServeWorkload w;
