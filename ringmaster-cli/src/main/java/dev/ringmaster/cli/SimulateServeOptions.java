@@ -78,6 +78,13 @@ final class SimulateServeOptions {
   boolean disableRadixCache;
 
   @Option(
+      names = "--disable-overlap-schedule",
+      description =
+          "Serving mode: the server plans each step after the one before ends, so a request that"
+              + " arrives during a step joins the next one (default: planned while it runs).")
+  boolean disableOverlapSchedule;
+
+  @Option(
       names = "--seed",
       defaultValue = "1",
       description = "Serving mode: seed of arrivals and request order (default ${DEFAULT-VALUE}).")
@@ -115,7 +122,13 @@ final class SimulateServeOptions {
               systemPromptLen,
               promptsPerGroup,
               seed);
-      opts = new ServeOptions(maxRunningRequests, memFractionStatic, !disableRadixCache, 64);
+      opts =
+          new ServeOptions(
+              maxRunningRequests,
+              memFractionStatic,
+              !disableRadixCache,
+              64,
+              !disableOverlapSchedule);
     } catch (IllegalArgumentException e) {
       throw new UserError(e.getMessage());
     }

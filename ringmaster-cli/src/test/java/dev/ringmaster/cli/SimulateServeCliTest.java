@@ -60,6 +60,32 @@ class SimulateServeCliTest {
   }
 
   @Test
+  void disableOverlapScheduleAdmitsArrivalsAtTheNextStep() throws Exception {
+    String[] w = {
+      "--num-prompts",
+      "64",
+      "--random-input-len",
+      "512",
+      "--random-output-len",
+      "64",
+      "--max-concurrency",
+      "32",
+      "--json"
+    };
+    CliTest.Run on = CliTest.run(with(w));
+    String[] off = java.util.Arrays.copyOf(w, w.length + 1);
+    off[w.length] = "--disable-overlap-schedule";
+    CliTest.Run plain = CliTest.run(with(off));
+    assertThat(on.status()).as(on.err()).isZero();
+    assertThat(plain.status()).as(plain.err()).isZero();
+    ObjectMapper m = new ObjectMapper();
+    double ttftOn = m.readTree(on.out()).get("mean_ttft_ms").asDouble();
+    double ttftOff = m.readTree(plain.out()).get("mean_ttft_ms").asDouble();
+    // with the overlap schedule a request arriving during a step waits for the step after next
+    assertThat(ttftOn).isGreaterThan(ttftOff);
+  }
+
+  @Test
   void servingModeThatCannotFitExitsWithTheReason() {
     CliTest.Run r = CliTest.run(with("--num-prompts", "4", "--mem-fraction-static", "0.5"));
     assertThat(r.status()).isEqualTo(SimulateCommand.DOES_NOT_RUN);

@@ -30,6 +30,9 @@ import java.util.Map;
  * @param prefillComputeEfficiency fraction of tensorFlops the engine's prefill reaches (its expert
  *     and attention passes run far below cuBLAS-class GEMMs); 0 where not measured: {@code
  *     computeEfficiency} then serves
+ * @param mlaAbsorbFlops flop/s the engine's absorbed-MLA query and output projections ({@code
+ *     rm_mla_absorb_q}, {@code rm_mla_out_v}, CUDA cores) reach over a prefill chunk, which they
+ *     cover whole when decode rows ride in it; 0 where not measured: that cost is then not charged
  */
 public record GpuSpec(
     String name,
@@ -49,7 +52,8 @@ public record GpuSpec(
     double reservedBytes,
     double decodeTokenLayerUs,
     double decodeContextTokenLayerNs,
-    double prefillComputeEfficiency) {
+    double prefillComputeEfficiency,
+    double mlaAbsorbFlops) {
 
   /**
    * The compute efficiency of a prefill forward (prompt chunks, MLA expanded): {@code
@@ -95,7 +99,8 @@ public record GpuSpec(
         reservedBytes,
         tokenLayerUs,
         contextTokenLayerNs,
-        prefillComputeEfficiency);
+        prefillComputeEfficiency,
+        mlaAbsorbFlops);
   }
 
   /**
@@ -136,6 +141,7 @@ public record GpuSpec(
         reservedBytes,
         decodeTokenLayerUs,
         decodeContextTokenLayerNs,
-        prefillComputeEfficiency);
+        prefillComputeEfficiency,
+        mlaAbsorbFlops);
   }
 }

@@ -12,9 +12,16 @@ package dev.ringmaster.sim.serve;
  * @param radixCache whether the prefix cache reuses cached prompt pages ({@code
  *     --disable-radix-cache} turns it off)
  * @param pageSize tokens per prefix-cache page (the engine's 64)
+ * @param overlapSchedule whether the engine plans each step while the one before runs (serve's
+ *     default; {@code --disable-overlap-schedule} turns it off): a request that reaches it during a
+ *     step then joins the step after next
  */
 public record ServeOptions(
-    Integer maxRunningRequests, Double memFractionStatic, boolean radixCache, int pageSize) {
+    Integer maxRunningRequests,
+    Double memFractionStatic,
+    boolean radixCache,
+    int pageSize,
+    boolean overlapSchedule) {
 
   /** Validates. */
   public ServeOptions {
@@ -31,9 +38,9 @@ public record ServeOptions(
     }
   }
 
-  /** The engine's defaults: derived limits, radix cache on, pages of 64 tokens. */
+  /** The engine's defaults: derived limits, radix cache on, pages of 64 tokens, overlap on. */
   public static ServeOptions defaults() {
-    return new ServeOptions(null, null, true, 64);
+    return new ServeOptions(null, null, true, 64, true);
   }
 
   /**

@@ -19,7 +19,10 @@ import java.util.Random;
  * evicts unused prefix-cache pages, then preempts the most recently admitted request (its tokens
  * recomputed when it is admitted again). With the radix cache a group's shared prefix, in whole
  * pages, is cached once a request of the group has prefilled it. The client sends requests as bench
- * serve does: at its Poisson arrival times, at most {@code maxConcurrency} in flight.
+ * serve does: at its Poisson arrival times, at most {@code maxConcurrency} in flight. A request
+ * joins the first step planned after it reached the engine: with the overlap schedule a step is
+ * planned while the one before runs, so one arriving during a step joins the step after next; an
+ * idle engine starts a step with the first request of a burst alone ({@code BatchEngine}'s loop).
  */
 final class ServeScheduler {
   private final ServeWorkload w;
@@ -36,6 +39,8 @@ final class ServeScheduler {
   private long used;
   private long admissions;
   private long preemptions;
+  private long promptTokens;
+  private long cachedTokens;
 
   ServeScheduler(
       ServeWorkload w, ServeOptions opts, long pool, int maxRunning, int graphMax, int chunk) {
@@ -76,6 +81,35 @@ final class ServeScheduler {
     }
   }
 
+  /**
+   * Admits {@code r} at {@code t} if the running batch and the pool have room for its uncached
+   * prompt; false (nothing changed) otherwise. The caller takes it off the waiting queue.
+   */
+  private boolean admit(Req r, double t, List<Double> queue) {
+    if (running.size() >= maxRunning) {
+      return false;
+    }
+    int cached = cachedPrefix(r);
+    long need = r.target - cached;
+    if (!reserve(need)) {
+      return false;
+    }
+    r.held = need;
+    r.computed = cached;
+    r.order = admissions++;
+    if (r.admitted < 0) {
+      r.admitted = t;
+      queue.add((t - r.sent) * 1000);
+      promptTokens += r.prompt;
+      cachedTokens += cached;
+    }
+    if (cached > 0) {
+      lockTree(r);
+    }
+    running.add(r);
+    return true;
+  }
+
   /** Runs the workload to its last token with {@code costs} as the step times. */
   ServeReport run(StepCosts costs) {
     int n = w.numPrompts();
@@ -97,6 +131,7 @@ final class ServeScheduler {
     List<Double> itl = new ArrayList<>();
     List<Double> queue = new ArrayList<>();
     double t = 0;
+    double stepStart = 0;
     double slotFreed = 0;
     double runningTime = 0;
     int next = 0;
@@ -104,8 +139,6 @@ final class ServeScheduler {
     int completed = 0;
     int peakRunning = 0;
     int peakWaiting = 0;
-    long promptTokens = 0;
-    long cachedTokens = 0;
     while (completed < n) {
       while (next < n && inFlight < limit && scheduled[next] <= t) {
         Req r = new Req(groups.get(next), w.inputLen(), w.outputLen());
@@ -114,27 +147,20 @@ final class ServeScheduler {
         next++;
         inFlight++;
       }
-      while (!waiting.isEmpty() && running.size() < maxRunning) {
-        Req r = waiting.peekFirst();
-        int cached = cachedPrefix(r);
-        long need = r.target - cached;
-        if (!reserve(need)) {
-          break;
-        }
+      // The coming step's plan sees the requests that had reached the engine when it was made:
+      // with the overlap schedule, while the previous step ran (just after its launch) if any
+      // request ran on; else now. A request sent at this very moment is still on its way.
+      double seen = opts.overlapSchedule() && !running.isEmpty() ? stepStart : t;
+      while (!waiting.isEmpty()
+          && running.size() < maxRunning
+          && waiting.peekFirst().sent < seen
+          && admit(waiting.peekFirst(), t, queue)) {
         waiting.removeFirst();
-        r.held = need;
-        r.computed = cached;
-        r.order = admissions++;
-        if (r.admitted < 0) {
-          r.admitted = t;
-          queue.add((t - r.sent) * 1000);
-          promptTokens += r.prompt;
-          cachedTokens += cached;
-        }
-        if (cached > 0) {
-          lockTree(r);
-        }
-        running.add(r);
+      }
+      // An idle engine launches a step as soon as the first request reaches it (its blocking
+      // poll); the rest of a burst arrives meanwhile and joins a later step.
+      if (running.isEmpty() && !waiting.isEmpty() && admit(waiting.peekFirst(), t, queue)) {
+        waiting.removeFirst();
       }
       peakWaiting = Math.max(peakWaiting, waiting.size());
       peakRunning = Math.max(peakRunning, running.size());
@@ -190,6 +216,7 @@ final class ServeScheduler {
                   graphMax > 0 && decodes.size() <= graphMax)
               / 1e6;
       runningTime += dt * running.size();
+      stepStart = t;
       t += dt;
       List<Req> done = new ArrayList<>();
       for (Req r : decodes) {

@@ -63,13 +63,14 @@ class ServingSimulatorTest {
   void prefixCacheGainOnTheH200() {
     ServeWorkload gsp = new ServeWorkload(256, 2176, 128, 32, Double.POSITIVE_INFINITY, 2048, 8, 1);
     ServeReport off =
-        new ServeScheduler(gsp, new ServeOptions(null, null, false, 64), BIG_POOL, 256, 256, 8192)
+        new ServeScheduler(
+                gsp, new ServeOptions(null, null, false, 64, true), BIG_POOL, 256, 256, 8192)
             .run(new MeasuredH200Steps());
     ServeReport on =
         new ServeScheduler(gsp, ServeOptions.defaults(), BIG_POOL, 256, 256, 8192)
             .run(new MeasuredH200Steps());
     assertThat(off.cachedPromptFraction()).isZero();
-    assertThat(on.cachedPromptFraction()).isCloseTo(0.77, within(0.02));
+    assertThat(on.cachedPromptFraction()).isCloseTo(432.0 / 559, within(0.02));
     double gain = on.outputThroughput() / off.outputThroughput();
     assertThat(gain / (1573.0 / 745) - 1).isBetween(-0.15, 0.15);
     assertThat(on.medianTtftMs()).isLessThan(off.medianTtftMs() / 4);
@@ -135,53 +136,150 @@ class ServingSimulatorTest {
   }
 
   /**
-   * End to end: the H200 profile calibrated on the fixture of the fused-launch engine (decode 2.97
-   * / 7.40 / 11.07 / 15.25 ms at batch 1 / 8 / 32 / 128) and its measured prefill rate, against
-   * bench serve of the later engine. Predicted -19.9%, +12.9%, +19.3%, +21.9% at concurrency 1 / 16
-   * / 64 / 128: the issue's 15% is missed at 1 (that fixture's batch-1 step is slower than today's)
-   * and at 64 and 128 (the served run spends about 2 s more than its decode and prefill steps;
-   * docs/simulate.md). The bound pins these figures.
+   * End to end against {@code bench serve} on one H200 (CHANGELOG "Everything on one H200", history
+   * records of a751fae: V2-Lite shape, vocabulary 129,280, input 512, output 128, 12 prompts at
+   * concurrency 1 and twice the concurrency above): the h200 profile calibrated on the one-batch
+   * run of the same session (decode 2.53 / 7.43 / 9.46 / 11.18 / 12.88 / 14.77 ms at batch 1 / 8 /
+   * 16 / 32 / 64 / 128), nothing fitted to the served figures. Predicted +0.3% / +4.6% / +1.9% /
+   * +0.2% at concurrency 1 / 16 / 64 / 128 (docs/simulate.md); the bounds are the issue's 15% for
+   * throughput, TTFT and mean ITL, 10% for the median ITL (a decode step).
    */
   @Test
-  void servedThroughputOnTheH200FromTheForwardModel(@TempDir Path tmp) throws Exception {
+  void servedRunOnTheH200FromTheForwardModelWithinFifteenPercent(@TempDir Path tmp)
+      throws Exception {
     ModelShape m = v2LiteV3Vocab(tmp);
-    MeasurementFile.OneBatch run;
-    try (var in = getClass().getResourceAsStream("/calibrate/h200-v2lite-onebatch-9b7a8af.json")) {
-      run =
-          (MeasurementFile.OneBatch)
-              MeasurementsIo.parseAny(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-    }
-    HardwareProfile calibrated =
-        BenchCalibration.calibrate(
-                Profiles.load("h200"),
-                List.of(run),
-                r -> Configs.load("deepseek-v2-lite"),
-                "h200-c")
-            .profile();
-    ServingSimulator sim = new ServingSimulator(calibrated);
-    ServingConfig d = ServingConfig.defaults(1);
-    ServingConfig cfg =
-        new ServingConfig(
-            1, 1, d.a2a(), d.allreduce(), d.quant(), "bf16", 1, 640, true, 256, 8192, null);
+    ServingSimulator sim = new ServingSimulator(sameSessionH200(m));
     int[] concurrency = {1, 16, 64, 128};
-    double[] measured = {354, 1243, 2469, 3139};
-    double[] medianItl = {2.58, 9.69, 13.18, 15.37};
-    double[] oneBatch = {387, 1643, 5028, 8263};
+    int[] prompts = {12, 32, 128, 256};
+    double[] measured = {360.94, 1248.4, 2463.2, 3127.4};
+    double[] meanTtft = {22.09, 371.61, 973.08, 1507.6}; // c=1: the server's prefill_forward
+    double[] p99Ttft = {22.09, 400.94, 1648.8, 3315.1};
+    double[] medianItl = {2.5646, 9.7567, 13.018, 15.369};
+    double[] meanItl = {2.5758, 9.9464, 18.377, 29.103};
     for (int i = 0; i < concurrency.length; i++) {
       int c = concurrency[i];
       ServeReport r =
           sim.predict(
               m,
-              cfg,
+              servedConfig(),
               ServeOptions.defaults(),
-              ServeWorkload.random(Math.max(8, 2 * c), 512, 128, c));
-      // the decode steps of the calibrated profile; batch 1 is the older engine's (2.97 ms)
-      if (c > 1) {
-        assertThat(r.medianItlMs() / medianItl[i] - 1).as("c=%d ITL", c).isBetween(-0.10, 0.10);
-      }
-      assertThat(r.outputThroughput() / measured[i] - 1).as("c=%d", c).isBetween(-0.25, 0.25);
-      assertThat(r.outputThroughput()).isLessThan(oneBatch[i]);
+              ServeWorkload.random(prompts[i], 512, 128, c));
+      assertThat(r.completed()).isEqualTo(prompts[i]);
+      assertThat(r.outputThroughput() / measured[i] - 1).as("c=%d tok/s", c).isBetween(-0.15, 0.15);
+      assertThat(r.meanTtftMs() / meanTtft[i] - 1).as("c=%d mean TTFT", c).isBetween(-0.15, 0.15);
+      assertThat(r.p99TtftMs() / p99Ttft[i] - 1).as("c=%d p99 TTFT", c).isBetween(-0.15, 0.15);
+      assertThat(r.medianItlMs() / medianItl[i] - 1).as("c=%d ITL", c).isBetween(-0.10, 0.10);
+      assertThat(r.meanItlMs() / meanItl[i] - 1).as("c=%d mean ITL", c).isBetween(-0.15, 0.15);
     }
+  }
+
+  /**
+   * The mechanisms behind the served figures, each taken away in turn: without the absorbed MLA
+   * projections of mixed chunk steps the forward model is 13-24% fast from concurrency 16 on, and a
+   * profile calibrated on an older engine's one-batch run (batch-1 step 2.97 ms against 2.53) is
+   * 21% slow at concurrency 1: the errors the earlier model had.
+   */
+  @Test
+  void eachMechanismCarriesItsShareOfTheServedError(@TempDir Path tmp) throws Exception {
+    ModelShape m = v2LiteV3Vocab(tmp);
+    HardwareProfile same = sameSessionH200(m);
+    HardwareProfile noAbsorb = withoutAbsorbRate(same, tmp);
+    ServeWorkload c128 = ServeWorkload.random(256, 512, 128, 128);
+    double with =
+        new ServingSimulator(same)
+            .predict(m, servedConfig(), ServeOptions.defaults(), c128)
+            .outputThroughput();
+    double without =
+        new ServingSimulator(noAbsorb)
+            .predict(m, servedConfig(), ServeOptions.defaults(), c128)
+            .outputThroughput();
+    assertThat(with / 3127.4 - 1).isBetween(-0.05, 0.05);
+    assertThat(without / 3127.4 - 1).isGreaterThan(0.15);
+    MeasurementFile.OneBatch older = oneBatch("h200-v2lite-onebatch-9b7a8af.json");
+    HardwareProfile olderProfile =
+        BenchCalibration.calibrate(
+                Profiles.load("h200"),
+                List.of(older),
+                r -> Configs.load("deepseek-v2-lite"),
+                "h200-c")
+            .profile();
+    double c1 =
+        new ServingSimulator(olderProfile)
+            .predict(
+                m, servedConfig(), ServeOptions.defaults(), ServeWorkload.random(12, 512, 128, 1))
+            .outputThroughput();
+    assertThat(c1 / 360.94 - 1).isLessThan(-0.15);
+  }
+
+  /**
+   * The overlap schedule: a request that reaches the engine while a step runs joins the step after
+   * next, so refilled slots wait a step longer and the TTFT of queued requests grows (c=128: median
+   * 1,263 ms with it, 844 without, 1,239 measured with it on).
+   */
+  @Test
+  void overlapScheduleDelaysAdmissionByAStep(@TempDir Path tmp) throws Exception {
+    ModelShape m = v2LiteV3Vocab(tmp);
+    ServingSimulator sim = new ServingSimulator(sameSessionH200(m));
+    ServeWorkload w = ServeWorkload.random(256, 512, 128, 128);
+    ServeReport on = sim.predict(m, servedConfig(), ServeOptions.defaults(), w);
+    ServeReport off =
+        sim.predict(m, servedConfig(), new ServeOptions(null, null, true, 64, false), w);
+    assertThat(on.medianTtftMs()).isGreaterThan(off.medianTtftMs() * 1.2);
+    assertThat(on.durationS()).isGreaterThanOrEqualTo(off.durationS());
+  }
+
+  /** A burst to an idle engine: the first request prefills alone, the rest in the next chunk. */
+  @Test
+  void aBurstToAnIdleEngineStartsWithItsFirstRequestAlone() {
+    List<int[]> steps = new java.util.ArrayList<>();
+    StepCosts recording =
+        (rows, ctx, prompt, seqs, start, graphed) -> {
+          steps.add(new int[] {rows, prompt, seqs});
+          return new MeasuredH200Steps().stepUs(rows, ctx, prompt, seqs, start, graphed);
+        };
+    new ServeScheduler(
+            ServeWorkload.random(16, 512, 128, 16),
+            ServeOptions.defaults(),
+            BIG_POOL,
+            256,
+            256,
+            8192)
+        .run(recording);
+    assertThat(steps.get(0)).containsExactly(0, 512, 1);
+    // the second step was planned while the first ran, before the burst had reached the engine
+    assertThat(steps.get(1)).containsExactly(1, 0, 0);
+    assertThat(steps.get(2)).containsExactly(1, 15 * 512, 15);
+  }
+
+  /** The served configuration: TP 1, bf16, graphs up to 256, chunk 8192 (serve's defaults). */
+  private static ServingConfig servedConfig() {
+    ServingConfig d = ServingConfig.defaults(1);
+    return new ServingConfig(
+        1, 1, d.a2a(), d.allreduce(), d.quant(), "bf16", 1, 640, true, 256, 8192, null);
+  }
+
+  private static MeasurementFile.OneBatch oneBatch(String name) throws Exception {
+    try (var in = ServingSimulatorTest.class.getResourceAsStream("/calibrate/" + name)) {
+      return (MeasurementFile.OneBatch)
+          MeasurementsIo.parseAny(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    }
+  }
+
+  /** The h200 profile calibrated on the served session's one-batch run. */
+  static HardwareProfile sameSessionH200(ModelShape served) throws Exception {
+    MeasurementFile.OneBatch run = oneBatch("h200-v2lite-v3vocab-onebatch-a751fae.json");
+    return BenchCalibration.calibrate(Profiles.load("h200"), List.of(run), r -> served, "h200-c")
+        .profile();
+  }
+
+  private static HardwareProfile withoutAbsorbRate(HardwareProfile hw, Path dir) throws Exception {
+    String json =
+        Profiles.toJson(hw)
+            .replaceAll("\"mla_absorb_flops\" : [0-9.E+]+", "\"mla_absorb_flops\" : 0.0");
+    assertThat(json).contains("\"mla_absorb_flops\" : 0.0");
+    Path f = dir.resolve("no-absorb.json");
+    Files.writeString(f, json);
+    return Profiles.load(f.toString());
   }
 
   private static ServingConfig glmTp8(int maxBs) {
@@ -223,12 +321,14 @@ class ServingSimulatorTest {
                 .weightsBytes()
             / Profiles.load("rtx-pro-6000-x8").gpu().memoryBytes();
     ServeReport tight =
-        sim.predict(glm5, glmTp8(512), new ServeOptions(null, weightsShare + 0.02, true, 64), w);
+        sim.predict(
+            glm5, glmTp8(512), new ServeOptions(null, weightsShare + 0.02, true, 64, true), w);
     assertThat(tight.kvCapacityTokens()).isLessThan(wide.kvCapacityTokens() / 4);
     assertThat(tight.peakRunning()).isLessThan(wide.peakRunning());
     assertThat(tight.outputThroughput()).isLessThan(wide.outputThroughput());
     ServeReport none =
-        sim.predict(glm5, glmTp8(512), new ServeOptions(null, weightsShare - 0.01, true, 64), w);
+        sim.predict(
+            glm5, glmTp8(512), new ServeOptions(null, weightsShare - 0.01, true, 64, true), w);
     assertThat(none.runs()).isFalse();
     assertThat(none.doesNotRun().getFirst()).contains("--mem-fraction-static");
   }
