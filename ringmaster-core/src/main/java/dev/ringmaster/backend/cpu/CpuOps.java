@@ -70,21 +70,8 @@ public final class CpuOps {
     return best;
   }
 
-  /** Softmax of {@code n} values at {@code off}, in place, in f32 with max subtraction. */
+  /** Softmax of {@code n} values at {@code off}, in place: {@link VectorMath#softmax}. */
   public static void softmax(float[] x, int off, int n) {
-    float max = Float.NEGATIVE_INFINITY;
-    for (int i = 0; i < n; i++) {
-      max = Math.max(max, x[off + i]);
-    }
-    double sum = 0;
-    for (int i = 0; i < n; i++) {
-      float e = (float) Math.exp(x[off + i] - max);
-      x[off + i] = e;
-      sum += e;
-    }
-    float inv = (float) (1.0 / sum);
-    for (int i = 0; i < n; i++) {
-      x[off + i] *= inv;
-    }
+    VectorMath.softmax(x, off, n);
   }
 }

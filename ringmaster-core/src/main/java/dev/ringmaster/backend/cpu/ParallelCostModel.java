@@ -1,5 +1,7 @@
 package dev.ringmaster.backend.cpu;
 
+import java.util.function.BooleanSupplier;
+
 /**
  * Decides whether a product is worth a parallel region, from two costs measured on this machine and
  * kept up to date: how long a unit of matmul work takes on one thread (a moving average of the
@@ -16,7 +18,11 @@ package dev.ringmaster.backend.cpu;
  * while a worker waits for a core, can take milliseconds), and one product in {@link
  * #EXPLORE_EVERY} that does not pay at the current estimate but would at the region cost timed at
  * the start runs parallel, so that the estimate comes back down once regions are cheap again.
- * Without both, the first slow regions of a process could keep every product serial for good.
+ * Without both, the first slow regions of a process could keep every product serial for good. A
+ * timing above {@link #OUTLIER_RATIO} times the estimate is dropped where the JIT compiled code
+ * meanwhile ({@link JitActivity}): while the kernels compile, on two cores, runs of such timings
+ * raised the estimate past a millisecond, and the products of 128-token prefills (90-400 us saved
+ * each) ran serially for the first hundreds of steps. Slow regions of a busy machine still count.
  *
  * <p>Plans only decide where rows are computed, never how: results are the same either way, so the
  * racy updates of the averages (several callers may time products at once) cannot change outputs.
@@ -34,7 +40,14 @@ final class ParallelCostModel {
   /** A parallel timing counts for at most this many times the current region estimate. */
   static final double MAX_SAMPLE_RATIO = 4;
 
+  /**
+   * A parallel timing over this many times the region estimate is checked against the JIT's
+   * activity.
+   */
+  static final double OUTLIER_RATIO = 2;
+
   private final int threads;
+  private final BooleanSupplier jitCompiled;
   private final double startRegionNanos;
   private volatile double nanosPerCost = Double.NaN;
   private volatile double regionNanos;
@@ -48,6 +61,14 @@ final class ParallelCostModel {
    * @param regionNanos the measured cost of an empty region, in nanoseconds
    */
   ParallelCostModel(int threads, double regionNanos) {
+    this(threads, regionNanos, new JitActivity());
+  }
+
+  /**
+   * As above, with {@code jitCompiled} saying whether the JIT has compiled code since it was last
+   * asked.
+   */
+  ParallelCostModel(int threads, double regionNanos, BooleanSupplier jitCompiled) {
     if (threads < 1 || !(regionNanos >= 0)) {
       throw new IllegalArgumentException(
           "threads must be at least 1 and the region cost non-negative, got "
@@ -58,6 +79,7 @@ final class ParallelCostModel {
     this.threads = threads;
     this.regionNanos = regionNanos;
     this.startRegionNanos = regionNanos;
+    this.jitCompiled = jitCompiled;
   }
 
   /** Whether a product of {@code cost} units is worth a parallel region, as the costs stand. */
@@ -97,6 +119,10 @@ final class ParallelCostModel {
     } else if (!Double.isNaN(rate)) {
       double region = regionNanos;
       double overhead = Math.max(0, nanos - rate * cost / threads);
+      if (overhead > OUTLIER_RATIO * Math.max(region, startRegionNanos)
+          && jitCompiled.getAsBoolean()) {
+        return;
+      }
       overhead = Math.min(overhead, MAX_SAMPLE_RATIO * Math.max(region, startRegionNanos));
       regionNanos = region + NEW_SAMPLE_WEIGHT * (overhead - region);
     }

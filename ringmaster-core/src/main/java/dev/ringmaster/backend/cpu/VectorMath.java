@@ -1,7 +1,9 @@
 package dev.ringmaster.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -27,7 +29,123 @@ public final class VectorMath {
   private static final VectorMask<Float> UPPER_H1 = upper(H1);
   private static final VectorMask<Float> UPPER_H2 = upper(H2);
 
+  // exp(x) = 2^k * e^r with k = round(x / ln 2) and r = x - k ln 2 (ln 2 split in two parts so
+  // that k * LN2_HI is exact), e^r from Cephes' expf polynomial on |r| <= ln(2) / 2.
+  private static final float LOG2E = 1.44269504088896341f;
+  private static final float LN2_HI = 0.693359375f;
+  private static final float LN2_LO = -2.12194440e-4f;
+  // Adding and subtracting 1.5 * 2^23 rounds a float of magnitude below 2^22 to an integer.
+  private static final float ROUND = 12582912f;
+  private static final float P0 = 1.9875691500e-4f;
+  private static final float P1 = 1.3981999507e-3f;
+  private static final float P2 = 8.3334519073e-3f;
+  private static final float P3 = 4.1665795894e-2f;
+  private static final float P4 = 1.6666665459e-1f;
+  private static final float P5 = 5.0000001201e-1f;
+
+  /** Below ln of the smallest normal float, {@link #exp} returns 0. */
+  private static final float EXP_LOW = -87.33654f;
+
+  /** Above ln of the largest float, {@link #exp} returns infinity. */
+  private static final float EXP_HIGH = 88.72283f;
+
   private VectorMath() {}
+
+  /**
+   * Softmax of {@code n} values at {@code off}, in place, in f32 with max subtraction. The
+   * exponentials are {@link #exp}, the same bits in every lane and in the tail; their sum is taken
+   * per lane, then by the fixed lane tree, then the tail in order, so a row's result depends only
+   * on the row.
+   */
+  public static void softmax(float[] x, int off, int n) {
+    int bound = F.loopBound(n);
+    float max = Float.NEGATIVE_INFINITY;
+    int i = 0;
+    if (bound > 0) {
+      FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+      for (; i < bound; i += LANES) {
+        m = m.max(FloatVector.fromArray(F, x, off + i));
+      }
+      max = m.reduceLanes(VectorOperators.MAX); // exact in any order
+    }
+    for (; i < n; i++) {
+      max = Math.max(max, x[off + i]);
+    }
+    float sum = 0f;
+    i = 0;
+    if (bound > 0) {
+      FloatVector maxV = FloatVector.broadcast(F, max);
+      FloatVector acc = FloatVector.zero(F);
+      for (; i < bound; i += LANES) {
+        FloatVector e = exp(FloatVector.fromArray(F, x, off + i).sub(maxV));
+        e.intoArray(x, off + i);
+        acc = acc.add(e);
+      }
+      sum = sum(acc);
+    }
+    for (; i < n; i++) {
+      float e = exp(x[off + i] - max);
+      x[off + i] = e;
+      sum += e;
+    }
+    float inv = 1f / sum;
+    i = 0;
+    for (; i < bound; i += LANES) {
+      FloatVector.fromArray(F, x, off + i).mul(inv).intoArray(x, off + i);
+    }
+    for (; i < n; i++) {
+      x[off + i] *= inv;
+    }
+  }
+
+  /**
+   * e^x in f32 from IEEE additions, multiplications and fused multiply-adds only, so it gives the
+   * same bits as every lane of the vector form, compiled or interpreted (the Vector API's own
+   * {@code EXP} calls a different library once compiled). Within 2 ulp of {@link Math#exp} for
+   * results of at least {@link Float#MIN_NORMAL}; 0 below that (softmax weights under 1e-38) and
+   * infinity above the largest float.
+   */
+  public static float exp(float x) {
+    if (x < EXP_LOW) {
+      return 0f;
+    }
+    if (x > EXP_HIGH) {
+      return Float.POSITIVE_INFINITY;
+    }
+    float k = (x * LOG2E + ROUND) - ROUND;
+    float r = Math.fma(k, -LN2_HI, x);
+    r = Math.fma(k, -LN2_LO, r);
+    float p = Math.fma(P0, r, P1);
+    p = Math.fma(p, r, P2);
+    p = Math.fma(p, r, P3);
+    p = Math.fma(p, r, P4);
+    p = Math.fma(p, r, P5);
+    float y = Math.fma(p, r * r, r) + 1f;
+    // 2^k in two exact factors: k reaches 128 just below the overflow threshold.
+    int ka = (int) k >> 1;
+    int kb = (int) k - ka;
+    return y * Float.intBitsToFloat((ka + 127) << 23) * Float.intBitsToFloat((kb + 127) << 23);
+  }
+
+  /** {@link #exp} of every lane. */
+  private static FloatVector exp(FloatVector x) {
+    FloatVector k = x.mul(LOG2E).add(ROUND).sub(ROUND);
+    FloatVector r = k.fma(FloatVector.broadcast(F, -LN2_HI), x);
+    r = k.fma(FloatVector.broadcast(F, -LN2_LO), r);
+    FloatVector p = FloatVector.broadcast(F, P0).fma(r, FloatVector.broadcast(F, P1));
+    p = p.fma(r, FloatVector.broadcast(F, P2));
+    p = p.fma(r, FloatVector.broadcast(F, P3));
+    p = p.fma(r, FloatVector.broadcast(F, P4));
+    p = p.fma(r, FloatVector.broadcast(F, P5));
+    FloatVector y = p.fma(r.mul(r), r).add(1f);
+    IntVector ki = (IntVector) k.convert(VectorOperators.F2I, 0);
+    IntVector ka = ki.lanewise(VectorOperators.ASHR, 1);
+    IntVector kb = ki.sub(ka);
+    y = y.mul(ka.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+    y = y.mul(kb.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+    return y.blend(0f, x.compare(VectorOperators.LT, EXP_LOW))
+        .blend(Float.POSITIVE_INFINITY, x.compare(VectorOperators.GT, EXP_HIGH));
+  }
 
   /** {@code sum_i a[aOff + i] * b[bOff + i]} for {@code i < n}. */
   public static float dot(float[] a, int aOff, float[] b, int bOff, int n) {

@@ -10,7 +10,8 @@
  * specialised for and owns the persistent pool of worker threads. {@link
  * dev.ringmaster.backend.cpu.CostedLoop} runs other parallel loops (the attention cores) on a
  * context's pool only where they repay a region, and {@link dev.ringmaster.backend.cpu.VectorMath}
- * holds the attention's vector dot products and sums of scaled rows, each with a fixed summation
- * order.
+ * holds the attention's vector dot products, sums of scaled rows and softmax, each with a fixed
+ * summation order. Whether a product or loop goes parallel is decided from timings on this machine
+ * (package-private {@code ParallelCostModel}), leaving out those taken while the JIT compiled.
  */
 package dev.ringmaster.backend.cpu;
