@@ -94,7 +94,10 @@ final class DoctorCommand implements Callable<Integer> {
 
   @Option(
       names = "--base-profile",
-      description = "Profile --measure fits (default: cpu-host without a GPU, else h200).")
+      description =
+          "Profile --measure fits (default: cpu-host without a GPU, else the built-in profile of"
+              + " the GPU's family: h200 (one GPU) or h200-x8, h100-sxm-x8, rtx-pro-6000-x8;"
+              + " the H200's for other GPUs, with a note).")
   String baseProfile;
 
   @Override

@@ -62,7 +62,10 @@ final class DoctorMeasure {
       for (GpuFacts.Gpu g : gpu.gpus()) {
         out.add(String.format(Locale.ROOT, "GPU%d %s", g.index(), deviceCopyAndLaunch(g.index())));
       }
-      base = baseProfile != null ? baseProfile : "h200";
+      base = baseProfile != null ? baseProfile : baseFor(gpu.gpus());
+      if (baseProfile == null) {
+        baseNote(gpu.gpus(), base).ifPresent(out::add);
+      }
       int n = gpu.gpus().size();
       if (n < 2) {
         out.add("allreduce: one GPU, nothing to measure");
@@ -87,6 +90,63 @@ final class DoctorMeasure {
             + " constants fitted from "
             + base);
     return out;
+  }
+
+  /**
+   * The built-in profile whose unmeasured constants (compute rates, memory bandwidth, the PCIe
+   * tree) best describe these GPUs: by GPU family, the eight-GPU box where there are several.
+   */
+  static String baseFor(List<GpuFacts.Gpu> gpus) {
+    String name = gpus.getFirst().name().toUpperCase(Locale.ROOT);
+    boolean several = gpus.size() > 1;
+    if (name.contains("H200")) {
+      return several ? "h200-x8" : "h200";
+    }
+    if (name.contains("H100")) {
+      return "h100-sxm-x8";
+    }
+    if (name.contains("RTX PRO 6000")) {
+      return "rtx-pro-6000-x8";
+    }
+    return several ? "h200-x8" : "h200"; // said by baseNote: another GPU's figures
+  }
+
+  /** What the chosen base profile borrows that does not match this host, if anything. */
+  static java.util.Optional<String> baseNote(List<GpuFacts.Gpu> gpus, String base) {
+    HardwareProfile p = Profiles.load(base);
+    String gpu = gpus.getFirst().name();
+    List<String> notes = new ArrayList<>();
+    if (!familyMatches(gpu, base)) {
+      notes.add(
+          "no built-in profile for " + gpu + ": its compute and memory figures are " + base + "'s");
+    }
+    if (p.gpuCount() != gpus.size()) {
+      notes.add(
+          "its GPU count ("
+              + p.gpuCount()
+              + ") and PCIe/NVLink tree are "
+              + base
+              + "'s, this host has "
+              + gpus.size());
+    }
+    return notes.isEmpty()
+        ? java.util.Optional.empty()
+        : java.util.Optional.of(
+            "base profile "
+                + base
+                + ": "
+                + String.join("; ", notes)
+                + " (--base-profile FILE gives a closer one)");
+  }
+
+  private static boolean familyMatches(String gpu, String base) {
+    String g = gpu.toUpperCase(Locale.ROOT);
+    return switch (base) {
+      case "h200", "h200-x8" -> g.contains("H200");
+      case "h100-sxm-x8" -> g.contains("H100");
+      case "rtx-pro-6000-x8" -> g.contains("RTX PRO 6000");
+      default -> false;
+    };
   }
 
   private static BenchmarkOptions cpuOptions() {
