@@ -128,6 +128,14 @@ final class TuneCommand implements Callable<Integer> {
   long seed;
 
   @Option(
+      names = "--warmup-requests",
+      description =
+          "Untimed requests sent together before each repeat (default: the workload's"
+              + " concurrency, --max-concurrency or else --num-prompts, so a fresh server's batched"
+              + " path is warm before the first timed run; 0 for none).")
+  Integer warmupRequests;
+
+  @Option(
       names = "--repeats",
       defaultValue = "3",
       description =
@@ -223,6 +231,7 @@ final class TuneCommand implements Callable<Integer> {
     FlagChecks.atLeast("--run-timeout", runTimeout, 1);
     FlagChecks.atLeast("--num-prompts", numPrompts, 1);
     FlagChecks.atLeast("--repeats", repeats, 1);
+    FlagChecks.atLeast("--warmup-requests", warmupRequests, 0);
     if (!mode.equals("serve") && !mode.equals("one-batch")) {
       throw new UserError("--mode must be serve or one-batch, got " + mode);
     }
@@ -262,6 +271,10 @@ final class TuneCommand implements Callable<Integer> {
     } catch (NumberFormatException e) {
       throw new UserError("--request-rate must be a number or inf, got " + requestRate);
     }
+    int warmup =
+        warmupRequests != null
+            ? warmupRequests
+            : maxConcurrency != null ? Math.min(maxConcurrency, numPrompts) : numPrompts;
     Path dir = DefaultModel.resolve(model);
     TuneConfig cfg =
         new TuneConfig(
@@ -283,7 +296,7 @@ final class TuneCommand implements Callable<Integer> {
                 // every repeat flushes the trial server's prefix cache: the repeats send the same
                 // prompts, which a second run would otherwise find cached
                 new BenchServeConfig.Load(
-                    rate, maxConcurrency, 1, seed, false, false, null, true, true)),
+                    rate, maxConcurrency, warmup, seed, false, false, null, true, true)),
             Duration.ofSeconds(startupTimeout),
             Duration.ofSeconds(runTimeout),
             out,

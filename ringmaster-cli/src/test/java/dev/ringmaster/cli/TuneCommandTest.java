@@ -101,6 +101,11 @@ class TuneCommandTest {
         CliTest.run("tune", "--out", out.toString(), "--space", "cpu-threads=1", "--repeats", "0");
     assertThat(repeats.status()).isEqualTo(2);
     assertThat(repeats.err()).contains("--repeats");
+    CliTest.Run warmup =
+        CliTest.run(
+            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--warmup-requests", "-1");
+    assertThat(warmup.status()).isEqualTo(2);
+    assertThat(warmup.err()).contains("--warmup-requests");
   }
 
   @Test
