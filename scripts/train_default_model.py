@@ -896,6 +896,10 @@ def main():
     f.add_argument("--gpu-seconds", type=float, default=None, help="GPU-machine time used, for the card")
     f.add_argument("--card-only", action="store_true", help="only rewrite README.md from training_log.json")
     f.set_defaults(fn=lambda a: cmd_finalize(a))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_heads  # the draft heads: train-mtp, train-eagle3
+
+    train_heads.add_parsers(sub)
     args = p.parse_args()
     args.fn(args)
 

@@ -70,24 +70,37 @@ public final class RandomEagle3HeadWriter {
    */
   public static void write(ObjectNode config, Path outDir, DType dtype, long seed)
       throws IOException {
+    Eagle3HeadConfig cfg = Eagle3HeadConfig.of(config, outDir.resolve("config.json").toString());
+    int[] hot = hotTokenIds(cfg.vocabSize(), cfg.draftVocabSize());
+    long[] d2t = new long[hot.length];
+    for (int i = 0; i < hot.length; i++) {
+      d2t[i] = hot[i] - i;
+    }
+    write(config, outDir, Eagle3Tensors.specs(cfg, dtype), d2t, seed);
+  }
+
+  /**
+   * Writes {@code config} and the tensors {@code specs} (random where they are floating, {@code
+   * d2t} from {@code d2t}, as many entries as its spec has), whatever their shapes: also a way to
+   * write a malformed head.
+   */
+  public static void write(
+      ObjectNode config, Path outDir, List<TensorSpec> specs, long[] d2t, long seed)
+      throws IOException {
     Files.createDirectories(outDir);
     ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    Path file = outDir.resolve("config.json");
-    json.writeValue(file.toFile(), config);
-    Eagle3HeadConfig cfg = Eagle3HeadConfig.of(config, file.toString());
+    json.writeValue(outDir.resolve("config.json").toFile(), config);
     double std = config.path("initializer_range").asDouble(0.02);
-    int[] hot = hotTokenIds(cfg.vocabSize(), cfg.draftVocabSize());
-    List<TensorSpec> specs = Eagle3Tensors.specs(cfg, dtype);
     SafetensorsWriter.write(
         outDir.resolve("model.safetensors"),
         specs,
         (s, off, buf) -> {
-          if (s.name().equals("d2t")) {
+          if (s.dtype() == DType.I64) {
             int pos = buf.position();
             int n = buf.remaining() / 8;
             for (int i = 0; i < n; i++) {
               int d = (int) (off / 8) + i;
-              buf.putLong(pos + i * 8, hot[d] - d);
+              buf.putLong(pos + i * 8, d < d2t.length ? d2t[d] : 0);
             }
           } else {
             RandomModelWriter.fill(s, off, buf, seed, std);
