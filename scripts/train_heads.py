@@ -109,6 +109,12 @@ def build_mtp(main_cfg):
             self.eh_proj = torch.nn.Linear(2 * h, h, bias=False)
             torch.nn.init.normal_(self.eh_proj.weight, std=cfg.initializer_range)
             self.block = DeepseekV3Model(cfg)
+            # The training script's deterministic experts (sorted per expert, no index_add_).
+            from train_default_model import sorted_loop_experts_forward
+            from transformers.integrations.moe import ExpertsInterface
+
+            ExpertsInterface.register("sorted_loop", sorted_loop_experts_forward)
+            self.block.set_experts_implementation("sorted_loop")
             self.block.embed_tokens.weight.requires_grad_(False)
             self.eps = cfg.rms_norm_eps
 

@@ -141,6 +141,24 @@ class Eagle3SpeculationTest {
     }
   }
 
+  /** The head trained for the embedded model drafts tokens the model accepts; the output stands. */
+  @Test
+  void theEmbeddedModelsTrainedHeadIsAcceptedAndKeepsTheGreedyTokens() throws Exception {
+    try (CausalLm lm = CausalLm.load(RepoPaths.require("models/sotu-moe"));
+        DraftHead head = lm.loadEagle3Head(RepoPaths.require("models/sotu-moe/eagle3"))) {
+      int[] prompt = prompt("models/sotu-moe");
+      SamplingParams greedy = new SamplingParams(0, 1, 0, 0, 60, true, List.of());
+      int[] plain = new Generator(lm).generate(prompt, greedy, new int[0], t -> true).outputIds();
+      SpeculativeResult r =
+          new SpeculativeGenerator(
+                  lm, SpeculativeConfig.of(SpeculativeAlgorithm.EAGLE3, 3), null, head)
+              .generate(prompt, greedy, new int[0], t -> true);
+      assertThat(r.generation().outputIds()).containsExactly(plain);
+      // Random heads accept next to nothing (accept length about 1.0); the trained one does.
+      assertThat(r.stats().acceptLength()).isGreaterThan(1.3);
+    }
+  }
+
   @Test
   void theHeadsRowsAtOnceEqualTheSameRowsOneByOne() throws Exception {
     try (CausalLm lm = CausalLm.load(RepoPaths.require("fixtures/golden/qwen3_moe_basic"));
