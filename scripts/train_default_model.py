@@ -12,6 +12,9 @@ Three stages, each a subcommand; run from the repository root:
             transformers' DeepseekV3ForCausalLM as the forward pass; saves both in bf16 safetensors; evaluates
             the saved weights (validation/test loss, unigram baseline, draft acceptance); writes
             training_log.json into the model directory.
+  train-mtp, train-eagle3
+            (CPU) train an MTP layer or an EAGLE-3 head for the shipped main model, which stays frozen
+            (scripts/train_heads.py has the details).
   finalize  (CPU) copies the tokenizer files into the model directory, checks the CPU numbers against the GPU
             ones, writes fixtures/default-model/reference.json.gz (token ids, f32 logits, greedy continuation)
             and the model card README.md.
@@ -896,6 +899,10 @@ def main():
     f.add_argument("--gpu-seconds", type=float, default=None, help="GPU-machine time used, for the card")
     f.add_argument("--card-only", action="store_true", help="only rewrite README.md from training_log.json")
     f.set_defaults(fn=lambda a: cmd_finalize(a))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_heads  # the draft heads: train-mtp, train-eagle3
+
+    train_heads.add_parsers(sub)
     args = p.parse_args()
     args.fn(args)
 

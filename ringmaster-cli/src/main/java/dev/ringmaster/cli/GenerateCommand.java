@@ -12,6 +12,7 @@ import dev.ringmaster.model.tokenizer.ChatMessage;
 import dev.ringmaster.model.tokenizer.ChatTemplate;
 import dev.ringmaster.model.tokenizer.StreamDecoder;
 import dev.ringmaster.model.tokenizer.Tokenizer;
+import dev.ringmaster.runtime.DraftHead;
 import dev.ringmaster.runtime.LanguageModel;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -201,9 +202,10 @@ final class GenerateCommand implements Callable<Integer> {
       SpeculativeResult spec = null;
       GenerationResult r;
       if (speculative.enabled()) {
-        try (LanguageModel draft = speculative.openDraft(engine.tuning())) {
+        try (LanguageModel draft = speculative.openDraft(engine.tuning());
+            DraftHead head = speculative.openHead(lm)) {
           spec =
-              new SpeculativeGenerator(lm, speculative.config(), draft)
+              new SpeculativeGenerator(lm, speculative.config(), draft, head)
                   .generate(ids, params, eos, onToken);
         } catch (IllegalArgumentException e) {
           throw new UserError(e.getMessage());

@@ -7,6 +7,7 @@ import dev.ringmaster.engine.batch.ServingDefaults;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculativePolicy;
 import dev.ringmaster.model.tokenizer.Tokenizer;
+import dev.ringmaster.runtime.DraftHead;
 import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.server.RingmasterServer;
 import dev.ringmaster.server.ServerConfig;
@@ -177,18 +178,24 @@ final class ServeCommand implements Callable<Integer> {
     engine.cudaBlockSize = pageSize; // on the GPU one page is one cache block
     LanguageModel lm = engine.open(dir);
     LanguageModel draft = null;
+    DraftHead head = null;
     BatchEngine batch;
     try {
       draft = speculative.openDraft(engine.tuning());
-      batch = BatchEngine.start(lm, batchConfig(lm), speculation(draft));
-    } catch (IllegalArgumentException e) {
+      head = speculative.openHead(lm);
+      batch = BatchEngine.start(lm, batchConfig(lm), speculation(draft, head));
+    } catch (IllegalArgumentException | UserError e) {
+      if (head != null) {
+        head.close();
+      }
       if (draft != null) {
         draft.close();
       }
       lm.close();
-      throw new UserError(e.getMessage());
+      throw e instanceof UserError u ? u : new UserError(e.getMessage());
     }
     LanguageModel draftModel = draft;
+    DraftHead draftHead = head;
     String name = servedModelName != null ? servedModelName : dir.getFileName().toString();
     ServerConfig cfg =
         new ServerConfig(
@@ -215,6 +222,9 @@ final class ServeCommand implements Callable<Integer> {
                 () -> {
                   System.err.println("ringmaster: shutting down (draining requests)");
                   server.shutdown();
+                  if (draftHead != null) {
+                    draftHead.close();
+                  }
                   lm.close();
                   if (draftModel != null) {
                     draftModel.close();
@@ -341,7 +351,7 @@ final class ServeCommand implements Callable<Integer> {
   }
 
   /** The engine's speculation from the flags (after {@link SpeculativeOptions#validate}). */
-  private ServingSpeculation speculation(LanguageModel draft) {
+  private ServingSpeculation speculation(LanguageModel draft, DraftHead head) {
     if (!speculative.enabled()) {
       return null;
     }
@@ -350,7 +360,8 @@ final class ServeCommand implements Callable<Integer> {
         draft,
         policy(),
         speculativeMargin != null ? speculativeMargin : ServingSpeculation.DEFAULT_MARGIN,
-        null);
+        null,
+        head);
   }
 
   private BatchConfig batchConfig(LanguageModel lm) {
@@ -440,7 +451,7 @@ final class ServeCommand implements Callable<Integer> {
       f.put("speculative_num_draft_tokens", speculative.config().numDraftTokens());
       f.put(
           "speculative_draft_model_path",
-          speculative.draftDir() == null ? null : speculative.draftDir().toString());
+          speculative.draftPath() == null ? null : speculative.draftPath().toString());
       f.put("speculative_policy", policy().name().toLowerCase(Locale.ROOT));
       f.put(
           "speculative_margin",

@@ -7,6 +7,8 @@ import dev.ringmaster.engine.spec.SpeculativeConfig;
 import dev.ringmaster.engine.spec.SpeculativeResult;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.eagle.Eagle3HeadConfig;
+import dev.ringmaster.runtime.DraftHead;
 import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.LanguageModel;
 import java.io.IOException;
@@ -24,11 +26,12 @@ import picocli.CommandLine.Option;
 final class SpeculativeOptions {
   @Option(
       names = "--speculative-algorithm",
-      paramLabel = "NGRAM|STANDALONE|NEXTN",
+      paramLabel = "NGRAM|STANDALONE|NEXTN|EAGLE3",
       description =
           "Speculative decoding: NGRAM drafts from earlier context (no model), STANDALONE from a"
               + " small draft model with the same tokenizer, NEXTN (or MTP) from the checkpoint's own"
-              + " multi-token-prediction layer, CPU only (default: off).")
+              + " multi-token-prediction layer, EAGLE3 from an EAGLE-3 head over the model's hidden"
+              + " states; NEXTN and EAGLE3 on the CPU only (default: off).")
   String algorithm;
 
   @Option(
@@ -46,11 +49,13 @@ final class SpeculativeOptions {
       paramLabel = "DIR",
       description =
           "Draft model directory for STANDALONE (default: the model's draft/ directory, which the"
-              + " embedded model has). The draft runs on the CPU.")
+              + " embedded model has), or the EAGLE-3 head directory for EAGLE3 (default: the model's"
+              + " eagle3/ directory). Drafts run on the CPU.")
   Path draftModelPath;
 
   private SpeculativeConfig config;
   private Path draftDir;
+  private Path headDir;
 
   /** Whether speculation was asked for. */
   boolean enabled() {
@@ -68,7 +73,7 @@ final class SpeculativeOptions {
             (numDraftTokens != null
                     ? "--speculative-num-draft-tokens"
                     : "--speculative-draft-model-path")
-                + " needs --speculative-algorithm NGRAM, STANDALONE or NEXTN");
+                + " needs --speculative-algorithm NGRAM, STANDALONE, NEXTN or EAGLE3");
       }
       return;
     }
@@ -83,15 +88,20 @@ final class SpeculativeOptions {
         SpeculativeConfig.of(
             a,
             numDraftTokens != null ? numDraftTokens : SpeculativeConfig.DEFAULT_NUM_DRAFT_TOKENS);
-    if (a != SpeculativeAlgorithm.STANDALONE && draftModelPath != null) {
+    boolean takesPath = a == SpeculativeAlgorithm.STANDALONE || a == SpeculativeAlgorithm.EAGLE3;
+    if (!takesPath && draftModelPath != null) {
       throw new UserError(
-          "--speculative-draft-model-path is for STANDALONE; "
+          "--speculative-draft-model-path is for STANDALONE and EAGLE3; "
               + a
               + (a == SpeculativeAlgorithm.NGRAM
                   ? " drafts use no model"
                   : " drafts with the model's own MTP layer"));
     }
     if (a == SpeculativeAlgorithm.NGRAM) {
+      return;
+    }
+    if (a == SpeculativeAlgorithm.EAGLE3) {
+      validateHead(targetDir);
       return;
     }
     if (a == SpeculativeAlgorithm.NEXTN) {
@@ -136,9 +146,47 @@ final class SpeculativeOptions {
     }
   }
 
+  private void validateHead(Path targetDir) {
+    headDir = draftModelPath != null ? draftModelPath : targetDir.resolve("eagle3");
+    if (!Files.isDirectory(headDir)) {
+      throw new UserError(
+          draftModelPath != null
+              ? "--speculative-draft-model-path " + headDir + ": not a directory"
+              : "--speculative-algorithm EAGLE3 needs an EAGLE-3 head: "
+                  + targetDir
+                  + " has no eagle3/ directory; pass --speculative-draft-model-path DIR");
+    }
+    ModelConfig target = parse(targetDir, "the target model");
+    try {
+      Eagle3HeadConfig.parse(headDir).checkAgainst(target);
+    } catch (RuntimeException e) {
+      throw new UserError("EAGLE-3 head " + headDir + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * Loads the EAGLE-3 head (EAGLE3, after {@link #validate}) over {@code target}, else returns
+   * null.
+   */
+  DraftHead openHead(LanguageModel target) {
+    if (headDir == null) {
+      return null;
+    }
+    try {
+      return target.loadEagle3Head(headDir);
+    } catch (RuntimeException e) {
+      throw new UserError("EAGLE-3 head " + headDir + ": " + e.getMessage());
+    }
+  }
+
   /** The draft model directory (STANDALONE, after {@link #validate}), else null. */
   Path draftDir() {
     return draftDir;
+  }
+
+  /** The draft model (STANDALONE) or head (EAGLE3) directory after {@link #validate}, else null. */
+  Path draftPath() {
+    return draftDir != null ? draftDir : headDir;
   }
 
   /** The speculation settings (after {@link #validate}). */
@@ -176,7 +224,7 @@ final class SpeculativeOptions {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("algorithm", config.algorithm().name());
     m.put("num_draft_tokens", config.numDraftTokens());
-    m.put("draft_model", draftDir == null ? null : draftDir.toString());
+    m.put("draft_model", draftPath() == null ? null : draftPath().toString());
     m.put("accept_length", s.acceptLength());
     m.put("accept_rate", s.acceptRate());
     m.put("verify_steps", s.verifySteps());

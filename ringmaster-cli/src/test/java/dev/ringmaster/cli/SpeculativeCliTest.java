@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.backend.DType;
+import dev.ringmaster.model.config.ModelConfig;
+import dev.ringmaster.model.config.ModelConfigParser;
+import dev.ringmaster.model.random.RandomEagle3HeadWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -107,6 +111,48 @@ class SpeculativeCliTest {
     assertThat(spec.get("speculative").get("draft_tokens").asInt()).isPositive();
   }
 
+  /**
+   * EAGLE3 with a random head over a fixture keeps the greedy tokens; a missing head directory and
+   * a directory that is not an EAGLE-3 head are one-line errors.
+   */
+  @Test
+  void eagle3WithARandomHeadGivesThePlainGreedyTokens(@TempDir Path tmp) throws Exception {
+    Path model = CliTest.repo().resolve("fixtures/golden/qwen3_moe_basic");
+    Path head = tmp.resolve("head");
+    ModelConfig cfg = ModelConfigParser.parse(model);
+    RandomEagle3HeadWriter.write(
+        RandomEagle3HeadWriter.config(cfg, 200, List.of(0, 1, 3)), head, DType.BF16, 9);
+    JsonNode plain = generate(model, "hello hello hello");
+    JsonNode spec =
+        generate(
+            model,
+            "hello hello hello",
+            "--speculative-algorithm",
+            "eagle3",
+            "--speculative-draft-model-path",
+            head.toString());
+    assertThat(spec.get("output_ids")).isEqualTo(plain.get("output_ids"));
+    assertThat(spec.get("speculative").get("algorithm").asText()).isEqualTo("EAGLE3");
+    assertThat(spec.get("speculative").get("draft_model").asText()).isEqualTo(head.toString());
+    assertThat(spec.get("speculative").get("draft_tokens").asInt()).isPositive();
+    String[][] cases = {
+      {"--speculative-algorithm", "EAGLE3"},
+      {"--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", model.toString()},
+    };
+    String[] expected = {
+      "has no eagle3/ directory; pass --speculative-draft-model-path DIR",
+      "expected LlamaForCausalLMEagle3",
+    };
+    for (int i = 0; i < cases.length; i++) {
+      List<String> args = new ArrayList<>(List.of("generate", "--model", model.toString(), "x"));
+      args.addAll(Arrays.asList(cases[i]));
+      CliTest.Run r = CliTest.run(args.toArray(String[]::new));
+      assertThat(r.status()).as(args + " -> " + r.err()).isEqualTo(2);
+      assertThat(r.err()).as(args.toString()).startsWith("error: ").contains(expected[i]);
+      assertThat(r.err()).doesNotContain("\tat ").doesNotContain("loading layers");
+    }
+  }
+
   @Test
   void badSpeculativeFlagsAreOneLineErrorsBeforeAnyModelLoads(@TempDir Path tmp) throws Exception {
     Path embedded = CliTest.repo().resolve("models/sotu-moe");
@@ -148,7 +194,7 @@ class SpeculativeCliTest {
       "must use the target's tokenizer (same tokenizer.json)",
       "cannot be combined with --speculative-algorithm",
       "has num_nextn_predict_layers 0: use NGRAM or STANDALONE",
-      "NEXTN drafts with the model's own MTP layer",
+      "is for STANDALONE and EAGLE3",
     };
     for (int i = 0; i < cases.length; i++) {
       List<String> args = new ArrayList<>(List.of("generate", "--model", embedded.toString(), "x"));

@@ -12,6 +12,8 @@ public enum DType {
   I64("I64", 8),
   I32("I32", 4),
   U8("U8", 1),
+  /** Booleans, one byte each (an EAGLE-3 head's {@code t2d} mask). */
+  BOOL("BOOL", 1),
   /** 8-bit float e4m3 ("fn": no infinities, 0x7f/0xff are NaN, max 448), quantized weights. */
   F8_E4M3("F8_E4M3", 1);
 

@@ -131,6 +131,40 @@ public interface LanguageModel extends AutoCloseable {
   }
 
   /**
+   * Like {@link #forward}, and also returns the hidden states {@code capture} names for every token
+   * of the step ({@code capture.width(hidden_size)} values per token), which an EAGLE-3 head is
+   * fed. {@link HiddenCapture#FINAL} is {@link #forwardHidden(int[], BatchLayout, KvCache[],
+   * int[])}.
+   *
+   * @throws UnsupportedOperationException on a backend that does not expose these hidden states
+   */
+  default HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, HiddenCapture capture) {
+    if (capture.isFinal()) {
+      return forwardHidden(tokens, layout, caches, logitRows);
+    }
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName()
+            + " does not expose the hidden states of its layers; EAGLE3 speculation runs on the"
+            + " single-rank CPU model");
+  }
+
+  /**
+   * Loads an EAGLE-3 draft head ({@code LlamaForCausalLMEagle3} checkpoint layout) from {@code dir}
+   * over this model: the head shares this model's embedding and reads its layers' hidden states.
+   * The caller closes the head before the model.
+   *
+   * @throws UnsupportedOperationException on a backend or rank layout that does not run heads
+   * @throws IllegalArgumentException when the head does not fit this model
+   */
+  default DraftHead loadEagle3Head(java.nio.file.Path dir) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName()
+            + " does not run EAGLE-3 heads; EAGLE3 speculation runs on the single-rank CPU model"
+            + " (--device cpu, --tp-size 1)");
+  }
+
+  /**
    * The checkpoint's first multi-token-prediction layer, loaded beside the model, or empty when the
    * config has none ({@code num_nextn_predict_layers} 0), the checkpoint does not hold it, or this
    * backend does not run it.

@@ -634,9 +634,10 @@ public final class BatchEngine implements AutoCloseable {
     }
     try {
       if (speculation != null && speculation.needsHidden()) {
-        // The MTP drafter is fed every row's final hidden state: logits come to the CPU.
+        // MTP and EAGLE-3 drafters are fed every row's hidden states: logits come to the CPU.
         HiddenLogits out =
-            model.forwardHidden(in.tokens(), in.layout(), in.caches(), in.logitRows());
+            model.forwardHidden(
+                in.tokens(), in.layout(), in.caches(), in.logitRows(), speculation.hiddenCapture());
         return new StepOutput(sampleRows(step, from, to, out.logits()), out.logits(), out.hidden());
       }
       if (step.hasDrafts(from, to)) {

@@ -3,20 +3,20 @@ package dev.ringmaster.engine.batch;
 import dev.ringmaster.engine.spec.Draft;
 import dev.ringmaster.engine.spec.DraftVerifier;
 import dev.ringmaster.engine.spec.Drafter;
+import dev.ringmaster.engine.spec.HiddenStateDrafter;
 import dev.ringmaster.engine.spec.ModelDrafter;
-import dev.ringmaster.engine.spec.NextnDrafter;
 import dev.ringmaster.engine.spec.NgramDrafter;
 import dev.ringmaster.engine.spec.RowDistribution;
 import dev.ringmaster.engine.spec.ServingSpeculation;
 import dev.ringmaster.engine.spec.SpeculationController;
 import dev.ringmaster.engine.spec.SpeculationSnapshot;
-import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
 import dev.ringmaster.engine.spec.SpeculativeConfig;
 import dev.ringmaster.engine.spec.SpeculativeGenerator;
 import dev.ringmaster.engine.spec.SpeculativePolicy;
 import dev.ringmaster.engine.spec.TabulatedSpeculationCost;
+import dev.ringmaster.runtime.DraftHead;
+import dev.ringmaster.runtime.HiddenCapture;
 import dev.ringmaster.runtime.LanguageModel;
-import dev.ringmaster.runtime.NextnLayer;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -32,7 +32,10 @@ import java.util.Map;
 final class SpeculativeDrafts implements AutoCloseable {
   private final SpeculativeConfig config;
   private final LanguageModel draftModel;
-  private final NextnLayer nextn;
+
+  /** The MTP layer or EAGLE-3 head the drafts come from, else null. */
+  private final DraftHead head;
+
   private final SpeculationController controller;
   private final int vocab;
   private final Map<Sequence, State> states = new IdentityHashMap<>();
@@ -53,10 +56,12 @@ final class SpeculativeDrafts implements AutoCloseable {
     }
     this.config = spec.config();
     this.draftModel = spec.draftModel();
-    this.nextn =
-        config.algorithm() == SpeculativeAlgorithm.NEXTN
-            ? SpeculativeGenerator.requireNextn(target)
-            : null;
+    this.head =
+        switch (config.algorithm()) {
+          case NEXTN -> SpeculativeGenerator.requireNextn(target);
+          case EAGLE3 -> spec.draftHead();
+          case NGRAM, STANDALONE -> null;
+        };
     this.vocab = target.config().vocabSize();
     var cost = spec.cost();
     if (cost == null && spec.policy() == SpeculativePolicy.AUTO) {
@@ -163,7 +168,7 @@ final class SpeculativeDrafts implements AutoCloseable {
           Drafter drafter =
               switch (config.algorithm()) {
                 case NGRAM -> new NgramDrafter(config.ngramMinMatch(), config.ngramMaxMatch());
-                case NEXTN -> new NextnDrafter(nextn, rule);
+                case NEXTN, EAGLE3 -> new HiddenStateDrafter(head, rule);
                 case STANDALONE ->
                     new ModelDrafter(
                         draftModel,
@@ -189,9 +194,14 @@ final class SpeculativeDrafts implements AutoCloseable {
     return run;
   }
 
-  /** Whether the forwards must return hidden states (the MTP drafter is fed them). */
+  /** Whether the forwards must return hidden states (the MTP or EAGLE-3 drafters are fed them). */
   boolean needsHidden() {
-    return nextn != null;
+    return head != null;
+  }
+
+  /** The hidden states the forwards return when {@link #needsHidden}. */
+  HiddenCapture hiddenCapture() {
+    return head.capture();
   }
 
   /**
@@ -200,7 +210,7 @@ final class SpeculativeDrafts implements AutoCloseable {
    * part).
    */
   void observeHidden(Sequence s, int start, float[] hidden, int offset, int rows) {
-    if (nextn != null && rows > 0 && eligible(s)) {
+    if (head != null && rows > 0 && eligible(s)) {
       state(s).drafter().observeHidden(start, hidden, offset, rows);
     }
   }

@@ -24,12 +24,17 @@ public interface Drafter extends AutoCloseable {
     return false;
   }
 
+  /** Which hidden states {@link #observeHidden} is handed, when {@link #needsHidden}. */
+  default dev.ringmaster.runtime.HiddenCapture hiddenCapture() {
+    return dev.ringmaster.runtime.HiddenCapture.FINAL;
+  }
+
   /**
-   * The target's final hidden states of positions {@code [start, start + rows)} of the context,
-   * every one of them standing (a verify pass gives its last token's and accepted drafts' rows).
-   * Positions from {@code start} on replace any seen before.
+   * The target's hidden states ({@link #hiddenCapture}) of positions {@code [start, start + rows)}
+   * of the context, every one of them standing (a verify pass gives its last token's and accepted
+   * drafts' rows). Positions from {@code start} on replace any seen before.
    *
-   * @param hidden {@code [rows, hidden_size]} from {@code offset} (in rows)
+   * @param hidden {@code [rows, width]} from {@code offset} (in rows), {@code width} the capture's
    */
   default void observeHidden(int start, float[] hidden, int offset, int rows) {}
 

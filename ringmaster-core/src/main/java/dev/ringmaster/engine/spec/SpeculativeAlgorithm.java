@@ -13,7 +13,12 @@ public enum SpeculativeAlgorithm {
    * The checkpoint's own multi-token-prediction layer (DeepSeek-V3 layout), fed the target's final
    * hidden state and chained for the draft length; {@code MTP} is another name for it.
    */
-  NEXTN;
+  NEXTN,
+  /**
+   * An EAGLE-3 draft head: one decoder layer over three of the target's layers' hidden states, its
+   * own LM head over a draft vocabulary, chained on its own output hidden state.
+   */
+  EAGLE3;
 
   /**
    * The algorithm named {@code name} (any case; {@code MTP} means {@link #NEXTN}), or an error

@@ -4,6 +4,7 @@ import dev.ringmaster.engine.GenerationResult;
 import dev.ringmaster.engine.SamplingParams;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.DraftHead;
 import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
@@ -24,10 +25,11 @@ import java.util.function.IntPredicate;
 public final class SpeculativeGenerator {
   private final LanguageModel target;
   private final LanguageModel draftModel;
+  private final DraftHead draftHead;
   private final SpeculativeConfig config;
 
   /**
-   * A generator over {@code target}.
+   * A generator over {@code target} without an EAGLE-3 head.
    *
    * @param draftModel the draft model for {@link SpeculativeAlgorithm#STANDALONE} (else null)
    * @throws IllegalArgumentException when the draft model is missing, given for n-gram or NEXTN
@@ -35,9 +37,29 @@ public final class SpeculativeGenerator {
    */
   public SpeculativeGenerator(
       LanguageModel target, SpeculativeConfig config, LanguageModel draftModel) {
+    this(target, config, draftModel, null);
+  }
+
+  /**
+   * A generator over {@code target}.
+   *
+   * @param draftModel the draft model for {@link SpeculativeAlgorithm#STANDALONE} (else null)
+   * @param draftHead the head for {@link SpeculativeAlgorithm#EAGLE3} (else null), loaded over
+   *     {@code target} ({@link LanguageModel#loadEagle3Head}); the caller closes it
+   * @throws IllegalArgumentException when the draft model or head is missing, or given for an
+   *     algorithm that uses none, or the draft model has another vocabulary size than the target,
+   *     or NEXTN finds no MTP layer
+   */
+  public SpeculativeGenerator(
+      LanguageModel target,
+      SpeculativeConfig config,
+      LanguageModel draftModel,
+      DraftHead draftHead) {
     this.target = target;
     this.config = config;
     this.draftModel = draftModel;
+    this.draftHead = draftHead;
+    requireHead(config.algorithm(), draftHead);
     boolean needsModel = config.algorithm() == SpeculativeAlgorithm.STANDALONE;
     if (needsModel && draftModel == null) {
       throw new IllegalArgumentException("STANDALONE speculation needs a draft model");
@@ -185,7 +207,8 @@ public final class SpeculativeGenerator {
       return target.forward(tokens, layout, new KvCache[] {cache}, rows);
     }
     int start = cache.length();
-    HiddenLogits out = target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows);
+    HiddenLogits out =
+        target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows, drafter.hiddenCapture());
     drafter.observeHidden(start, out.hidden(), 0, seen);
     return out.logits();
   }
@@ -203,7 +226,8 @@ public final class SpeculativeGenerator {
     if (!drafter.needsHidden()) {
       return target.forward(tokens, layout, new KvCache[] {cache}, rows);
     }
-    HiddenLogits out = target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows);
+    HiddenLogits out =
+        target.forwardHidden(tokens, layout, new KvCache[] {cache}, rows, drafter.hiddenCapture());
     hidden[0] = out.hidden();
     return out.logits();
   }
@@ -229,10 +253,27 @@ public final class SpeculativeGenerator {
                             + " --device cpu, or NGRAM)"));
   }
 
+  /**
+   * Checks that an EAGLE-3 head is given exactly when {@code algorithm} is {@link
+   * SpeculativeAlgorithm#EAGLE3}.
+   */
+  public static void requireHead(SpeculativeAlgorithm algorithm, DraftHead head) {
+    boolean needsHead = algorithm == SpeculativeAlgorithm.EAGLE3;
+    if (needsHead && head == null) {
+      throw new IllegalArgumentException(
+          "EAGLE3 speculation needs an EAGLE-3 head: pass --speculative-draft-model-path DIR");
+    }
+    if (!needsHead && head != null) {
+      throw new IllegalArgumentException(
+          algorithm + " speculation uses no EAGLE-3 head, but one was given");
+    }
+  }
+
   private Drafter newDrafter(RowDistribution rule) {
     return switch (config.algorithm()) {
       case NGRAM -> new NgramDrafter(config.ngramMinMatch(), config.ngramMaxMatch());
-      case NEXTN -> new NextnDrafter(requireNextn(target), rule);
+      case NEXTN -> new HiddenStateDrafter(requireNextn(target), rule);
+      case EAGLE3 -> new HiddenStateDrafter(draftHead, rule);
       case STANDALONE ->
           new ModelDrafter(
               draftModel, RowDistribution.of(rule.params(), draftModel.config().vocabSize()));

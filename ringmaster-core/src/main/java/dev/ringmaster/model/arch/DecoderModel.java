@@ -15,6 +15,7 @@ import dev.ringmaster.model.ops.ModelWeights;
 import dev.ringmaster.model.ops.MtpWeights;
 import dev.ringmaster.model.ops.WeightSource;
 import dev.ringmaster.model.ops.WeightSource.Slice;
+import dev.ringmaster.runtime.HiddenCapture;
 import dev.ringmaster.util.Progress;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,8 +71,17 @@ public final class DecoderModel {
    * in {@link dev.ringmaster.model.ops.Act#NORMED}.
    */
   public <T> void layers(ModelOps<T> ops, ModelWeights<T> w) {
+    layers(ops, w, HiddenCapture.FINAL);
+  }
+
+  /**
+   * {@link #layers}, also capturing the residual stream entering each layer {@code capture} lists
+   * ({@link ModelOps#captureHidden}, slot {@code i} for entry {@code i}).
+   */
+  public <T> void layers(ModelOps<T> ops, ModelWeights<T> w, HiddenCapture capture) {
+    capture.check(w.layers().size());
     ops.embedding(w.embed());
-    blocks(ops, w.layers(), w.finalNorm());
+    blocks(ops, w.layers(), w.finalNorm(), capture);
   }
 
   /**
@@ -81,11 +91,15 @@ public final class DecoderModel {
    * which leaves the result in {@link dev.ringmaster.model.ops.Act#NORMED} for {@link #logits}.
    */
   public <T> void mtpLayer(ModelOps<T> ops, MtpWeights<T> w) {
-    blocks(ops, List.of(w.layer()), w.sharedHeadNorm());
+    blocks(ops, List.of(w.layer()), w.sharedHeadNorm(), HiddenCapture.FINAL);
   }
 
-  /** Decoder layers over {@code HIDDEN}, then {@code finalNorm} into {@code NORMED}. */
-  private <T> void blocks(ModelOps<T> ops, List<LayerWeights<T>> layers, T finalNorm) {
+  /**
+   * Decoder layers over {@code HIDDEN}, then {@code finalNorm} into {@code NORMED}; the residual
+   * stream entering the layers {@code capture} lists is captured.
+   */
+  private <T> void blocks(
+      ModelOps<T> ops, List<LayerWeights<T>> layers, T finalNorm, HiddenCapture capture) {
     double eps = cfg.rmsNormEps();
     boolean mlpPartial = true;
     for (int l = 0; l < layers.size(); l++) {
@@ -95,6 +109,7 @@ public final class DecoderModel {
       } else {
         ops.addRmsNorm(MLP_OUT, mlpPartial, lw.inputNorm(), eps);
       }
+      capture(ops, capture, l); // HIDDEN is now layer l's input
       family.forward(ops, lw.attention(), l);
       ops.addRmsNorm(ATTN_OUT, true, lw.postAttentionNorm(), eps);
       mlpPartial =
@@ -107,6 +122,16 @@ public final class DecoderModel {
           };
     }
     ops.addRmsNorm(MLP_OUT, mlpPartial, finalNorm, eps);
+    capture(ops, capture, layers.size());
+  }
+
+  private static <T> void capture(ModelOps<T> ops, HiddenCapture capture, int layer) {
+    List<Integer> wanted = capture.layerInputs();
+    for (int slot = 0; slot < wanted.size(); slot++) {
+      if (wanted.get(slot) == layer) {
+        ops.captureHidden(slot);
+      }
+    }
   }
 
   /** Loads this rank's weights; {@code progress} (or null) counts the layers. */

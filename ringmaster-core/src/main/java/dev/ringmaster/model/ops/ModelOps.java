@@ -73,4 +73,14 @@ public interface ModelOps<T> {
 
   /** Logits of the step's requested rows of {@link Act#NORMED}, through {@code head}. */
   void lmHead(T head);
+
+  /**
+   * Keeps a copy of {@link Act#HIDDEN}, the residual stream (complete on every rank) as it enters
+   * the next layer, as capture slot {@code slot} of the step; the backend returns the slots
+   * concatenated per token (an EAGLE-3 head reads them). A backend that does not capture says so.
+   */
+  default void captureHidden(int slot) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName() + " does not capture hidden states of its layers");
+  }
 }

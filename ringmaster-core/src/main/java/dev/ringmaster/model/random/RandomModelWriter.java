@@ -108,7 +108,7 @@ public final class RandomModelWriter {
     };
   }
 
-  private static void fill(TensorSpec s, long byteOff, ByteBuffer buf, long seed, double std) {
+  static void fill(TensorSpec s, long byteOff, ByteBuffer buf, long seed, double std) {
     int elem = s.dtype().bytes();
     long first = byteOff / elem;
     int n = buf.remaining() / elem;

@@ -235,7 +235,7 @@ class NextnSpeculationTest {
       for (int i = 0; i < hidden.length; i++) {
         hidden[i] = (float) Math.sin(i * 0.37);
       }
-      NextnDrafter spec = new NextnDrafter(layer, greedy);
+      HiddenStateDrafter spec = new HiddenStateDrafter(layer, greedy);
       spec.observeHidden(0, hidden, 0, 5);
       Draft first = spec.propose(context, 6, 4); // rows 0..4, then 3 chained rows
       assertThat(first.length()).isEqualTo(4);
@@ -244,7 +244,7 @@ class NextnSpeculationTest {
       spec.observeHidden(5, hidden, 5, 2);
       Draft second = spec.propose(context, 8, 1);
 
-      NextnDrafter fresh = new NextnDrafter(layer, greedy);
+      HiddenStateDrafter fresh = new HiddenStateDrafter(layer, greedy);
       fresh.observeHidden(0, hidden, 0, 7);
       Draft expected = fresh.propose(context, 8, 1);
 

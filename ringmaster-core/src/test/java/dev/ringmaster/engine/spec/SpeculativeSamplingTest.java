@@ -86,6 +86,6 @@ class SpeculativeSamplingTest {
                     target, SpeculativeConfig.of(SpeculativeAlgorithm.STANDALONE, 2), null))
         .hasMessageContaining("needs a draft model");
     assertThatThrownBy(() -> SpeculativeAlgorithm.parse("eagle9"))
-        .hasMessageContaining("[NGRAM, STANDALONE, NEXTN]");
+        .hasMessageContaining("[NGRAM, STANDALONE, NEXTN, EAGLE3]");
   }
 }

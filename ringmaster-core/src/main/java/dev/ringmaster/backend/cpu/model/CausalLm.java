@@ -9,6 +9,8 @@ import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.ops.ModelWeights;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.DraftHead;
+import dev.ringmaster.runtime.HiddenCapture;
 import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvCache;
@@ -176,15 +178,42 @@ public final class CausalLm implements LanguageModel {
    */
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return run(tokens, layout, caches, logitRows).logits();
+    return run(tokens, layout, caches, logitRows, HiddenCapture.FINAL).logits();
   }
 
   /** {@link #forward}, also returning the final-normed hidden state of every token. */
   @Override
   public HiddenLogits forwardHidden(
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    CpuModelOps ops = run(tokens, layout, caches, logitRows);
+    CpuModelOps ops = run(tokens, layout, caches, logitRows, HiddenCapture.FINAL);
     return new HiddenLogits(ops.logits(), ops.normed());
+  }
+
+  /**
+   * {@link #forward}, also returning the residual stream entering the layers {@code capture} lists.
+   */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, HiddenCapture capture) {
+    if (capture.isFinal()) {
+      return forwardHidden(tokens, layout, caches, logitRows);
+    }
+    CpuModelOps ops = run(tokens, layout, caches, logitRows, capture);
+    return new HiddenLogits(ops.logits(), ops.captured(capture.layerInputs().size()));
+  }
+
+  /**
+   * Loads an EAGLE-3 head over this model ({@link CpuEagle3Head}); single rank only.
+   *
+   * @throws UnsupportedOperationException on a tensor-parallel rank
+   */
+  @Override
+  public DraftHead loadEagle3Head(Path dir) {
+    if (rank.size() > 1) {
+      throw new UnsupportedOperationException(
+          "EAGLE-3 heads run on a single-rank model (tensor/expert parallel size 1)");
+    }
+    return CpuEagle3Head.load(dir, cfg, weights, blocks.kernels());
   }
 
   /**
@@ -197,7 +226,8 @@ public final class CausalLm implements LanguageModel {
     return Optional.ofNullable(nextn);
   }
 
-  private CpuModelOps run(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+  private CpuModelOps run(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, HiddenCapture capture) {
     for (int s = 0; s < layout.numSeqs(); s++) {
       int start = layout.seqStart()[s];
       int end = layout.seqStart()[s + 1];
@@ -212,7 +242,8 @@ public final class CausalLm implements LanguageModel {
       }
     }
     CpuModelOps ops = new CpuModelOps(blocks, tokens, layout, caches, logitRows);
-    model.forward(ops, weights);
+    model.layers(ops, weights, capture);
+    model.logits(ops, weights);
     for (int s = 0; s < layout.numSeqs(); s++) {
       int end = layout.seqStart()[s + 1];
       if (end > layout.seqStart()[s]) {

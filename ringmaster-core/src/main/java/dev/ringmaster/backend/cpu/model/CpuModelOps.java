@@ -64,6 +64,11 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
       }
     }
 
+    /** The kernel context the blocks run on. */
+    CpuKernelContext kernels() {
+      return kernels;
+    }
+
     private CpuMoe moeLayer(FeedForwardWeights.Moe<CpuTensor> w) {
       MoeConfig m = cfg.moe();
       ParallelConfig par = rank.parallel();
@@ -98,6 +103,9 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
   private final KvCache[] caches;
   private final int[] logitRows;
   private float[] logits;
+
+  /** Copies of the residual stream by capture slot ({@link #captureHidden}). */
+  private final java.util.Map<Integer, float[]> captured = new java.util.HashMap<>();
 
   /** The last indexer selection of this step, for layers that share it (GLM-5). */
   private int[][] selection;
@@ -166,6 +174,31 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
 
   private int n() {
     return tokens.length;
+  }
+
+  @Override
+  public void captureHidden(int slot) {
+    captured.put(slot, acts.get(Act.HIDDEN).clone());
+  }
+
+  /**
+   * The captured slots {@code 0 .. slots - 1} concatenated per token: {@code [tokens, slots *
+   * hidden]}.
+   */
+  float[] captured(int slots) {
+    int n = n();
+    int h = hidden;
+    float[] out = new float[n * slots * h];
+    for (int s = 0; s < slots; s++) {
+      float[] rows = captured.get(s);
+      if (rows == null) {
+        throw new IllegalStateException("capture slot " + s + " was not filled by the forward");
+      }
+      for (int t = 0; t < n; t++) {
+        System.arraycopy(rows, t * h, out, (t * slots + s) * h, h);
+      }
+    }
+    return out;
   }
 
   @Override

@@ -1,31 +1,34 @@
 package dev.ringmaster.engine.spec;
 
+import dev.ringmaster.runtime.DraftHead;
+import dev.ringmaster.runtime.HiddenCapture;
 import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvCache;
-import dev.ringmaster.runtime.NextnLayer;
 import dev.ringmaster.runtime.sampling.Philox;
 import java.util.Arrays;
 
 /**
- * Drafts with the model's own MTP layer ({@link NextnLayer}). The layer's cache row {@code j} pairs
- * context token {@code j + 1} with the target's final hidden state at position {@code j}, so it
- * holds a row for each position whose hidden state the target computed and whose next token stands.
- * A proposal first rolls the cache back to those rows (the previous proposal's chained rows drop
- * out with {@link KvCache#setLength}), feeds the rows it has not yet seen in one step, which
+ * Drafts with a head over the target's hidden states ({@link DraftHead}: the model's own MTP layer,
+ * or an EAGLE-3 head). The head's cache row {@code j} pairs context token {@code j + 1} with the
+ * target's hidden state at position {@code j} (the final one for MTP, three layers' for EAGLE-3),
+ * so it holds a row for each position whose hidden state the target computed and whose next token
+ * stands. A proposal first rolls the cache back to those rows (the previous proposal's chained rows
+ * drop out with {@link KvCache#setLength}), feeds the rows it has not yet seen in one step, which
  * predicts the first draft token, then chains: each further row pairs the previous draft token with
  * the layer's own output hidden state. Greedy when the request is greedy, else sampled from the
  * layer's distribution under the request's transform (returned for the verifier).
  */
-public final class NextnDrafter implements Drafter {
-  /** Philox round of the MTP layer's own draws. */
+public final class HiddenStateDrafter implements Drafter {
+  /** Philox round of the head's own draws. */
   static final int ROUND_DRAFT = 1004;
 
   /** Mixed into the request's seed so draft draws are independent of the verifier's. */
   private static final long DRAFT_SEED_SALT = 0x4E455854L;
 
-  private final NextnLayer layer;
+  private final DraftHead layer;
   private final RowDistribution rule;
   private final int width;
+  private final int chainWidth;
   private final KvCache cache;
   private float[] hidden = new float[0];
 
@@ -36,19 +39,20 @@ public final class NextnDrafter implements Drafter {
   private int exact;
 
   /**
-   * A drafter over {@code layer}, choosing tokens by {@code rule}.
+   * A drafter over {@code head}, choosing tokens by {@code rule}.
    *
-   * @param layer the target's MTP layer
+   * @param head the target's MTP layer or an EAGLE-3 head over the target
    * @param rule the request's sampling rule over the target's vocabulary
    */
-  public NextnDrafter(NextnLayer layer, RowDistribution rule) {
-    this.layer = layer;
+  public HiddenStateDrafter(DraftHead head, RowDistribution rule) {
+    this.layer = head;
     this.rule = rule;
-    this.width = layer.config().hiddenSize();
-    this.cache = layer.newCache();
+    this.width = head.targetWidth();
+    this.chainWidth = head.chainWidth();
+    this.cache = head.newCache();
   }
 
-  /** The MTP layer's cache (for tests of the rollback). */
+  /** The head's cache (for tests of the rollback). */
   KvCache cache() {
     return cache;
   }
@@ -56,6 +60,11 @@ public final class NextnDrafter implements Drafter {
   @Override
   public boolean needsHidden() {
     return true;
+  }
+
+  @Override
+  public HiddenCapture hiddenCapture() {
+    return layer.capture();
   }
 
   @Override
@@ -104,11 +113,11 @@ public final class NextnDrafter implements Drafter {
         draft[i] = RowDistribution.draw(probs[i], Philox.uniform(seed, length + i, ROUND_DRAFT));
       }
       if (i + 1 < k) {
-        int last = out.hidden().length / width - 1;
+        int last = out.hidden().length / chainWidth - 1;
         out =
-            layer.forward(
+            layer.chain(
                 new int[] {draft[i]},
-                Arrays.copyOfRange(out.hidden(), last * width, (last + 1) * width),
+                Arrays.copyOfRange(out.hidden(), last * chainWidth, (last + 1) * chainWidth),
                 cache);
       }
     }
