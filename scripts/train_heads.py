@@ -17,7 +17,7 @@ docstring. Deterministic given --seed on one thread count (torch.use_determinist
 from __future__ import annotations
 
 import copy
-import gzip
+import bz2
 import json
 import math
 import os
@@ -33,7 +33,7 @@ def log(*args):
 
 
 def load_main(model_dir, threads):
-    """The shipped main model in float32, frozen, unpacked from model.safetensors.gz into a temporary folder."""
+    """The shipped main model in float32, frozen, unpacked from model.safetensors.bz2 into a temporary folder."""
     import torch
     from transformers import DeepseekV3ForCausalLM
 
@@ -45,8 +45,8 @@ def load_main(model_dir, threads):
     cfg["num_nextn_predict_layers"] = 0  # the main model alone, whatever the shipped config says
     json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
     src = os.path.join(model_dir, "model.safetensors")
-    if os.path.exists(src + ".gz"):
-        with gzip.open(src + ".gz", "rb") as a, open(os.path.join(tmp, "model.safetensors"), "wb") as b:
+    if os.path.exists(src + ".bz2"):
+        with bz2.open(src + ".bz2", "rb") as a, open(os.path.join(tmp, "model.safetensors"), "wb") as b:
             shutil.copyfileobj(a, b)
     else:
         shutil.copy(src, tmp)
@@ -377,8 +377,8 @@ def save_mtp(mtp, cfg, args, log_record):
     os.makedirs(args.out, exist_ok=True)
     weights = os.path.join(args.out, "model.safetensors")
     src = os.path.join(args.model, "model.safetensors")
-    if os.path.exists(src + ".gz"):
-        with gzip.open(src + ".gz", "rb") as a, open(weights + ".main", "wb") as b:
+    if os.path.exists(src + ".bz2"):
+        with bz2.open(src + ".bz2", "rb") as a, open(weights + ".main", "wb") as b:
             shutil.copyfileobj(a, b)
         base = load_file(weights + ".main")
         os.remove(weights + ".main")
@@ -387,7 +387,7 @@ def save_mtp(mtp, cfg, args, log_record):
     base = {k: v for k, v in base.items() if not k.startswith(p)}
     base.update({k: v.contiguous() for k, v in out.items()})
     save_file(base, weights, metadata={"format": "pt"})
-    with open(weights, "rb") as a, gzip.GzipFile(weights + ".gz", "wb", compresslevel=9, mtime=0) as b:
+    with open(weights, "rb") as a, bz2.BZ2File(weights + ".bz2", "wb", compresslevel=9) as b:
         shutil.copyfileobj(a, b)
     cfg_path = os.path.join(args.out, "config.json")
     if os.path.abspath(args.out) != os.path.abspath(args.model):
@@ -399,7 +399,7 @@ def save_mtp(mtp, cfg, args, log_record):
         f.write("\n")
     with open(os.path.join(args.out, "mtp_training_log.json"), "w") as f:
         json.dump({"args": vars(args) | {"fn": None}, **log_record}, f, indent=1)
-    log(f"[mtp] wrote {len(out)} tensors as layer {L} into {weights}(.gz)")
+    log(f"[mtp] wrote {len(out)} tensors as layer {L} into {weights}(.bz2)")
 
 
 def cmd_train_eagle3(args):
@@ -476,7 +476,7 @@ def cmd_train_eagle3(args):
     out["d2t"], out["t2d"] = d2t, t2d
     path = os.path.join(args.out, "model.safetensors")
     save_file(out, path, metadata={"format": "pt"})
-    with open(path, "rb") as a, gzip.GzipFile(path + ".gz", "wb", compresslevel=9, mtime=0) as b:
+    with open(path, "rb") as a, bz2.BZ2File(path + ".bz2", "wb", compresslevel=9) as b:
         shutil.copyfileobj(a, b)
     config = {
         "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": cfg.hidden_size,
@@ -493,7 +493,7 @@ def cmd_train_eagle3(args):
     with open(os.path.join(args.out, "training_log.json"), "w") as f:
         json.dump({"args": vars(args) | {"fn": None}, "draft_vocab_coverage": coverage, "history": history,
                    "accept_length": accept, "accept_histogram": hist, "wall_time_s": time.time() - t0}, f, indent=1)
-    log(f"[eagle3] wrote {path}(.gz) and config.json")
+    log(f"[eagle3] wrote {path}(.bz2) and config.json")
 
 
 def chain_eagle3(head, embed, x, aux, k, hot):

@@ -36,12 +36,12 @@ final class DefaultModel {
               + "; pass --model DIR (a Hugging Face model directory)");
     }
     Path weights = dir.resolve("model.safetensors");
-    if (!Files.exists(weights) && Files.exists(dir.resolve("model.safetensors.gz"))) {
+    if (!Files.exists(weights) && Files.exists(dir.resolve("model.safetensors.bz2"))) {
       throw new UserError(
           "the embedded default model's weights are still compressed ("
               + weights
-              + ".gz); start Ringmaster with the ringmaster launcher, build it with mvn package, or"
-              + " run gunzip -k on that file");
+              + ".bz2); start Ringmaster with the ringmaster launcher, build it with mvn package, or"
+              + " run bunzip2 -k on that file");
     }
     return dir;
   }
