@@ -128,71 +128,52 @@ __device__ __forceinline__ void fp8_mma_load_stage(uint4 (&r)[MT][2][CH],
   }
 }
 
-// Token tiles whose partial accumulators are live at once (a pass of more tiles would take them in
-// groups, decoding each block's weights once per group).
-constexpr int kFp8MmaTileGroup = kMoeMmaTokenTiles;
-
 // acc[m][t] += scale * (stage's decoded weights of tile m times token tile t), block by block.
 // Staged tokens: unit (2c + h, token j, quad q) at xs[((2c + h) * NT * 8 + j) * 4 + q], so a warp
-// reads 512 contiguous bytes per load. Per (chunk, half) the two mmas' A fragments of every tile
-// are decoded into registers, then each token tile's B fragment is loaded and used at once. The
-// per-column mma order (block, c, h, j) is the same for any NT and tile group.
+// reads 512 contiguous bytes per load.
 template <int MT, int CH, int NT>
 __device__ __forceinline__ void fp8_mma_stage(float (&acc)[MT][NT][4], const uint4 (&r)[MT][2][CH],
                                               const float (&sc)[MT][CH / kFp8MmaChunksPerBlock],
                                               const uint4* xs) {
-  constexpr int TG = NT < kFp8MmaTileGroup ? NT : kFp8MmaTileGroup;
-  static_assert(NT % TG == 0, "whole tile groups");
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
   for (int b = 0; b < CH / kFp8MmaChunksPerBlock; b++) {
+    float part[MT][NT][4];
 #pragma unroll
-    for (int t0 = 0; t0 < NT; t0 += TG) {
-      float part[MT][TG][4];
+    for (int m = 0; m < MT; m++) {
 #pragma unroll
-      for (int m = 0; m < MT; m++) {
+      for (int t = 0; t < NT; t++) part[m][t][0] = part[m][t][1] = part[m][t][2] = part[m][t][3] = 0.f;
+    }
 #pragma unroll
-        for (int t = 0; t < TG; t++) {
-          part[m][t][0] = part[m][t][1] = part[m][t][2] = part[m][t][3] = 0.f;
-        }
-      }
+    for (int cb = 0; cb < kFp8MmaChunksPerBlock; cb++) {
+      const int c = b * kFp8MmaChunksPerBlock + cb;
 #pragma unroll
-      for (int cb = 0; cb < kFp8MmaChunksPerBlock; cb++) {
-        const int c = b * kFp8MmaChunksPerBlock + cb;
+      for (int h = 0; h < 2; h++) {
+        uint4 bt[NT];
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-          uint32_t a[2][MT][4];  // [j][m]: the A fragment of mma i = 2h + j of tile m
+        for (int t = 0; t < NT; t++) bt[t] = xs[((2 * c + h) * NT * 8 + t * 8 + g) * 4 + q];
 #pragma unroll
-          for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 2; j++) {
+          const int i = 2 * h + j;  // the mma of the chunk: word i of the 16-code loads
 #pragma unroll
-            for (int m = 0; m < MT; m++) {
-              fp8_mma_fragment(a[j][m], uint4_word(r[m][0][c], 2 * h + j),
-                               uint4_word(r[m][1][c], 2 * h + j));
-            }
-          }
+          for (int m = 0; m < MT; m++) {
+            uint32_t a[4];
+            fp8_mma_fragment(a, uint4_word(r[m][0][c], i), uint4_word(r[m][1][c], i));
 #pragma unroll
-          for (int t = 0; t < TG; t++) {
-            const uint4 bt = xs[((2 * c + h) * NT * 8 + (t0 + t) * 8 + g) * 4 + q];
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-#pragma unroll
-              for (int m = 0; m < MT; m++) {
-                mma_bf16_16816(part[m][t], a[j][m][0], a[j][m][1], a[j][m][2], a[j][m][3],
-                               uint4_word(bt, 2 * j), uint4_word(bt, 2 * j + 1));
-              }
+            for (int t = 0; t < NT; t++) {
+              mma_bf16_16816(part[m][t], a[0], a[1], a[2], a[3], uint4_word(bt[t], 2 * j),
+                             uint4_word(bt[t], 2 * j + 1));
             }
           }
         }
       }
+    }
 #pragma unroll
-      for (int m = 0; m < MT; m++) {
+    for (int m = 0; m < MT; m++) {
 #pragma unroll
-        for (int t = 0; t < TG; t++) {
+      for (int t = 0; t < NT; t++) {
 #pragma unroll
-          for (int i = 0; i < 4; i++) {
-            acc[m][t0 + t][i] = fmaf(sc[m][b], part[m][t][i], acc[m][t0 + t][i]);
-          }
-        }
+        for (int i = 0; i < 4; i++) acc[m][t][i] = fmaf(sc[m][b], part[m][t][i], acc[m][t][i]);
       }
     }
   }
@@ -426,4 +407,3 @@ RM_KERNEL void __launch_bounds__(kMoeMmaThreads, 4)
                                               activeExperts, activeCount, hidden, inter, xs[0],
                                               xs[1]);
 }
-
