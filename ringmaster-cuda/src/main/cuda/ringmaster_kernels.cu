@@ -10,6 +10,7 @@
 #include "moe_small_batch.cu"
 #include "moe_mma.cu"
 #include "fp8_moe_mma.cu"
+#include "fp8_linear_mma.cu"
 #include "mla_attention.cu"
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"

@@ -17,12 +17,146 @@ public final class Fp8Kernels {
 
   private final Kernel gemv;
   private final Kernel gemvSwiglu;
+
+  /**
+   * Most tokens for which a dense FP8 linear beyond the GEMV runs on tensor cores ({@link
+   * #linearMma}: the codes read once per 32 tokens) instead of a bf16 copy and cuBLAS. At 64 tokens
+   * the codes are read twice (2 bytes per weight) against the copy's 5 (an FP8 byte read, two bf16
+   * bytes written and read back); beyond, prefill chunks, the GEMM's work dwarfs the copy.
+   */
+  public static final int LINEAR_MMA_MAX_TOKENS = 64;
+
+  /** Blocks a split {@link #linearMma} aims for: two per SM of a 132-SM H200 (2 fit per SM). */
+  private static final int LINEAR_MMA_TARGET_BLOCKS = 264;
+
+  /** Most K slices of a {@link #linearMma}. */
+  private static final int LINEAR_MMA_MAX_SPLITS = 8;
+
+  private static final int LINEAR_MMA_ROWS_PER_BLOCK = 64;
+  private static final int LINEAR_MMA_PASS_TOKENS = 32;
+  private static final int FP8_BLOCK = 128;
+
   private final Kernel dequant;
+  private final Kernel linearMma;
+  private final Kernel sumSplits;
 
   Fp8Kernels(BiFunction<String, Integer, Kernel> kernel) {
     gemv = kernel.apply("rm_gemv_fp8", 13);
     gemvSwiglu = kernel.apply("rm_gemv_swiglu_fp8", 7);
     dequant = kernel.apply("rm_dequant_fp8_bf16", 6);
+    linearMma = kernel.apply("rm_linear_mma_fp8", 9);
+    sumSplits = kernel.apply("rm_sum_splits", 4);
+  }
+
+  /**
+   * Whether {@link #linearMma} takes an FP8 matrix of {@code k} columns whose scales come in parts
+   * of {@code partRows} rows: 8-byte aligned code rows, and a warp's 16 rows inside one scale
+   * block.
+   */
+  public static boolean linearMmaSupports(int k, int partRows) {
+    return k % 8 == 0 && partRows % 16 == 0;
+  }
+
+  static void checkLinearMma(int k, int partRows) {
+    if (!linearMmaSupports(k, partRows)) {
+      throw new IllegalArgumentException(
+          "tensor-core FP8 linear needs K % 8 == 0 and scale parts of a multiple of 16 rows, got K = "
+              + k
+              + ", parts of "
+              + partRows
+              + " rows (use the dequantizing path)");
+    }
+  }
+
+  /**
+   * Columns per K slice of {@link #linearMma} for an {@code [m, k]} matrix: whole 128-column scale
+   * blocks, as many slices as bring the grid near {@link #LINEAR_MMA_TARGET_BLOCKS} (at most {@link
+   * #LINEAR_MMA_MAX_SPLITS}, one where the row blocks alone fill the GPU). Depends on the shape
+   * only, so a token's result does not depend on the batch.
+   */
+  public static int linearMmaSlice(int m, int k) {
+    int rowBlocks = (m + LINEAR_MMA_ROWS_PER_BLOCK - 1) / LINEAR_MMA_ROWS_PER_BLOCK;
+    int kBlocks = (k + FP8_BLOCK - 1) / FP8_BLOCK;
+    int want = (LINEAR_MMA_TARGET_BLOCKS + rowBlocks - 1) / rowBlocks;
+    int splits = Math.max(1, Math.min(Math.min(want, LINEAR_MMA_MAX_SPLITS), kBlocks));
+    return (kBlocks + splits - 1) / splits * FP8_BLOCK;
+  }
+
+  /** K slices of {@link #linearMma} for an {@code [m, k]} matrix. */
+  public static int linearMmaSplits(int m, int k) {
+    int slice = linearMmaSlice(m, k);
+    return (k + slice - 1) / slice;
+  }
+
+  /**
+   * Floats of split partials that {@link #linearMma} of {@code n} tokens needs for an {@code [m,
+   * k]} matrix (0 when it is not split).
+   */
+  public static long linearMmaScratchFloats(int m, int k, int n) {
+    int splits = linearMmaSplits(m, k);
+    return splits == 1 ? 0 : (long) splits * n * m;
+  }
+
+  /**
+   * The largest {@link #linearMmaScratchFloats} of any matrix for {@code n} tokens: a split matrix
+   * has fewer than {@code LINEAR_MMA_TARGET_BLOCKS} row blocks and at most {@code target /
+   * rowBlocks + 1} slices, so {@code splits * m} stays under {@code 2 * target * 64} rows.
+   */
+  public static long linearMmaMaxScratchFloats(int n) {
+    return 2L * LINEAR_MMA_TARGET_BLOCKS * LINEAR_MMA_ROWS_PER_BLOCK * n;
+  }
+
+  /**
+   * {@code y[n, m] = x[n, k] . W^T} on tensor cores ({@code fp8_linear_mma.cu}): {@code W} e4m3
+   * {@code [m, k]} with its block scales in parts of {@code partRows} rows, activations rounded to
+   * bf16 (as cuBLAS takes them), codes decoded exactly, f32 accumulation; each 64-row block streams
+   * its codes once per 32 tokens, K split into {@link #linearMmaSplits} slices summed in order
+   * through {@code partials} (at least {@link #linearMmaScratchFloats} floats; unused for one
+   * slice). A token's row does not depend on the other tokens. Needs {@link #linearMmaSupports}.
+   */
+  public void linearMma(
+      CudaStream s,
+      long y,
+      long codes,
+      long scales,
+      int partRows,
+      long x,
+      int m,
+      int k,
+      int n,
+      long partials,
+      long partialFloats) {
+    checkLinearMma(k, partRows);
+    int slice = linearMmaSlice(m, k);
+    int splits = (k + slice - 1) / slice;
+    long need = linearMmaScratchFloats(m, k, n);
+    if (need > partialFloats) {
+      throw new IllegalStateException(
+          "FP8 linear ["
+              + m
+              + ", "
+              + k
+              + "] at "
+              + n
+              + " tokens needs "
+              + need
+              + " floats of split partials, the scratch holds "
+              + partialFloats);
+    }
+    linearMma.arg(0, splits == 1 ? y : partials).arg(1, codes).arg(2, scales).arg(3, partRows);
+    linearMma.arg(4, x).arg(5, m).arg(6, k).arg(7, n).arg(8, slice);
+    linearMma.launch(
+        s,
+        RingmasterKernels.blocks(m, LINEAR_MMA_ROWS_PER_BLOCK),
+        RingmasterKernels.blocks(n, LINEAR_MMA_PASS_TOKENS),
+        splits,
+        128,
+        0);
+    if (splits > 1) {
+      long count = (long) n * m;
+      sumSplits.arg(0, y).arg(1, partials).arg(2, splits).arg(3, count);
+      sumSplits.launch(s, RingmasterKernels.blocks(count, 256), 1, 1, 256, 0);
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import dev.ringmaster.cuda.blas.CublasHandle;
 import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.Fp8Kernels;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.runtime.KernelTuning;
 
@@ -35,6 +36,7 @@ final class GpuOps implements AutoCloseable {
   private final CublasHandle blas;
   private final DeviceBuffer xBf16;
   private final DeviceBuffer fp8Dequantized;
+  private final DeviceBuffer fp8SplitPartials;
   private final int gemvMaxTokens;
 
   /**
@@ -56,6 +58,13 @@ final class GpuOps implements AutoCloseable {
     this.blas = new CublasHandle(stream);
     this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
     this.fp8Dequantized = fp8MaxElements == 0 ? null : DeviceBuffer.allocate(2 * fp8MaxElements);
+    this.fp8SplitPartials =
+        fp8MaxElements == 0 || maxTokens <= gemvMaxTokens
+            ? null
+            : DeviceBuffer.allocate(
+                4
+                    * Fp8Kernels.linearMmaMaxScratchFloats(
+                        Math.min(maxTokens, Fp8Kernels.LINEAR_MMA_MAX_TOKENS)));
     this.gemvMaxTokens = gemvMaxTokens;
     this.side = CudaStream.create();
     this.fork = CudaEvent.createForOrdering();
@@ -75,18 +84,22 @@ final class GpuOps implements AutoCloseable {
   }
 
   /**
-   * Bytes of scratch held (bf16 staging, the cuBLAS workspace and the bf16 copy of one FP8 linear).
+   * Bytes of scratch held (bf16 staging, the cuBLAS workspace, the bf16 copy of one FP8 linear and
+   * the FP8 tensor-core linear's split partials).
    */
   long scratchBytes() {
     return xBf16.bytes()
         + CublasHandle.WORKSPACE_BYTES
-        + (fp8Dequantized == null ? 0 : fp8Dequantized.bytes());
+        + (fp8Dequantized == null ? 0 : fp8Dequantized.bytes())
+        + (fp8SplitPartials == null ? 0 : fp8SplitPartials.bytes());
   }
 
   /**
    * {@code y[n, w.rows] = x[n, w.cols] . w^T (+ bias)}. An FP8 matrix takes the FP8 GEMV up to the
-   * GEMV's token count; beyond, it is dequantized to bf16 scratch and multiplied by cuBLAS like a
-   * bf16 matrix (prefill: the copy costs a read of the FP8 bytes and a bf16 write per step).
+   * GEMV's token count, the FP8 tensor-core linear up to {@link Fp8Kernels#LINEAR_MMA_MAX_TOKENS}
+   * (decode batches: the codes read once per 32 tokens); beyond, prefill chunks, it is dequantized
+   * to bf16 scratch and multiplied by cuBLAS like a bf16 matrix (the copy costs a read of the FP8
+   * bytes and a bf16 write per step, small against the GEMM).
    */
   void linear(long y, long x, DeviceMatrix w, int n) {
     if (w.fp8()) {
@@ -105,6 +118,25 @@ final class GpuOps implements AutoCloseable {
   private void linearFp8(CudaStream s, long y, long x, DeviceMatrix w, int n) {
     if (n <= gemvMaxTokens) {
       kernels.fp8().gemv(s, y, w.ptr(), w.scales(), w.scalePartRows(), x, w.rows(), w.cols(), n);
+      return;
+    }
+    if (n <= Fp8Kernels.LINEAR_MMA_MAX_TOKENS
+        && fp8SplitPartials != null
+        && Fp8Kernels.linearMmaSupports(w.cols(), w.scalePartRows())) {
+      kernels
+          .fp8()
+          .linearMma(
+              s,
+              y,
+              w.ptr(),
+              w.scales(),
+              w.scalePartRows(),
+              x,
+              w.rows(),
+              w.cols(),
+              n,
+              fp8SplitPartials.ptr(),
+              fp8SplitPartials.bytes() / 4);
       return;
     }
     if (fp8Dequantized == null || 2L * w.rows() * w.cols() > fp8Dequantized.bytes()) {
@@ -272,6 +304,9 @@ final class GpuOps implements AutoCloseable {
     xBf16.close();
     if (fp8Dequantized != null) {
       fp8Dequantized.close();
+    }
+    if (fp8SplitPartials != null) {
+      fp8SplitPartials.close();
     }
     blas.close();
     kernels.close();
