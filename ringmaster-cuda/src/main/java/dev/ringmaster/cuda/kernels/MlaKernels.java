@@ -243,13 +243,47 @@ public final class MlaKernels {
       int ropeDim,
       int vDim,
       int kvLora) {
-    if (t > ws.maxTokens) {
-      throw new IllegalArgumentException(t + " tokens exceed the workspace's " + ws.maxTokens);
-    }
-    mlaAbsorbQ.arg(0, ws.qLatent.ptr()).arg(1, q).arg(2, kvB).arg(3, heads).arg(4, nope);
+    mlaAbsorbRange(s, ws, q, kvB, 0, t, heads, nope, ropeDim, vDim, kvLora);
+  }
+
+  /**
+   * {@link #mlaAbsorb} for tokens {@code first .. first+count-1} of the step only: reads their rows
+   * of {@code q [tokens, H, nope+rope]} and writes their rows of the workspace's absorbed queries;
+   * the other rows are left alone. A token's values do not depend on the range it is launched in
+   * (each is computed alone in a fixed order), so they equal what the whole-step launch gives it.
+   */
+  public void mlaAbsorbRange(
+      CudaStream s,
+      MlaWorkspace ws,
+      long q,
+      long kvB,
+      int first,
+      int count,
+      int heads,
+      int nope,
+      int ropeDim,
+      int vDim,
+      int kvLora) {
+    checkRange(ws, first, count);
+    long qRow = (long) heads * (nope + ropeDim);
+    long latentRow = (long) heads * (kvLora + ropeDim);
+    long qOut = ws.qLatent.ptr() + 4L * first * latentRow;
+    mlaAbsorbQ.arg(0, qOut).arg(1, q + 4L * first * qRow).arg(2, kvB).arg(3, heads).arg(4, nope);
     // Both projections take 8 tokens per block (see mla_attention.cu for the thread mapping).
-    mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).arg(8, t);
-    mlaAbsorbQ.launch(s, heads, (kvLora + 127) / 128, (t + 7) / 8, 256, 0);
+    mlaAbsorbQ.arg(5, ropeDim).arg(6, vDim).arg(7, kvLora).arg(8, count);
+    mlaAbsorbQ.launch(s, heads, (kvLora + 127) / 128, (count + 7) / 8, 256, 0);
+  }
+
+  private static void checkRange(MlaWorkspace ws, int first, int count) {
+    if (first < 0 || count < 1 || (long) first + count > ws.maxTokens) {
+      throw new IllegalArgumentException(
+          "tokens "
+              + first
+              + " .. "
+              + ((long) first + count - 1)
+              + " are outside the workspace's "
+              + ws.maxTokens);
+    }
   }
 
   /**
@@ -328,8 +362,30 @@ public final class MlaKernels {
       int nope,
       int vDim,
       int kvLora) {
-    mlaOutV.arg(0, out).arg(1, ws.ctx.ptr()).arg(2, kvB).arg(3, heads).arg(4, nope).arg(5, vDim);
-    mlaOutV.arg(6, kvLora).arg(7, t).launch(s, heads, (vDim + 31) / 32, (t + 7) / 8, 256, 0);
+    mlaOutVRange(s, ws, out, kvB, 0, t, heads, nope, vDim, kvLora);
+  }
+
+  /**
+   * {@link #mlaOutV} for tokens {@code first .. first+count-1} only: reads their latent context
+   * rows of the workspace and writes their rows of {@code out [tokens, H, vDim]}; the other rows
+   * are left alone. As for {@link #mlaAbsorbRange}, a token's values do not depend on the range.
+   */
+  public void mlaOutVRange(
+      CudaStream s,
+      MlaWorkspace ws,
+      long out,
+      long kvB,
+      int first,
+      int count,
+      int heads,
+      int nope,
+      int vDim,
+      int kvLora) {
+    checkRange(ws, first, count);
+    long ctx = ws.ctx.ptr() + 4L * first * heads * kvLora;
+    mlaOutV.arg(0, out + 4L * first * heads * vDim).arg(1, ctx).arg(2, kvB).arg(3, heads);
+    mlaOutV.arg(4, nope).arg(5, vDim).arg(6, kvLora).arg(7, count);
+    mlaOutV.launch(s, heads, (vDim + 31) / 32, (count + 7) / 8, 256, 0);
   }
 
   /**

@@ -747,7 +747,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           sparse, maxLen, sparse ? GpuSparseAttention.runs(seq, pos, len) : null);
       boolean groupedExperts = len >= groupedMinTokens();
       if (segments != null) {
-        segments.plan(len, seq, pos, mlaPrefill.maxContext(), stream);
+        segments.plan(
+            len, seq, pos, mlaPrefill.maxContext(), mlaPrefill.expandedMaxContext(), stream);
         stack.usePrefillSegments(segments, mlaPrefill);
       }
       try {

@@ -5,6 +5,7 @@ import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
+import java.util.List;
 
 /**
  * The GPU's multi-head latent attention op (after the query and KV down-projections, before the
@@ -231,9 +232,11 @@ final class GpuMlaAttention {
   /**
    * Attention of a prefill chunk: long runs of one sequence through the GEMM path (expanded form
    * where its scratch holds the context, else absorbed), the other tokens through the split kernels
-   * (by list on tensor cores; the CUDA-core kernel takes every token). The absorbed steps (query
-   * absorption, split kernels, latent output projection) run over the whole chunk only when some
-   * token needs them; expanded runs then overwrite their own rows of {@code act.attn}.
+   * (by list on tensor cores). The absorbed steps (query absorption, latent output projection)
+   * cover only the tokens that need them: the ranges of split tokens and absorbed runs that {@code
+   * segments} planned (on a mixed step, its decode rows), not the expanded prompt runs beside them.
+   * The CUDA-core split kernel takes every token of the chunk, so with it every token is absorbed
+   * and the expanded runs then overwrite their own rows of {@code act.attn}.
    */
   private void prefillAttention(
       GpuOps ops,
@@ -249,15 +252,24 @@ final class GpuMlaAttention {
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     boolean byList = k.mla().mlaUsesTensorCores(kvLora, ropeDim);
-    int expandedMax = prefill.expandedMaxContext();
-    boolean anyAbsorbedRun = false;
-    for (PrefillSegments.Run r : segments.gemmRuns()) {
-      anyAbsorbedRun |= r.firstPos() + r.count() > expandedMax;
-    }
-    if (!byList || segments.splitCount() > 0 || anyAbsorbedRun) {
-      k.mla()
-          .mlaAbsorb(
-              ops.stream, act.mla, act.q.ptr(), kvB.ptr(), n, heads, nope, ropeDim, vDim, kvLora);
+    List<PrefillSegments.Range> absorbed =
+        byList ? segments.absorbedRanges() : List.of(new PrefillSegments.Range(0, n));
+    if (!absorbed.isEmpty()) {
+      for (PrefillSegments.Range r : absorbed) {
+        k.mla()
+            .mlaAbsorbRange(
+                ops.stream,
+                act.mla,
+                act.q.ptr(),
+                kvB.ptr(),
+                r.first(),
+                r.count(),
+                heads,
+                nope,
+                ropeDim,
+                vDim,
+                kvLora);
+      }
       mark.accept("mla.prefill.absorb");
       if (!byList || segments.splitCount() > 0) {
         k.mla()
@@ -280,7 +292,7 @@ final class GpuMlaAttention {
         mark.accept("mla.prefill.split");
       }
       for (PrefillSegments.Run r : segments.gemmRuns()) {
-        if (r.firstPos() + r.count() > expandedMax) {
+        if (!r.expanded()) {
           prefill.attend(
               ops.stream,
               k,
@@ -298,11 +310,24 @@ final class GpuMlaAttention {
         }
       }
       mark.accept("mla.prefill.absorbed_gemm");
-      k.mla().mlaOutV(ops.stream, act.mla, act.attn.ptr(), kvB.ptr(), n, heads, nope, vDim, kvLora);
+      for (PrefillSegments.Range r : absorbed) {
+        k.mla()
+            .mlaOutVRange(
+                ops.stream,
+                act.mla,
+                act.attn.ptr(),
+                kvB.ptr(),
+                r.first(),
+                r.count(),
+                heads,
+                nope,
+                vDim,
+                kvLora);
+      }
       mark.accept("mla.prefill.out_v");
     }
     for (PrefillSegments.Run r : segments.gemmRuns()) {
-      if (r.firstPos() + r.count() <= expandedMax) {
+      if (r.expanded()) {
         prefill.attendExpanded(
             ops.stream,
             k,

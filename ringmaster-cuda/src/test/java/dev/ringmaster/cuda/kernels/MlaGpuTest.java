@@ -32,15 +32,27 @@ class MlaGpuTest {
      */
     EXPANDED_PREFILL,
     /**
+     * As {@link #GEMM_PREFILL}, every second run in the expanded form: the absorbed projections
+     * cover the split tokens and the absorbed runs only, the expanded runs write their own rows
+     * (1e-2).
+     */
+    MIXED_PREFILL,
+    /**
      * The fused kernel (absorb, attention in 8 splits, combine and out_v in one launch by a cluster
      * per token and head), f32 throughout (1e-4); only shapes it supports.
      */
-    FUSED
+    FUSED;
+
+    /** Whether some prefill runs take the expanded form. */
+    boolean expands() {
+      return this == EXPANDED_PREFILL || this == MIXED_PREFILL;
+    }
   }
 
   @ParameterizedTest
   @CsvSource({
-    // heads, nope, rope, v, lora, blockSize, seq lengths (;-separated), prefill, splits
+    // heads, nope, rope, v, lora, blockSize, seq lengths (;-separated, "d": only its last
+    // position is queried, a decode row), prefill, splits
     "16,128,64,128,512,64,1;70;300,false,1",
     "16,128,64,128,512,64,1000;5;129,false,8",
     "3,32,16,24,64,16,37;1;16;17,false,3",
@@ -54,7 +66,11 @@ class MlaGpuTest {
     // wider no-rope query and value heads (4 value rows per warp in the fused kernel), a shorter
     // rotary part
     "8,192,64,256,512,16,1;33;2;200,false,1",
-    "4,64,32,64,512,16,77;5,true,3"
+    "4,64,32,64,512,16,77;5,true,3",
+    // mixed steps: decode rows at long contexts before, between and after prompt runs
+    "16,128,64,128,512,64,300d;40;70d;129d;33;1;60d,true,4",
+    "16,128,64,128,512,16,90d;17;200;5d,true,2",
+    "3,32,16,24,64,16,37d;24;1d;16;19d,true,3"
   })
   void pagedAbsorbedAttentionMatchesReference(
       int heads,
@@ -68,9 +84,9 @@ class MlaGpuTest {
       int splits) {
     for (Path path : Path.values()) {
       // The GEMM path gathers rows in 16-byte vectors: it needs D % 8 == 0 (the model checks too).
-      boolean gemm = path == Path.GEMM_PREFILL || path == Path.EXPANDED_PREFILL;
+      boolean gemm = path == Path.GEMM_PREFILL || path.expands();
       boolean expandable = nope % 8 == 0 && vDim % 8 == 0 && ropeDim % 8 == 0;
-      if (path == Path.EXPANDED_PREFILL && !expandable) {
+      if (path.expands() && !expandable) {
         continue;
       }
       if (path == Path.FUSED && !MlaFusedDecode.supports(nope, ropeDim, vDim, lora)) {
@@ -95,7 +111,14 @@ class MlaGpuTest {
       int splits) {
     Rand r = new Rand();
     int d = lora + ropeDim;
-    int[] lens = java.util.Arrays.stream(lengths.split(";")).mapToInt(Integer::parseInt).toArray();
+    String[] parts = lengths.split(";");
+    int[] lens = new int[parts.length];
+    boolean[] decodeRow = new boolean[parts.length];
+    for (int i = 0; i < parts.length; i++) {
+      decodeRow[i] = parts[i].endsWith("d");
+      lens[i] =
+          Integer.parseInt(decodeRow[i] ? parts[i].substring(0, parts[i].length() - 1) : parts[i]);
+    }
     int seqs = lens.length;
     int maxBlocks = 0;
     int totalBlocks = 0;
@@ -134,10 +157,11 @@ class MlaGpuTest {
         rows[s][p] = java.util.Arrays.copyOfRange(kvRounded.values(), at * d, (at + 1) * d);
       }
     }
-    // Queries: decode = last position of each sequence; prefill = every position of each.
+    // Queries: decode = last position of each sequence; prefill = every position of each but the
+    // decode rows.
     List<int[]> queries = new ArrayList<>();
     for (int s = 0; s < seqs; s++) {
-      if (prefill) {
+      if (prefill && !decodeRow[s]) {
         for (int p = 0; p < lens[s]; p++) {
           queries.add(new int[] {s, p});
         }
@@ -167,12 +191,13 @@ class MlaGpuTest {
           k.mla().useMlaTensorCores(path != Path.CUDA_CORES);
           k.mla().useMlaStages(path == Path.TENSOR_CORES_2_STAGES ? 2 : 1);
           try (MlaWorkspace ws = new MlaWorkspace(t, splits, heads, lora, ropeDim)) {
+            ws.qLatent.poison(s.stream());
             ws.partialCtx.poison(s.stream());
             ws.ctx.poison(s.stream());
             DeviceBuffer out = s.poisoned((long) t * heads * vDim);
-            if (path == Path.GEMM_PREFILL || path == Path.EXPANDED_PREFILL) {
+            if (path == Path.GEMM_PREFILL || path.expands()) {
               gemmPrefill(
-                  path == Path.EXPANDED_PREFILL,
+                  path,
                   s,
                   k,
                   ws,
@@ -247,12 +272,13 @@ class MlaGpuTest {
   }
 
   /**
-   * Runs of 8+ tokens of one sequence through {@link MlaPrefillAttention} (absorbed or {@code
-   * expanded}), the rest by list. As in the model, the absorbed steps run over every token first
-   * and the expanded runs then overwrite their rows.
+   * Runs of 8+ tokens of one sequence through {@link MlaPrefillAttention} (absorbed or expanded, by
+   * {@code path}), the rest by list. As in the model, the absorbed projections run over the ranges
+   * of split tokens and absorbed runs only (the poisoned workspace and output would show a row they
+   * miss), and the expanded runs write their own rows.
    */
   private static void gemmPrefill(
-      boolean expanded,
+      Path path,
       dev.ringmaster.cuda.testing.DeviceScope s,
       RingmasterKernels k,
       MlaWorkspace ws,
@@ -277,22 +303,39 @@ class MlaGpuTest {
     long tablePtr = s.i32(table).ptr();
     long posPtr = s.i32(tokenPos).ptr();
     long qPtr = s.f32(q).ptr();
-    k.mla().mlaAbsorb(s.stream(), ws, qPtr, kvBPtr, t, heads, nope, ropeDim, vDim, lora);
+    // {first, count, expanded}
     List<int[]> runs = new ArrayList<>();
     List<Integer> rest = new ArrayList<>();
+    // {first, end} of consecutive tokens needing absorbed queries, merged where they touch
+    List<int[]> absorbed = new ArrayList<>();
     for (int i = 0; i < t; ) {
       int j = i + 1;
       while (j < t && tokenSeq[j] == tokenSeq[i] && tokenPos[j] == tokenPos[j - 1] + 1) {
         j++;
       }
+      boolean expanded = false;
       if (j - i >= 8) {
-        runs.add(new int[] {i, j - i});
+        expanded =
+            path == Path.EXPANDED_PREFILL || (path == Path.MIXED_PREFILL && runs.size() % 2 == 1);
+        runs.add(new int[] {i, j - i, expanded ? 1 : 0});
       } else {
         for (int x = i; x < j; x++) {
           rest.add(x);
         }
       }
+      if (!expanded) {
+        if (!absorbed.isEmpty() && absorbed.getLast()[1] == i) {
+          absorbed.getLast()[1] = j;
+        } else {
+          absorbed.add(new int[] {i, j});
+        }
+      }
       i = j;
+    }
+    for (int[] a : absorbed) {
+      k.mla()
+          .mlaAbsorbRange(
+              s.stream(), ws, qPtr, kvBPtr, a[0], a[1] - a[0], heads, nope, ropeDim, vDim, lora);
     }
     if (!rest.isEmpty()) {
       int[] list = rest.stream().mapToInt(Integer::intValue).toArray();
@@ -320,12 +363,20 @@ class MlaGpuTest {
     try (var blas = new dev.ringmaster.cuda.blas.CublasHandle(s.stream());
         var prefill =
             new MlaPrefillAttention(
-                heads, nope, lora, ropeDim, vDim, maxContext, t, budget, expanded ? 1L << 30 : 0)) {
-      if (expanded && prefill.expandedMaxContext() < maxContext) {
+                heads,
+                nope,
+                lora,
+                ropeDim,
+                vDim,
+                maxContext,
+                t,
+                budget,
+                path.expands() ? 1L << 30 : 0)) {
+      if (path.expands() && prefill.expandedMaxContext() < maxContext) {
         throw new AssertionError("the expanded scratch does not hold the test's context");
       }
       for (int[] run : runs) {
-        if (expanded) {
+        if (run[2] == 1) {
           continue;
         }
         int seq = tokenSeq[run[0]];
@@ -344,9 +395,12 @@ class MlaGpuTest {
             scale,
             label -> {});
       }
-      k.mla().mlaOutV(s.stream(), ws, out, kvBPtr, t, heads, nope, vDim, lora);
+      for (int[] a : absorbed) {
+        k.mla()
+            .mlaOutVRange(s.stream(), ws, out, kvBPtr, a[0], a[1] - a[0], heads, nope, vDim, lora);
+      }
       for (int[] run : runs) {
-        if (!expanded) {
+        if (run[2] == 0) {
           continue;
         }
         int seq = tokenSeq[run[0]];

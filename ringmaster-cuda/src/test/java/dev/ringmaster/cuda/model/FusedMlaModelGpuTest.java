@@ -29,6 +29,35 @@ class FusedMlaModelGpuTest {
 
   @Test
   void shortAndLongContextDecodeMatchTheCpu() throws IOException {
+    Path dir = v2LiteAttentionModel(tmp);
+    SplittableRandom r = new SplittableRandom(11);
+    int longLen = dev.ringmaster.runtime.KernelTuning.defaults().mlaFusedMaxContext() + 76;
+    for (int len : new int[] {30, longLen}) {
+      int[] prompt = r.ints(len, 2, 512).toArray();
+      CudaCausalLmGpuTest.Run cpu = CudaCausalLmGpuTest.cpuReference(dir, prompt, STEPS, null);
+      CudaCausalLmGpuTest.Run gpu;
+      try (CudaCausalLm lm = CudaCausalLm.load(dir, CudaCausalLmGpuTest.exact())) {
+        assertThat(lm.capturedLongContextGraphs()).as("graphs without the fused launch").isTrue();
+        gpu = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS, cpu.tokens());
+      }
+      double worst = 0;
+      for (int s = 0; s < STEPS; s++) {
+        worst = Math.max(worst, CudaCausalLmGpuTest.relDiff(gpu.logits()[s], cpu.logits()[s]));
+      }
+      System.out.printf(
+          "V2-Lite-attention random model, %d-token prompt: worst relative logits diff over %d"
+              + " steps %.2e%n",
+          len, STEPS, worst);
+      assertThat(worst).as("relative logits difference, prompt of " + len).isLessThan(2e-2);
+    }
+  }
+
+  /**
+   * Writes a random bf16 model with DeepSeek-V2-Lite's attention shape (512 latent, 64 rotary, 128
+   * no-rope and value dims, YaRN), small elsewhere (hidden 512, 4 heads, 2 dense layers, vocabulary
+   * 512), into {@code tmp} and returns its directory.
+   */
+  static Path v2LiteAttentionModel(Path tmp) throws IOException {
     Path config = tmp.resolve("config.json");
     Files.writeString(
         config,
@@ -52,25 +81,6 @@ class FusedMlaModelGpuTest {
         """);
     Path dir = tmp.resolve("model");
     RandomModelWriter.write(config, dir, DType.BF16, 7);
-    SplittableRandom r = new SplittableRandom(11);
-    int longLen = dev.ringmaster.runtime.KernelTuning.defaults().mlaFusedMaxContext() + 76;
-    for (int len : new int[] {30, longLen}) {
-      int[] prompt = r.ints(len, 2, 512).toArray();
-      CudaCausalLmGpuTest.Run cpu = CudaCausalLmGpuTest.cpuReference(dir, prompt, STEPS, null);
-      CudaCausalLmGpuTest.Run gpu;
-      try (CudaCausalLm lm = CudaCausalLm.load(dir, CudaCausalLmGpuTest.exact())) {
-        assertThat(lm.capturedLongContextGraphs()).as("graphs without the fused launch").isTrue();
-        gpu = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS, cpu.tokens());
-      }
-      double worst = 0;
-      for (int s = 0; s < STEPS; s++) {
-        worst = Math.max(worst, CudaCausalLmGpuTest.relDiff(gpu.logits()[s], cpu.logits()[s]));
-      }
-      System.out.printf(
-          "V2-Lite-attention random model, %d-token prompt: worst relative logits diff over %d"
-              + " steps %.2e%n",
-          len, STEPS, worst);
-      assertThat(worst).as("relative logits difference, prompt of " + len).isLessThan(2e-2);
-    }
+    return dir;
   }
 }

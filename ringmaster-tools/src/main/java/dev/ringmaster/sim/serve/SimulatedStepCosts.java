@@ -21,9 +21,12 @@ import java.util.Map;
  *       prefill chunk or the logits rows, whichever is larger); a forward reads the weights once
  *       for all its tokens, decode rows included;
  *   <li>in a forward where decode rows ride beside prompt runs, MLA's absorbed query and output
- *       projections run over every token of it ({@code GpuMlaAttention.prefillAttention}: the
- *       decode rows take the split kernels, which need the absorbed queries, and those kernels are
- *       launched over the whole chunk), at the profile's {@link GpuSpec#mlaAbsorbFlops};
+ *       projections run over every token of it, at the profile's {@link GpuSpec#mlaAbsorbFlops}:
+ *       what the engine did when the served run this model is checked against was measured (the
+ *       decode rows take the split kernels, which need the absorbed queries, and those kernels were
+ *       launched over the whole chunk); the engine now runs them over the decode rows and absorbed
+ *       runs only ({@code GpuMlaAttention.prefillAttention}), which this term overestimates until
+ *       it is checked against a served run of the present engine;
  *   <li>each step pays the profile's step overhead.
  * </ul>
  *
