@@ -1,5 +1,5 @@
 // Next-token choice on the GPU: greedy arg-max (rm_argmax), and rm_sample_rows: logit bias,
-// repetition / frequency / presence penalties, temperature, top-k, top-p, min-p, a counter-based
+// repetition / frequency / presence penalties, an allowed-token bitmask per row, temperature, top-k, top-p, min-p, a counter-based
 // Philox4x32-10 draw per (seed, step, round) and logprobs, the steps of the CPU reference
 // dev.ringmaster.runtime.sampling.RowSampler in the same order and with the same tie rules.
 #pragma once
@@ -196,9 +196,14 @@ __device__ __forceinline__ float block_inclusive_scan(float v, float* warpSums, 
 //   Philox key and counter), repetition (1 = off) / frequency / presence penalties, topLogprobs
 //   (-1 none, 0 the chosen token's, n also n alternatives, at most topStride);
 //   seen[seenStart[r], seenStart[r+1]): (token, output count) of each distinct token seen in the
-//   prompt or output; bias[biasStart[r], biasStart[r+1]): (token, float bits of the bias).
+//   prompt or output; bias[biasStart[r], biasStart[r+1]): (token, float bits of the bias);
+//   maskRow[r]: -1 for a row without a mask (it reads no mask word), else the slot of its
+//   allowed-token bitmask masks[slot * maskStride, +ceil(vocab/32)) (bit t % 32 of word t / 32).
+// A mask is applied after bias and penalties: every token whose bit is clear gets -inf (written
+// into the row), so greedy, the draw and the logprobs see only allowed tokens. A row whose mask
+// allows no token writes outTokens[r] = -1 (the host refuses it as the CPU sampler does).
 // Writes outTokens[r], and when asked outLogprobs[r] (NaN otherwise) and topStride slots of
-// outTopIds / outTopLogprobs (log-softmax after bias and penalties, before temperature).
+// outTopIds / outTopLogprobs (log-softmax after bias, penalties and mask, before temperature).
 // Semantics: RowSampler's javadoc. Greedy = argmax, lowest id on ties. Else w = exp((l-max)/T);
 // top-k keeps l >= the k-th largest (radix select); min-p keeps w >= minP; top-p by rejection: draw
 // by inverse CDF in id order from the candidates, accept when the top-k mass of weights strictly
@@ -216,7 +221,8 @@ RM_KERNEL void __launch_bounds__(1024) rm_sample_rows(int* outTokens, float* out
                               const unsigned long long* steps, const float* repetition,
                               const float* frequency, const float* presence, const int* topLogprobs,
                               const int* seenStart, const int2* seen, const int* biasStart,
-                              const int2* bias) {
+                              const int2* bias, const int* maskRow, const uint32_t* masks,
+                              int maskStride) {
   rm_pdl_prologue();
   __shared__ float tileSum[kSampleMaxTiles];
   __shared__ float sv[32];
@@ -250,20 +256,53 @@ RM_KERNEL void __launch_bounds__(1024) rm_sample_rows(int* outTokens, float* out
   }
   __syncthreads();
 
+  // The arg-max pass applies the mask on the way: a lane's 4 logits start at a multiple of 4, so
+  // their bits lie in one mask word (8 lanes read the same word).
+  const int slot = maskRow[r];
+  const uint32_t* mask = slot >= 0 ? masks + static_cast<size_t>(slot) * maskStride : nullptr;
+  bool allowedHere = false;
   float mv = -INFINITY;
   int mi = -1;
   for (int t = warp; t < tiles; t += warps) {
     float v[4];
     bool ok[4];
     tile_load(row, vocab, vec, t, lane, v, ok);
+    const int i0 = t * kSampleTile + 4 * lane;
+    if (mask != nullptr && ok[0]) {
+      const uint32_t bits = (mask[i0 >> 5] >> (i0 & 31)) & 0xfu;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const bool allowed = ok[j] && ((bits >> j) & 1u);
+        allowedHere |= allowed;
+        if (!allowed) v[j] = -INFINITY;
+      }
+      if (bits != 0xfu) {
+        if (vec && i0 + 3 < vocab) {
+          *reinterpret_cast<float4*>(row + i0) = make_float4(v[0], v[1], v[2], v[3]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            if (ok[j]) row[i0 + j] = v[j];
+          }
+        }
+      }
+    }
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      const int i = t * kSampleTile + 4 * lane + j;
+      const int i = i0 + j;
       if (ok[j] && better(v[j], i, mv, mi)) {
         mv = v[j];
         mi = i;
       }
     }
+  }
+  // mask is the same for the whole block, so every thread takes the same branch.
+  if (mask != nullptr && !__syncthreads_or(allowedHere)) {
+    if (threadIdx.x == 0) {
+      outTokens[r] = -1;
+      outLogprobs[r] = __int_as_float(0x7fc00000);
+    }
+    return;
   }
   block_argmax(mv, mi, sv, si);
   const float maxL = mv;

@@ -665,7 +665,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       stack.decodeStep(padded, decodeSplits(padded), longContext ? 0 : mlaFusedTokens);
     }
     if (sampling != null) {
-      return readback.samplesOnDevice(n, rows, sampling)
+      return readback.samplesOnDevice(rows, sampling)
           ? readback.sample(sampling)
           : sampleOnHost(readback.collect(rows, 0, false, rows.length), sampling);
     }
@@ -795,7 +795,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             group.addRowOf(sampling, wanted.get(g0 + i));
           }
           SampledTokens part =
-              readback.samplesOnDevice(count, local, group)
+              readback.samplesOnDevice(local, group)
                   ? readback.sample(group)
                   : group.sampleOnCpu((float[]) readback.collect(local, 0, false, count), vocab);
           for (int i = 0; i < count; i++) {

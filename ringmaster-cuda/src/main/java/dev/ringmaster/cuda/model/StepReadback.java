@@ -4,6 +4,7 @@ import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.HostBuffer;
 import dev.ringmaster.cuda.kernels.DeviceSampler;
 import dev.ringmaster.cuda.kernels.SamplingBuffers;
+import dev.ringmaster.cuda.kernels.SamplingCapacity;
 import dev.ringmaster.runtime.sampling.SampledTokens;
 import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.lang.foreign.MemorySegment;
@@ -12,8 +13,9 @@ import java.lang.foreign.ValueLayout;
 /**
  * What a step hands back to the host: the argmax ids of greedy steps, logits rows when they are
  * asked for, or tokens sampled on the device ({@link DeviceSampler}: bias, penalties, temperature,
- * top-k / top-p / min-p, seeded draws and logprobs), so that only token ids and the logprobs asked
- * for cross to the host. GPU thread only.
+ * allowed-token masks, top-k / top-p / min-p, seeded draws and logprobs), so that only token ids
+ * and the logprobs asked for cross to the host (and, for constrained rows, their masks to the
+ * device). GPU thread only.
  */
 final class StepReadback implements AutoCloseable {
   /** Distinct seen tokens (prompt and output) over a step's rows the penalty tables hold. */
@@ -38,33 +40,25 @@ final class StepReadback implements AutoCloseable {
     this.stream = stream;
     this.sampler = sampler;
     this.hostOut = HostBuffer.allocate(4L * act.logitRows * vocab);
-    this.buffers = new SamplingBuffers(act.logitRows, MAX_SEEN, MAX_BIAS, TOP_LOGPROBS);
+    int maskVocab = vocab <= DeviceSampler.MAX_VOCAB ? vocab : 0;
+    this.buffers =
+        new SamplingBuffers(
+            new SamplingCapacity(act.logitRows, MAX_SEEN, MAX_BIAS, TOP_LOGPROBS, maskVocab));
   }
 
   /** Bytes of device memory held. */
   long bytes() {
-    return 0; // the sampling buffers' few MB are counted with the activations' slack
+    // The sampling buffers' few MB (masks: 16 KB a row at a vocabulary of 129,280) are counted
+    // with the activations' slack.
+    return 0;
   }
 
   /**
-   * Whether the decode step of {@code n} rows, whose logits rows are {@code rows}, can be sampled
-   * on the device: the logits of row i are the step's row i, and the batch fits the buffers.
+   * Whether the step whose logits rows are {@code rows} can be sampled on the device: the logits of
+   * row i are the step's row i, and the batch (masks included) fits the buffers.
    */
-  boolean samplesOnDevice(int n, int[] rows, SamplingBatch b) {
-    if (b.rows() != n
-        || n > buffers.maxRows()
-        || vocab > DeviceSampler.MAX_VOCAB
-        || b.hasAllowedTokenMasks()) {
-      return false;
-    }
-    for (int i = 0; i < rows.length; i++) {
-      if (rows[i] != i) {
-        return false;
-      }
-    }
-    return b.seenTokenEntries() <= MAX_SEEN
-        && b.biasEntries() <= MAX_BIAS
-        && b.maxTopLogprobs() <= TOP_LOGPROBS;
+  boolean samplesOnDevice(int[] rows, SamplingBatch b) {
+    return buffers.capacity().hostFallbackReason(rows, b, vocab) == null;
   }
 
   /** Samples the first {@code b.rows()} rows of the step's logits on the device and waits. */

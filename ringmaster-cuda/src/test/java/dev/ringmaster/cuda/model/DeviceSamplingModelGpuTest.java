@@ -14,14 +14,18 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The GPU model's sampled decode steps ({@link CudaCausalLm#forwardSample}: the step's graph
- * replay, then the device sampler) against the CPU sampler on the same model's logits, step by step
- * on two identical cache sets fed the same tokens. The samplers draw from the same counter based
- * generator, so tokens agree except where a draw falls on a float rounding edge.
+ * replay, then the device sampler, constrained rows with their allowed-token masks) against the CPU
+ * sampler on the same model's logits, step by step on two identical cache sets fed the same tokens.
+ * The samplers draw from the same counter based generator, so tokens agree except where a draw
+ * falls on a float rounding edge.
  */
 @Tag("gpu")
 class DeviceSamplingModelGpuTest {
@@ -101,6 +105,80 @@ class DeviceSamplingModelGpuTest {
     }
   }
 
+  private static long[] mask(SplittableRandom r, int vocab, double density) {
+    long[] m = new long[(vocab + 63) / 64];
+    m[0] = 1L << r.nextInt(64); // never empty
+    for (int t = 0; t < vocab; t++) {
+      if (r.nextDouble() < density) {
+        m[t >>> 6] |= 1L << t;
+      }
+    }
+    return m;
+  }
+
+  private static boolean allows(long[] m, int t) {
+    return (m[t >>> 6] & (1L << t)) != 0;
+  }
+
+  @Test
+  void constrainedDecodeStepsSampleOnTheDeviceAsTheHostDoes() throws IOException {
+    Path dir = fixture("deepseek_v3_bf16");
+    int[] base = promptOf(dir);
+    int[][] prompts = {base, Arrays.copyOf(base, 7), Arrays.copyOfRange(base, 1, 15)};
+    int b = prompts.length;
+    SplittableRandom r = new SplittableRandom(26);
+    try (CudaCausalLm lm = CudaCausalLm.load(dir, exact())) {
+      int vocab = lm.config().vocabSize();
+      KvCache[] onDevice = new KvCache[b];
+      KvCache[] onHost = new KvCache[b];
+      int[] next = new int[b];
+      for (int s = 0; s < b; s++) {
+        onDevice[s] = lm.newCache();
+        onHost[s] = lm.newCache();
+        BatchLayout l = BatchLayout.single(prompts[s].length, 0);
+        int[] last = {prompts[s].length - 1};
+        next[s] = lm.forwardGreedy(prompts[s], l, new KvCache[] {onDevice[s]}, last)[0];
+        lm.forwardGreedy(prompts[s], l, new KvCache[] {onHost[s]}, last);
+      }
+      int[] one = {0, 1, 2, 3};
+      int[] rows = {0, 1, 2};
+      int equal = 0;
+      SamplingBatch batch = new SamplingBatch();
+      for (int step = 0; step < STEPS; step++) {
+        long[] greedyMask = mask(r, vocab, 0.05);
+        long[] sampledMask = mask(r, vocab, 0.2);
+        CompletableFuture<long[]> pending = new CompletableFuture<>();
+        batch.clear();
+        batch.addRow(0f, 0, 1f, 0f, 0, step, 1f, 0f, 0f, -1);
+        batch.setAllowedTokens(greedyMask);
+        batch.addRow(0.8f, 0, 0.95f, 0f, 11, step, 1f, 0f, 0f, 2);
+        batch.setAllowedTokens(pending); // as a mask thread computes it beside the forward
+        batch.addRow(0.7f, 0, 1f, 0.1f, 13, step, 1f, 0f, 0f, -1); // plain
+        CompletableFuture.delayedExecutor(20, TimeUnit.MILLISECONDS)
+            .execute(() -> pending.complete(sampledMask));
+        int[] pos = new int[b];
+        for (int s = 0; s < b; s++) {
+          pos[s] = prompts[s].length + step;
+        }
+        BatchLayout layout = new BatchLayout(one, pos);
+        SampledTokens dev = lm.forwardSample(next, layout, onDevice, rows, batch);
+        SampledTokens host = batch.sampleOnCpu(lm.forward(next, layout, onHost, rows), vocab);
+        assertThat(dev.tokens()[0]).as("masked greedy, step %d", step).isEqualTo(host.tokens()[0]);
+        assertThat(allows(greedyMask, dev.tokens()[0])).isTrue();
+        assertThat(allows(sampledMask, dev.tokens()[1])).isTrue();
+        for (int s = 0; s < b; s++) {
+          equal += dev.tokens()[s] == host.tokens()[s] ? 1 : 0;
+        }
+        next = dev.tokens().clone();
+      }
+      assertThat(equal).as("tokens equal").isGreaterThanOrEqualTo(STEPS * b - 2);
+      for (int s = 0; s < b; s++) {
+        onDevice[s].close();
+        onHost[s].close();
+      }
+    }
+  }
+
   @Test
   void sampledPrefillRowsMatchTheCpuSamplerOnTheSameLogits() throws IOException {
     Path dir = fixture("deepseek_v3_bf16");
@@ -127,6 +205,7 @@ class DeviceSamplingModelGpuTest {
     SamplingBatch batch = new SamplingBatch();
     batch.addRow(0.9f, 0, 0.9f, 0f, 21, 0, 1f, 0f, 0f, 2);
     batch.addRow(0f, 0, 1f, 0f, 0, 0, 1f, 0f, 0f, 0);
+    batch.setAllowedTokens(new long[] {0b1110_0000L}); // a constrained row: tokens 5, 6, 7
     batch.addRow(1f, 10, 1f, 0f, 22, 0, 1f, 0f, 0f, -1);
     batch.addBias(BANNED, -100f);
     try (CudaCausalLm lm = CudaCausalLm.load(dir, exact())) {
@@ -143,6 +222,8 @@ class DeviceSamplingModelGpuTest {
           .as("prefill rows sampled on the device")
           .containsExactly(host.tokens());
       assertThat(Math.abs(dev.logprobs()[0] - host.logprobs()[0])).isLessThan(1e-3f);
+      assertThat(dev.tokens()[1]).isBetween(5, 7);
+      assertThat(Math.abs(dev.logprobs()[1] - host.logprobs()[1])).isLessThan(1e-3f);
       assertThat(dev.topIds(0, 2)).containsExactly(host.topIds(0, 2));
       for (int s = 0; s < b; s++) {
         a[s].close();
