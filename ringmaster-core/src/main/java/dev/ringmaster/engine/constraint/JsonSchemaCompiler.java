@@ -17,14 +17,16 @@ import java.util.Set;
  * {@code object} with {@code properties} (written in their declared order), {@code required} and
  * {@code additionalProperties}, {@code string} with {@code minLength}, {@code maxLength}, {@code
  * pattern} (matched against the whole string) and {@code format} date, time, date-time or uuid,
- * {@code number}, {@code integer}, {@code boolean}, {@code null}, {@code array} with {@code items},
- * {@code minItems} and {@code maxItems}, {@code enum}, {@code const}, {@code anyOf}, {@code oneOf},
- * a one-element {@code allOf}, and local non-recursive {@code $ref}s. A schema without a type
- * accepts any JSON value nested at most {@value #ANY_DEPTH} deep. Any other keyword is refused with
- * an {@link UnsupportedConstraintException} naming it, and so is a keyword the subset would drop:
- * one beside {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code
- * allOf} (but a {@code type} all enum / const values have), and a string's second kind of bound
- * ({@code format}, {@code pattern} and the length bounds exclude each other).
+ * {@code number} and {@code integer} with {@code minimum}, {@code maximum}, {@code
+ * exclusiveMinimum} and {@code exclusiveMaximum} (exact: {@link NumericRanges}), {@code boolean},
+ * {@code null}, {@code array} with {@code items}, {@code minItems} and {@code maxItems}, {@code
+ * enum}, {@code const}, {@code anyOf}, {@code oneOf}, a one-element {@code allOf}, and local
+ * non-recursive {@code $ref}s. A schema without a type accepts any JSON value nested at most
+ * {@value #ANY_DEPTH} deep. Any other keyword is refused with an {@link
+ * UnsupportedConstraintException} naming it, and so is a keyword the subset would drop: one beside
+ * {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code allOf} (but a
+ * {@code type} all enum / const values have), and a string's second kind of bound ({@code format},
+ * {@code pattern} and the length bounds exclude each other).
  */
 final class JsonSchemaCompiler {
   /** Nesting depth of objects and arrays a schema-free value may have. */
