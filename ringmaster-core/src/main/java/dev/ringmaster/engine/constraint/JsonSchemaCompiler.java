@@ -77,6 +77,7 @@ final class JsonSchemaCompiler {
   private static final String CHAR =
       "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]"
           + "|\\\\u([0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
+  private static final java.math.BigDecimal BOUND_LIMIT = java.math.BigDecimal.TEN.pow(38);
   private static final List<String> BOUNDS =
       List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
   private static final List<String> EXCLUSIVE =
@@ -385,6 +386,14 @@ final class JsonSchemaCompiler {
     if (!v.isNumber()) {
       throw new UnsupportedConstraintException(
           "json_schema at " + path + ": '" + keyword + "' must be a number, got " + v);
+    }
+    // An overflowing literal (1e999) parses as an infinite double; a bound past 10^38 would only
+    // make the automaton huge.
+    if ((v.isDouble() || v.isFloat()) && !Double.isFinite(v.doubleValue())
+        || v.decimalValue().abs().compareTo(BOUND_LIMIT) > 0) {
+      throw unsupported(
+          path,
+          "the bound '" + keyword + "' " + v.asText() + " (bounds are at most 1e38 in magnitude)");
     }
     // The text a validator reads the bound from: a double's shortest decimal, not its binary value.
     return new NumericRanges.Bound(new java.math.BigDecimal(v.asText()), exclusive);

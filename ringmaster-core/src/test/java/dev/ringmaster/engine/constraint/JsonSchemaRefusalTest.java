@@ -23,6 +23,8 @@ class JsonSchemaRefusalTest {
           {"type": "integer", "minimum": 0, "exclusiveMinimum": true}     | #: the boolean 'exclusiveMinimum' of draft 4
           {"minimum": 0}                                                 | #: 'minimum' without type integer or number
           {"type": "string", "exclusiveMaximum": 3}                      | #: 'exclusiveMaximum' without type integer or number
+          {"type": "number", "maximum": 1e999}                           | #: the bound 'maximum' Infinity (bounds are at most 1e38
+          {"type": "number", "minimum": -1e39}                           | #: the bound 'minimum' -1.0E39
           {"type": "integer", "maximum": "9"}                            | #: 'maximum' must be a number, got "9"
           {"type": "integer", "minimum": 2.5, "maximum": 2.9}            | #: no integer is at least 2.5 and at most 2.9
           {"type": "integer", "exclusiveMinimum": 3, "maximum": 3}       | #: no integer is above 3 and at most 3
