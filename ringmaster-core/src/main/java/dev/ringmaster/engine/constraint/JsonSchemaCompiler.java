@@ -77,6 +77,23 @@ final class JsonSchemaCompiler {
   private static final String CHAR =
       "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]"
           + "|\\\\u([0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
+
+  /**
+   * Keywords that constrain values of one type, by that type: in a schema without {@code type}
+   * (which allows any value) they would be dropped, so such a schema is refused.
+   */
+  private static final List<Map.Entry<String, String>> TYPED_KEYWORDS =
+      List.of(
+          Map.entry("minLength", "string"),
+          Map.entry("maxLength", "string"),
+          Map.entry("pattern", "string"),
+          Map.entry("format", "string"),
+          Map.entry("items", "array"),
+          Map.entry("minItems", "array"),
+          Map.entry("maxItems", "array"),
+          Map.entry("required", "object"),
+          Map.entry("additionalProperties", "object"));
+
   private static final java.math.BigDecimal BOUND_LIMIT = java.math.BigDecimal.TEN.pow(38);
   private static final List<String> BOUNDS =
       List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
@@ -212,6 +229,18 @@ final class JsonSchemaCompiler {
     if (type == null) {
       if (s.has("properties")) {
         return object(s, path);
+      }
+      // any value could be written, strings and arrays included, which these keywords constrain
+      for (Map.Entry<String, String> k : TYPED_KEYWORDS) {
+        if (s.has(k.getKey())) {
+          throw unsupported(
+              path,
+              "'"
+                  + k.getKey()
+                  + "' without a type (give \"type\": \""
+                  + k.getValue()
+                  + "\" so that it is kept)");
+        }
       }
       return any(ANY_DEPTH);
     }

@@ -22,6 +22,10 @@ class JsonSchemaRefusalTest {
           {"type": "number", "multipleOf": 2}                            | #: the keyword 'multipleOf'
           {"type": "integer", "minimum": 0, "exclusiveMinimum": true}     | #: the boolean 'exclusiveMinimum' of draft 4
           {"minimum": 0}                                                 | #: 'minimum' without type integer or number
+          {"minLength": 3}                                               | #: 'minLength' without a type (give "type": "string"
+          {"pattern": "a+"}                                              | #: 'pattern' without a type (give "type": "string"
+          {"minItems": 2}                                                | #: 'minItems' without a type (give "type": "array"
+          {"required": ["a"]}                                            | #: 'required' without a type (give "type": "object"
           {"type": "string", "exclusiveMaximum": 3}                      | #: 'exclusiveMaximum' without type integer or number
           {"type": "number", "maximum": 1e999}                           | #: the bound 'maximum' Infinity (bounds are at most 1e38
           {"type": "number", "minimum": -1e39}                           | #: the bound 'minimum' -1.0E39
