@@ -167,9 +167,9 @@ class StructuredOutputHttpTest {
             "/v1/completions",
             "{\"prompt\": \"x\", \"max_tokens\": 5, \"response_format\": {\"type\":"
                 + " \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": {\"type\":"
-                + " \"integer\", \"minimum\": 3}}}}");
+                + " \"integer\", \"multipleOf\": 3}}}}");
     assertThat(r.statusCode()).isEqualTo(400);
-    assertThat(r.body()).contains("'minimum'").contains("response_format.json_schema.schema");
+    assertThat(r.body()).contains("'multipleOf'").contains("response_format.json_schema.schema");
     r = s.post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 5, \"regex\": \"(?=a)\"}");
     assertThat(r.statusCode()).isEqualTo(400);
     assertThat(r.body()).contains("lookaround");

@@ -17,14 +17,16 @@ import java.util.Set;
  * {@code object} with {@code properties} (written in their declared order), {@code required} and
  * {@code additionalProperties}, {@code string} with {@code minLength}, {@code maxLength}, {@code
  * pattern} (matched against the whole string) and {@code format} date, time, date-time or uuid,
- * {@code number}, {@code integer}, {@code boolean}, {@code null}, {@code array} with {@code items},
- * {@code minItems} and {@code maxItems}, {@code enum}, {@code const}, {@code anyOf}, {@code oneOf},
- * a one-element {@code allOf}, and local non-recursive {@code $ref}s. A schema without a type
- * accepts any JSON value nested at most {@value #ANY_DEPTH} deep. Any other keyword is refused with
- * an {@link UnsupportedConstraintException} naming it, and so is a keyword the subset would drop:
- * one beside {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code
- * allOf} (but a {@code type} all enum / const values have), and a string's second kind of bound
- * ({@code format}, {@code pattern} and the length bounds exclude each other).
+ * {@code number} and {@code integer} with {@code minimum}, {@code maximum}, {@code
+ * exclusiveMinimum} and {@code exclusiveMaximum} (exact: {@link NumericRanges}), {@code boolean},
+ * {@code null}, {@code array} with {@code items}, {@code minItems} and {@code maxItems}, {@code
+ * enum}, {@code const}, {@code anyOf}, {@code oneOf}, a one-element {@code allOf}, and local
+ * non-recursive {@code $ref}s. A schema without a type accepts any JSON value nested at most
+ * {@value #ANY_DEPTH} deep. Any other keyword is refused with an {@link
+ * UnsupportedConstraintException} naming it, and so is a keyword the subset would drop: one beside
+ * {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code allOf} (but a
+ * {@code type} all enum / const values have), and a string's second kind of bound ({@code format},
+ * {@code pattern} and the length bounds exclude each other).
  */
 final class JsonSchemaCompiler {
   /** Nesting depth of objects and arrays a schema-free value may have. */
@@ -58,6 +60,10 @@ final class JsonSchemaCompiler {
           "items",
           "minItems",
           "maxItems",
+          "minimum",
+          "maximum",
+          "exclusiveMinimum",
+          "exclusiveMaximum",
           "enum",
           "const",
           "anyOf",
@@ -71,6 +77,26 @@ final class JsonSchemaCompiler {
   private static final String CHAR =
       "([^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\/bfnrt]"
           + "|\\\\u([0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
+
+  /**
+   * Keywords that constrain values of one type, by that type: in a schema without {@code type}
+   * (which allows any value) they would be dropped, so such a schema is refused.
+   */
+  private static final List<Map.Entry<String, String>> TYPED_KEYWORDS =
+      List.of(
+          Map.entry("minLength", "string"),
+          Map.entry("maxLength", "string"),
+          Map.entry("pattern", "string"),
+          Map.entry("format", "string"),
+          Map.entry("items", "array"),
+          Map.entry("minItems", "array"),
+          Map.entry("maxItems", "array"),
+          Map.entry("required", "object"),
+          Map.entry("additionalProperties", "object"));
+
+  private static final java.math.BigDecimal BOUND_LIMIT = java.math.BigDecimal.TEN.pow(38);
+  private static final List<String> BOUNDS =
+      List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
   private static final List<String> EXCLUSIVE =
       List.of("$ref", "const", "enum", "anyOf", "oneOf", "allOf");
   private static final RegexNode WS = new RegexNode.Repeat(RegexNode.ofByte(' '), 0, 1);
@@ -192,9 +218,29 @@ final class JsonSchemaCompiler {
       return value(s.get("allOf").get(0), path + "/allOf/0");
     }
     JsonNode type = s.get("type");
+    if (!hasNumericType(type)) {
+      for (String k : BOUNDS) {
+        if (s.has(k)) {
+          throw unsupported(
+              path, "'" + k + "' without type integer or number (name the type it bounds)");
+        }
+      }
+    }
     if (type == null) {
       if (s.has("properties")) {
         return object(s, path);
+      }
+      // any value could be written, strings and arrays included, which these keywords constrain
+      for (Map.Entry<String, String> k : TYPED_KEYWORDS) {
+        if (s.has(k.getKey())) {
+          throw unsupported(
+              path,
+              "'"
+                  + k.getKey()
+                  + "' without a type (give \"type\": \""
+                  + k.getValue()
+                  + "\" so that it is kept)");
+        }
       }
       return any(ANY_DEPTH);
     }
@@ -294,12 +340,105 @@ final class JsonSchemaCompiler {
       case "object" -> object(s, path);
       case "array" -> array(s, path);
       case "string" -> string(s, path);
-      case "integer" -> INTEGER;
-      case "number" -> NUMBER;
+      case "integer" -> numeric(s, path, true);
+      case "number" -> numeric(s, path, false);
       case "boolean" -> alt(List.of(lit("true"), lit("false")));
       case "null" -> lit("null");
       default -> throw unsupported(path, "the type '" + type + "'");
     };
+  }
+
+  private static boolean hasNumericType(JsonNode type) {
+    if (type == null) {
+      return false;
+    }
+    for (JsonNode t : type.isArray() ? type : JsonNodeFactory.instance.arrayNode().add(type)) {
+      if (t.asText().equals("integer") || t.asText().equals("number")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** An integer or number, within its bounds when it has any. */
+  private static RegexNode numeric(JsonNode s, String path, boolean integer) {
+    NumericRanges.Bound lower =
+        tighter(bound(s, "minimum", path), bound(s, "exclusiveMinimum", path), 1);
+    NumericRanges.Bound upper =
+        tighter(bound(s, "maximum", path), bound(s, "exclusiveMaximum", path), -1);
+    if (lower == null && upper == null) {
+      return integer ? INTEGER : NUMBER;
+    }
+    RegexNode range =
+        integer ? NumericRanges.integer(lower, upper) : NumericRanges.number(lower, upper);
+    if (range == null) {
+      throw new UnsupportedConstraintException(
+          "json_schema at "
+              + path
+              + ": no "
+              + (integer
+                  ? "integer"
+                  : "number (with a fraction, of at most " + NumericRanges.PRECISION + " digits)")
+              + " is "
+              + describe(lower, upper));
+    }
+    return range;
+  }
+
+  private static String describe(NumericRanges.Bound lower, NumericRanges.Bound upper) {
+    List<String> parts = new ArrayList<>();
+    if (lower != null) {
+      parts.add((lower.exclusive() ? "above " : "at least ") + lower.value().toPlainString());
+    }
+    if (upper != null) {
+      parts.add((upper.exclusive() ? "below " : "at most ") + upper.value().toPlainString());
+    }
+    return String.join(" and ", parts);
+  }
+
+  /** The bound {@code keyword} sets, or null when it is absent. */
+  private static NumericRanges.Bound bound(JsonNode s, String keyword, String path) {
+    JsonNode v = s.get(keyword);
+    if (v == null) {
+      return null;
+    }
+    boolean exclusive = keyword.startsWith("exclusive");
+    if (exclusive && v.isBoolean()) {
+      throw unsupported(
+          path,
+          "the boolean '"
+              + keyword
+              + "' of draft 4 (write the bound itself, e.g. \""
+              + keyword
+              + "\": 0)");
+    }
+    if (!v.isNumber()) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": '" + keyword + "' must be a number, got " + v);
+    }
+    // An overflowing literal (1e999) parses as an infinite double; a bound past 10^38 would only
+    // make the automaton huge.
+    if ((v.isDouble() || v.isFloat()) && !Double.isFinite(v.doubleValue())
+        || v.decimalValue().abs().compareTo(BOUND_LIMIT) > 0) {
+      throw unsupported(
+          path,
+          "the bound '" + keyword + "' " + v.asText() + " (bounds are at most 1e38 in magnitude)");
+    }
+    // The text a validator reads the bound from: a double's shortest decimal, not its binary value.
+    return new NumericRanges.Bound(new java.math.BigDecimal(v.asText()), exclusive);
+  }
+
+  /** The tighter of two bounds ({@code sign} 1: the higher one, -1: the lower one). */
+  private static NumericRanges.Bound tighter(
+      NumericRanges.Bound a, NumericRanges.Bound b, int sign) {
+    if (a == null || b == null) {
+      return a == null ? b : a;
+    }
+    int c = a.value().compareTo(b.value()) * sign;
+    if (c != 0) {
+      return c > 0 ? a : b;
+    }
+    return a.exclusive() ? a : b;
   }
 
   private RegexNode string(JsonNode s, String path) {

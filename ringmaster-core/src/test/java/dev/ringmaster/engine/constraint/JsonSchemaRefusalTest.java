@@ -19,19 +19,33 @@ class JsonSchemaRefusalTest {
       quoteCharacter = '`',
       textBlock =
           """
-          {"type": "integer", "minimum": 0}                              | #: the keyword 'minimum'
-          {"type": "number", "maximum": 9}                               | #: the keyword 'maximum'
-          {"type": "integer", "exclusiveMinimum": 0}                     | #: the keyword 'exclusiveMinimum'
           {"type": "number", "multipleOf": 2}                            | #: the keyword 'multipleOf'
+          {"type": "integer", "minimum": 0, "exclusiveMinimum": true}     | #: the boolean 'exclusiveMinimum' of draft 4
+          {"minimum": 0}                                                 | #: 'minimum' without type integer or number
+          {"minLength": 3}                                               | #: 'minLength' without a type (give "type": "string"
+          {"pattern": "a+"}                                              | #: 'pattern' without a type (give "type": "string"
+          {"minItems": 2}                                                | #: 'minItems' without a type (give "type": "array"
+          {"required": ["a"]}                                            | #: 'required' without a type (give "type": "object"
+          {"type": "string", "exclusiveMaximum": 3}                      | #: 'exclusiveMaximum' without type integer or number
+          {"type": "number", "maximum": 1e999}                           | #: the bound 'maximum' Infinity (bounds are at most 1e38
+          {"type": "number", "minimum": -1e39}                           | #: the bound 'minimum' -1.0E39
+          {"type": "integer", "maximum": "9"}                            | #: 'maximum' must be a number, got "9"
+          {"type": "integer", "minimum": 2.5, "maximum": 2.9}            | #: no integer is at least 2.5 and at most 2.9
+          {"type": "integer", "exclusiveMinimum": 3, "maximum": 3}       | #: no integer is above 3 and at most 3
+          {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 0.5000000000000001} | #: no number (with a fraction, of at most 15 digits) is above 0.5
           {"type": "array", "uniqueItems": true}                         | #: the keyword 'uniqueItems'
           {"type": "array", "prefixItems": [{"type": "null"}]}           | #: the keyword 'prefixItems'
           {"type": "array", "contains": {"type": "null"}}                | #: the keyword 'contains'
           {"type": "object", "patternProperties": {"a": {}}}             | #: the keyword 'patternProperties'
           {"type": "object", "minProperties": 1}                         | #: the keyword 'minProperties'
+          {"type": "object", "maxProperties": 2}                         | #: the keyword 'maxProperties'
+          {"type": "object", "propertyNames": {"pattern": "^a"}}         | #: the keyword 'propertyNames'
+          {"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "maxItems": 3} | #: the keyword 'uniqueItems'
+          {"type": "integer", "minimum": 1, "multipleOf": 5}             | #: the keyword 'multipleOf'
           {"type": "object", "dependentRequired": {"a": ["b"]}}          | #: the keyword 'dependentRequired'
           {"not": {"type": "null"}}                                      | #: the keyword 'not'
           {"if": {"type": "null"}, "then": {"type": "null"}}             | #: the keyword 'if'
-          {"type": "object", "properties": {"a": {"type": "integer", "maximum": 3}}} | #/properties/a: the keyword 'maximum'
+          {"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 3}}} | #/properties/a: the keyword 'multipleOf'
           {"type": "string", "format": "email"}                          | #: the string format 'email'
           {"type": "uint8"}                                              | #: the type 'uint8'
           {"allOf": [{"type": "null"}, {"type": "null"}]}                | #: allOf with more than one schema

@@ -32,6 +32,8 @@ final class SchemaSuite {
   enum Kind {
     INTEGER,
     NUMBER,
+    INTEGER_RANGE,
+    NUMBER_RANGE,
     BOOLEAN,
     NULL,
     TYPE_LIST,
@@ -67,6 +69,8 @@ final class SchemaSuite {
   // Worst cases of the compiler's number grammars: sign, 16 digits, fraction, exponent.
   private static final int INTEGER_BYTES = 17;
   private static final int NUMBER_BYTES = 17 + 16 + 5;
+  // A bounded number: "-0." and 15 digits is its longest form below 16 integer digits.
+  private static final int BOUNDED_NUMBER_BYTES = 18;
   // A string character is at most a six-byte \\uXXXX escape.
   private static final int CHAR_BYTES = 6;
   // Quoted values of each format at their longest (fraction of six digits and an offset).
@@ -211,6 +215,14 @@ final class SchemaSuite {
       case NUMBER -> {
         s.put("type", "number");
         return new Sample(s, NUMBER_BYTES);
+      }
+      case INTEGER_RANGE -> {
+        s.put("type", "integer");
+        return new Sample(s, bounds(s, true));
+      }
+      case NUMBER_RANGE -> {
+        s.put("type", "number");
+        return new Sample(s, bounds(s, false));
       }
       case BOOLEAN -> {
         s.put("type", "boolean");
@@ -358,6 +370,51 @@ final class SchemaSuite {
       s.put("additionalProperties", false);
     }
     return new Sample(s, bytes);
+  }
+
+  /**
+   * Puts a random lower bound, upper bound or both (each inclusive or exclusive, some range always
+   * left between them) on {@code s}, and gives the most bytes a value within them takes.
+   */
+  private int bounds(ObjectNode s, boolean integer) {
+    int sides = rnd.nextInt(3); // 0: lower, 1: upper, 2: both
+    double lo = bound(integer);
+    double hi = lo + 2 + Math.abs(bound(integer));
+    if (sides != 1) {
+      put(s, rnd.nextBoolean() ? "minimum" : "exclusiveMinimum", lo, integer);
+    }
+    if (sides != 0) {
+      put(s, rnd.nextBoolean() ? "maximum" : "exclusiveMaximum", hi, integer);
+    }
+    if (!integer) {
+      return BOUNDED_NUMBER_BYTES;
+    }
+    if (sides != 2) {
+      return INTEGER_BYTES;
+    }
+    // A sign and the digits of the wider bound.
+    long wider = (long) Math.max(Math.abs(Math.floor(lo)), Math.abs(Math.ceil(hi)));
+    return 1 + Long.toString(wider).length();
+  }
+
+  private double bound(boolean integer) {
+    return switch (rnd.nextInt(4)) {
+      case 0 -> rnd.nextInt(-3, 4);
+      case 1 -> rnd.nextInt(-1000, 1000);
+      case 2 ->
+          integer
+              ? rnd.nextLong(-1_000_000_000_000L, 1_000_000_000_000L)
+              : rnd.nextInt(-9999, 10_000) / 1000.0;
+      default -> rnd.nextInt(-400, 400) / 8.0;
+    };
+  }
+
+  private static void put(ObjectNode s, String keyword, double v, boolean integer) {
+    if (integer && v == Math.rint(v)) {
+      s.put(keyword, (long) v);
+    } else {
+      s.put(keyword, v);
+    }
   }
 
   private JsonNode literal() {
