@@ -318,6 +318,14 @@ final class EngineOptions {
    * that drives every node.
    */
   LanguageModel open(Path dir) {
+    return open(dir, 1);
+  }
+
+  /**
+   * {@link #open(Path)} for a run whose steps verify speculative drafts: the CPU warm-up also runs
+   * extends of {@code verifyTokens} tokens (the draft tokens plus one; 1 for none).
+   */
+  LanguageModel open(Path dir, int verifyTokens) {
     tuning();
     resolvedDevice = resolveDevice(dir);
     if (nodes.multiNode()) {
@@ -346,7 +354,8 @@ final class EngineOptions {
             : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
-        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize()).describe());
+        System.err.println(
+            EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize(), verifyTokens).describe());
       } catch (RuntimeException e) {
         lm.close();
         throw e;
