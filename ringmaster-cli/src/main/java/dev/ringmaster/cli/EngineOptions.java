@@ -318,14 +318,6 @@ final class EngineOptions {
    * that drives every node.
    */
   LanguageModel open(Path dir) {
-    return open(dir, 1);
-  }
-
-  /**
-   * {@link #open(Path)} for a run whose steps verify speculative drafts: the CPU warm-up also runs
-   * extends of {@code verifyTokens} tokens (the draft tokens plus one; 1 for none).
-   */
-  LanguageModel open(Path dir, int verifyTokens) {
     tuning();
     resolvedDevice = resolveDevice(dir);
     if (nodes.multiNode()) {
@@ -354,8 +346,7 @@ final class EngineOptions {
             : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
-        System.err.println(
-            EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize(), verifyTokens).describe());
+        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize()).describe());
       } catch (RuntimeException e) {
         lm.close();
         throw e;

@@ -172,8 +172,7 @@ final class GenerateCommand implements Callable<Integer> {
             ignoreEos,
             List.of());
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-    int verifyTokens = speculative.enabled() ? speculative.config().numDraftTokens() + 1 : 1;
-    try (LanguageModel lm = engine.open(dir, verifyTokens)) {
+    try (LanguageModel lm = engine.open(dir)) {
       System.err.printf(
           "model: %s (%s, %d layers, %.1f MB of weights); KV cache: %d bytes per token%n",
           dir,

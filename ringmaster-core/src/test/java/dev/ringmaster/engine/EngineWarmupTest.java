@@ -52,32 +52,6 @@ class EngineWarmupTest {
   }
 
   @Test
-  void verifyShapedStepsRunAndChangeNoLogit() {
-    GoldenFixture fixture =
-        GoldenFixture.load(RepoPaths.require("fixtures/golden/deepseek_v3_basic"));
-    try (CausalLm lm = CausalLm.load(fixture.dir())) {
-      float[] cold = logits(lm, fixture.promptIds());
-      int context = lm.config().maxPositionEmbeddings();
-
-      EngineWarmup.Summary s = EngineWarmup.run(lm, 6, 1, 5);
-
-      assertThat(s.verifyTokens()).isEqualTo(5);
-      assertThat(s.verifySteps()).isEqualTo(Math.min(6, context - s.prefillTokens() - 4));
-      assertThat(s.verifySteps()).isPositive();
-      assertThat(s.describe()).contains(s.verifySteps() + " verify steps of 5 tokens");
-      assertThat(logits(lm, fixture.promptIds())).isEqualTo(cold);
-      // One verify token is plain decoding: no verify steps.
-      EngineWarmup.Summary plain = EngineWarmup.run(lm, 6, 1, 1);
-      assertThat(plain.verifySteps()).isZero();
-      assertThat(plain.describe()).doesNotContain("verify");
-      assertThatThrownBy(() -> EngineWarmup.run(lm, 6, 1, 0))
-          .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("verify tokens")
-          .hasMessageContaining("got 0");
-    }
-  }
-
-  @Test
   void batchRowsBelowOneAreRefusedByName() {
     assertThatThrownBy(() -> EngineWarmup.run(null, 4, 0))
         .isInstanceOf(IllegalArgumentException.class)

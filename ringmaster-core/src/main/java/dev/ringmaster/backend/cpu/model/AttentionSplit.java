@@ -2,24 +2,17 @@ package dev.ringmaster.backend.cpu.model;
 
 /**
  * How the (token, head) pairs of one attention call, numbered {@code token * heads + head}, are
- * grouped into parallel tasks: by heads when there are few tokens per thread (decode, and the few
- * tokens of a speculative verify pass: one pair per task, so the pairs spread evenly over the
- * cores), by whole tokens when there are many (prefill: fewer, larger tasks; the pool hands them
- * out as threads free up, which balances causal rows of different lengths). Whole-token tasks need
- * many tokens per thread to balance: a 5-token verify pass as 5 tasks on 2 threads keeps one thread
- * busy for 3 tokens while the other idles after 2, and the loop's cost model then counts the idle
- * time as region overhead and keeps later calls serial. Every pair is computed alone, so the
- * grouping does not change any result.
+ * grouped into parallel tasks: by heads when there are few tokens (decode: one pair per task, so
+ * even one sequence's heads spread over the cores), by whole tokens when there are many (prefill:
+ * fewer, larger tasks; the pool hands them out as threads free up, which balances causal rows of
+ * different lengths). Every pair is computed alone, so the grouping does not change any result.
  *
  * @param perTask pairs per task: 1 or {@code heads}
  * @param pairs all pairs of the call
  */
 record AttentionSplit(int perTask, int pairs) {
-  /**
-   * Tokens per thread from which whole tokens are tasks: then the last, partly filled round of
-   * tasks leaves a thread idle for at most an eighth of the call.
-   */
-  static final int TOKENS_PER_THREAD_FOR_TOKEN_TASKS = 8;
+  /** Tokens per thread from which whole tokens are tasks. */
+  private static final int TOKENS_PER_THREAD_FOR_TOKEN_TASKS = 2;
 
   /** The split of {@code tokens} tokens of {@code heads} heads over {@code threads} threads. */
   static AttentionSplit of(int tokens, int heads, int threads) {
