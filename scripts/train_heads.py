@@ -110,7 +110,7 @@ def build_mtp(main_cfg):
             torch.nn.init.normal_(self.eh_proj.weight, std=cfg.initializer_range)
             self.block = DeepseekV3Model(cfg)
             # The training script's deterministic experts (sorted per expert, no index_add_).
-            from train_default_model import sorted_loop_experts_forward
+            from deterministic_experts import sorted_loop_experts_forward
             from transformers.integrations.moe import ExpertsInterface
 
             ExpertsInterface.register("sorted_loop", sorted_loop_experts_forward)
