@@ -63,13 +63,6 @@ final class RowKernelTemplate implements RowKernel {
   private static final VectorMask<Float> UPPER_H1 = upper(H1);
   private static final VectorMask<Float> UPPER_H2 = upper(H2);
 
-  /** Columns per bf16 pair load: two 16-bit weights in each 32-bit lane. */
-  private static final int PAIR_LANES = 2 * LANES;
-
-  /** Per-thread room for the split inputs of the bf16 tiles, grown as needed. */
-  private static final ThreadLocal<float[]> SPLIT_SCRATCH =
-      ThreadLocal.withInitial(() -> new float[0]);
-
   /** Bytes of reused rows (weights, or token inputs) to keep in cache while tiling. */
   private static final long BLOCK_BYTES = 128 * 1024;
 
@@ -94,36 +87,6 @@ final class RowKernelTemplate implements RowKernel {
 
   @Override
   public void rows(
-      MemorySegment w,
-      int cols,
-      int r0,
-      int r1,
-      float[] x,
-      int[] xOffsets,
-      float[] out,
-      int[] outOffsets) {
-    int n = xOffsets.length;
-    if (BF16 && n > 0) {
-      // The bf16 tiles read two weights per 32-bit lane (PAIR_LANES columns per vector load) and
-      // need each token's inputs in the same even/odd order, made once per call.
-      float[] split = SPLIT_SCRATCH.get();
-      if (split.length < n * cols) {
-        split = new float[n * cols];
-        SPLIT_SCRATCH.set(split);
-      }
-      int[] splitOffsets = new int[n];
-      for (int t = 0; t < n; t++) {
-        splitOffsets[t] = t * cols;
-        splitPairs(x, xOffsets[t], cols, split, splitOffsets[t]);
-      }
-      x = split;
-      xOffsets = splitOffsets;
-    }
-    tiles(w, cols, r0, r1, x, xOffsets, out, outOffsets);
-  }
-
-  /** {@link #rows} on inputs already in the order the tiles read (split for bf16). */
-  private void tiles(
       MemorySegment w,
       int cols,
       int r0,
@@ -169,7 +132,7 @@ final class RowKernelTemplate implements RowKernel {
       // speculative decoding is this case.
       int[] lastX = {xOffsets[n - 1]};
       int[] lastOut = {outOffsets[n - 1]};
-      tiles(
+      rows(
           w,
           cols,
           r0,
@@ -178,7 +141,7 @@ final class RowKernelTemplate implements RowKernel {
           Arrays.copyOf(xOffsets, n - 1),
           out,
           Arrays.copyOf(outOffsets, n - 1));
-      tiles(w, cols, r0, r1, x, lastX, out, lastOut);
+      rows(w, cols, r0, r1, x, lastX, out, lastOut);
       return;
     }
     int groupRows = (int) Math.max(2, Math.min(r1 - r0, BLOCK_BYTES / rowBytes) & ~1);
@@ -240,21 +203,6 @@ final class RowKernelTemplate implements RowKernel {
     FloatVector ad = aa;
     int bound = F.loopBound(cols);
     int c = 0;
-    if (BF16) {
-      for (int pairBound = pairBound(cols); c < pairBound; c += PAIR_LANES) {
-        FloatVector xe = FloatVector.fromArray(F, x, xo + c);
-        FloatVector xd = FloatVector.fromArray(F, x, xo + c + LANES);
-        long off = c * BYTES;
-        IntVector pa = pairs(w, wa + off);
-        IntVector pb = pairs(w, wb + off);
-        IntVector pc = pairs(w, wc + off);
-        IntVector pd = pairs(w, wd + off);
-        aa = odd(pa).fma(xd, even(pa).fma(xe, aa));
-        ab = odd(pb).fma(xd, even(pb).fma(xe, ab));
-        ac = odd(pc).fma(xd, even(pc).fma(xe, ac));
-        ad = odd(pd).fma(xd, even(pd).fma(xe, ad));
-      }
-    }
     for (; c < bound; c += LANES) {
       FloatVector xv = FloatVector.fromArray(F, x, xo + c);
       long off = c * BYTES;
@@ -347,33 +295,6 @@ final class RowKernelTemplate implements RowKernel {
     FloatVector bd = aa;
     int bound = F.loopBound(cols);
     int c = 0;
-    if (BF16) {
-      for (int pairBound = pairBound(cols); c < pairBound; c += PAIR_LANES) {
-        long off = c * BYTES;
-        IntVector pa = pairs(w, wa + off);
-        IntVector pb = pairs(w, wb + off);
-        FloatVector ea = even(pa);
-        FloatVector eb = even(pb);
-        FloatVector da = odd(pa);
-        FloatVector db = odd(pb);
-        FloatVector x0 = FloatVector.fromArray(F, x, xa + c);
-        FloatVector y0 = FloatVector.fromArray(F, x, xa + c + LANES);
-        aa = da.fma(y0, ea.fma(x0, aa));
-        ba = db.fma(y0, eb.fma(x0, ba));
-        FloatVector x1 = FloatVector.fromArray(F, x, xb + c);
-        FloatVector y1 = FloatVector.fromArray(F, x, xb + c + LANES);
-        ab = da.fma(y1, ea.fma(x1, ab));
-        bb = db.fma(y1, eb.fma(x1, bb));
-        FloatVector x2 = FloatVector.fromArray(F, x, xc + c);
-        FloatVector y2 = FloatVector.fromArray(F, x, xc + c + LANES);
-        ac = da.fma(y2, ea.fma(x2, ac));
-        bc = db.fma(y2, eb.fma(x2, bc));
-        FloatVector x3 = FloatVector.fromArray(F, x, xd + c);
-        FloatVector y3 = FloatVector.fromArray(F, x, xd + c + LANES);
-        ad = da.fma(y3, ea.fma(x3, ad));
-        bd = db.fma(y3, eb.fma(x3, bd));
-      }
-    }
     for (; c < bound; c += LANES) {
       long off = c * BYTES;
       FloatVector va = load(w, wa + off);
@@ -436,44 +357,6 @@ final class RowKernelTemplate implements RowKernel {
     for (; c < count; c++) {
       dst[dstOffset + c] = scalar(src, base + c * BYTES);
     }
-  }
-
-  /** Columns of the leading part of a row that the bf16 tiles read as pairs. */
-  private static int pairBound(int cols) {
-    return cols - cols % PAIR_LANES;
-  }
-
-  /** {@code PAIR_LANES} bf16 weights at a byte offset, two per 32-bit lane (even one low). */
-  private static IntVector pairs(MemorySegment w, long byteOffset) {
-    return IntVector.fromMemorySegment(I, w, byteOffset, LE);
-  }
-
-  /** The even columns of {@link #pairs} as f32, exactly: the low halves moved up. */
-  private static FloatVector even(IntVector pairs) {
-    return pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-  }
-
-  /** The odd columns of {@link #pairs} as f32, exactly: the high halves, low bits cleared. */
-  private static FloatVector odd(IntVector pairs) {
-    return pairs.and(0xffff0000).reinterpretAsFloats();
-  }
-
-  /**
-   * Copies one token's {@code cols} inputs from {@code src} to {@code dst} in the order the bf16
-   * tiles read them: in each block of {@code PAIR_LANES} columns before {@link #pairBound}, the
-   * even columns then the odd ones; the columns after it as they are.
-   */
-  private static void splitPairs(float[] src, int srcOffset, int cols, float[] dst, int dstOffset) {
-    int pairBound = pairBound(cols);
-    for (int b = 0; b < pairBound; b += PAIR_LANES) {
-      int s = srcOffset + b;
-      int d = dstOffset + b;
-      for (int l = 0; l < LANES; l++) {
-        dst[d + l] = src[s + 2 * l];
-        dst[d + LANES + l] = src[s + 2 * l + 1];
-      }
-    }
-    System.arraycopy(src, srcOffset + pairBound, dst, dstOffset + pairBound, cols - pairBound);
   }
 
   /** Loads {@code LANES} weights at a byte offset and widens them to f32, exactly. */

@@ -14,11 +14,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The kernels' summation order is a fixed function of the vector width (docs/numerics.md): each
  * lane accumulates its columns with fused multiply-adds, the lanes are summed by the pairwise tree
  * (lane {@code i} plus lane {@code i ^ half}, half from lanes/2 down to 1), and the columns past
- * the last full vector are added one at a time. bf16 rows are read two weights per 32-bit lane: in
- * each block of {@code 2 * lanes} columns lane {@code l} adds columns {@code 2l} then {@code 2l +
- * 1}, and a last single vector of columns, if any, follows in the plain order. This checks every
- * tile, one token and several, bit for bit against that order written out in scalar code, so a
- * faster reduction cannot change a result.
+ * the last full vector are added one at a time. This checks every tile, one token and several, bit
+ * for bit against that order written out in scalar code, so a faster reduction cannot change a
+ * result.
  */
 class CpuMatmulSummationOrderTest {
   static Stream<Arguments> cases() {
@@ -45,27 +43,17 @@ class CpuMatmulSummationOrderTest {
           for (int t = 0; t < n; t++) {
             assertThat(out[t * rows + r])
                 .as("%s %d bits, row %d, token %d of %d", dtype, bits, r, t, n)
-                .isEqualTo(inOrder(weights, x, t * cols, cols, lanes, dtype == DType.BF16));
+                .isEqualTo(inOrder(weights, x, t * cols, cols, lanes));
           }
         }
       }
     }
   }
 
-  private static float inOrder(float[] w, float[] x, int xo, int cols, int lanes, boolean pairs) {
+  private static float inOrder(float[] w, float[] x, int xo, int cols, int lanes) {
     float[] acc = new float[lanes];
     int bound = cols / lanes * lanes;
-    int c0 = 0;
-    if (pairs) {
-      // bf16: blocks of 2 * lanes columns, lane l taking columns 2l and 2l + 1 of each block.
-      for (; c0 + 2 * lanes <= cols; c0 += 2 * lanes) {
-        for (int l = 0; l < lanes; l++) {
-          acc[l] = Math.fma(w[c0 + 2 * l], x[xo + c0 + 2 * l], acc[l]);
-          acc[l] = Math.fma(w[c0 + 2 * l + 1], x[xo + c0 + 2 * l + 1], acc[l]);
-        }
-      }
-    }
-    for (int c = c0; c < bound; c += lanes) {
+    for (int c = 0; c < bound; c += lanes) {
       for (int l = 0; l < lanes; l++) {
         acc[l] = Math.fma(w[c + l], x[xo + c + l], acc[l]);
       }
