@@ -580,10 +580,12 @@ final class JsonSchemaCompiler {
     ByteDfa within;
     try {
       within =
-          DfaIntersection.intersect(
-              ByteDfa.of(pattern),
-              DfaIntersection.Side.of(ByteDfa.of(chars)),
-              MAX_INTERSECTION_STATES);
+          matchesNothing(pattern)
+              ? null
+              : DfaIntersection.intersect(
+                  ByteDfa.of(pattern),
+                  DfaIntersection.Side.of(ByteDfa.of(chars)),
+                  MAX_INTERSECTION_STATES);
     } catch (DfaIntersection.TooLarge e) {
       throw new UnsupportedConstraintException(
           "json_schema at "
@@ -602,6 +604,19 @@ final class JsonSchemaCompiler {
               + lengths);
     }
     return new RegexNode.Automaton(within);
+  }
+
+  /** Whether the expression matches no string at all (a pattern of only escaped characters). */
+  private static boolean matchesNothing(RegexNode n) {
+    return switch (n) {
+      case RegexNode.ByteSet(java.util.BitSet bytes) -> bytes.isEmpty();
+      case RegexNode.Seq(List<RegexNode> parts) ->
+          parts.stream().anyMatch(JsonSchemaCompiler::matchesNothing);
+      case RegexNode.Alt(List<RegexNode> options) ->
+          options.stream().allMatch(JsonSchemaCompiler::matchesNothing);
+      case RegexNode.Repeat(RegexNode inner, int min, int max) -> min > 0 && matchesNothing(inner);
+      case RegexNode.Automaton a -> false; // trimmed: it matches something
+    };
   }
 
   private RegexNode array(JsonNode s, String path) {
