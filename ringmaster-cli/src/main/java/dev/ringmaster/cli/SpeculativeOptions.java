@@ -67,7 +67,11 @@ final class SpeculativeOptions {
    * a backend that does not expose them: only the single-rank CPU model does.
    */
   void checkBackend(EngineOptions engine) {
-    if (algorithm != SpeculativeAlgorithm.NEXTN && algorithm != SpeculativeAlgorithm.EAGLE3) {
+    if (algorithm == null) {
+      return;
+    }
+    SpeculativeAlgorithm a = SpeculativeAlgorithm.parse(algorithm); // validate() checked the name
+    if (a != SpeculativeAlgorithm.NEXTN && a != SpeculativeAlgorithm.EAGLE3) {
       return;
     }
     String where = null;
@@ -82,7 +86,7 @@ final class SpeculativeOptions {
     if (where != null) {
       throw new UserError(
           "--speculative-algorithm "
-              + algorithm
+              + a
               + " needs the target's hidden states, which only the single-rank CPU model exposes,"
               + " so it does not run "
               + where
