@@ -127,6 +127,7 @@ final class GenerateCommand implements Callable<Integer> {
               + ": give one id per new token");
     }
     speculative.validate(dir);
+    speculative.checkBackend(engine);
     if (speculative.enabled() && (dumpLogits != null || forceIds != null)) {
       throw new UserError(
           (dumpLogits != null ? "--dump-logits" : "--force-ids")

@@ -174,6 +174,7 @@ final class ServeCommand implements Callable<Integer> {
       return engine.follow(dir); // node 0 serves HTTP; this node runs its ranks
     }
     speculative.validate(dir); // reads only config.json and tokenizer.json files
+    speculative.checkBackend(engine);
     Tokenizer tok = Tokenizer.load(dir);
     engine.cudaBlockSize = pageSize; // on the GPU one page is one cache block
     LanguageModel lm = engine.open(dir);
@@ -306,7 +307,7 @@ final class ServeCommand implements Callable<Integer> {
     if (!speculative.enabled() && (speculativePolicy != null || speculativeMargin != null)) {
       throw new UserError(
           (speculativePolicy != null ? "--speculative-policy" : "--speculative-margin")
-              + " needs --speculative-algorithm NGRAM, STANDALONE or NEXTN");
+              + " needs --speculative-algorithm NGRAM, STANDALONE, NEXTN or EAGLE3");
     }
     policy();
     if (speculativeMargin != null && !(speculativeMargin >= 0 && speculativeMargin < 10)) {

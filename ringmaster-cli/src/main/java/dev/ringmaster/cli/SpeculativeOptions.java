@@ -63,6 +63,38 @@ final class SpeculativeOptions {
   }
 
   /**
+   * Refuses, before anything loads, a drafter fed by the target's hidden states (NEXTN, EAGLE3) on
+   * a backend that does not expose them: only the single-rank CPU model does.
+   */
+  void checkBackend(EngineOptions engine) {
+    if (algorithm == null) {
+      return;
+    }
+    SpeculativeAlgorithm a = SpeculativeAlgorithm.parse(algorithm); // validate() checked the name
+    if (a != SpeculativeAlgorithm.NEXTN && a != SpeculativeAlgorithm.EAGLE3) {
+      return;
+    }
+    String where = null;
+    if (engine.tpSize > 1 || engine.epSize > 1) {
+      where = "with --tp-size / --ep-size above 1";
+    } else if (engine.nodes.nnodes > 1) {
+      where = "over several nodes";
+    } else if (engine.device.equals("cuda")
+        || (engine.device.equals("auto") && dev.ringmaster.cuda.CudaRuntime.probe().available())) {
+      where = "on the GPU" + (engine.device.equals("auto") ? " (--device auto found one)" : "");
+    }
+    if (where != null) {
+      throw new UserError(
+          "--speculative-algorithm "
+              + a
+              + " needs the target's hidden states, which only the single-rank CPU model exposes,"
+              + " so it does not run "
+              + where
+              + ": use --device cpu without --tp-size / --ep-size, or NGRAM or STANDALONE drafts");
+    }
+  }
+
+  /**
    * Checks the flags against each other and the target model directory, and the draft model's
    * config and tokenizer against the target's, reading only small files.
    */

@@ -167,7 +167,7 @@ class StructuredOutputHttpTest {
             "/v1/completions",
             "{\"prompt\": \"x\", \"max_tokens\": 5, \"response_format\": {\"type\":"
                 + " \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": {\"type\":"
-                + " \"integer\", \"multipleOf\": 3}}}}");
+                + " \"integer\", \"multipleOf\": 0.5}}}}");
     assertThat(r.statusCode()).isEqualTo(400);
     assertThat(r.body()).contains("'multipleOf'").contains("response_format.json_schema.schema");
     r = s.post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 5, \"regex\": \"(?=a)\"}");

@@ -290,7 +290,7 @@ class ToolCallingHttpTest {
             + msg
             + ", \"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\","
             + " \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\","
-            + " \"properties\": {\"n\": {\"type\": \"integer\", \"multipleOf\": 3}}}}}]}",
+            + " \"properties\": {\"n\": {\"type\": \"integer\", \"multipleOf\": 0.5}}}}}]}",
         "tools[0].function.parameters");
     assertBad(
         "{"

@@ -11,7 +11,9 @@ import java.util.Map;
 /**
  * A deterministic automaton over bytes, trimmed so every state it can be in still reaches an
  * accepting one: a transition is either to a live state or -1. Built from a {@link RegexNode} by
- * Thompson's construction and the subset construction over byte classes. Immutable.
+ * Thompson's construction and the subset construction over byte classes (a {@link
+ * RegexNode.Automaton} inside the tree enters the NFA as its own states), or from a transition
+ * table ({@link DfaIntersection}). Immutable.
  */
 public final class ByteDfa {
   /** Refuse automata larger than this: a schema or regex too big to compile in request time. */
@@ -92,16 +94,26 @@ public final class ByteDfa {
     return accepting(s);
   }
 
-  /** Thompson NFA: per state, epsilon targets and at most one byte-set edge. */
+  /**
+   * Thompson NFA: per state, epsilon targets and at most one byte-set edge, or (for the states of
+   * an embedded automaton) that automaton's transitions.
+   */
   private static final class Nfa {
     final List<int[]> eps = new ArrayList<>();
     final List<BitSet> label = new ArrayList<>();
     final List<Integer> target = new ArrayList<>();
 
+    /** An automaton whose state {@code s} is NFA state {@code base + s}. */
+    record Embedded(ByteDfa dfa, int base) {}
+
+    final List<Embedded> embedded = new ArrayList<>();
+    final List<Integer> embeddedIn = new ArrayList<>(); // per NFA state: index into embedded, or -1
+
     int add() {
       eps.add(new int[0]);
       label.add(null);
       target.add(-1);
+      embeddedIn.add(-1);
       if (eps.size() > MAX_STATES * 4) {
         throw new UnsupportedConstraintException(
             "the constraint is too large to compile (over " + MAX_STATES * 4 + " NFA states)");
@@ -172,8 +184,51 @@ public final class ByteDfa {
           }
           return new int[] {s, e};
         }
+        case RegexNode.Automaton(ByteDfa dfa) -> {
+          int base = eps.size();
+          int which = embedded.size();
+          embedded.add(new Embedded(dfa, base));
+          for (int i = 0; i < dfa.states(); i++) {
+            embeddedIn.set(add(), which);
+          }
+          int e = add();
+          for (int i = 0; i < dfa.states(); i++) {
+            if (dfa.accepting(i)) {
+              epsilon(base + i, e);
+            }
+          }
+          return new int[] {base + dfa.start(), e};
+        }
       }
     }
+
+    /** The state byte {@code b} leads to from NFA state {@code s}, or -1. */
+    int move(int s, int b) {
+      BitSet l = label.get(s);
+      if (l != null) {
+        return l.get(b) ? target.get(s) : -1;
+      }
+      int which = embeddedIn.get(s);
+      if (which < 0) {
+        return -1;
+      }
+      Embedded em = embedded.get(which);
+      int t = em.dfa().next(s - em.base(), b);
+      return t < 0 ? -1 : em.base() + t;
+    }
+  }
+
+  /** Bytes no state of this automaton tells apart, as one set per class. */
+  private List<BitSet> byteClasses() {
+    Map<List<Integer>, BitSet> columns = new HashMap<>();
+    for (int b = 0; b < 256; b++) {
+      List<Integer> column = new ArrayList<>(accepting.length);
+      for (int s = 0; s < accepting.length; s++) {
+        column.add(next[s * 256 + b]);
+      }
+      columns.computeIfAbsent(column, c -> new BitSet(256)).set(b);
+    }
+    return new ArrayList<>(columns.values());
   }
 
   private static ByteDfa determinize(Nfa nfa, int start, int end) {
@@ -186,6 +241,9 @@ public final class ByteDfa {
       if (l != null) {
         labels.add(l);
       }
+    }
+    for (Nfa.Embedded em : nfa.embedded) {
+      labels.addAll(em.dfa().byteClasses());
     }
     List<BitSet> distinct = new ArrayList<>(new java.util.LinkedHashSet<>(labels));
     for (int b = 0; b < 256; b++) {
@@ -203,32 +261,34 @@ public final class ByteDfa {
       }
       classOf[b] = c;
     }
-    Map<BitSet, Integer> ids = new HashMap<>();
-    List<BitSet> sets = new ArrayList<>();
+    // Subsets are kept as their sorted members: a BitSet is as long as its highest member, which
+    // inside a large embedded automaton would make every subset that long.
+    Map<Subset, Integer> ids = new HashMap<>();
+    List<Subset> sets = new ArrayList<>();
     List<int[]> rows = new ArrayList<>();
     ArrayDeque<Integer> work = new ArrayDeque<>();
-    BitSet first = closure(nfa, single(start));
+    Subset first = Subset.of(closure(nfa, single(start)));
     ids.put(first, 0);
     sets.add(first);
     work.add(0);
     while (!work.isEmpty()) {
       int d = work.poll();
-      BitSet set = sets.get(d);
+      int[] set = sets.get(d).members();
       int[] row = new int[representatives.size()];
       for (int c = 0; c < representatives.size(); c++) {
         int b = representatives.get(c);
         BitSet moved = new BitSet();
-        for (int s = set.nextSetBit(0); s >= 0; s = set.nextSetBit(s + 1)) {
-          BitSet l = nfa.label.get(s);
-          if (l != null && l.get(b)) {
-            moved.set(nfa.target.get(s));
+        for (int s : set) {
+          int t = nfa.move(s, b);
+          if (t >= 0) {
+            moved.set(t);
           }
         }
         if (moved.isEmpty()) {
           row[c] = -1;
           continue;
         }
-        BitSet to = closure(nfa, moved);
+        Subset to = Subset.of(closure(nfa, moved));
         Integer id = ids.get(to);
         if (id == null) {
           id = sets.size();
@@ -247,9 +307,67 @@ public final class ByteDfa {
     int n = sets.size();
     boolean[] accepting = new boolean[n];
     for (int d = 0; d < n; d++) {
-      accepting[d] = sets.get(d).get(end);
+      accepting[d] = Arrays.binarySearch(sets.get(d).members(), end) >= 0;
     }
-    return trim(rows, classOf, accepting);
+    ByteDfa dfa = trim(rows, classOf, accepting);
+    if (dfa == null) {
+      throw new UnsupportedConstraintException("the constraint matches no string at all");
+    }
+    return dfa;
+  }
+
+  /**
+   * The automaton of a full transition table ({@code rows.get(s)[b]}: the state after byte b, or
+   * -1), start state 0, trimmed of the states that reach no accepting one; null when state 0 is one
+   * of those (the language is empty).
+   */
+  static ByteDfa ofTable(List<int[]> rows, boolean[] accepting) {
+    int[] identity = new int[256];
+    for (int b = 0; b < 256; b++) {
+      identity[b] = b;
+    }
+    return trim(rows, identity, accepting);
+  }
+
+  /** This automaton with every transition on a byte outside {@code allowed} removed. */
+  ByteDfa restrictedTo(BitSet allowed) {
+    List<int[]> rows = new ArrayList<>(accepting.length);
+    for (int s = 0; s < accepting.length; s++) {
+      int[] row = Arrays.copyOfRange(next, s * 256, s * 256 + 256);
+      for (int b = 0; b < 256; b++) {
+        if (!allowed.get(b)) {
+          row[b] = -1;
+        }
+      }
+      rows.add(row);
+    }
+    ByteDfa dfa = ofTable(rows, accepting);
+    if (dfa == null) {
+      throw new UnsupportedConstraintException("the constraint matches no string at all");
+    }
+    return dfa;
+  }
+
+  /** A set of NFA states, by its members in increasing order. */
+  private record Subset(int[] members) {
+    static Subset of(BitSet set) {
+      return new Subset(set.stream().toArray());
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Subset other && Arrays.equals(members, other.members);
+    }
+
+    @Override
+    public int hashCode() {
+      return Arrays.hashCode(members);
+    }
+
+    @Override
+    public String toString() {
+      return Arrays.toString(members);
+    }
   }
 
   private static BitSet single(int s) {
@@ -275,7 +393,10 @@ public final class ByteDfa {
     return out;
   }
 
-  /** Drops the states that cannot reach an accepting one and renumbers the rest. */
+  /**
+   * Drops the states that cannot reach an accepting one and renumbers the rest; null when the start
+   * state is dropped.
+   */
   private static ByteDfa trim(List<int[]> rows, int[] classOf, boolean[] accepting) {
     int n = rows.size();
     List<List<Integer>> reverse = new ArrayList<>();
@@ -306,7 +427,7 @@ public final class ByteDfa {
       }
     }
     if (!live[0]) {
-      throw new UnsupportedConstraintException("the constraint matches no string at all");
+      return null;
     }
     int[] renumber = new int[n];
     int m = 0;

@@ -29,6 +29,10 @@ sealed interface EbnfNode {
       case RegexNode.Alt(List<RegexNode> options) ->
           new Alt(options.stream().map(EbnfNode::of).toList());
       case RegexNode.Repeat(RegexNode node, int min, int max) -> new Repeat(of(node), min, max);
+      // Grammars are built from character classes and literals, never from a JSON schema's
+      // intersections: there is no automaton to meet here.
+      case RegexNode.Automaton a ->
+          throw new IllegalArgumentException("a compiled automaton has no EBNF form");
     };
   }
 }

@@ -16,17 +16,18 @@ import java.util.Set;
  * {@code :} and {@code ,}) that validates against it. The subset: {@code type} (one or a list),
  * {@code object} with {@code properties} (written in their declared order), {@code required} and
  * {@code additionalProperties}, {@code string} with {@code minLength}, {@code maxLength}, {@code
- * pattern} (matched against the whole string) and {@code format} date, time, date-time or uuid,
- * {@code number} and {@code integer} with {@code minimum}, {@code maximum}, {@code
- * exclusiveMinimum} and {@code exclusiveMaximum} (exact: {@link NumericRanges}), {@code boolean},
- * {@code null}, {@code array} with {@code items}, {@code minItems} and {@code maxItems}, {@code
- * enum}, {@code const}, {@code anyOf}, {@code oneOf}, a one-element {@code allOf}, and local
- * non-recursive {@code $ref}s. A schema without a type accepts any JSON value nested at most
- * {@value #ANY_DEPTH} deep. Any other keyword is refused with an {@link
- * UnsupportedConstraintException} naming it, and so is a keyword the subset would drop: one beside
- * {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or {@code allOf} (but a
- * {@code type} all enum / const values have), and a string's second kind of bound ({@code format},
- * {@code pattern} and the length bounds exclude each other).
+ * pattern} (matched against the whole string; with length bounds, by intersecting the automata:
+ * {@link DfaIntersection}) or {@code format} date, time, date-time or uuid, {@code number} and
+ * {@code integer} with {@code minimum}, {@code maximum}, {@code exclusiveMinimum} and {@code
+ * exclusiveMaximum} (exact: {@link NumericRanges}) and an integer {@code multipleOf} (the range
+ * intersected with a remainder automaton), {@code boolean}, {@code null}, {@code array} with {@code
+ * items}, {@code minItems} and {@code maxItems}, {@code enum}, {@code const}, {@code anyOf}, {@code
+ * oneOf}, a one-element {@code allOf}, and local non-recursive {@code $ref}s. A schema without a
+ * type accepts any JSON value nested at most {@value #ANY_DEPTH} deep. Any other keyword is refused
+ * with an {@link UnsupportedConstraintException} naming it, and so is a keyword the subset would
+ * drop: one beside {@code $ref}, {@code const}, {@code enum}, {@code anyOf}, {@code oneOf} or
+ * {@code allOf} (but a {@code type} all enum / const values have), and {@code format} beside {@code
+ * pattern} or a length bound.
  */
 final class JsonSchemaCompiler {
   /** Nesting depth of objects and arrays a schema-free value may have. */
@@ -64,6 +65,7 @@ final class JsonSchemaCompiler {
           "maximum",
           "exclusiveMinimum",
           "exclusiveMaximum",
+          "multipleOf",
           "enum",
           "const",
           "anyOf",
@@ -95,8 +97,24 @@ final class JsonSchemaCompiler {
           Map.entry("additionalProperties", "object"));
 
   private static final java.math.BigDecimal BOUND_LIMIT = java.math.BigDecimal.TEN.pow(38);
-  private static final List<String> BOUNDS =
-      List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+  private static final List<String> NUMERIC_KEYWORDS =
+      List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf");
+
+  /** The largest multiple written: 15 digits, below 2^53 (so an exact double). */
+  private static final java.math.BigDecimal MULTIPLE_LIMIT =
+      java.math.BigDecimal.TEN.pow(15).subtract(java.math.BigDecimal.ONE);
+
+  private static final RegexNode MULTIPLE = regex("-?(0|[1-9][0-9]{0,14})");
+
+  /** Largest {@code multipleOf}: the remainder automaton has a state per remainder. */
+  static final int MAX_DIVISOR = 1_000_000;
+
+  /**
+   * Most states of an intersection ({@code multipleOf} with its range, {@code pattern} with its
+   * length bounds): past it the schema is refused, naming the keyword.
+   */
+  static final int MAX_INTERSECTION_STATES = 100_000;
+
   private static final List<String> EXCLUSIVE =
       List.of("$ref", "const", "enum", "anyOf", "oneOf", "allOf");
   private static final RegexNode WS = new RegexNode.Repeat(RegexNode.ofByte(' '), 0, 1);
@@ -219,7 +237,7 @@ final class JsonSchemaCompiler {
     }
     JsonNode type = s.get("type");
     if (!hasNumericType(type)) {
-      for (String k : BOUNDS) {
+      for (String k : NUMERIC_KEYWORDS) {
         if (s.has(k)) {
           throw unsupported(
               path, "'" + k + "' without type integer or number (name the type it bounds)");
@@ -360,12 +378,85 @@ final class JsonSchemaCompiler {
     return false;
   }
 
-  /** An integer or number, within its bounds when it has any. */
+  /**
+   * An integer or number, within its bounds when it has any, and a multiple of its {@code
+   * multipleOf} when it has one (then written as an integer of at most 15 digits: a number that is
+   * a multiple of an integer is one).
+   */
   private static RegexNode numeric(JsonNode s, String path, boolean integer) {
     NumericRanges.Bound lower =
         tighter(bound(s, "minimum", path), bound(s, "exclusiveMinimum", path), 1);
     NumericRanges.Bound upper =
         tighter(bound(s, "maximum", path), bound(s, "exclusiveMaximum", path), -1);
+    if (!s.has("multipleOf")) {
+      return range(lower, upper, path, integer);
+    }
+    int d = divisor(s.get("multipleOf"), path);
+    // Multiples take at most 15 digits: below 2^53, where a reader that parses the value as a
+    // double holds it exactly, and so finds the same remainder.
+    RegexNode range =
+        lower == null && upper == null
+            ? MULTIPLE
+            : range(
+                tighter(lower, new NumericRanges.Bound(MULTIPLE_LIMIT.negate(), false), 1),
+                tighter(upper, new NumericRanges.Bound(MULTIPLE_LIMIT, false), -1),
+                path,
+                true);
+    ByteDfa multiples;
+    try {
+      multiples =
+          DfaIntersection.intersect(
+              ByteDfa.of(range), DfaIntersection.multiplesOf(d), MAX_INTERSECTION_STATES);
+    } catch (DfaIntersection.TooLarge e) {
+      throw new UnsupportedConstraintException(
+          "json_schema at "
+              + path
+              + ": 'multipleOf' "
+              + d
+              + " needs "
+              + e.getMessage()
+              + (lower == null && upper == null ? "" : " for values " + describe(lower, upper))
+              + " (use a smaller divisor or a narrower minimum / maximum)");
+    }
+    if (multiples == null) {
+      throw new UnsupportedConstraintException(
+          "json_schema at "
+              + path
+              + ": no multiple of "
+              + d
+              + " is "
+              + describe(lower, upper)
+              + (integer ? "" : " (multiples are written as integers)"));
+    }
+    return new RegexNode.Automaton(multiples);
+  }
+
+  /** The positive integer divisor {@code multipleOf} gives, refused when it is anything else. */
+  private static int divisor(JsonNode v, String path) {
+    if (!v.isNumber() || v.decimalValue().signum() <= 0) {
+      throw new UnsupportedConstraintException(
+          "json_schema at " + path + ": 'multipleOf' must be a number above 0, got " + v);
+    }
+    java.math.BigDecimal d = new java.math.BigDecimal(v.asText()).stripTrailingZeros();
+    if (d.scale() > 0) {
+      throw unsupported(
+          path,
+          "the fractional 'multipleOf' "
+              + v.asText()
+              + " (only integer divisors are compiled exactly; scale the value so that the"
+              + " divisor is an integer)");
+    }
+    if (d.compareTo(java.math.BigDecimal.valueOf(MAX_DIVISOR)) > 0) {
+      throw unsupported(
+          path,
+          "the 'multipleOf' " + d.toPlainString() + " (divisors are at most " + MAX_DIVISOR + ")");
+    }
+    return d.intValueExact();
+  }
+
+  /** The integers or numbers within the bounds (either may be null). */
+  private static RegexNode range(
+      NumericRanges.Bound lower, NumericRanges.Bound upper, String path, boolean integer) {
     if (lower == null && upper == null) {
       return integer ? INTEGER : NUMBER;
     }
@@ -443,13 +534,7 @@ final class JsonSchemaCompiler {
 
   private RegexNode string(JsonNode s, String path) {
     for (String[] pair :
-        new String[][] {
-          {"format", "pattern"},
-          {"format", "minLength"},
-          {"format", "maxLength"},
-          {"pattern", "minLength"},
-          {"pattern", "maxLength"}
-        }) {
+        new String[][] {{"format", "pattern"}, {"format", "minLength"}, {"format", "maxLength"}}) {
       if (s.has(pair[0]) && s.has(pair[1])) {
         throw unsupported(
             path, "'" + pair[1] + "' together with '" + pair[0] + "' (a string takes one of them)");
@@ -464,21 +549,74 @@ final class JsonSchemaCompiler {
       }
       return regex("\"" + p + "\"");
     }
-    if (s.has("pattern")) {
-      // Only what the string can hold unescaped: a pattern such as [^,]* would otherwise let a
-      // quote or a backslash end or break the JSON.
-      return seq(lit("\""), RegexNode.jsonStringSafe(regex(s.get("pattern").asText())), lit("\""));
-    }
     int min = s.path("minLength").asInt(0);
     int max = s.has("maxLength") ? s.get("maxLength").asInt() : -1;
-    if (min == 0 && max < 0) {
-      return STRING;
-    }
     if (max >= 0 && max < min) {
       throw new UnsupportedConstraintException(
           "json_schema at " + path + ": maxLength " + max + " is below minLength " + min);
     }
-    return seq(lit("\""), new RegexNode.Repeat(regex(CHAR), min, max), lit("\""));
+    boolean bounded = min > 0 || max >= 0;
+    RegexNode chars = new RegexNode.Repeat(regex(CHAR), min, max);
+    if (!s.has("pattern")) {
+      return bounded ? seq(lit("\""), chars, lit("\"")) : STRING;
+    }
+    // Only what the string can hold unescaped: a pattern such as [^,]* would otherwise let a
+    // quote or a backslash end or break the JSON.
+    RegexNode pattern = RegexNode.jsonStringSafe(regex(s.get("pattern").asText()));
+    if (!bounded) {
+      return seq(lit("\""), pattern, lit("\""));
+    }
+    return seq(lit("\""), patternWithin(pattern, chars, min, max, path), lit("\""));
+  }
+
+  /**
+   * The pattern's strings of min..max characters: its automaton intersected with that of the
+   * characters, which counts each code point (and each escape, though the pattern's side writes
+   * none) as one, as JSON Schema does.
+   */
+  private static RegexNode patternWithin(
+      RegexNode pattern, RegexNode chars, int min, int max, String path) {
+    String lengths = "minLength " + min + (max < 0 ? "" : " and maxLength " + max);
+    ByteDfa within;
+    try {
+      within =
+          matchesNothing(pattern)
+              ? null
+              : DfaIntersection.intersect(
+                  ByteDfa.of(pattern),
+                  DfaIntersection.Side.of(ByteDfa.of(chars)),
+                  MAX_INTERSECTION_STATES);
+    } catch (DfaIntersection.TooLarge e) {
+      throw new UnsupportedConstraintException(
+          "json_schema at "
+              + path
+              + ": 'pattern' with "
+              + lengths
+              + " needs "
+              + e.getMessage()
+              + " (simplify the pattern or narrow the lengths)");
+    }
+    if (within == null) {
+      throw new UnsupportedConstraintException(
+          "json_schema at "
+              + path
+              + ": no string matching 'pattern' (without characters JSON must escape) has "
+              + lengths);
+    }
+    return new RegexNode.Automaton(within);
+  }
+
+  /** Whether the expression matches no string at all (a pattern of only escaped characters). */
+  private static boolean matchesNothing(RegexNode n) {
+    return switch (n) {
+      case RegexNode.ByteSet(java.util.BitSet bytes) -> bytes.isEmpty();
+      case RegexNode.Seq(List<RegexNode> parts) ->
+          parts.stream().anyMatch(JsonSchemaCompiler::matchesNothing);
+      case RegexNode.Alt(List<RegexNode> options) ->
+          options.stream().allMatch(JsonSchemaCompiler::matchesNothing);
+      case RegexNode.Repeat(RegexNode inner, int min, int max) -> min > 0 && matchesNothing(inner);
+      case RegexNode.Automaton a -> false; // trimmed: it matches something
+    };
   }
 
   private RegexNode array(JsonNode s, String path) {

@@ -17,6 +17,12 @@ sealed interface RegexNode {
   /** {@code min} to {@code max} repetitions ({@code max} -1: unbounded). */
   record Repeat(RegexNode node, int min, int max) implements RegexNode {}
 
+  /**
+   * The language of a compiled automaton: what an intersection, which the tree cannot express,
+   * comes as.
+   */
+  record Automaton(ByteDfa dfa) implements RegexNode {}
+
   /** The empty string. */
   RegexNode EMPTY = new Seq(List.of());
 
@@ -56,6 +62,16 @@ sealed interface RegexNode {
       case Alt(List<RegexNode> options) ->
           new Alt(options.stream().map(RegexNode::jsonStringSafe).toList());
       case Repeat(RegexNode node, int min, int max) -> new Repeat(jsonStringSafe(node), min, max);
+      case Automaton(ByteDfa dfa) -> new Automaton(dfa.restrictedTo(jsonStringSafeBytes()));
     };
+  }
+
+  /** The bytes a JSON string can hold unescaped. */
+  private static BitSet jsonStringSafeBytes() {
+    BitSet b = new BitSet(256);
+    b.set(0x20, 256);
+    b.clear('"');
+    b.clear('\\');
+    return b;
   }
 }

@@ -19,7 +19,15 @@ class JsonSchemaRefusalTest {
       quoteCharacter = '`',
       textBlock =
           """
-          {"type": "number", "multipleOf": 2}                            | #: the keyword 'multipleOf'
+          {"type": "number", "multipleOf": 0.5}                          | #: the fractional 'multipleOf' 0.5 (only integer divisors
+          {"type": "number", "multipleOf": 0}                            | #: 'multipleOf' must be a number above 0, got 0
+          {"type": "integer", "multipleOf": -3}                          | #: 'multipleOf' must be a number above 0, got -3
+          {"type": "integer", "multipleOf": "3"}                         | #: 'multipleOf' must be a number above 0, got "3"
+          {"type": "integer", "multipleOf": 1000001}                     | #: the 'multipleOf' 1000001 (divisors are at most 1000000)
+          {"type": "integer", "multipleOf": 999983}                      | #: 'multipleOf' 999983 needs over 100000 automaton states (use a smaller divisor
+          {"multipleOf": 3}                                              | #: 'multipleOf' without type integer or number
+          {"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 6} | #: no multiple of 7 is at least 1 and at most 6
+          {"type": "number", "multipleOf": 2, "minimum": 0.1, "maximum": 1.9} | #: no multiple of 2 is at least 0.1 and at most 1.9 (multiples are written as integers)
           {"type": "integer", "minimum": 0, "exclusiveMinimum": true}     | #: the boolean 'exclusiveMinimum' of draft 4
           {"minimum": 0}                                                 | #: 'minimum' without type integer or number
           {"minLength": 3}                                               | #: 'minLength' without a type (give "type": "string"
@@ -41,17 +49,18 @@ class JsonSchemaRefusalTest {
           {"type": "object", "maxProperties": 2}                         | #: the keyword 'maxProperties'
           {"type": "object", "propertyNames": {"pattern": "^a"}}         | #: the keyword 'propertyNames'
           {"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "maxItems": 3} | #: the keyword 'uniqueItems'
-          {"type": "integer", "minimum": 1, "multipleOf": 5}             | #: the keyword 'multipleOf'
           {"type": "object", "dependentRequired": {"a": ["b"]}}          | #: the keyword 'dependentRequired'
           {"not": {"type": "null"}}                                      | #: the keyword 'not'
           {"if": {"type": "null"}, "then": {"type": "null"}}             | #: the keyword 'if'
-          {"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 3}}} | #/properties/a: the keyword 'multipleOf'
+          {"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 0.1}}} | #/properties/a: the fractional 'multipleOf' 0.1
           {"type": "string", "format": "email"}                          | #: the string format 'email'
           {"type": "uint8"}                                              | #: the type 'uint8'
           {"allOf": [{"type": "null"}, {"type": "null"}]}                | #: allOf with more than one schema
           {"$ref": "https://example.com/s.json"}                         | #: the remote $ref
           {"$defs": {"N": {"type": "array", "items": {"$ref": "#/$defs/N"}}}, "$ref": "#/$defs/N"} | recursive $ref '#/$defs/N'
-          {"type": "string", "pattern": "a+", "minLength": 3}            | #: 'minLength' together with 'pattern'
+          {"type": "string", "pattern": "a{1,2}", "minLength": 3}        | #: no string matching 'pattern' (without characters JSON must escape) has minLength 3
+          {"type": "string", "pattern": "\\\"+", "maxLength": 3}          | #: no string matching 'pattern' (without characters JSON must escape) has minLength 0 and maxLength 3
+          {"type": "string", "pattern": "a+", "minLength": 5, "maxLength": 4} | #: maxLength 4 is below minLength 5
           {"type": "string", "format": "date", "maxLength": 3}           | #: 'maxLength' together with 'format'
           {"type": "string", "format": "uuid", "pattern": "a"}           | #: 'pattern' together with 'format'
           {"anyOf": [{"type": "string"}], "maxLength": 2}                | #: 'maxLength' beside 'anyOf'

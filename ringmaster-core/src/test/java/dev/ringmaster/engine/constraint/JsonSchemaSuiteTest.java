@@ -100,6 +100,8 @@ class JsonSchemaSuiteTest {
             "enum",
             "const",
             "pattern",
+            "pattern with length",
+            "multipleOf",
             "minLength",
             "maxLength",
             "format:date",

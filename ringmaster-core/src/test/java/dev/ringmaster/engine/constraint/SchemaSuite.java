@@ -40,6 +40,8 @@ final class SchemaSuite {
     STRING_LENGTH,
     STRING_PATTERN,
     STRING_FORMAT,
+    MULTIPLE_OF,
+    PATTERN_LENGTH,
     ENUM,
     CONST,
     ARRAY,
@@ -55,6 +57,8 @@ final class SchemaSuite {
           Kind.ENUM,
           Kind.CONST,
           Kind.STRING_PATTERN,
+          Kind.MULTIPLE_OF,
+          Kind.PATTERN_LENGTH,
           Kind.ARRAY,
           Kind.OBJECT,
           Kind.ANY_OF,
@@ -77,6 +81,9 @@ final class SchemaSuite {
   private static final Map<String, Integer> FORMAT_BYTES =
       Map.of("date", 12, "time", 23, "date-time", 34, "uuid", 38);
   private static final String[] FORMATS = {"date", "time", "date-time", "uuid"};
+  private static final int[] DIVISORS = {2, 3, 5, 7, 10, 12, 25, 100};
+  // A multiple is written with at most 15 digits and a sign.
+  private static final int MULTIPLE_BYTES = 16;
   private static final String[] WORDS = {
     "id", "name", "tags", "ok", "n", "x", "value", "kind", "city", "when", "score", "note"
   };
@@ -148,6 +155,11 @@ final class SchemaSuite {
           }
         }
         case "format" -> out.add("format:" + v.asText());
+        case "pattern" -> {
+          if (s.has("minLength") || s.has("maxLength")) {
+            out.add("pattern with length");
+          }
+        }
         case "required" -> {
           if (v.size() < s.path("properties").size()) {
             out.add("optional property");
@@ -264,6 +276,41 @@ final class SchemaSuite {
         // searches, and a whole match is also found by a search.
         s.put("pattern", rnd.nextBoolean() ? "^(" + p.pattern() + ")$" : p.pattern());
         return new Sample(s, 2 + p.maxBytes());
+      }
+      case MULTIPLE_OF -> {
+        s.put("type", rnd.nextBoolean() ? "integer" : "number");
+        int d = DIVISORS[rnd.nextInt(DIVISORS.length)];
+        s.put("multipleOf", d);
+        int lo = rnd.nextInt(-1000, 1000);
+        if (rnd.nextBoolean()) {
+          s.put(rnd.nextBoolean() ? "minimum" : "exclusiveMinimum", lo);
+        }
+        if (rnd.nextBoolean()) {
+          s.put(rnd.nextBoolean() ? "maximum" : "exclusiveMaximum", lo + d + rnd.nextInt(500));
+        }
+        return new Sample(s, MULTIPLE_BYTES);
+      }
+      case PATTERN_LENGTH -> {
+        // Redrawn until some string of the pattern has a length within the bounds.
+        while (true) {
+          RandomRegexes.Sample p = new RandomRegexes(rnd.nextLong()).next(true);
+          ObjectNode t = F.objectNode().put("type", "string").put("pattern", p.pattern());
+          int max = rnd.nextInt(6);
+          int min = rnd.nextInt(max + 1);
+          if (min > 0 || rnd.nextBoolean()) {
+            t.put("minLength", min);
+          }
+          if (min == 0 || rnd.nextBoolean()) {
+            t.put("maxLength", max);
+          }
+          try {
+            JsonSchemaCompiler.compile(t);
+          } catch (UnsupportedConstraintException e) {
+            continue;
+          }
+          // The pattern's strings hold no escapes: its byte bound holds.
+          return new Sample(t, 2 + p.maxBytes());
+        }
       }
       case STRING_FORMAT -> {
         String f = FORMATS[rnd.nextInt(FORMATS.length)];
