@@ -64,7 +64,7 @@ final class DoctorMeasure {
       }
       base = baseProfile != null ? baseProfile : baseFor(gpu.gpus());
       if (baseProfile == null) {
-        baseNote(gpu.gpus(), base).ifPresent(out::add);
+        baseNote(gpu.gpus()).ifPresent(out::add);
       }
       int n = gpu.gpus().size();
       if (n < 2) {
@@ -97,26 +97,34 @@ final class DoctorMeasure {
    * tree) best describe these GPUs: by GPU family, the eight-GPU box where there are several.
    */
   static String baseFor(List<GpuFacts.Gpu> gpus) {
-    String name = gpus.getFirst().name().toUpperCase(Locale.ROOT);
     boolean several = gpus.size() > 1;
-    if (name.contains("H200")) {
-      return several ? "h200-x8" : "h200";
-    }
-    if (name.contains("H100")) {
-      return "h100-sxm-x8";
-    }
-    if (name.contains("RTX PRO 6000")) {
-      return "rtx-pro-6000-x8";
-    }
-    return several ? "h200-x8" : "h200"; // said by baseNote: another GPU's figures
+    return family(gpus.getFirst().name(), several).orElse(several ? "h200-x8" : "h200");
   }
 
-  /** What the chosen base profile borrows that does not match this host, if anything. */
-  static java.util.Optional<String> baseNote(List<GpuFacts.Gpu> gpus, String base) {
+  /** The built-in profile of this GPU's family, if the project has one. */
+  private static java.util.Optional<String> family(String gpuName, boolean several) {
+    String name = gpuName.toUpperCase(Locale.ROOT);
+    if (name.contains("H200")) {
+      return java.util.Optional.of(several ? "h200-x8" : "h200");
+    }
+    if (name.contains("H100")) {
+      return java.util.Optional.of("h100-sxm-x8");
+    }
+    if (name.contains("RTX PRO 6000")) {
+      return java.util.Optional.of("rtx-pro-6000-x8");
+    }
+    return java.util.Optional.empty();
+  }
+
+  /**
+   * What the base profile {@link #baseFor} picks lends that does not match this host, if anything.
+   */
+  static java.util.Optional<String> baseNote(List<GpuFacts.Gpu> gpus) {
+    String base = baseFor(gpus);
     HardwareProfile p = Profiles.load(base);
     String gpu = gpus.getFirst().name();
     List<String> notes = new ArrayList<>();
-    if (!familyMatches(gpu, base)) {
+    if (family(gpu, gpus.size() > 1).isEmpty()) {
       notes.add(
           "no built-in profile for " + gpu + ": its compute and memory figures are " + base + "'s");
     }
@@ -137,16 +145,6 @@ final class DoctorMeasure {
                 + ": "
                 + String.join("; ", notes)
                 + " (--base-profile FILE gives a closer one)");
-  }
-
-  private static boolean familyMatches(String gpu, String base) {
-    String g = gpu.toUpperCase(Locale.ROOT);
-    return switch (base) {
-      case "h200", "h200-x8" -> g.contains("H200");
-      case "h100-sxm-x8" -> g.contains("H100");
-      case "rtx-pro-6000-x8" -> g.contains("RTX PRO 6000");
-      default -> false;
-    };
   }
 
   private static BenchmarkOptions cpuOptions() {

@@ -30,11 +30,11 @@ class DoctorMeasureBaseTest {
 
   @Test
   void whatTheBaseBorrowsIsSaid() {
-    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 1), "h200")).isEmpty();
-    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 8), "h200-x8")).isEmpty();
-    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 4), "h200-x8").orElseThrow())
+    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 1))).isEmpty();
+    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 8))).isEmpty();
+    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA H200", 4)).orElseThrow())
         .contains("GPU count (8)", "this host has 4", "--base-profile");
-    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA L40S", 1), "h200").orElseThrow())
+    assertThat(DoctorMeasure.baseNote(gpus("NVIDIA L40S", 1)).orElseThrow())
         .contains("no built-in profile for NVIDIA L40S", "h200's");
   }
 }

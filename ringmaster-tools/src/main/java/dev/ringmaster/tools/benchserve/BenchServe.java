@@ -246,9 +246,7 @@ public final class BenchServe {
   private static JsonNode getJson(HttpClient http, String url, String apiKey)
       throws IOException, InterruptedException {
     HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(CONNECT_TIMEOUT).GET();
-    if (apiKey != null && !apiKey.isEmpty()) {
-      b.header("Authorization", "Bearer " + apiKey);
-    }
+    ApiKey.authorize(b, apiKey);
     HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() != 200) {
       throw new IOException("HTTP " + r.statusCode() + ": " + abbreviate(r.body()));

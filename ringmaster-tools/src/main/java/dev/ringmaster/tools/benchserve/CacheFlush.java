@@ -29,9 +29,7 @@ final class CacheFlush {
         HttpRequest.newBuilder(URI.create(baseUrl + "/flush_cache"))
             .timeout(TIMEOUT)
             .POST(HttpRequest.BodyPublishers.noBody());
-    if (apiKey != null && !apiKey.isEmpty()) {
-      b.header("Authorization", "Bearer " + apiKey);
-    }
+    ApiKey.authorize(b, apiKey);
     HttpResponse<String> r;
     try {
       r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());

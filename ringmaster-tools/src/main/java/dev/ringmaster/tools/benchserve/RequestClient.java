@@ -65,9 +65,7 @@ final class RequestClient {
             .timeout(REQUEST_TIMEOUT)
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body));
-    if (apiKey != null && !apiKey.isEmpty()) {
-      rb.header("Authorization", "Bearer " + apiKey);
-    }
+    ApiKey.authorize(rb, apiKey);
     long start = System.nanoTime();
     try {
       HttpResponse<InputStream> r =

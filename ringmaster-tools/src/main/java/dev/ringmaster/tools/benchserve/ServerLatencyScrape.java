@@ -36,9 +36,7 @@ final class ServerLatencyScrape {
       throws InterruptedException {
     HttpRequest.Builder b =
         HttpRequest.newBuilder(URI.create(baseUrl + "/metrics")).timeout(TIMEOUT).GET();
-    if (apiKey != null && !apiKey.isEmpty()) {
-      b.header("Authorization", "Bearer " + apiKey);
-    }
+    ApiKey.authorize(b, apiKey);
     try {
       HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
       return r.statusCode() == 200 ? parse(r.body()) : Map.of();
