@@ -50,7 +50,7 @@ __device__ __forceinline__ void fp8_linear_mma_pass(float* out, const uint8_t* c
                                                     uint4* buf0, uint4* buf1) {
   const Fp8LinearStageX<NT * 8, 2 * kFp8MmaDownChunks> stage(x, t0, nt, K, k0, kLen);
   float acc[1][NT][4];
-  fp8_mma_rows<1, kFp8MmaDownChunks, NT>(acc, w, srow, rowOk, kLen, stage, buf0, buf1);
+  fp8_mma_rows<1, kFp8MmaDownChunks, NT>(acc, w, srow, rowOk, kLen, stage, buf0, buf1, K);
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
   for (int t = 0; t < NT; t++) {

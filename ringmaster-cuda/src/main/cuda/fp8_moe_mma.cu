@@ -180,20 +180,22 @@ __device__ __forceinline__ void fp8_mma_stage(float (&acc)[MT][NT][4], const uin
 }
 
 // One pass (moe_mma_rows with FP8 weights): acc[m][t] = rows of tile m dot the pass's NT * 8 token
-// slots over all of K. Ends with a barrier, so the buffers are free for the next pass.
+// slots over all of K. Ends with a barrier, so the buffers are free for the next pass. rowStride is
+// the distance between the rows' codes: 16-byte loads only where it is a multiple of 16 (a slice of
+// K over longer rows is read with the rows' alignment, not the slice's).
 template <int MT, int CH, int NT, class Stager>
 __device__ __forceinline__ void fp8_mma_rows(float (&acc)[MT][NT][4],
                                              const uint8_t* const (&w)[MT][2],
                                              const float* const (&srow)[MT],
                                              const bool (&rowOk)[2], int K, const Stager& stage,
-                                             uint4* buf0, uint4* buf1) {
+                                             uint4* buf0, uint4* buf1, int rowStride) {
   static_assert(CH % kFp8MmaChunksPerBlock == 0, "stages of whole scale blocks");
 #pragma unroll
   for (int m = 0; m < MT; m++) {
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[m][t][0] = acc[m][t][1] = acc[m][t][2] = acc[m][t][3] = 0.f;
   }
-  const bool aligned16 = (K & 15) == 0;
+  const bool aligned16 = (rowStride & 15) == 0;
   const int stages = (K + CH * 64 - 1) / (CH * 64);
   uint4 ra[MT][2][CH], rb[MT][2][CH];
   float sa[MT][CH / kFp8MmaChunksPerBlock], sb[MT][CH / kFp8MmaChunksPerBlock];
@@ -230,7 +232,8 @@ __device__ __forceinline__ void fp8_gate_up_mma_pass(uint16_t* hs, const uint8_t
   const MoeMmaStageX<NT * 8, 2 * kFp8MmaGateUpChunks, true> stage(x, sortedPairs + first, nt, topK,
                                                                    hidden);
   float acc[2][NT][4];
-  fp8_mma_rows<2, kFp8MmaGateUpChunks, NT>(acc, w, srow, rowOk, hidden, stage, buf0, buf1);
+  fp8_mma_rows<2, kFp8MmaGateUpChunks, NT>(acc, w, srow, rowOk, hidden, stage, buf0, buf1,
+                                            hidden);
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
   for (int t = 0; t < NT; t++) {
@@ -324,7 +327,7 @@ __device__ __forceinline__ void fp8_down_mma_pass(float* y, const uint8_t* const
                                                   uint4* buf0, uint4* buf1) {
   const MoeMmaStageH<NT * 8, 2 * kFp8MmaDownChunks, true> stage(hs, first, nt, inter);
   float acc[1][NT][4];
-  fp8_mma_rows<1, kFp8MmaDownChunks, NT>(acc, w, srow, rowOk, inter, stage, buf0, buf1);
+  fp8_mma_rows<1, kFp8MmaDownChunks, NT>(acc, w, srow, rowOk, inter, stage, buf0, buf1, inter);
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
   for (int t = 0; t < NT; t++) {
