@@ -136,6 +136,15 @@ final class TuneCommand implements Callable<Integer> {
   Integer warmupRequests;
 
   @Option(
+      names = "--warmup-runs",
+      defaultValue = "1",
+      description =
+          "Untimed whole runs of the workload against each trial's server before its repeats (a"
+              + " fresh server's first run under the full load is slower than the next; default:"
+              + " ${DEFAULT-VALUE}, 0 for none).")
+  int warmupRuns;
+
+  @Option(
       names = "--repeats",
       defaultValue = "3",
       description =
@@ -232,6 +241,7 @@ final class TuneCommand implements Callable<Integer> {
     FlagChecks.atLeast("--num-prompts", numPrompts, 1);
     FlagChecks.atLeast("--repeats", repeats, 1);
     FlagChecks.atLeast("--warmup-requests", warmupRequests, 0);
+    FlagChecks.atLeast("--warmup-runs", warmupRuns, 0);
     if (!mode.equals("serve") && !mode.equals("one-batch")) {
       throw new UserError("--mode must be serve or one-batch, got " + mode);
     }
@@ -296,7 +306,8 @@ final class TuneCommand implements Callable<Integer> {
                 // every repeat flushes the trial server's prefix cache: the repeats send the same
                 // prompts, which a second run would otherwise find cached
                 new BenchServeConfig.Load(
-                    rate, maxConcurrency, warmup, seed, false, false, null, true, true)),
+                    rate, maxConcurrency, warmup, seed, false, false, null, true, true),
+                warmupRuns),
             Duration.ofSeconds(startupTimeout),
             Duration.ofSeconds(runTimeout),
             out,

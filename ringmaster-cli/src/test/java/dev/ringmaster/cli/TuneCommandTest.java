@@ -106,6 +106,11 @@ class TuneCommandTest {
             "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--warmup-requests", "-1");
     assertThat(warmup.status()).isEqualTo(2);
     assertThat(warmup.err()).contains("--warmup-requests");
+    CliTest.Run warmupRuns =
+        CliTest.run(
+            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--warmup-runs", "-1");
+    assertThat(warmupRuns.status()).isEqualTo(2);
+    assertThat(warmupRuns.err()).contains("--warmup-runs");
   }
 
   @Test
@@ -144,6 +149,12 @@ class TuneCommandTest {
         t.get("samples").forEach(x -> samples.add(x.asDouble()));
         assertThat(t.get("objective").asDouble())
             .isEqualTo(samples.stream().sorted().toList().get(1));
+        // the default warm-up run went first, against the same server, and is not a sample
+        String client =
+            Files.readString(Path.of(t.get("log").asText().replace(".log", "-client.log")));
+        assertThat(client.indexOf("# warm-up run 1 of 1 (not measured)"))
+            .isNotNegative()
+            .isLessThan(client.indexOf("# repeat 1 of 3"));
         assertThat(t.get("spread").asDouble())
             .isEqualTo(
                 samples.stream().mapToDouble(x -> x).max().orElseThrow()

@@ -34,16 +34,17 @@ record Outcome(
 
   /** This failure, its error saying which repeat it happened in. */
   Outcome inRepeat(int k, int n) {
+    return prefixed("repeat " + k + " of " + n + ": ");
+  }
+
+  /** This failure, its error saying which warm-up run it happened in. */
+  Outcome inWarmup(int k, int n) {
+    return prefixed("warm-up run " + k + " of " + n + ": ");
+  }
+
+  private Outcome prefixed(String where) {
     return new Outcome(
-        status,
-        phase,
-        cause,
-        exitCode,
-        "repeat " + k + " of " + n + ": " + lastError,
-        objective,
-        metrics,
-        samples,
-        spread);
+        status, phase, cause, exitCode, where + lastError, objective, metrics, samples, spread);
   }
 
   static Outcome failed(String phase, String cause, Integer exitCode, String lastError) {

@@ -25,10 +25,11 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Runs one trial: a child {@code serve} with the trial's flags, then the {@code bench serve} client
- * against it in this process once per repeat, then the server stopped. The repeats share the
- * server: they measure the run-to-run noise of the load, not the start-up's. Nothing a trial does
- * can end the tune: every way it fails becomes a {@link TrialResult} naming the phase and the
- * cause.
+ * against it in this process once per warm-up run and per repeat, then the server stopped. The
+ * repeats share the server: they measure the run-to-run noise of the load, not the start-up's, and
+ * the warm-up runs before them keep a fresh server's slower first run out of the figures. Nothing a
+ * trial does can end the tune: every way it fails becomes a {@link TrialResult} naming the phase
+ * and the cause.
  */
 final class TrialRunner implements TrialExecutor {
   private final TuneConfig config;
@@ -74,6 +75,13 @@ final class TrialRunner implements TrialExecutor {
         log.resolveSibling(log.getFileName().toString().replace(".log", "-client.log"));
     List<Map<String, Double>> runs = new ArrayList<>();
     try (PrintStream clientOut = clientLog(clientLog)) {
+      int warmups = config.workload().warmupRuns();
+      for (int k = 1; k <= warmups; k++) {
+        clientOut.printf(Locale.ROOT, "# warm-up run %d of %d (not measured)%n", k, warmups);
+        if (benchOnce(server, url, clientOut) instanceof Outcome failed) {
+          return failed.inWarmup(k, warmups);
+        }
+      }
       for (int k = 1; k <= config.repeats(); k++) {
         clientOut.printf(Locale.ROOT, "# repeat %d of %d%n", k, config.repeats());
         Object r = benchOnce(server, url, clientOut);

@@ -58,8 +58,19 @@ public record TuneConfig(
    *
    * @param dataset prompts
    * @param load arrivals and request options
+   * @param warmupRuns untimed whole runs of the workload against each trial's server before its
+   *     measured repeats, at least 0: a fresh server's first run under the real load is slower than
+   *     the next (its JIT, heap and first-used kernels), which a few warm-up requests do not cover
    */
-  public record Workload(BenchServeConfig.Dataset dataset, BenchServeConfig.Load load) {}
+  public record Workload(
+      BenchServeConfig.Dataset dataset, BenchServeConfig.Load load, int warmupRuns) {
+    /** Checks the warm-up runs. */
+    public Workload {
+      if (warmupRuns < 0) {
+        throw new IllegalArgumentException("--warmup-runs must be 0 or more, got " + warmupRuns);
+      }
+    }
+  }
 
   /**
    * The {@code bench one-batch} side of a trial: one static batch, prefilled and decoded.

@@ -46,7 +46,8 @@ class TunePruningTest {
                 1.0,
                 new BenchServeConfig.SharedPrefix(64, 16, 2048, 128, 256, 0.0)),
             new BenchServeConfig.Load(
-                Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true, false)),
+                Double.POSITIVE_INFINITY, null, 1, 1, false, false, null, true, false),
+            0),
         Duration.ofSeconds(5),
         Duration.ofSeconds(5),
         out,
