@@ -160,6 +160,7 @@ final class SimulateServeOptions {
                 + "  output throughput   %,.1f tok/s (%.2f req/s)%n"
                 + "  TTFT median / mean / p99   %.1f / %.1f / %.1f ms%n"
                 + "  ITL median / mean          %.2f / %.2f ms%n"
+                + "  TPOT median / mean         %.2f / %.2f ms%n"
                 + "  running: limit %d, peak %d, mean %.1f; waiting peak %d, mean wait %.1f ms%n"
                 + "  KV cache %,d tokens; preemptions %d; prompt tokens from the prefix cache"
                 + " %.0f%%%n",
@@ -172,6 +173,8 @@ final class SimulateServeOptions {
             r.p99TtftMs(),
             r.medianItlMs(),
             r.meanItlMs(),
+            r.medianTpotMs(),
+            r.meanTpotMs(),
             r.maxRunningRequests(),
             r.peakRunning(),
             r.meanRunning(),

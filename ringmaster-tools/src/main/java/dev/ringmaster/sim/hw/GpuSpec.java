@@ -31,8 +31,9 @@ import java.util.Map;
  *     and attention passes run far below cuBLAS-class GEMMs); 0 where not measured: {@code
  *     computeEfficiency} then serves
  * @param mlaAbsorbFlops flop/s the engine's absorbed-MLA query and output projections ({@code
- *     rm_mla_absorb_q}, {@code rm_mla_out_v}, CUDA cores) reach over a prefill chunk, which they
- *     cover whole when decode rows ride in it; 0 where not measured: that cost is then not charged
+ *     rm_mla_absorb_q}, {@code rm_mla_out_v}, CUDA cores) reach over a prefill chunk; a forward
+ *     with prompt tokens runs them over its decode rows and absorbed prompt runs; 0 where not
+ *     measured: that cost is then not charged
  */
 public record GpuSpec(
     String name,

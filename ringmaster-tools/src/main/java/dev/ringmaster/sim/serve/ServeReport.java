@@ -14,6 +14,9 @@ import java.util.List;
  * @param p99TtftMs 99th percentile time to first token
  * @param medianItlMs median gap between a request's tokens
  * @param meanItlMs mean gap between a request's tokens
+ * @param medianTpotMs median over requests of the time per output token after the first (bench
+ *     serve's TPOT: from the first token to the last, over the tokens after the first)
+ * @param meanTpotMs mean of the same
  * @param meanQueueMs mean time from arrival to admission (waiting for a running slot or KV blocks)
  * @param kvCapacityTokens tokens the KV pool holds
  * @param maxRunningRequests the running limit (flag or the engine's rule)
@@ -35,6 +38,8 @@ public record ServeReport(
     double p99TtftMs,
     double medianItlMs,
     double meanItlMs,
+    double medianTpotMs,
+    double meanTpotMs,
     double meanQueueMs,
     long kvCapacityTokens,
     int maxRunningRequests,

@@ -55,7 +55,27 @@ final class ServeScheduler {
   /** A report for a workload that cannot run. */
   static ServeReport doesNotRun(long pool, int maxRunning, String why) {
     return new ServeReport(
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, pool, maxRunning, 0, 0, 0, 0, 0, List.of(why), List.of());
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        pool,
+        maxRunning,
+        0,
+        0,
+        0,
+        0,
+        0,
+        List.of(why),
+        List.of());
   }
 
   private static final class Req {
@@ -64,6 +84,7 @@ final class ServeScheduler {
     final int output;
     double sent;
     double admitted = -1;
+    double firstToken;
     double lastToken;
     int target;
     int computed;
@@ -129,6 +150,7 @@ final class ServeScheduler {
     int limit = w.maxConcurrency() == 0 ? Integer.MAX_VALUE : w.maxConcurrency();
     List<Double> ttft = new ArrayList<>();
     List<Double> itl = new ArrayList<>();
+    List<Double> tpot = new ArrayList<>();
     List<Double> queue = new ArrayList<>();
     double t = 0;
     double stepStart = 0;
@@ -241,6 +263,7 @@ final class ServeScheduler {
         }
         if (r.generated == 0) {
           ttft.add((t - r.sent) * 1000);
+          r.firstToken = t;
         } else {
           itl.add((t - r.lastToken) * 1000);
         }
@@ -251,6 +274,9 @@ final class ServeScheduler {
         }
       }
       for (Req r : done) {
+        if (r.generated > 1) {
+          tpot.add((r.lastToken - r.firstToken) * 1000 / (r.generated - 1));
+        }
         release(r);
         running.remove(r);
         completed++;
@@ -263,6 +289,7 @@ final class ServeScheduler {
         completed,
         ttft,
         itl,
+        tpot,
         queue,
         runningTime,
         peakRunning,
@@ -276,6 +303,7 @@ final class ServeScheduler {
       int completed,
       List<Double> ttft,
       List<Double> itl,
+      List<Double> tpot,
       List<Double> queue,
       double runningTime,
       int peakRunning,
@@ -284,6 +312,7 @@ final class ServeScheduler {
       long cachedTokens) {
     Percentiles tt = new Percentiles(ttft.stream().mapToDouble(Double::doubleValue).toArray());
     Percentiles it = new Percentiles(itl.stream().mapToDouble(Double::doubleValue).toArray());
+    Percentiles tp = new Percentiles(tpot.stream().mapToDouble(Double::doubleValue).toArray());
     double meanQueue = queue.stream().mapToDouble(Double::doubleValue).average().orElse(0);
     List<String> notes = new ArrayList<>();
     int concurrency = w.maxConcurrency() == 0 ? w.numPrompts() : w.maxConcurrency();
@@ -318,6 +347,8 @@ final class ServeScheduler {
         tt.percentile(99),
         it.median(),
         it.mean(),
+        tp.median(),
+        tp.mean(),
         meanQueue,
         pool,
         maxRunning,

@@ -20,13 +20,9 @@ import java.util.Map;
  *       in forwards of at most {@link #maxForwardTokens} tokens (the activation buffers: the
  *       prefill chunk or the logits rows, whichever is larger); a forward reads the weights once
  *       for all its tokens, decode rows included;
- *   <li>in a forward where decode rows ride beside prompt runs, MLA's absorbed query and output
- *       projections run over every token of it, at the profile's {@link GpuSpec#mlaAbsorbFlops}:
- *       what the engine did when the served run this model is checked against was measured (the
- *       decode rows take the split kernels, which need the absorbed queries, and those kernels were
- *       launched over the whole chunk); the engine now runs them over the decode rows and absorbed
- *       runs only ({@code GpuMlaAttention.prefillAttention}), which this term overestimates until
- *       it is checked against a served run of the present engine;
+ *   <li>a forward with prompt tokens runs MLA's absorbed query and output projections over the
+ *       tokens that need them ({@link AbsorbedMlaTokens}: its decode rows, and prompt runs only
+ *       where they take the absorbed form), at the profile's {@link GpuSpec#mlaAbsorbFlops};
  *   <li>each step pays the profile's step overhead.
  * </ul>
  *
@@ -44,6 +40,7 @@ public final class SimulatedStepCosts implements StepCosts {
   private final ServingConfig cfg;
   private final double stepOverheadUs;
   private final int maxForwardTokens;
+  private final AbsorbedMlaTokens absorbed;
   private final Map<List<Integer>, Double> memo = new HashMap<>();
 
   /** Step costs of {@code inv} served as {@code cfg} on {@code hw}. */
@@ -54,6 +51,7 @@ public final class SimulatedStepCosts implements StepCosts {
     this.cfg = cfg;
     this.stepOverheadUs = hw.gpu().stepOverheadUs();
     this.maxForwardTokens = maxForwardTokens(cfg);
+    this.absorbed = new AbsorbedMlaTokens(inv.shape(), cfg.tp());
   }
 
   /**
@@ -131,17 +129,16 @@ public final class SimulatedStepCosts implements StepCosts {
             false);
     double us = timer.time(inv, cfg, shape, false).totalUs();
     if (rows > 0) {
-      ModelShape s = inv.shape();
-      us += gpu.decodeLatencyUs(rows, Math.max(1, ctx), s.numLayers());
-      us += absorbedProjectionsUs(prompt + rows);
+      us += gpu.decodeLatencyUs(rows, Math.max(1, ctx), inv.shape().numLayers());
     }
-    return us;
+    return us
+        + absorbedProjectionsUs(absorbed.count(rows, ctx, prompt, chunkLen, start + chunkLen));
   }
 
   /**
-   * The absorbed query and output projections over {@code tokens} tokens of a mixed forward: per
-   * token, layer and rank {@code 2 heads nope kvLora + 2 heads kvLora v} FLOPs; 0 for models
-   * without MLA and on profiles that have not measured the rate.
+   * The absorbed query and output projections over {@code tokens} tokens of a forward: per token,
+   * layer and rank {@code 2 heads nope kvLora + 2 heads kvLora v} FLOPs; 0 for models without MLA
+   * and on profiles that have not measured the rate.
    */
   double absorbedProjectionsUs(int tokens) {
     ModelShape s = inv.shape();

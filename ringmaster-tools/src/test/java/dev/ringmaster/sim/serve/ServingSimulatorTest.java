@@ -15,6 +15,7 @@ import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.ModelShapes;
 import dev.ringmaster.sim.model.QuantScheme;
+import dev.ringmaster.sim.model.WeightInventory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -136,13 +137,14 @@ class ServingSimulatorTest {
   }
 
   /**
-   * End to end against {@code bench serve} on one H200 (CHANGELOG "Everything on one H200", history
-   * records of a751fae: V2-Lite shape, vocabulary 129,280, input 512, output 128, 12 prompts at
-   * concurrency 1 and twice the concurrency above): the h200 profile calibrated on the one-batch
-   * run of the same session (decode 2.53 / 7.43 / 9.46 / 11.18 / 12.88 / 14.77 ms at batch 1 / 8 /
-   * 16 / 32 / 64 / 128), nothing fitted to the served figures. Predicted +0.3% / +4.6% / +1.9% /
-   * +0.2% at concurrency 1 / 16 / 64 / 128 (docs/simulate.md); the bounds are the issue's 15% for
-   * throughput, TTFT and mean ITL, 10% for the median ITL (a decode step).
+   * End to end against {@code bench serve} on one H200 (docs/simulate.md, "Check against the H200":
+   * V2-Lite shape, vocabulary 129,280, input 512, output 128, 2 x concurrency prompts, serve's
+   * default flags), the engine whose mixed steps project only their decode rows: the h200 profile
+   * calibrated on the one-batch run of the same call (decode 2.46 / 7.36 / 9.49 / 11.25 / 12.95 /
+   * 14.79 ms at batch 1 / 8 / 16 / 32 / 64 / 128), nothing fitted to the served figures. Predicted
+   * +2.9% / +6.5% / +0.4% / +1.2% at concurrency 1 / 16 / 64 / 128. The client's TTFT holds about 4
+   * ms of HTTP and client that the model leaves out (visible at concurrency 1); at 128 the model's
+   * median TTFT is 21% short (see {@link #medianTtftAtConcurrency128IsAWholeNumberOfSteps}).
    */
   @Test
   void servedRunOnTheH200FromTheForwardModelWithinFifteenPercent(@TempDir Path tmp)
@@ -150,71 +152,147 @@ class ServingSimulatorTest {
     ModelShape m = v2LiteV3Vocab(tmp);
     ServingSimulator sim = new ServingSimulator(sameSessionH200(m));
     int[] concurrency = {1, 16, 64, 128};
-    int[] prompts = {12, 32, 128, 256};
-    double[] measured = {360.94, 1248.4, 2463.2, 3127.4};
-    double[] meanTtft = {22.09, 371.61, 973.08, 1507.6}; // c=1: the server's prefill_forward
-    double[] p99Ttft = {22.09, 400.94, 1648.8, 3315.1};
-    double[] medianItl = {2.5646, 9.7567, 13.018, 15.369};
-    double[] meanItl = {2.5758, 9.9464, 18.377, 29.103};
+    double[] measured = {360, 1329, 2944, 3801};
+    double[] medianTtft = {26.6, 288, 618, 1132};
+    double[] medianTpot = {2.54, 9.81, 16.99, 24.92};
+    double[] throughputBound = {0.05, 0.10, 0.05, 0.05};
     for (int i = 0; i < concurrency.length; i++) {
       int c = concurrency[i];
       ServeReport r =
           sim.predict(
-              m,
-              servedConfig(),
-              ServeOptions.defaults(),
-              ServeWorkload.random(prompts[i], 512, 128, c));
-      assertThat(r.completed()).isEqualTo(prompts[i]);
-      assertThat(r.outputThroughput() / measured[i] - 1).as("c=%d tok/s", c).isBetween(-0.15, 0.15);
-      assertThat(r.meanTtftMs() / meanTtft[i] - 1).as("c=%d mean TTFT", c).isBetween(-0.15, 0.15);
-      assertThat(r.p99TtftMs() / p99Ttft[i] - 1).as("c=%d p99 TTFT", c).isBetween(-0.15, 0.15);
-      assertThat(r.medianItlMs() / medianItl[i] - 1).as("c=%d ITL", c).isBetween(-0.10, 0.10);
-      assertThat(r.meanItlMs() / meanItl[i] - 1).as("c=%d mean ITL", c).isBetween(-0.15, 0.15);
+              m, servedConfig(), ServeOptions.defaults(), ServeWorkload.random(2 * c, 512, 128, c));
+      assertThat(r.completed()).isEqualTo(2 * c);
+      assertThat(r.outputThroughput() / measured[i] - 1)
+          .as("c=%d tok/s", c)
+          .isBetween(-throughputBound[i], throughputBound[i]);
+      assertThat(r.medianTpotMs() / medianTpot[i] - 1)
+          .as("c=%d median TPOT", c)
+          .isBetween(-0.10, 0.10);
+      if (c == 1) {
+        assertThat(medianTtft[i] - r.medianTtftMs()).as("c=1 client overhead").isBetween(2.0, 8.0);
+      } else if (c < 128) {
+        assertThat(r.medianTtftMs() / medianTtft[i] - 1)
+            .as("c=%d median TTFT", c)
+            .isBetween(-0.05, 0.05);
+      } else {
+        assertThat(r.medianTtftMs() / medianTtft[i] - 1)
+            .as("c=128 median TTFT")
+            .isBetween(-0.25, -0.15);
+      }
+    }
+    // The sampled runs (temperature 0.8, top-p 0.95) served as fast as greedy ones.
+    double[] sampled = {2933, 3883};
+    for (int i = 0; i < 2; i++) {
+      int c = i == 0 ? 64 : 128;
+      ServeReport r =
+          sim.predict(
+              m, servedConfig(), ServeOptions.defaults(), ServeWorkload.random(2 * c, 512, 128, c));
+      assertThat(r.outputThroughput() / sampled[i] - 1)
+          .as("c=%d sampled", c)
+          .isBetween(-0.05, 0.05);
     }
   }
 
   /**
-   * The mechanisms behind the served figures, each taken away in turn: without the absorbed MLA
-   * projections of mixed chunk steps the forward model is 13-24% fast from concurrency 16 on, and a
-   * profile calibrated on an older engine's one-batch run (batch-1 step 2.97 ms against 2.53) is
-   * 21% slow at concurrency 1: the errors the earlier model had.
+   * At concurrency 128 the second wave is a queue at its limit: each mixed step ends one group of
+   * 16 first-wave requests, and the 16 sent in their place are prefilled three steps later (the
+   * overlap schedule's step of delay, then the step that prefills them), so the model's median TTFT
+   * is three mixed steps. The measured median, 1,132 ms, is 3.8 of the model's steps: one that the
+   * model does not reproduce.
+   */
+  @Test
+  void medianTtftAtConcurrency128IsAWholeNumberOfSteps(@TempDir Path tmp) throws Exception {
+    ModelShape m = v2LiteV3Vocab(tmp);
+    HardwareProfile hw = sameSessionH200(m);
+    SimulatedStepCosts costs = new SimulatedStepCosts(hw, new WeightInventory(m), servedConfig());
+    double mixedStepMs = costs.stepUs(80, 576, 8192, 16, 0, false) / 1000;
+    ServeReport r =
+        new ServingSimulator(hw)
+            .predict(
+                m,
+                servedConfig(),
+                ServeOptions.defaults(),
+                ServeWorkload.random(256, 512, 128, 128));
+    assertThat(r.medianTtftMs() / (3 * mixedStepMs)).isCloseTo(1.0, within(0.02));
+    assertThat(1132 / mixedStepMs).isBetween(3.5, 4.0);
+  }
+
+  /**
+   * The mechanism the engine change removed: charged over every token of a mixed chunk, as the
+   * older engine ran them, the absorbed projections make the present engine's run 15-18% slow from
+   * concurrency 64 on; over the decode rows only (the present engine) the model is within 5%. The
+   * same whole-chunk charge on the older session's profile predicted that session's served run
+   * (history records of a751fae, 3,127 tok/s at concurrency 128) within 1%. A profile calibrated on
+   * an older engine's one-batch run (batch-1 step 2.97 ms against 2.46) is 20% slow at concurrency
+   * 1.
    */
   @Test
   void eachMechanismCarriesItsShareOfTheServedError(@TempDir Path tmp) throws Exception {
     ModelShape m = v2LiteV3Vocab(tmp);
-    HardwareProfile same = sameSessionH200(m);
-    HardwareProfile noAbsorb = withoutAbsorbRate(same, tmp);
     ServeWorkload c128 = ServeWorkload.random(256, 512, 128, 128);
-    double with =
-        new ServingSimulator(same)
-            .predict(m, servedConfig(), ServeOptions.defaults(), c128)
-            .outputThroughput();
-    double without =
-        new ServingSimulator(noAbsorb)
-            .predict(m, servedConfig(), ServeOptions.defaults(), c128)
-            .outputThroughput();
-    assertThat(with / 3127.4 - 1).isBetween(-0.05, 0.05);
-    assertThat(without / 3127.4 - 1).isGreaterThan(0.15);
-    MeasurementFile.OneBatch older = oneBatch("h200-v2lite-onebatch-9b7a8af.json");
-    HardwareProfile olderProfile =
-        BenchCalibration.calibrate(
-                Profiles.load("h200"),
-                List.of(older),
-                r -> Configs.load("deepseek-v2-lite"),
-                "h200-c")
-            .profile();
+    HardwareProfile present = sameSessionH200(m);
+    assertThat(served(present, m, c128, false) / 3801 - 1).isBetween(-0.05, 0.05);
+    assertThat(served(present, m, c128, true) / 3801 - 1).isLessThan(-0.15);
+    ServeWorkload c64 = ServeWorkload.random(128, 512, 128, 64);
+    assertThat(served(present, m, c64, true) / 2944 - 1).isLessThan(-0.12);
+    HardwareProfile olderSession =
+        calibrated(oneBatch("h200-v2lite-v3vocab-onebatch-a751fae.json"), m);
+    assertThat(served(olderSession, m, c128, true) / 3127.4 - 1).isBetween(-0.01, 0.01);
+    HardwareProfile olderEngine =
+        calibrated(oneBatch("h200-v2lite-onebatch-9b7a8af.json"), Configs.load("deepseek-v2-lite"));
     double c1 =
-        new ServingSimulator(olderProfile)
+        new ServingSimulator(olderEngine)
             .predict(
-                m, servedConfig(), ServeOptions.defaults(), ServeWorkload.random(12, 512, 128, 1))
+                m, servedConfig(), ServeOptions.defaults(), ServeWorkload.random(2, 512, 128, 1))
             .outputThroughput();
-    assertThat(c1 / 360.94 - 1).isLessThan(-0.15);
+    assertThat(c1 / 360 - 1).isLessThan(-0.15);
+  }
+
+  /**
+   * Output throughput of {@code w} on {@code hw}, the absorbed projections charged over the decode
+   * rows (the present engine) or, with {@code wholeChunk}, over every prompt token of a mixed step
+   * too (the older engine).
+   */
+  private static double served(
+      HardwareProfile hw, ModelShape m, ServeWorkload w, boolean wholeChunk) {
+    SimulatedStepCosts costs = new SimulatedStepCosts(hw, new WeightInventory(m), servedConfig());
+    StepCosts charged =
+        (rows, ctx, prompt, seqs, start, graphed) ->
+            costs.stepUs(rows, ctx, prompt, seqs, start, graphed)
+                + (wholeChunk && rows > 0 && prompt > 0 ? costs.absorbedProjectionsUs(prompt) : 0);
+    ServeReport r =
+        new ServeScheduler(w, ServeOptions.defaults(), BIG_POOL, 256, 256, 8192).run(charged);
+    assertThat(r.completed()).isEqualTo(w.numPrompts());
+    return r.outputThroughput();
+  }
+
+  /**
+   * A mixed step of 64 decode rows and 8,128 prompt tokens pays the absorbed projections of its 64
+   * decode rows only (about 1 ms at V2-Lite's shape), not of its 8,192 tokens (124 ms); a prompt
+   * step without decode rows pays none.
+   */
+  @Test
+  void aMixedStepProjectsOnlyItsDecodeRows(@TempDir Path tmp) throws Exception {
+    ModelShape m = v2LiteV3Vocab(tmp);
+    HardwareProfile hw = sameSessionH200(m);
+    WeightInventory inv = new WeightInventory(m);
+    SimulatedStepCosts with = new SimulatedStepCosts(hw, inv, servedConfig());
+    SimulatedStepCosts without =
+        new SimulatedStepCosts(withoutAbsorbRate(hw, tmp), inv, servedConfig());
+    double rowsOnly = with.absorbedProjectionsUs(64);
+    assertThat(rowsOnly).isBetween(900.0, 1050.0);
+    assertThat(with.absorbedProjectionsUs(8192)).isBetween(120_000.0, 130_000.0);
+    double mixed = with.stepUs(64, 576, 8128, 16, 0, false);
+    assertThat(mixed - without.stepUs(64, 576, 8128, 16, 0, false))
+        .isCloseTo(rowsOnly, within(1e-6 * mixed));
+    assertThat(with.stepUs(0, 0, 8192, 16, 0, false))
+        .isEqualTo(without.stepUs(0, 0, 8192, 16, 0, false));
   }
 
   /**
    * The overlap schedule: a request that reaches the engine while a step runs joins the step after
    * next, so refilled slots wait a step longer and the TTFT of queued requests grows (c=128: median
-   * 1,263 ms with it, 844 without, 1,239 measured with it on).
+   * 894 ms with it, 598 without, 1,132 measured with it on).
    */
   @Test
   void overlapScheduleDelaysAdmissionByAStep(@TempDir Path tmp) throws Exception {
@@ -265,10 +343,13 @@ class ServingSimulatorTest {
     }
   }
 
-  /** The h200 profile calibrated on the served session's one-batch run. */
+  /** The h200 profile calibrated on the served run's own one-batch run. */
   static HardwareProfile sameSessionH200(ModelShape served) throws Exception {
-    MeasurementFile.OneBatch run = oneBatch("h200-v2lite-v3vocab-onebatch-a751fae.json");
-    return BenchCalibration.calibrate(Profiles.load("h200"), List.of(run), r -> served, "h200-c")
+    return calibrated(oneBatch("h200-v2lite-v3vocab-onebatch-ranged-absorb.json"), served);
+  }
+
+  private static HardwareProfile calibrated(MeasurementFile.OneBatch run, ModelShape shape) {
+    return BenchCalibration.calibrate(Profiles.load("h200"), List.of(run), r -> shape, "h200-c")
         .profile();
   }
 
