@@ -1,6 +1,9 @@
 // DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's key norm, its scores
-// over the paged indexer-key cache, the top-k selection per query and MLA attention over the
-// selected positions only. docs/numerics.md gives the semantics the CPU reference implements.
+// over the paged indexer-key cache (CUDA cores, or tensor cores with the query in two bf16 parts),
+// the top-k selection per query (one block per row, or a row spread over many blocks) and MLA
+// attention over the selected positions only on CUDA cores (the tensor-core form is
+// rm_mla_sparse_split_mma in mla_mma.cu). docs/numerics.md gives the semantics the CPU reference
+// implements.
 //
 // Indexer-key cache: bf16 [numBlocks, blockSize, dim] per indexed layer, paged by the same block
 // table as the latent cache (a position's key lives in the block its latent row does).
@@ -79,10 +82,11 @@ constexpr int kIdxMmaTile = 64;  // positions per tile of rm_indexer_scores_mma
 constexpr int kIdxMmaThreads = 256;
 
 // Shared-memory layout of rm_indexer_scores_mma in bytes (parts 128-byte aligned): the query's high
-// and residual bf16 parts [N][dim + 8] (N = heads rounded up to 16, zero rows past heads), a key
-// tile [64][dim + 8] bf16, the f32 dot tile [64][N + 4] and the head weights [N].
+// and residual bf16 parts [N][dim + 8] (N = heads rounded up to 16, zero rows past heads), two key
+// tiles [64][dim + 8] bf16 (the next one loads while this one is computed), the f32 dot tile
+// [64][N + 4] and the head weights [N].
 struct IdxMmaSmem {
-  int ldk, ldc, n, qHi, qLo, keys, dots, weights, total;
+  int ldk, ldc, n, qHi, qLo, keys, keyStride, dots, weights, total;
   __host__ __device__ IdxMmaSmem(int heads, int dim) {
     auto up = [](int b) { return (b + 127) & ~127; };
     n = (heads + 15) & ~15;
@@ -91,11 +95,29 @@ struct IdxMmaSmem {
     qHi = 0;
     qLo = qHi + up(n * ldk * 2);
     keys = qLo + up(n * ldk * 2);
-    dots = keys + up(kIdxMmaTile * ldk * 2);
+    keyStride = up(kIdxMmaTile * ldk * 2);
+    dots = keys + 2 * keyStride;
     weights = dots + up(kIdxMmaTile * ldc * 4);
     total = weights + n * 4;
   }
 };
+
+// Starts copying the indexer keys of positions p0 .. p0+63 (zeros from len on) into ks, as one
+// cp.async group.
+__device__ __forceinline__ void idx_issue_keys(__nv_bfloat16* ks, int ldk, const uint16_t* keys,
+                                               const int* table, int p0, int len, int dim,
+                                               int blockSize) {
+  const int vecPerRow = dim / 8;
+  for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
+    const int row = i / vecPerRow, c = i - row * vecPerRow, p = p0 + row;
+    const bool ok = p < len;
+    const uint16_t* src =
+        ok ? keys + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * dim
+           : keys;
+    mla_cp_async16(ks + row * ldk + 8 * c, src + 8 * c, ok);
+  }
+  mla_cp_async_commit();
+}
 
 // rm_indexer_scores on tensor cores, the same contract (dim % 16 == 0). The query is staged as two
 // bf16 parts, hi = bf16(q) and lo = bf16(q - hi), whose products with the bf16 keys accumulate in
@@ -104,7 +126,7 @@ struct IdxMmaSmem {
 // warps; a block exits at once when its first tile lies past the row's context (a graph's fixed
 // grid covers the longest context), else stages the row's query and weights and strides over tiles
 // of 64 positions by the grid: the tile's key rows arrive by cp.async through the block table
-// (zeros past the context), warps compute the 64 x N dot tile by WMMA (tile w, w+8, ...: 16
+// (zeros past the context; the next tile's copy overlaps this tile's math), warps compute the 64 x N dot tile by WMMA (tile w, w+8, ...: 16
 // positions x 16 heads, hi then lo per k step), and threads 0..63 reduce their position's heads in
 // head order: sum_h (w[h] * headScale) * relu(dot * scale).
 RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
@@ -121,9 +143,14 @@ RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
   const IdxMmaSmem L(heads, dim);
   __nv_bfloat16* qHi = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qHi);
   __nv_bfloat16* qLo = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qLo);
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.keys);
+  auto keyTile = [&](int buf) {
+    return reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.keys + buf * L.keyStride);
+  };
   float* dots = reinterpret_cast<float*>(idxMmaSmem + L.dots);
   float* ws = reinterpret_cast<float*>(idxMmaSmem + L.weights);
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  const int step = gridDim.x * kIdxMmaTile;
+  idx_issue_keys(keyTile(0), L.ldk, keys, table, blockIdx.x * kIdxMmaTile, len, dim, blockSize);
   const float* qr = q + static_cast<size_t>(t) * heads * dim;
   for (int i = threadIdx.x; i < L.n * dim; i += blockDim.x) {
     const int h = i / dim, d = i - h * dim;
@@ -135,23 +162,20 @@ RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
   for (int h = threadIdx.x; h < L.n; h += blockDim.x) {
     ws[h] = h < heads ? w[static_cast<size_t>(t) * heads + h] * headScale : 0.f;
   }
-  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   float* out = scores + static_cast<size_t>(r) * ldScores;
-  const int warp = threadIdx.x >> 5, vecPerRow = dim / 8;
+  const int warp = threadIdx.x >> 5;
   const int nTiles = L.n / 16, tiles = (kIdxMmaTile / 16) * nTiles;
-  for (int p0 = blockIdx.x * kIdxMmaTile; p0 < len; p0 += gridDim.x * kIdxMmaTile) {
-    __syncthreads();  // the previous tile's keys and dots are no longer read (and the query is staged)
-    for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
-      const int row = i / vecPerRow, c = i - row * vecPerRow, p = p0 + row;
-      const bool ok = p < len;
-      const uint16_t* src =
-          ok ? keys + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * dim
-             : keys;
-      mla_cp_async16(ks + row * L.ldk + 8 * c, src + 8 * c, ok);
+  int buf = 0;
+  for (int p0 = blockIdx.x * kIdxMmaTile; p0 < len; p0 += step, buf ^= 1) {
+    __syncthreads();  // the other key buffer and the dots are no longer read (the query is staged)
+    if (p0 + step < len) {
+      idx_issue_keys(keyTile(buf ^ 1), L.ldk, keys, table, p0 + step, len, dim, blockSize);
+      mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
+    } else {
+      mla_cp_async_wait<0>();
     }
-    mla_cp_async_commit();
-    mla_cp_async_wait<0>();
     __syncthreads();
+    const __nv_bfloat16* ks = keyTile(buf);
     for (int tile = warp; tile < tiles; tile += kIdxMmaThreads / 32) {
       const int m = tile % (kIdxMmaTile / 16), n = tile / (kIdxMmaTile / 16);
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;

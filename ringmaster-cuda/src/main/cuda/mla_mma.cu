@@ -5,7 +5,8 @@
 //   token reads the same cache rows, so the block loads a tile of 32 rows into shared memory once and
 //   computes the 16 x 32 score tile and the 16 x kvLora context update with WMMA, instead of one warp
 //   per head walking the rows. Writes the same split partials as rm_mla_decode_split, so
-//   rm_mla_combine merges them.
+//   rm_mla_combine merges them. rm_mla_sparse_split_mma(2) is the same kernel reading the rows
+//   through each token's selection list (DeepSeek Sparse Attention, decode and prefill alike).
 // - Prefill (rm_mla_gather_ctx + two cuBLAS batched GEMMs + rm_mla_prefill_softmax): the queries of
 //   one sequence against its gathered context, scores materialised in f32 (host code in
 //   MlaPrefillAttention.java drives it).

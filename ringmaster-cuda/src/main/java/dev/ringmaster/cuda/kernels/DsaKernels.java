@@ -115,11 +115,11 @@ public final class DsaKernels {
   }
 
   private static int scoreMmaSharedBytes(int heads, int dim) {
-    // Mirrors IdxMmaSmem in dsa_indexer.cu: query hi and lo parts and a key tile (bf16, row stride
-    // dim + 8), the f32 dot tile (row stride N + 4) and N weights; parts 128-byte aligned.
+    // Mirrors IdxMmaSmem in dsa_indexer.cu: query hi and lo parts and two key tiles (bf16, row
+    // stride dim + 8), the f32 dot tile (row stride N + 4) and N weights; parts 128-byte aligned.
     int n = (heads + 15) & ~15;
     int ldk = dim + 8;
-    int bytes = 2 * up128(n * ldk * 2) + up128(SCORE_MMA_TILE * ldk * 2);
+    int bytes = 2 * up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * ldk * 2);
     return bytes + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
   }
 
@@ -180,7 +180,9 @@ public final class DsaKernels {
    */
   public static int scoreBlocks(int rows, long maxLen, int sms) {
     long byLength = (maxLen + SCORE_MMA_TILE - 1) / SCORE_MMA_TILE;
-    long wanted = Math.max(1, 8L * sms / Math.max(rows, 1));
+    // About one resident wave of the tensor-core kernel (3 blocks per SM): every block stages the
+    // row's query, so more blocks than that re-read it for nothing.
+    long wanted = Math.max(1, 3L * sms / Math.max(rows, 1));
     return (int) Math.max(1, Math.min(byLength, wanted));
   }
 
