@@ -134,8 +134,8 @@ RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
                           const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
                           const int* tokenSeq, const int* tokenPos, int rowBase, int heads, int dim,
                           int blockSize, float scale, float headScale) {
-  using namespace nvcuda;
   rm_pdl_prologue();
+  using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char idxMmaSmem[];
   const int r = blockIdx.y, t = rowBase + r;
   const int len = tokenPos[t] + 1;
