@@ -238,6 +238,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       // Before the KV cache is sized: the score scratch grows with the longest context.
       long maxPositions = (cfg.maxPositionEmbeddings() + blockSize - 1L) / blockSize * blockSize;
       dsa = new GpuSparseAttention(cfg, rope, maxTokens, Math.max(maxBs, 32), maxPositions, sms);
+      // Settles the score kernel (and its shared-memory opt-in) before any graph is captured.
+      ops.kernels
+          .dsa()
+          .indexerUsesTensorCores(
+              cfg.sparseAttention().indexHeads(), cfg.sparseAttention().indexHeadDim());
     }
     int rowWidth =
         usesMla
