@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.GpuThread;
@@ -14,10 +15,14 @@ import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.DraftHead;
+import dev.ringmaster.runtime.HiddenCapture;
+import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KernelTuning;
 import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.NextnLayer;
 import dev.ringmaster.runtime.StepProfileReporting;
 import dev.ringmaster.runtime.sampling.SampledTokens;
 import dev.ringmaster.runtime.sampling.SamplingBatch;
@@ -25,6 +30,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * A DeepSeek-V2/V3 (MLA) model on one GPU: bf16 weights, a paged bf16 latent KV cache, chunked
@@ -40,10 +46,20 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   /** Context length the decode split count is chosen for (graphs cannot see the real one). */
   private static final int DECODE_NOMINAL_CONTEXT = 2048;
 
+  /**
+   * Most new tokens of one sequence for which a step runs decode-shaped (every token a row of the
+   * decode kernels, attending over the cache; a decode graph where one fits): a verify pass of up
+   * to this many draft tokens plus one. Runs this short take the split kernels in a prefill chunk
+   * too ({@link PrefillSegments#MIN_GEMM_TOKENS}), so the decode shape gives them the same
+   * attention with fewer launches.
+   */
+  static final int FEW_TOKENS_PER_SEQ = PrefillSegments.MIN_GEMM_TOKENS - 1;
+
   /** Longest context the prefill GEMM path gathers (its scratch: 151 MB at D = 576). */
   private static final int PREFILL_GEMM_MAX_CONTEXT = 131_072;
 
   private final ModelConfig cfg;
+  private final Path dir; // null on a tensor-parallel rank
   private final WeightStore store;
   private final GpuThread gpu;
   private final CudaModelOptions options;
@@ -75,9 +91,11 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private MemoryPlan plan;
   private int sms;
   private final StepProfiles profiles = new StepProfiles();
+  private CausalLm hostDrafts; // the checkpoint on the CPU, for drafters: loaded on first use
 
   private CudaCausalLm(
       ModelConfig cfg,
+      Path dir,
       WeightStore store,
       GpuThread gpu,
       CudaModelOptions o,
@@ -85,6 +103,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       boolean ownsThreadAndStore,
       boolean reportsProgress) {
     this.cfg = cfg;
+    this.dir = dir;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
@@ -106,7 +125,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       CudaModelOptions o,
       RankShard shard,
       boolean reportsProgress) {
-    return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
+    return new CudaCausalLm(cfg, null, store, gpu, o, shard, false, reportsProgress);
   }
 
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
@@ -136,7 +155,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     GpuModelSupport.check(cfg);
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);
+    CudaCausalLm lm =
+        new CudaCausalLm(cfg, dir, store, gpu, options, RankShard.single(), true, true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
@@ -517,12 +537,72 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (float[]) run(tokens, layout, caches, logitRows, false, null);
+    return (float[]) run(tokens, layout, caches, logitRows, false, null, null);
   }
 
   @Override
   public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (int[]) run(tokens, layout, caches, logitRows, true, null);
+    return (int[]) run(tokens, layout, caches, logitRows, true, null, null);
+  }
+
+  /** {@link #forward}, also returning every token's final-normed hidden state (copied back). */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return forwardHidden(tokens, layout, caches, logitRows, HiddenCapture.FINAL);
+  }
+
+  /**
+   * {@link #forward}, also returning the hidden states {@code capture} names, copied from the GPU's
+   * activation buffers as the forward passes them. A final-state step may replay its decode graph
+   * (the final-normed rows stay in their buffer); a step that captures layer inputs runs eagerly.
+   *
+   * @throws UnsupportedOperationException on a tensor-parallel rank
+   */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, HiddenCapture capture) {
+    if (shard.parallel()) {
+      throw new UnsupportedOperationException(
+          "hidden states are exposed by the single-GPU model only (tensor/expert parallel size 1)");
+    }
+    capture.check(cfg.numLayers());
+    StepHiddenStates states = new StepHiddenStates(capture, cfg.hiddenSize(), tokens.length);
+    float[] logits = (float[]) run(tokens, layout, caches, logitRows, false, null, states);
+    return new HiddenLogits(logits, states.values());
+  }
+
+  /**
+   * An EAGLE-3 head on the CPU over this checkpoint's embedding (memory-mapped, pages read on use),
+   * fed the hidden states this GPU's forwards copy back ({@link #forwardHidden}).
+   *
+   * @throws UnsupportedOperationException on a tensor-parallel rank
+   */
+  @Override
+  public DraftHead loadEagle3Head(Path headDir) {
+    return hostDrafts().loadEagle3Head(headDir);
+  }
+
+  /**
+   * The checkpoint's first MTP layer on the CPU (with the embedding and LM head, memory-mapped),
+   * fed the final hidden states this GPU's forwards copy back; empty where the config declares none
+   * or the checkpoint does not hold it.
+   */
+  @Override
+  public Optional<NextnLayer> nextnLayer() {
+    return cfg.numNextnPredictLayers() == 0 ? Optional.empty() : hostDrafts().nextnLayer();
+  }
+
+  /** The checkpoint opened on the CPU for the drafters, once. */
+  private synchronized CausalLm hostDrafts() {
+    if (dir == null || shard.parallel()) {
+      throw new UnsupportedOperationException(
+          "drafters over hidden states run on the single-GPU model (tensor/expert parallel size 1)");
+    }
+    if (hostDrafts == null) {
+      hostDrafts = CausalLm.load(dir, options.tuning());
+    }
+    return hostDrafts;
   }
 
   /**
@@ -534,16 +614,23 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   public SampledTokens forwardSample(
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
     sampling.checkRows(logitRows.length);
-    return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling);
+    return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling, null);
   }
 
+  /**
+   * One step on the GPU thread: decode-shaped when every sequence brings 1 to {@link
+   * #FEW_TOKENS_PER_SEQ} tokens and all fit the logits buffer (decode steps, verify passes, and
+   * steps mixing them), else as prefill chunks. {@code hidden} (or null) receives the hidden states
+   * a drafter reads.
+   */
   private Object run(
       int[] tokens,
       BatchLayout layout,
       KvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
+      SamplingBatch sampling,
+      StepHiddenStates hidden) {
     int n = tokens.length;
     int numSeqs = layout.numSeqs();
     if (layout.numTokens() != n || caches.length != numSeqs) {
@@ -554,11 +641,16 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           numSeqs + " sequences in one step exceed the GPU block table's " + inputs.tableRows);
     }
     GpuKvCache[] seqCaches = new GpuKvCache[numSeqs];
-    boolean decode = n == numSeqs && n <= act.logitRows;
+    boolean fewTokens = n <= act.logitRows;
+    int mostPerSeq = 0;
     for (int s = 0; s < numSeqs; s++) {
       int start = layout.seqStart()[s];
       int end = layout.seqStart()[s + 1];
-      decode &= end - start == 1;
+      fewTokens &= end > start && end - start <= FEW_TOKENS_PER_SEQ;
+      mostPerSeq = Math.max(mostPerSeq, end - start);
+      // A sparse-attention step of several tokens of one sequence runs as a prefill chunk, whose
+      // indexer runs are planned per sequence.
+      fewTokens &= dsa == null || end - start == 1;
       if (!(caches[s].external() instanceof GpuKvCache g) || g.pool() != pool) {
         throw new IllegalArgumentException("sequence " + s + ": cache is not from this GPU model");
       }
@@ -593,13 +685,21 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         throw new IllegalArgumentException("logit row " + r + " outside 0.." + (n - 1));
       }
     }
-    boolean isDecode = decode;
+    boolean decodeShaped = fewTokens;
+    boolean oneEach = mostPerSeq == 1;
     Object out =
         gpu.call(
-            () ->
-                isDecode
-                    ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy, sampling)
-                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling));
+            () -> {
+              stack.captureHiddenInto(hidden == null || hidden.capture().isFinal() ? null : hidden);
+              try {
+                return decodeShaped
+                    ? decodeOnGpu(
+                        tokens, layout, seqCaches, rows, greedy, sampling, oneEach, hidden)
+                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling, hidden);
+              } finally {
+                stack.captureHiddenInto(null);
+              }
+            });
     for (int s = 0; s < numSeqs; s++) {
       int end = layout.seqStart()[s + 1];
       if (end > layout.seqStart()[s]) {
@@ -623,51 +723,72 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return sampling == null ? logits : sampling.sampleOnCpu((float[]) logits, cfg.vocabSize());
   }
 
+  /**
+   * A decode-shaped step: every token one row of the decode kernels (its sequence's block table
+   * row, its own position and slot), replayed from the decode graph of the smallest captured size
+   * that holds the step's tokens, or eager past the largest. Several tokens of one sequence (a
+   * verify pass) are appended to the cache before any row attends, and each attends causally up to
+   * its own position; the fused MLA launch, which appends a row only for the token that reads it,
+   * is left out of such steps. A step that captures layer inputs runs eagerly.
+   */
   private Object decodeOnGpu(
       int[] tokens,
       BatchLayout layout,
       GpuKvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
+      SamplingBatch sampling,
+      boolean oneEach,
+      StepHiddenStates hidden) {
     int n = tokens.length;
-    int bucket = graphs.bucketFor(n);
+    boolean eager = hidden != null && !hidden.capture().isFinal();
+    int bucket = eager ? -1 : graphs.bucketFor(n);
     int padded = bucket > 0 ? bucket : n;
     int[] ids = new int[padded];
     int[] pos = new int[padded];
     int[] seq = new int[padded];
     int[] slots = new int[padded];
     int width = inputs.maxBlocksPerSeq;
+    // Rows past the step's sequences stay all padding block, for the padding tokens below.
     int[] table = new int[padded * width];
-    for (int s = 0; s < n; s++) {
-      int p = layout.positions()[s];
-      ids[s] = tokens[s];
-      pos[s] = p;
-      seq[s] = s;
-      slots[s] = caches[s].block(p) * pool.blockSize() + p % pool.blockSize();
+    int maxLen = 0;
+    for (int s = 0; s < layout.numSeqs(); s++) {
       caches[s].writeTable(table, s * width, width);
+      for (int t = layout.seqStart()[s]; t < layout.seqStart()[s + 1]; t++) {
+        int p = layout.positions()[t];
+        ids[t] = tokens[t];
+        pos[t] = p;
+        seq[t] = s;
+        slots[t] = caches[s].block(p) * pool.blockSize() + p % pool.blockSize();
+        maxLen = Math.max(maxLen, p + 1);
+      }
     }
-    // Padding rows: token 0 at position 0 of sequence row s, whose table row is all padding block.
-    for (int s = n; s < padded; s++) {
-      seq[s] = s;
+    // Padding rows: token 0 at position 0 of table row t (t >= n >= sequences: padding block).
+    for (int t = n; t < padded; t++) {
+      seq[t] = t;
     }
     inputs.upload(stream, padded, ids, pos, seq, slots, table, padded);
-    int maxLen = 0;
-    for (int s = 0; s < n; s++) {
-      maxLen = Math.max(maxLen, pos[s] + 1);
-    }
     boolean longContext = maxLen > denseContextLimit();
+    boolean unfused = longContext || !oneEach;
     stack.useSparseAttention(dsa != null && longContext, 0, null);
-    if (options.profile() && profiles.first(-padded)) {
+    if (hidden != null) {
+      hidden.chunk(0, n);
+    }
+    if (oneEach && options.profile() && profiles.first(-padded)) {
       profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
     }
     if (bucket > 0) {
-      graphs.replay(bucket, longContext, stream);
+      // Sparse-attention models keep their second set for long contexts; the others' second set
+      // (sizes up to the fused limit, captured unfused) serves long contexts and verify passes.
+      graphs.replay(bucket, dsa != null ? longContext : unfused, stream);
       if (collectives != null) {
         collectives.replayed(bucket);
       }
     } else {
-      stack.decodeStep(padded, decodeSplits(padded), longContext ? 0 : mlaFusedTokens);
+      stack.decodeStep(padded, decodeSplits(padded), unfused ? 0 : mlaFusedTokens);
+    }
+    if (hidden != null) {
+      hidden.finalRows(act.normed, stream);
     }
     if (sampling != null) {
       return readback.samplesOnDevice(rows, sampling)
@@ -707,7 +828,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       GpuKvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
+      SamplingBatch sampling,
+      StepHiddenStates hidden) {
     int n = tokens.length;
     int numSeqs = layout.numSeqs();
     int vocab = cfg.vocabSize();
@@ -732,6 +854,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       int[] seq = new int[len];
       int[] slots = new int[len];
       int maxLen = 0;
+      boolean oneEach = true;
       for (int i = 0; i < len; i++) {
         int t = c0 + i;
         int p = layout.positions()[t];
@@ -740,17 +863,22 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         seq[i] = seqOf[t];
         slots[i] = caches[seqOf[t]].block(p) * pool.blockSize() + p % pool.blockSize();
         maxLen = Math.max(maxLen, p + 1);
+        oneEach &= i == 0 || seq[i] != seq[i - 1];
       }
       inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           gqa != null
               ? gqa.splits(len, maxLen, sms)
               : MlaKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
-      int fusedTokens = maxLen > denseContextLimit() ? 0 : mlaFusedTokens;
+      // The fused MLA launch appends only the row of the token that reads it: one token a sequence.
+      int fusedTokens = maxLen > denseContextLimit() || !oneEach ? 0 : mlaFusedTokens;
       boolean sparse = dsa != null && maxLen > denseContextLimit();
       stack.useSparseAttention(
           sparse, maxLen, sparse ? GpuSparseAttention.runs(seq, pos, len) : null);
       boolean groupedExperts = len >= groupedMinTokens();
+      if (hidden != null) {
+        hidden.chunk(c0, len);
+      }
       if (segments != null) {
         segments.plan(
             len, seq, pos, mlaPrefill.maxContext(), mlaPrefill.expandedMaxContext(), stream);
@@ -773,6 +901,9 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         }
       } finally {
         stack.usePrefillSegments(null, null);
+      }
+      if (hidden != null) {
+        hidden.finalRows(act.normed, stream);
       }
       // The requested rows of this chunk, in groups that fit the logits buffer.
       List<Integer> wanted = new ArrayList<>();
@@ -832,6 +963,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               stream.synchronize();
             }
             Resources.closeAll(
+                hostDrafts,
                 graphs,
                 pool,
                 inputs,
