@@ -4,8 +4,8 @@ package dev.ringmaster.cuda.model;
  * A weight matrix {@code [rows, cols]} (row-major, PyTorch's {@code [out, in]}) in device memory
  * owned elsewhere: bf16; DeepSeek FP8 block-scaled (e4m3 codes with one f32 scale per 128x128
  * block; the layout of {@code fp8_weights.cu}); or ModelOpt NVFP4 (e2m1 codes in {@link
- * Nvfp4Layout}'s device order, one e4m3 scale per 16 elements of a row, one f32 global scale per
- * part; the layout of {@code nvfp4_weights.cu}).
+ * dev.ringmaster.cuda.kernels.Nvfp4Layout}'s device order, one e4m3 scale per 16 elements of a row,
+ * one f32 global scale per part; the layout of {@code nvfp4_weights.cu}).
  *
  * @param ptr device pointer of element (0, 0): bf16 values, e4m3 codes, or packed e2m1 codes
  * @param rows output features

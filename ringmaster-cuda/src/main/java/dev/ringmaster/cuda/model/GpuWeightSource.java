@@ -5,6 +5,7 @@ import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.Dequantizer;
 import dev.ringmaster.backend.cpu.Quantization;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.Nvfp4Layout;
 import dev.ringmaster.model.ModelLoadException;
 import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.ops.ExpertTensors;

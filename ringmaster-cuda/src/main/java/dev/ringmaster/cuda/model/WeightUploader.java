@@ -7,6 +7,7 @@ import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.Nvfp4Layout;
 import dev.ringmaster.model.weights.TensorView;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.util.Progress;
