@@ -212,8 +212,9 @@ struct MoeMmaSlots {
       const int v = r % kSources;
       if (kUnits % kMoeMmaThreads == 0 || u < kUnits) {
         const int c = s * CH + (u >> 2) / NTOK;
-        constexpr int L = LANE_K / 8;
-        const int k = (c / L) * 32 * L + (u & 3) * LANE_K + (c % L) * 8;
+        const int k = LANE_K == 8    ? c * 32 + (u & 3) * 8
+                      : LANE_K == 16 ? (c >> 1) * 64 + (u & 3) * 16 + (c & 1) * 8
+                                     : (c >> 2) * 128 + (u & 3) * 32 + (c & 3) * 8;
         buf[u] = src[v] != nullptr && k < K ? fill(v, k) : make_uint4(0, 0, 0, 0);
       }
     }
