@@ -189,7 +189,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     KernelTuning tuning = options.tuning();
     ops =
         new GpuOps(
-            stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning, weights.fp8MaxElements);
+            stream,
+            maxTokens,
+            maxInputs,
+            options.gemvMaxTokens(),
+            tuning,
+            weights.dequantMaxElements);
     // The fused MLA launch is not checked under tensor parallelism: separate kernels there.
     boolean usesMla = cfg.architecture().usesMla();
     boolean sparseAttention = cfg.architecture().usesSparseAttention();

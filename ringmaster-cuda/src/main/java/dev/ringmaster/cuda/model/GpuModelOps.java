@@ -97,6 +97,8 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
                 experts.w2(),
                 experts.s13(),
                 experts.s2(),
+                experts.g13(),
+                experts.g2(),
                 m.shared() == null ? null : dense(m.shared()));
       }
     }
