@@ -358,6 +358,7 @@ final class BenchCommand implements Runnable {
       }
       var hw = profile.get();
       List<dev.ringmaster.sim.calibrate.OneBatchRoofline.Row> rows;
+      String weights;
       try {
         @SuppressWarnings("unchecked")
         java.util.Map<String, Object> planMap = m.convertValue(plan, java.util.Map.class);
@@ -371,6 +372,7 @@ final class BenchCommand implements Runnable {
                 results,
                 node.get("allreduce").asText(),
                 node.has("moe_a2a_backend") ? node.get("moe_a2a_backend").asText() : null);
+        weights = dev.ringmaster.sim.calibrate.OneBatchSteps.quantOf(run).name();
         rows =
             dev.ringmaster.sim.calibrate.OneBatchRoofline.of(
                 run, dev.ringmaster.sim.model.ModelShapes.load(dir), hw.gpu());
@@ -379,6 +381,7 @@ final class BenchCommand implements Runnable {
       }
       var r = node.putObject("roofline");
       r.put("profile", hw.name());
+      r.put("weights", weights);
       r.put("memory_bandwidth_tb_s", hw.gpu().memoryBandwidth() / 1e12);
       r.put("bf16_tflops", hw.gpu().flopsFor("bf16") / 1e12);
       r.set("rows", m.valueToTree(rows));
@@ -386,10 +389,11 @@ final class BenchCommand implements Runnable {
       lines.add(
           String.format(
               java.util.Locale.ROOT,
-              "roofline per rank (%s profile, datasheet: %.1f TB/s, %.1f bf16 TFLOPS):",
+              "roofline per rank (%s profile, datasheet: %.1f TB/s, %.1f bf16 TFLOPS; %s weights):",
               hw.name(),
               hw.gpu().memoryBandwidth() / 1e12,
-              hw.gpu().flopsFor("bf16") / 1e12));
+              hw.gpu().flopsFor("bf16") / 1e12,
+              weights));
       lines.add(
           String.format(
               "%6s %12s %12s %7s %12s %7s",

@@ -1,6 +1,10 @@
 package dev.ringmaster.sim.calibrate;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ringmaster.engine.bench.OneBatchBenchmark;
+import dev.ringmaster.model.config.QuantizationConfig;
+import dev.ringmaster.model.config.QuantizationConfigParser;
 import dev.ringmaster.sim.calibrate.Measurements.StepSample;
 import dev.ringmaster.sim.hw.AllreduceAlgorithm;
 import dev.ringmaster.sim.hw.HardwareProfile;
@@ -9,6 +13,7 @@ import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.ModelShapes;
 import dev.ringmaster.sim.model.QuantScheme;
 import dev.ringmaster.sim.model.StepShape;
+import dev.ringmaster.sim.model.WeightFormat;
 import dev.ringmaster.sim.model.WeightInventory;
 import dev.ringmaster.sim.serve.A2aBackend;
 import dev.ringmaster.sim.serve.ForwardTime;
@@ -25,10 +30,10 @@ import java.util.Map;
  * decode step, so each step's GPU busy time and kernel count come from the simulator under a
  * profile (the calibrator passes the one already fitted to the other samples): what is left of the
  * measured step is launch and host overhead, and, where batch sizes differ, the per-token decode
- * latency. Assumed where the JSON is silent: bf16 weights and KV cache, NCCL allreduce, no
- * all-to-all ({@code moe_a2a_backend} says where a run used it), a KV length of {@code input_len +
- * output_len / 2} (the middle of the decode), and a CUDA graph for exactly the batch sizes the
- * memory plan lists graphs for.
+ * latency. The weight formats are the checkpoint's ({@link #quantOf}). Assumed where the JSON is
+ * silent: a bf16 KV cache, NCCL allreduce, no all-to-all ({@code moe_a2a_backend} says where a run
+ * used it), a KV length of {@code input_len + output_len / 2} (the middle of the decode), and a
+ * CUDA graph for exactly the batch sizes the memory plan lists graphs for.
  */
 public final class OneBatchSteps {
   private OneBatchSteps() {}
@@ -101,6 +106,55 @@ public final class OneBatchSteps {
     };
   }
 
+  /**
+   * The weight formats of the checkpoint a run loaded: the method of its {@code config.json} {@code
+   * quantization_config} (or ModelOpt's {@code hf_quant_config.json}), for the attention
+   * projections and the routed experts apart as its exclusion list leaves them (checked for the
+   * last layer's {@code self_attn.o_proj} and {@code mlp.experts.0.down_proj}); bf16 for an
+   * unquantized checkpoint or where the run's model is not a readable directory.
+   */
+  public static QuantScheme quantOf(MeasurementFile.OneBatch run) {
+    Path dir = run.model() == null ? null : modelDir(run.model());
+    if (dir == null) {
+      return QuantScheme.preset("bf16");
+    }
+    QuantizationConfig q;
+    int layers;
+    try {
+      JsonNode root = new ObjectMapper().readTree(Files.readString(dir.resolve("config.json")));
+      q =
+          QuantizationConfigParser.parse(
+              root, dir.resolve("config.json").toString(), dir.resolve("hf_quant_config.json"));
+      layers = root.path("num_hidden_layers").asInt(1);
+    } catch (java.io.IOException | RuntimeException e) {
+      return QuantScheme.preset("bf16");
+    }
+    WeightFormat format =
+        switch (q.method()) {
+          case NONE -> WeightFormat.BF16;
+          case FP8_BLOCK, FP8_TENSOR -> WeightFormat.FP8;
+          case NVFP4 -> WeightFormat.NVFP4;
+        };
+    String layer = "model.layers." + (layers - 1) + ".";
+    WeightFormat experts =
+        q.excludes(layer + "mlp.experts.0.down_proj") ? WeightFormat.BF16 : format;
+    WeightFormat dense = q.excludes(layer + "self_attn.o_proj") ? WeightFormat.BF16 : format;
+    String name =
+        experts == dense
+            ? experts.cliName()
+            : experts.cliName() + "-experts+" + dense.cliName() + "-dense";
+    return new QuantScheme(name, experts, dense);
+  }
+
+  private static Path modelDir(String model) {
+    try {
+      Path p = Path.of(model);
+      return Files.isRegularFile(p.resolve("config.json")) ? p : null;
+    } catch (java.nio.file.InvalidPathException notAPath) {
+      return null;
+    }
+  }
+
   /** The configuration a one-batch result ran, as the simulator describes it. */
   public static ServingConfig servingConfig(
       MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
@@ -110,7 +164,7 @@ public final class OneBatchSteps {
         run.epSize(),
         "all-to-all".equals(run.moeA2aBackend()) ? A2aBackend.ALL_TO_ALL : A2aBackend.NONE,
         allreduceOf(run),
-        QuantScheme.preset("bf16"),
+        quantOf(run),
         "bf16",
         r.batchSize(),
         r.inputLen() + r.outputLen() / 2,

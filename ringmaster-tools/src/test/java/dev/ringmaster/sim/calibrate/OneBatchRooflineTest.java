@@ -7,9 +7,12 @@ import dev.ringmaster.sim.Configs;
 import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.model.ModelShape;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The rooflines {@code bench one-batch} prints, on the session-7 H200 run of the V2-Lite shape
@@ -56,6 +59,55 @@ class OneBatchRooflineTest {
     assertThat(rows.get(0).prefillTokensPerS()).isBetween(70e3, 90e3);
     // Eight prompts: 4,096 tokens x 2 x ~2.4B FLOPs at 989.5 TFLOPS, ~200k tok/s (plus attention).
     assertThat(rows.get(1).prefillTokensPerS()).isCloseTo(2.1e5, within(3e4));
+  }
+
+  /** {@code run} as if it had loaded the V2-Lite config with {@code quantization} added. */
+  private static MeasurementFile.OneBatch quantized(
+      MeasurementFile.OneBatch run, Path dir, String quantization) throws Exception {
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    var config =
+        (com.fasterxml.jackson.databind.node.ObjectNode)
+            json.readTree(Files.readString(Configs.path("deepseek-v2-lite")));
+    if (quantization != null) {
+      config.set("quantization_config", json.readTree(quantization));
+    }
+    Files.writeString(dir.resolve("config.json"), config.toString());
+    return new MeasurementFile.OneBatch(
+        dir.toString(),
+        run.device(),
+        run.tpSize(),
+        run.epSize(),
+        run.memoryPlan(),
+        run.results(),
+        run.allreduce(),
+        run.moeA2aBackend());
+  }
+
+  @Test
+  void quantizedCheckpointsReadTheirOwnBytes(@TempDir Path dir) throws Exception {
+    var h200 = Profiles.load("h200").gpu();
+    double bf16 =
+        OneBatchRoofline.of(quantized(v7(), dir, null), V2_LITE, h200).getFirst().decodeGb();
+    MeasurementFile.OneBatch fp8 =
+        quantized(
+            v7(),
+            dir,
+            "{\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", \"activation_scheme\":"
+                + " \"dynamic\", \"weight_block_size\": [128, 128]}");
+    assertThat(OneBatchSteps.quantOf(fp8).name()).isEqualTo("fp8");
+    // every decoder linear at 1 byte (plus a scale per 128x128 block), the LM head (0.53 GB)
+    // and the cache as they were: a little over half the bf16 step
+    double fp8Gb = OneBatchRoofline.of(fp8, V2_LITE, h200).getFirst().decodeGb();
+    assertThat(fp8Gb / bf16).isBetween(0.5, 0.62);
+    MeasurementFile.OneBatch nvfp4 =
+        quantized(
+            v7(),
+            dir,
+            "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 16,"
+                + " \"ignore\": [\"lm_head\", \"*self_attn*\"]}");
+    assertThat(OneBatchSteps.quantOf(nvfp4).name()).isEqualTo("nvfp4-experts+bf16-dense");
+    double fp4Gb = OneBatchRoofline.of(nvfp4, V2_LITE, h200).getFirst().decodeGb();
+    assertThat(fp4Gb).isLessThan(bf16).isGreaterThan(fp8Gb * 0.5);
   }
 
   @Test
