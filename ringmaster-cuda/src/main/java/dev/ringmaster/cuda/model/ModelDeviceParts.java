@@ -87,6 +87,31 @@ final class ModelDeviceParts {
     int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
     int logitRows = Math.max(maxBs, 64);
     int maxTokens = Math.max(options.chunkedPrefillSize(), logitRows);
+    RopeTable rope = allocateActivations(maxTokens, logitRows);
+    // KV cache: the static share minus the weights, bounded by what is free now less graphs.
+    double fraction =
+        options.memFractionStatic() != null
+            ? options.memFractionStatic()
+            : MemoryPlan.defaultMemFractionStatic(
+                total, options.chunkedPrefillSize(), Math.max(maxBs, 1));
+    allocateKvCache(rope, total, fraction, sizes, maxBs, maxTokens, logitRows);
+    stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
+    stream.synchronize();
+    if (shard.parallel() && !sizes.isEmpty()) {
+      // The warm-up before each capture is the first collective: ranks that finished uploading
+      // early wait here (the peer kernels' barrier would give up after 30 s).
+      shard.comm().barrier();
+    }
+    captureGraphs(sizes);
+    plan = memoryPlan(dev, total, fraction);
+  }
+
+  /**
+   * The kernels' scratch, the activations and logits readback, the rotary table, the grouped expert
+   * GEMMs and MLA prefill GEMM path where they apply, and the collectives' buffers; returns the
+   * rotary table for the attention layers.
+   */
+  private RopeTable allocateActivations(int maxTokens, int logitRows) {
     int maxInputs =
         Math.max(
             Math.max(cfg.hiddenSize(), cfg.intermediateSize()),
@@ -156,12 +181,24 @@ final class ModelDeviceParts {
       // for a GLM-5 shape) come before the KV cache is sized from what is free, not after it.
       allocateParallelBuffers(logitRows);
     }
-    // KV cache: the static share minus the weights, bounded by what is free now less graphs.
-    double fraction =
-        options.memFractionStatic() != null
-            ? options.memFractionStatic()
-            : MemoryPlan.defaultMemFractionStatic(
-                total, options.chunkedPrefillSize(), Math.max(maxBs, 1));
+    return rope;
+  }
+
+  /**
+   * The attention's own buffers (GQA, sparse attention) and the paged KV cache: as many blocks as
+   * the static share {@code fraction} of {@code total} memory leaves after the weights, bounded by
+   * what is free now less the graphs' reserve; then the step inputs and block table.
+   */
+  private void allocateKvCache(
+      RopeTable rope,
+      long total,
+      double fraction,
+      List<Integer> sizes,
+      int maxBs,
+      int maxTokens,
+      int logitRows) {
+    boolean usesMla = cfg.architecture().usesMla();
+    boolean sparseAttention = cfg.architecture().usesSparseAttention();
     if (!usesMla) {
       gqa = new GpuGqaAttention(cfg, rope, localHeads(), shard.share(cfg.numKvHeads()), maxTokens);
     }
@@ -215,13 +252,14 @@ final class ModelDeviceParts {
             stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
-    stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
-    stream.synchronize();
-    if (shard.parallel() && !sizes.isEmpty()) {
-      // The warm-up before each capture is the first collective: ranks that finished uploading
-      // early wait here (the peer kernels' barrier would give up after 30 s).
-      shard.comm().barrier();
-    }
+  }
+
+  /**
+   * Captures the decode graphs of {@code sizes}, and a second set for long contexts: unfused for
+   * sizes up to the fused MLA limit, with sparse attention on sparse attention models.
+   */
+  private void captureGraphs(List<Integer> sizes) {
+    boolean sparseAttention = cfg.architecture().usesSparseAttention();
     List<Integer> longContextSizes =
         sparseAttention ? sizes : sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
     graphs =
@@ -243,6 +281,10 @@ final class ModelDeviceParts {
               stack.decodeStep(bs, decodeSplits(bs), 0);
             },
             reportsProgress);
+  }
+
+  /** Where the device memory went, once everything is allocated and captured. */
+  private MemoryPlan memoryPlan(DeviceInfo dev, long total, double fraction) {
     Map<Integer, Long> perSize = graphs.bytesPerSize();
     long graphBytes = graphs.bytes();
     long activationBytes =
@@ -255,20 +297,19 @@ final class ModelDeviceParts {
             + (gqa == null ? 0 : gqa.bytes())
             + (dsa == null ? 0 : dsa.bytes())
             + (allToAll == null ? 0 : allToAll.bytes());
-    plan =
-        new MemoryPlan(
-            dev.toString(),
-            total,
-            fraction,
-            weights.bytes,
-            activationBytes,
-            graphBytes,
-            perSize,
-            pool.bytes(),
-            pool.indexerBytes(),
-            pool.capacityTokens(),
-            blockSize,
-            CudaDriverAccess.memoryInfo()[0]);
+    return new MemoryPlan(
+        dev.toString(),
+        total,
+        fraction,
+        weights.bytes,
+        activationBytes,
+        graphBytes,
+        perSize,
+        pool.bytes(),
+        pool.indexerBytes(),
+        pool.capacityTokens(),
+        options.blockSize(),
+        CudaDriverAccess.memoryInfo()[0]);
   }
 
   /**
