@@ -54,6 +54,23 @@ class Http10Test {
   }
 
   @Test
+  void aLongerGenerationIsNotTakenForAClientThatLeft() {
+    // A request without keep-alive is the connection's last: that must not read as the client
+    // hanging up while it waits for 40 tokens (it was cancelled with a 500 after 50 ms).
+    String body = "{\"prompt\": [5, 6], \"max_tokens\": 40, \"ignore_eos\": true}";
+    String r =
+        RawHttp.exchange(
+            s.url(),
+            "POST /v1/completions HTTP/1.0\r\nContent-Length: "
+                + body.length()
+                + "\r\n\r\n"
+                + body);
+    assertThat(RawHttp.status(r)).as(r).isEqualTo(200);
+    assertThat(TestServer.json(RawHttp.body(r)).get("usage").get("completion_tokens").asInt())
+        .isEqualTo(40);
+  }
+
+  @Test
   void aStreamIsSentUnchunkedAndEndsWithTheConnection() {
     String body = "{\"prompt\": [5, 6], \"max_tokens\": 4, \"stream\": true, \"ignore_eos\": true}";
     String r =

@@ -92,7 +92,16 @@ public final class Http10Connections {
           return source.readBytes(n);
         }
         if (lastRequest) {
-          return null;
+          // No request follows on this connection, but its end must still mean that the client
+          // left (a request thread asks, ConnectionWatch): wait for the socket's own end, which
+          // comes when the client hangs up or once the server closes after the response. Bytes a
+          // client sends anyway are dropped.
+          while (true) {
+            if (source.available() == 0) {
+              source.pullData(); // throws at the end of the stream
+            }
+            source.skip(source.available());
+          }
         }
         return translateHead();
       } catch (DataReader.InsufficientDataAvailableException | IllegalStateException e) {
