@@ -1,6 +1,10 @@
 package dev.ringmaster.engine.constraint;
 
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A compiled constraint bound to a vocabulary: per automaton state, the mask of the tokens that
@@ -8,7 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * MaskClasses mask class}: states that no token tells apart (the counts of a long counted string,
  * say) share one mask, so a request moving through them keeps hitting the cache. Constraints with
  * few classes have every mask computed at compile time, off the engine thread; others fill the
- * cache as classes are reached. Thread-safe; shared by every request with the same constraint.
+ * cache in the background on the engine's mask threads once a request uses them (where the masks
+ * fit 32 MiB), and as classes are reached. Thread-safe; shared by every request with the same
+ * constraint.
  */
 public final class TokenConstraint implements OutputConstraint {
   /**
@@ -18,11 +24,18 @@ public final class TokenConstraint implements OutputConstraint {
    */
   private static final long EAGER_WORDS = 1L << 19;
 
+  /**
+   * Masks up to this many longs in all (32 MiB; some 2,000 classes over a 129k vocabulary) are
+   * filled in the background once a request uses the constraint ({@link #prefetch}).
+   */
+  private static final long PREFETCH_WORDS = 1L << 22;
+
   private final ByteDfa dfa;
   private final TokenVocabulary vocab;
   private final int words;
   private final MaskClasses classes;
   private final ConcurrentHashMap<Integer, StateMask> masks = new ConcurrentHashMap<>(); // by class
+  private final AtomicBoolean prefetching = new AtomicBoolean();
 
   /** A state's mask and whether any token but end-of-sequence continues from it. */
   private record StateMask(long[] bits, boolean continues) {}
@@ -49,6 +62,51 @@ public final class TokenConstraint implements OutputConstraint {
           mask(s);
         }
       }
+    }
+  }
+
+  /**
+   * Computes the masks of every class not cached yet on {@code executor}, once per constraint,
+   * where they all fit {@value #PREFETCH_WORDS} longs: a class first reached near a counted bound
+   * then finds its mask ready. One class at a time, each task queueing the next, so a mask a step
+   * waits for never queues behind more than one prefetch task.
+   */
+  void prefetch(Executor executor) {
+    if (prefetching.get()
+        || (long) classes.count() * words > PREFETCH_WORDS
+        || masks.size() == classes.count()
+        || !prefetching.compareAndSet(false, true)) {
+      return;
+    }
+    int[] reps = new int[classes.count()];
+    Arrays.fill(reps, -1);
+    for (int s = 0; s < dfa.states(); s++) {
+      if (reps[classes.classOf(s)] < 0) {
+        reps[classes.classOf(s)] = s;
+      }
+    }
+    prefetchFrom(reps, 0, executor);
+  }
+
+  /** Queues the mask of the first class from {@code c} on that is not cached yet. */
+  private void prefetchFrom(int[] reps, int c, Executor executor) {
+    int next = c;
+    while (next < reps.length && masks.containsKey(next)) {
+      next++;
+    }
+    if (next == reps.length) {
+      return;
+    }
+    int state = reps[next];
+    int after = next + 1;
+    try {
+      executor.execute(
+          () -> {
+            mask(state);
+            prefetchFrom(reps, after, executor);
+          });
+    } catch (RejectedExecutionException e) {
+      // the engine is shutting down: the masks are computed when asked for, as without prefetch
     }
   }
 

@@ -11,6 +11,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,6 +32,11 @@ class MaskClassesTest {
    * (cut anywhere, so some end inside a character), an id without bytes and end-of-sequence.
    */
   private static TokenVocabulary vocab(long seed, int extra, int maxLen) {
+    return vocab(seed, extra, maxLen, 0);
+  }
+
+  /** As {@link #vocab(long, int, int)} with logits rows of at least {@code rowLength}. */
+  private static TokenVocabulary vocab(long seed, int extra, int maxLen, int rowLength) {
     SplittableRandom rnd = new SplittableRandom(seed);
     List<byte[]> tokens = new ArrayList<>();
     for (int b = 0; b < 256; b++) {
@@ -47,7 +54,8 @@ class MaskClassesTest {
     tokens.add(null); // a special token: never allowed
     int eos = tokens.size();
     tokens.add(null);
-    return new TokenVocabulary(eos + 3, tokens.toArray(new byte[0][]), new int[] {eos});
+    int size = Math.max(eos + 3, rowLength);
+    return new TokenVocabulary(size, tokens.toArray(new byte[0][]), new int[] {eos});
   }
 
   /** The mask of {@code state} by walking each token's bytes alone (no trie, no cache). */
@@ -183,6 +191,47 @@ class MaskClassesTest {
     for (int i = 0; i < 40; i++) {
       int s = rnd.nextInt(dfa.states());
       assertThat(c.mask(s)).as("state %d", s).isEqualTo(bruteForceMask(dfa, v, s));
+    }
+  }
+
+  /**
+   * Over a 129,280-long logits row, too many classes to compute at compile time: the background
+   * prefetch fills every class's mask, each equal to the state's own.
+   */
+  @Test
+  void prefetchFillsEveryClass() throws Exception {
+    TokenVocabulary v = vocab(5, 300, 24, 129_280);
+    ByteDfa dfa = schema("{\"type\":\"string\",\"minLength\":200}");
+    TokenConstraint c = new TokenConstraint(dfa, v);
+    long words = (long) c.classes().count() * ((v.size() + 63) >>> 6);
+    assertThat(words).isBetween(1L << 19, 1L << 22);
+    int before = 0;
+    for (int s = 0; s < dfa.states(); s++) {
+      before += c.cachedMask(s) != null ? 1 : 0;
+    }
+    assertThat(before).isZero();
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try {
+      c.prefetch(pool);
+      c.prefetch(pool); // once per constraint
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      int cached = 0;
+      while (System.nanoTime() < deadline) {
+        cached = 0;
+        for (int s = 0; s < dfa.states(); s++) {
+          cached += c.cachedMask(s) != null ? 1 : 0;
+        }
+        if (cached == dfa.states()) {
+          break;
+        }
+        Thread.sleep(10);
+      }
+      assertThat(cached).isEqualTo(dfa.states());
+    } finally {
+      pool.shutdown();
+    }
+    for (int s = 0; s < dfa.states(); s += 7) {
+      assertThat(c.cachedMask(s)).as("state %d", s).isEqualTo(bruteForceMask(dfa, v, s));
     }
   }
 
