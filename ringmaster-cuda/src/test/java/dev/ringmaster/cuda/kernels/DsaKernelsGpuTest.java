@@ -23,7 +23,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Query rows are the last position of each sequence and a few earlier ones, so contexts below, at
  * and above {@code topK} meet in one launch; lengths are not multiples of the block size. Both
  * forms run: CUDA-core scores, one-block top-k and CUDA-core sparse attention; tensor-core scores,
- * the multi-block top-k (at least two blocks per row) and the tensor-core sparse split kernel.
+ * the multi-block top-k (at least two blocks per row) and the tensor-core sparse split kernel (bf16
+ * queries: 1e-2 as the dense tensor-core kernels, against the CUDA-core form's 1e-4).
  */
 @Tag("gpu")
 class DsaKernelsGpuTest {
@@ -313,8 +314,11 @@ class DsaKernelsGpuTest {
             vDim,
             lora,
             mlaScale);
+    // The CUDA-core kernel attends in f32 (1e-4); the tensor-core one takes bf16 queries as the
+    // dense tensor-core MLA kernels do (MlaGpuTest's 1e-2; 1.0e-3 to 1.9e-3 measured on an H200).
+    double tol = variant.startsWith("tensor cores") ? 1e-2 : 1e-4;
     Compare.assertClose(
-        variant + ": sparse MLA attention (seed " + seed + ")", gotAttn, wantAttn, 1e-4);
+        variant + ": sparse MLA attention (seed " + seed + ")", gotAttn, wantAttn, tol);
   }
 
   /** The CPU indexer's score of query {@code i} against positions {@code 0 .. len-1}. */
