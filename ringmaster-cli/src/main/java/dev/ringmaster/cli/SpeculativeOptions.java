@@ -31,7 +31,7 @@ final class SpeculativeOptions {
           "Speculative decoding: NGRAM drafts from earlier context (no model), STANDALONE from a"
               + " small draft model with the same tokenizer, NEXTN (or MTP) from the checkpoint's own"
               + " multi-token-prediction layer, EAGLE3 from an EAGLE-3 head over the model's hidden"
-              + " states; NEXTN and EAGLE3 on a single rank (the CPU or one GPU) (default: off).")
+              + " states; NEXTN and EAGLE3 on the CPU only (default: off).")
   String algorithm;
 
   @Option(
@@ -63,9 +63,8 @@ final class SpeculativeOptions {
   }
 
   /**
-   * Refuses, before anything loads, a drafter fed by the target's hidden states (NEXTN, EAGLE3)
-   * where the target does not expose them: the single-rank models (the CPU, one GPU) do; tensor-
-   * and expert-parallel ranks and several nodes do not.
+   * Refuses, before anything loads, a drafter fed by the target's hidden states (NEXTN, EAGLE3) on
+   * a backend that does not expose them: only the single-rank CPU model does.
    */
   void checkBackend(EngineOptions engine) {
     if (algorithm == null) {
@@ -80,15 +79,18 @@ final class SpeculativeOptions {
       where = "with --tp-size / --ep-size above 1";
     } else if (engine.nodes.nnodes > 1) {
       where = "over several nodes";
+    } else if (engine.device.equals("cuda")
+        || (engine.device.equals("auto") && dev.ringmaster.cuda.CudaRuntime.probe().available())) {
+      where = "on the GPU" + (engine.device.equals("auto") ? " (--device auto found one)" : "");
     }
     if (where != null) {
       throw new UserError(
           "--speculative-algorithm "
               + a
-              + " needs the target's hidden states, which only a single-rank model (the CPU or one"
-              + " GPU) exposes, so it does not run "
+              + " needs the target's hidden states, which only the single-rank CPU model exposes,"
+              + " so it does not run "
               + where
-              + ": use --tp-size 1 --ep-size 1 on one node, or NGRAM or STANDALONE drafts");
+              + ": use --device cpu without --tp-size / --ep-size, or NGRAM or STANDALONE drafts");
     }
   }
 

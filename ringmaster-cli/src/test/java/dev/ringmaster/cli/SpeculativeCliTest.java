@@ -183,7 +183,7 @@ class SpeculativeCliTest {
       {"--speculative-algorithm", "NGRAM", "--dump-logits", tmp.resolve("l.npy").toString()},
       {"--speculative-algorithm", "NEXTN"},
       {"--speculative-algorithm", "MTP", "--speculative-draft-model-path", fixture.toString()},
-      {"--speculative-algorithm", "EAGLE3", "--ep-size", "2"},
+      {"--speculative-algorithm", "EAGLE3", "--device", "cuda"},
       {"--speculative-algorithm", "EAGLE3", "--tp-size", "2"},
     };
     String[] expected = {
@@ -197,7 +197,7 @@ class SpeculativeCliTest {
       "cannot be combined with --speculative-algorithm",
       "has num_nextn_predict_layers 0: use NGRAM or STANDALONE",
       "is for STANDALONE and EAGLE3",
-      "does not run with --tp-size / --ep-size above 1: use --tp-size 1 --ep-size 1",
+      "does not run on the GPU: use --device cpu",
       "does not run with --tp-size / --ep-size above 1",
     };
     for (int i = 0; i < cases.length; i++) {
@@ -207,24 +207,6 @@ class SpeculativeCliTest {
       assertThat(r.status()).as(args + " -> " + r.err()).isEqualTo(2);
       assertThat(r.err()).as(args.toString()).startsWith("error: ").contains(expected[i]);
       assertThat(r.err()).doesNotContain("\tat ").doesNotContain("loading layers");
-    }
-    // One GPU exposes hidden states: EAGLE3 on --device cuda passes the flag checks; it generates
-    // where a GPU is, and elsewhere the model load fails with the probe's reason.
-    CliTest.Run gpu =
-        CliTest.run(
-            "generate",
-            "--model",
-            embedded.toString(),
-            "x",
-            "--max-new-tokens",
-            "4",
-            "--speculative-algorithm",
-            "EAGLE3",
-            "--device",
-            "cuda");
-    assertThat(gpu.err()).doesNotContain("hidden states");
-    if (gpu.status() != 0) {
-      assertThat(gpu.err()).contains("--device cuda");
     }
     CliTest.Run noDraft =
         CliTest.run(
