@@ -10,7 +10,7 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8]
+#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8 | dsa]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          rows: only the GEMV / expert down-projection variants,
@@ -21,7 +21,8 @@
 #                                          against the separate kernels; prefill: only the MLA
 #                                          prefill paths; gqa: only the grouped-query
 #                                          attention kernels; sampling: only the device sampler;
-#                                          fp8: only the FP8 routed-expert kernels)
+#                                          fp8: only the FP8 routed-expert kernels; dsa: only
+#                                          the DeepSeek Sparse Attention kernels, GLM-5 shape)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels
@@ -88,6 +89,14 @@ test | tp | bench | collectives | cli)
   if [[ $mode == tp ]]; then
     set -- --include-classname '.*(TensorParallel|CudaCausalLm|ExpertDispatch|SameDeviceCommunicator|MultiGpuCollectives).*' "$@"
   fi
+  # Some tests run the embedded model, committed bzip2-compressed; the Maven build unpacks it, and
+  # a GPU machine without Maven unpacks it here, beside the .bz2 (run from the repository root).
+  for z in models/sotu-moe/model.safetensors.bz2 models/sotu-moe/*/model.safetensors.bz2; do
+    if [[ -f $z && ! -f ${z%.bz2} ]]; then
+      python3 -c 'import bz2, shutil, sys; shutil.copyfileobj(bz2.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "$z" "${z%.bz2}"
+    fi
+  done
   reports=${REPORTS_DIR:-$dir/reports}
   mkdir -p "$reports"
   exec "$java" "${jvm_flags[@]}" -jar "$dir"/console/junit-platform-console-standalone-*.jar execute \

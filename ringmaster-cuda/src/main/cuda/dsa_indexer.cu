@@ -1,13 +1,18 @@
 // DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's key norm, its scores
-// over the paged indexer-key cache, the top-k selection per query and MLA attention over the
-// selected positions only. docs/numerics.md gives the semantics the CPU reference implements.
+// over the paged indexer-key cache (CUDA cores, or tensor cores with the query in two bf16 parts),
+// the top-k selection per query (one block per row, or a row spread over many blocks) and MLA
+// attention over the selected positions only on CUDA cores (the tensor-core form is
+// rm_mla_sparse_split_mma in mla_mma.cu). docs/numerics.md gives the semantics the CPU reference
+// implements.
 //
 // Indexer-key cache: bf16 [numBlocks, blockSize, dim] per indexed layer, paged by the same block
 // table as the latent cache (a position's key lives in the block its latent row does).
 // Selections: int [tokens, topK]; a row of context len <= topK lists 0 .. len-1, a longer one the
 // topK positions of the highest scores (ties: the earlier position); both ascending, then -1.
 #pragma once
+#include <mma.h>
 #include "common.cuh"
+#include "mla_mma.cu"
 
 constexpr int kIdxScoreThreads = 128;
 constexpr int kIdxTopkThreads = 1024;
@@ -46,11 +51,12 @@ RM_KERNEL void rm_indexer_scores(float* scores, int ldScores, const float* q, co
   float* qs = idxSmem;
   float* ws = idxSmem + heads * dim;
   const int r = blockIdx.y, t = rowBase + r;
+  const int len = tokenPos[t] + 1;
+  if (blockIdx.x * blockDim.x >= len) return;  // a graph's grid covers longer contexts than this row's
   const float* qr = q + static_cast<size_t>(t) * heads * dim;
   for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) qs[i] = qr[i];
   for (int h = threadIdx.x; h < heads; h += blockDim.x) ws[h] = w[static_cast<size_t>(t) * heads + h] * headScale;
   __syncthreads();
-  const int len = tokenPos[t] + 1;
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   float* out = scores + static_cast<size_t>(r) * ldScores;
   for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < len; p += gridDim.x * blockDim.x) {
@@ -69,6 +75,129 @@ RM_KERNEL void rm_indexer_scores(float* scores, int ldScores, const float* q, co
       sum += ws[h] * fmaxf(dot * scale, 0.f);
     }
     out[p] = sum;
+  }
+}
+
+constexpr int kIdxMmaTile = 64;  // positions per tile of rm_indexer_scores_mma
+constexpr int kIdxMmaThreads = 256;
+
+// Shared-memory layout of rm_indexer_scores_mma in bytes (parts 128-byte aligned): the query's high
+// and residual bf16 parts [N][dim + 8] (N = heads rounded up to 16, zero rows past heads), two key
+// tiles [64][dim + 8] bf16 (the next one loads while this one is computed), the f32 dot tile
+// [64][N + 4] and the head weights [N].
+struct IdxMmaSmem {
+  int ldk, ldc, n, qHi, qLo, keys, keyStride, dots, weights, total;
+  __host__ __device__ IdxMmaSmem(int heads, int dim) {
+    auto up = [](int b) { return (b + 127) & ~127; };
+    n = (heads + 15) & ~15;
+    ldk = dim + 8;
+    ldc = n + 4;
+    qHi = 0;
+    qLo = qHi + up(n * ldk * 2);
+    keys = qLo + up(n * ldk * 2);
+    keyStride = up(kIdxMmaTile * ldk * 2);
+    dots = keys + 2 * keyStride;
+    weights = dots + up(kIdxMmaTile * ldc * 4);
+    total = weights + n * 4;
+  }
+};
+
+// Starts copying the indexer keys of positions p0 .. p0+63 (zeros from len on) into ks, as one
+// cp.async group.
+__device__ __forceinline__ void idx_issue_keys(__nv_bfloat16* ks, int ldk, const uint16_t* keys,
+                                               const int* table, int p0, int len, int dim,
+                                               int blockSize) {
+  const int vecPerRow = dim / 8;
+  for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
+    const int row = i / vecPerRow, c = i - row * vecPerRow, p = p0 + row;
+    const bool ok = p < len;
+    const uint16_t* src =
+        ok ? keys + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * dim
+           : keys;
+    mla_cp_async16(ks + row * ldk + 8 * c, src + 8 * c, ok);
+  }
+  mla_cp_async_commit();
+}
+
+// rm_indexer_scores on tensor cores, the same contract (dim % 16 == 0). The query is staged as two
+// bf16 parts, hi = bf16(q) and lo = bf16(q - hi), whose products with the bf16 keys accumulate in
+// f32: about 16 significant bits of the f32 query (8 with hi alone), so scores stay within ~1e-5 of
+// the CUDA-core kernel's and near-ties select alike. Mapping: grid (position blocks, rows), 8
+// warps; a block exits at once when its first tile lies past the row's context (a graph's fixed
+// grid covers the longest context), else stages the row's query and weights and strides over tiles
+// of 64 positions by the grid: the tile's key rows arrive by cp.async through the block table
+// (zeros past the context; the next tile's copy overlaps this tile's math), warps compute the 64 x N dot tile by WMMA (tile w, w+8, ...: 16
+// positions x 16 heads, hi then lo per k step), and threads 0..63 reduce their position's heads in
+// head order: sum_h (w[h] * headScale) * relu(dot * scale).
+RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
+    rm_indexer_scores_mma(float* scores, int ldScores, const float* q, const float* w,
+                          const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
+                          const int* tokenSeq, const int* tokenPos, int rowBase, int heads, int dim,
+                          int blockSize, float scale, float headScale) {
+  rm_pdl_prologue();
+  using namespace nvcuda;
+  extern __shared__ __align__(128) unsigned char idxMmaSmem[];
+  const int r = blockIdx.y, t = rowBase + r;
+  const int len = tokenPos[t] + 1;
+  if (blockIdx.x * kIdxMmaTile >= len) return;
+  const IdxMmaSmem L(heads, dim);
+  __nv_bfloat16* qHi = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qHi);
+  __nv_bfloat16* qLo = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qLo);
+  auto keyTile = [&](int buf) {
+    return reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.keys + buf * L.keyStride);
+  };
+  float* dots = reinterpret_cast<float*>(idxMmaSmem + L.dots);
+  float* ws = reinterpret_cast<float*>(idxMmaSmem + L.weights);
+  const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
+  const int step = gridDim.x * kIdxMmaTile;
+  idx_issue_keys(keyTile(0), L.ldk, keys, table, blockIdx.x * kIdxMmaTile, len, dim, blockSize);
+  const float* qr = q + static_cast<size_t>(t) * heads * dim;
+  for (int i = threadIdx.x; i < L.n * dim; i += blockDim.x) {
+    const int h = i / dim, d = i - h * dim;
+    const float v = h < heads ? qr[i] : 0.f;
+    const uint16_t hi = f32_to_bf16_bits(v);
+    qHi[h * L.ldk + d] = __ushort_as_bfloat16(hi);
+    qLo[h * L.ldk + d] = __ushort_as_bfloat16(f32_to_bf16_bits(v - bf16_bits_to_f32(hi)));
+  }
+  for (int h = threadIdx.x; h < L.n; h += blockDim.x) {
+    ws[h] = h < heads ? w[static_cast<size_t>(t) * heads + h] * headScale : 0.f;
+  }
+  float* out = scores + static_cast<size_t>(r) * ldScores;
+  const int warp = threadIdx.x >> 5;
+  const int nTiles = L.n / 16, tiles = (kIdxMmaTile / 16) * nTiles;
+  int buf = 0;
+  for (int p0 = blockIdx.x * kIdxMmaTile; p0 < len; p0 += step, buf ^= 1) {
+    __syncthreads();  // the other key buffer and the dots are no longer read (the query is staged)
+    if (p0 + step < len) {
+      idx_issue_keys(keyTile(buf ^ 1), L.ldk, keys, table, p0 + step, len, dim, blockSize);
+      mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
+    } else {
+      mla_cp_async_wait<0>();
+    }
+    __syncthreads();
+    const __nv_bfloat16* ks = keyTile(buf);
+    for (int tile = warp; tile < tiles; tile += kIdxMmaThreads / 32) {
+      const int m = tile % (kIdxMmaTile / 16), n = tile / (kIdxMmaTile / 16);
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.f);
+      for (int k0 = 0; k0 < dim; k0 += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+        wmma::load_matrix_sync(a, ks + 16 * m * L.ldk + k0, L.ldk);
+        wmma::load_matrix_sync(b, qHi + 16 * n * L.ldk + k0, L.ldk);
+        wmma::mma_sync(c, a, b, c);
+        wmma::load_matrix_sync(b, qLo + 16 * n * L.ldk + k0, L.ldk);
+        wmma::mma_sync(c, a, b, c);
+      }
+      wmma::store_matrix_sync(dots + 16 * m * L.ldc + 16 * n, c, L.ldc, wmma::mem_row_major);
+    }
+    __syncthreads();
+    if (threadIdx.x < kIdxMmaTile && p0 + threadIdx.x < len) {
+      const float* dr = dots + threadIdx.x * L.ldc;
+      float sum = 0.f;
+      for (int h = 0; h < heads; h++) sum += ws[h] * fmaxf(dr[h] * scale, 0.f);
+      out[p0 + threadIdx.x] = sum;
+    }
   }
 }
 
@@ -100,6 +229,31 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* scratch, int* to
   }
   *total = all;
   return before + x - v;
+}
+
+// The ordered pass of a top-k selection over positions begin .. end-1 of a score row, once the
+// topK-th smallest order key `prefix` is known and `remaining` of the keys equal to it are taken:
+// writes every position with a smaller key and the earliest equal ones (equalSeen of them came
+// before `begin`, `written` entries of out are already filled), ascending, by block-wide prefix
+// sums. Returns the entries written so far.
+__device__ __forceinline__ int idx_write_selected(int* out, const float* row, int begin, int end,
+                                                  uint32_t prefix, int remaining, int equalSeen,
+                                                  int written, int* scratch) {
+  for (int p0 = begin; p0 < end; p0 += blockDim.x) {
+    const int p = p0 + threadIdx.x;
+    const uint32_t k = p < end ? idx_desc_key(row[p]) : 0xffffffffu;
+    const bool less = p < end && k < prefix;
+    const bool equal = p < end && k == prefix;
+    int equals;
+    const int eqBefore = block_exclusive_scan(equal ? 1 : 0, scratch, &equals);
+    const bool take = less || (equal && equalSeen + eqBefore < remaining);
+    int taken;
+    const int slot = block_exclusive_scan(take ? 1 : 0, scratch, &taken);
+    if (take) out[written + slot] = p;
+    written += taken;
+    equalSeen += equals;
+  }
+  return written;
 }
 
 // sel[t, 0:topK] for the query token t = rowBase + r (row r of scores, positions 0 .. tokenPos[t]):
@@ -148,22 +302,142 @@ RM_KERNEL void rm_indexer_topk(int* sel, int topK, const float* scores, int ldSc
     __syncthreads();
   }
   // prefix is the topK-th smallest key; `remaining` of the keys equal to it are taken.
-  int written = 0, equalSeen = 0;
-  for (int p0 = 0; p0 < len; p0 += blockDim.x) {
-    const int p = p0 + threadIdx.x;
-    const uint32_t k = p < len ? idx_desc_key(row[p]) : 0xffffffffu;
-    const bool less = p < len && k < prefix;
-    const bool equal = p < len && k == prefix;
-    int equals;
-    const int eqBefore = block_exclusive_scan(equal ? 1 : 0, scratch, &equals);
-    const bool take = less || (equal && equalSeen + eqBefore < remaining);
-    int taken;
-    const int slot = block_exclusive_scan(take ? 1 : 0, scratch, &taken);
-    if (take) out[written + slot] = p;
-    written += taken;
-    equalSeen += equals;
-  }
+  const int written = idx_write_selected(out, row, 0, len, prefix, remaining, 0, 0, scratch);
   for (int i = written + threadIdx.x; i < topK; i += blockDim.x) out[i] = -1;
+}
+
+// Multi-block top-k: the selection of rm_indexer_topk with every row spread over gridDim.x blocks,
+// so that a few long rows (batch 1 at 128k positions) use the GPU. Six launches of this kernel,
+// pass = 0 .. 5, over a zeroed state of kIdxTopkState + 2 * gridDim.x ints per row:
+// - passes 0-3: the radix select's histograms of bits 31-24, 23-16, 15-8, 7-0 of the order keys,
+//   each block adding its chunk's counts (shared-memory histogram first) to the row's global one;
+//   before pass p a block follows passes 0 .. p-1 to the keys' prefix so far;
+// - pass 4: each block counts its chunk's keys below and equal to the topK-th key T;
+// - pass 5: each block sums the counts of the chunks before its own, which gives its first output
+//   slot and how many keys equal to T earlier chunks took, and writes its chunk in order.
+// The result is rm_indexer_topk's, bit for bit: the same set (ties to the earlier position), the
+// same ascending order. A row of at most topK positions lists them all (pass 5) and is skipped by
+// the others; blocks whose chunk starts past the row's context exit (a graph's grid covers the
+// longest context). Chunks: ceil(len / gridDim.x) positions rounded up to the block size.
+constexpr int kIdxTopkState = 4 * 256;
+
+// Follows the radix select's histograms 0 .. passes-1 of one row (global, 256 bins each) to the
+// order-key prefix they fix and how many keys with that prefix are still to be taken. Warp 0 scans
+// each histogram (8 bins per lane); the result is published in shared memory to the whole block.
+__device__ __forceinline__ void idx_follow_histograms(const int* hists, int passes, int topK,
+                                                      uint32_t* prefixOut, int* remainingOut) {
+  __shared__ uint32_t sPrefix;
+  __shared__ int sRemaining;
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    uint32_t prefix = 0;
+    int remaining = topK;
+    for (int pass = 0; pass < passes; pass++) {
+      const int* h = hists + pass * 256 + 8 * lane;
+      int bins[8], own = 0;
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        bins[i] = h[i];
+        own += bins[i];
+      }
+      int incl = own;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += y;
+      }
+      const int before = incl - own;
+      // the lane whose bins hold the remaining-th key: the first with an inclusive sum >= remaining
+      const unsigned hit = __ballot_sync(0xffffffffu, incl >= remaining);
+      const int owner = __ffs(hit) - 1;
+      int bin = 0, cum = before;
+      if (lane == owner) {
+        while (cum + bins[bin] < remaining) cum += bins[bin++];
+      }
+      bin = __shfl_sync(0xffffffffu, 8 * lane + bin, owner);
+      cum = __shfl_sync(0xffffffffu, cum, owner);
+      prefix |= static_cast<uint32_t>(bin) << (24 - 8 * pass);
+      remaining -= cum;
+    }
+    if (lane == 0) {
+      sPrefix = prefix;
+      sRemaining = remaining;
+    }
+  }
+  __syncthreads();
+  *prefixOut = sPrefix;
+  *remainingOut = sRemaining;
+}
+
+RM_KERNEL void rm_indexer_topk_multi(int* sel, int topK, const float* scores, int ldScores,
+                                     const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  __shared__ int hist[256];
+  __shared__ int scratch[32];
+  const int r = blockIdx.y, t = rowBase + r, c = blockIdx.x;
+  const int len = tokenPos[t] + 1;
+  int* out = sel + static_cast<size_t>(t) * topK;
+  if (len <= topK) {
+    if (pass == 5) {
+      for (int i = c * blockDim.x + threadIdx.x; i < topK; i += gridDim.x * blockDim.x) {
+        out[i] = i < len ? i : -1;
+      }
+    }
+    return;
+  }
+  const int per = (len + gridDim.x - 1) / gridDim.x;
+  const int chunk = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
+  const int begin = c * chunk, end = min(len, begin + chunk);
+  if (begin >= end) return;  // pass 5 reads this chunk's counts: pass 4 left them zero
+  int* rowState = state + static_cast<size_t>(r) * (kIdxTopkState + 2 * gridDim.x);
+  int* counts = rowState + kIdxTopkState;  // [chunk] = (keys < T, keys == T)
+  const float* row = scores + static_cast<size_t>(r) * ldScores;
+  uint32_t prefix;
+  int remaining;
+  idx_follow_histograms(rowState, min(pass, 4), topK, &prefix, &remaining);
+  if (pass < 4) {
+    const int shift = 24 - 8 * pass;
+    const uint32_t mask = pass == 0 ? 0u : 0xffffffffu << (shift + 8);
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+      const uint32_t k = idx_desc_key(row[p]);
+      if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+      if (hist[i] != 0) atomicAdd(&rowState[pass * 256 + i], hist[i]);
+    }
+    return;
+  }
+  if (pass == 4) {
+    int less = 0, equal = 0;
+    for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+      const uint32_t k = idx_desc_key(row[p]);
+      less += k < prefix;
+      equal += k == prefix;
+    }
+    int lessAll, equalAll;
+    block_exclusive_scan(less, scratch, &lessAll);
+    block_exclusive_scan(equal, scratch, &equalAll);
+    if (threadIdx.x == 0) {
+      counts[2 * c] = lessAll;
+      counts[2 * c + 1] = equalAll;
+    }
+    return;
+  }
+  int lessBefore = 0, equalBefore = 0;
+  for (int i = threadIdx.x; i < c; i += blockDim.x) {
+    lessBefore += counts[2 * i];
+    equalBefore += counts[2 * i + 1];
+  }
+  int sum;
+  block_exclusive_scan(lessBefore, scratch, &sum);
+  lessBefore = sum;
+  block_exclusive_scan(equalBefore, scratch, &sum);
+  equalBefore = sum;
+  idx_write_selected(out, row, begin, end, prefix, remaining, equalBefore,
+                     lessBefore + min(equalBefore, remaining), scratch);
 }
 
 constexpr int kSparseMaxPerLane = 20;  // D <= 640

@@ -21,7 +21,7 @@
 // fp8_mma_rows expects (MoeMmaStageX over consecutive rows instead of routed pairs).
 template <int NTOK, int CH>
 struct Fp8LinearStageX {
-  using Slots = MoeMmaSlots<NTOK, CH, true>;
+  using Slots = MoeMmaSlots<NTOK, CH, 16>;
   const float* src[Slots::kSources];
   int K;
   __device__ Fp8LinearStageX(const float* x, int t0, int nt, size_t ldx, int k0, int kLen)

@@ -15,8 +15,8 @@
 // load of a row feeds four mmas, and a warp's load instruction reads 64 contiguous bytes of each of
 // 8 rows, as the bf16 kernels' loads do. Decoding is exact (every e4m3 value is a bf16 value: cvt
 // e4m3x2 -> f16x2 -> f32 -> bf16x2). The B fragment of lane (g, q) is token g's same 16 k: staged by
-// MoeMmaStageX / MoeMmaStageH with K16 (unit (2c + h, token, q) = the 8 bf16 at 64c + 16q + 8h),
-// one 16-byte shared load per two mmas.
+// MoeMmaStageX / MoeMmaStageH with LANE_K = 16 (unit (2c + h, token, q) = the 8 bf16 at 64c + 16q +
+// 8h), one 16-byte shared load per two mmas.
 //
 // Block scales: a warp's 16 rows start at a multiple of 16, so they lie in one 128-row scale block
 // of their part, and each 128-k block (2 chunks) has one scale for the whole tile. The products of
@@ -229,7 +229,7 @@ __device__ __forceinline__ void fp8_gate_up_mma_pass(uint16_t* hs, const uint8_t
                                                      int i0, int hidden, int inter, int topK,
                                                      uint4* buf0, uint4* buf1) {
   // The stager's CH counts 32-k columns: two per 64-k chunk.
-  const MoeMmaStageX<NT * 8, 2 * kFp8MmaGateUpChunks, true> stage(x, sortedPairs + first, nt, topK,
+  const MoeMmaStageX<NT * 8, 2 * kFp8MmaGateUpChunks, 16> stage(x, sortedPairs + first, nt, topK,
                                                                    hidden);
   float acc[2][NT][4];
   fp8_mma_rows<2, kFp8MmaGateUpChunks, NT>(acc, w, srow, rowOk, hidden, stage, buf0, buf1,
@@ -325,7 +325,7 @@ __device__ __forceinline__ void fp8_down_mma_pass(float* y, const uint8_t* const
                                                   const float* routeWeights, const int* sortedPairs,
                                                   int first, int nt, int d0, int hidden, int inter,
                                                   uint4* buf0, uint4* buf1) {
-  const MoeMmaStageH<NT * 8, 2 * kFp8MmaDownChunks, true> stage(hs, first, nt, inter);
+  const MoeMmaStageH<NT * 8, 2 * kFp8MmaDownChunks, 16> stage(hs, first, nt, inter);
   float acc[1][NT][4];
   fp8_mma_rows<1, kFp8MmaDownChunks, NT>(acc, w, srow, rowOk, inter, stage, buf0, buf1, inter);
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;

@@ -5,7 +5,8 @@
 //   token reads the same cache rows, so the block loads a tile of 32 rows into shared memory once and
 //   computes the 16 x 32 score tile and the 16 x kvLora context update with WMMA, instead of one warp
 //   per head walking the rows. Writes the same split partials as rm_mla_decode_split, so
-//   rm_mla_combine merges them.
+//   rm_mla_combine merges them. rm_mla_sparse_split_mma(2) is the same kernel reading the rows
+//   through each token's selection list (DeepSeek Sparse Attention, decode and prefill alike).
 // - Prefill (rm_mla_gather_ctx + two cuBLAS batched GEMMs + rm_mla_prefill_softmax): the queries of
 //   one sequence against its gathered context, scores materialised in f32 (host code in
 //   MlaPrefillAttention.java drives it).
@@ -55,27 +56,33 @@ __device__ __forceinline__ void mla_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Starts copying the cache rows of positions p0 .. p0+31 (zeros from `end` on) into ks, as one
-// cp.async group. Warp w copies rows w, w+8, w+16, w+24: their four block-table lookups are issued
+// Starts copying the cache rows of entries e0 .. e0+31 (zeros from `end` on) into ks, as one
+// cp.async group: entry e is position e, or list[e] when a selection list is given (sparse
+// attention). Warp w copies rows w, w+8, w+16, w+24: their list and block-table lookups are issued
 // together, then every 16-byte piece of the tile is in flight at once (a synchronous loop of loads
 // waits one memory latency per piece, which starved this kernel).
 __device__ __forceinline__ void mla_issue_tile(__nv_bfloat16* ks, int ldq, const uint16_t* cache,
-                                               const int* table, int p0, int end, int D,
-                                               int blockSize, int warp, int lane) {
+                                               const int* table, const int* list, int e0, int end,
+                                               int D, int blockSize, int warp, int lane) {
   constexpr int kWarps = kMmaThreads / 32;
   const int vecPerRow = D / 8;
-  int block[kMmaTile / kWarps];
+  int pos[kMmaTile / kWarps], block[kMmaTile / kWarps];
 #pragma unroll
   for (int j = 0; j < kMmaTile / kWarps; j++) {
-    const int p = p0 + warp + kWarps * j;
-    block[j] = p < end ? table[p / blockSize] : 0;
+    const int e = e0 + warp + kWarps * j;
+    pos[j] = e < end ? (list != nullptr ? list[e] : e) : 0;
   }
 #pragma unroll
   for (int j = 0; j < kMmaTile / kWarps; j++) {
-    const int r = warp + kWarps * j, p = p0 + r;
-    const bool ok = p < end;
+    const int e = e0 + warp + kWarps * j;
+    block[j] = e < end ? table[pos[j] / blockSize] : 0;
+  }
+#pragma unroll
+  for (int j = 0; j < kMmaTile / kWarps; j++) {
+    const int r = warp + kWarps * j;
+    const bool ok = e0 + r < end;
     const uint16_t* row =
-        ok ? cache + (static_cast<size_t>(block[j]) * blockSize + p % blockSize) * D : cache;
+        ok ? cache + (static_cast<size_t>(block[j]) * blockSize + pos[j] % blockSize) * D : cache;
     for (int c = lane; c < vecPerRow; c += 32) mla_cp_async16(ks + r * ldq + 8 * c, row + 8 * c, ok);
   }
   mla_cp_async_commit();
@@ -85,6 +92,9 @@ __device__ __forceinline__ void mla_issue_tile(__nv_bfloat16* ks, int ldq, const
 // when tokenList is null), except that a split covers at least minChunk positions: a graph captured
 // with many splits for a long nominal context then leaves the surplus splits empty on a short one
 // instead of spreading a few positions over each. Needs kvLora % 16 == 0 and ropeDim % 16 == 0.
+// With a selection (sel non-null, DeepSeek Sparse Attention) token t attends to the positions
+// sel[t, 0:count), count = min(tokenPos[t] + 1, topK), and the splits cover entries of that list
+// instead of positions: the same tiles, read through the list.
 // Mapping: grid (ceil(heads / 16), splits, tokens), 8 warps. Per tile of 32 positions: the rows
 // arrive by cp.async (with STAGES = 2 the next tile's copy overlaps this tile's math); warps 0-3
 // compute the score tile (warp w: positions 16*(w&1).., half (w>>1) of the D dims), the two halves
@@ -95,8 +105,8 @@ template <int STAGES>
 __device__ __forceinline__ void mla_decode_split_mma(
     float* pCtx, float* pMax, float* pSum, const float* q, const uint16_t* cache,
     const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq, const int* tokenPos,
-    const int* tokenList, int heads, int kvLora, int ropeDim, int blockSize, int splits,
-    int minChunk, float scale) {
+    const int* tokenList, const int* sel, int topK, int heads, int kvLora, int ropeDim,
+    int blockSize, int splits, int minChunk, float scale) {
   using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char mlaSmem[];
   const int D = kvLora + ropeDim;
@@ -113,7 +123,8 @@ __device__ __forceinline__ void mla_decode_split_mma(
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h0 = blockIdx.x * kMmaHeads, s = blockIdx.y;
   const int t = tokenList != nullptr ? tokenList[blockIdx.z] : blockIdx.z;
-  const int len = tokenPos[t] + 1;
+  const int* list = sel != nullptr ? sel + static_cast<size_t>(t) * topK : nullptr;
+  const int len = sel != nullptr ? min(tokenPos[t] + 1, topK) : tokenPos[t] + 1;
   const int chunk = max((len + splits - 1) / splits, minChunk);
   const int begin = s * chunk, end = min(len, begin + chunk);
   if (begin >= end) {  // a surplus split: an empty partial, skipped by the combine
@@ -131,7 +142,8 @@ __device__ __forceinline__ void mla_decode_split_mma(
   auto kTile = [&](int buf) {
     return reinterpret_cast<__nv_bfloat16*>(mlaSmem + L.k + buf * L.kStride);
   };
-  if (STAGES == 2) mla_issue_tile(kTile(0), L.ldq, cache, table, begin, end, D, blockSize, warp, lane);
+  if (STAGES == 2) mla_issue_tile(kTile(0), L.ldq, cache, table, list, begin, end, D, blockSize, warp,
+                                 lane);
 
   {  // the 16 heads' queries, f32 -> bf16: four float4 loads in flight per thread at a time
     const int n4 = kMmaHeads * D / 4, valid4 = min(heads - h0, kMmaHeads) * D / 4;
@@ -170,14 +182,14 @@ __device__ __forceinline__ void mla_decode_split_mma(
     const bool next = p0 + kMmaTile < end;
     if (STAGES == 2) {
       if (next) {
-        mla_issue_tile(kTile(buf ^ 1), L.ldq, cache, table, p0 + kMmaTile, end, D, blockSize, warp,
-                       lane);
+        mla_issue_tile(kTile(buf ^ 1), L.ldq, cache, table, list, p0 + kMmaTile, end, D, blockSize,
+                       warp, lane);
         mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
       } else {
         mla_cp_async_wait<0>();
       }
     } else {
-      mla_issue_tile(kTile(0), L.ldq, cache, table, p0, end, D, blockSize, warp, lane);
+      mla_issue_tile(kTile(0), L.ldq, cache, table, list, p0, end, D, blockSize, warp, lane);
       mla_cp_async_wait<0>();
     }
     __syncthreads();
@@ -275,8 +287,8 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
                             int minChunk, float scale) {
   rm_pdl_prologue();
   mla_decode_split_mma<1>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
-                          tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
-                          scale);
+                          tokenPos, tokenList, nullptr, 0, heads, kvLora, ropeDim, blockSize, splits,
+                          minChunk, scale);
 }
 
 // Double-buffered tiles: ~132 KB of shared memory, one block per SM.
@@ -288,8 +300,36 @@ RM_KERNEL void __launch_bounds__(kMmaThreads)
                              int minChunk, float scale) {
   rm_pdl_prologue();
   mla_decode_split_mma<2>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
-                          tokenPos, tokenList, heads, kvLora, ropeDim, blockSize, splits, minChunk,
-                          scale);
+                          tokenPos, tokenList, nullptr, 0, heads, kvLora, ropeDim, blockSize, splits,
+                          minChunk, scale);
+}
+
+// rm_mla_decode_split_mma over selections (sel [tokens, topK], as rm_indexer_topk writes them):
+// decode steps and prefill chunks alike, each query token reading its own list, the 16 heads of a
+// token as the M dimension.
+RM_KERNEL void __launch_bounds__(kMmaThreads)
+    rm_mla_sparse_split_mma(float* pCtx, float* pMax, float* pSum, const float* q,
+                            const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
+                            const int* tokenSeq, const int* tokenPos, const int* tokenList,
+                            const int* sel, int topK, int heads, int kvLora, int ropeDim,
+                            int blockSize, int splits, int minChunk, float scale) {
+  rm_pdl_prologue();
+  mla_decode_split_mma<1>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
+                          tokenPos, tokenList, sel, topK, heads, kvLora, ropeDim, blockSize, splits,
+                          minChunk, scale);
+}
+
+// The double-buffered form of rm_mla_sparse_split_mma.
+RM_KERNEL void __launch_bounds__(kMmaThreads)
+    rm_mla_sparse_split_mma2(float* pCtx, float* pMax, float* pSum, const float* q,
+                             const uint16_t* cache, const int* blockTable, int maxBlocksPerSeq,
+                             const int* tokenSeq, const int* tokenPos, const int* tokenList,
+                             const int* sel, int topK, int heads, int kvLora, int ropeDim,
+                             int blockSize, int splits, int minChunk, float scale) {
+  rm_pdl_prologue();
+  mla_decode_split_mma<2>(pCtx, pMax, pSum, q, cache, blockTable, maxBlocksPerSeq, tokenSeq,
+                          tokenPos, tokenList, sel, topK, heads, kvLora, ropeDim, blockSize, splits,
+                          minChunk, scale);
 }
 
 // out[p, :] = cache row of position p of one sequence, p < ctxLen (bf16, D values per row), so the

@@ -183,14 +183,15 @@ __device__ __forceinline__ void moe_mma_rows(float (&acc)[MT][NT][4],
 }
 
 // Staging of a pass's token slots: slot j of NTOK, 16-byte unit u = (c * NTOK + j) * 4 + q of a stage
-// (column c, 8 k at 32c + 8q; with K16, fp8_moe_mma.cu's layout of 64-k chunks read as 16 k per
-// lane, 8 k at 64 (c / 2) + 16q + 8 (c % 2)). Thread i writes units i, i + 128, ...; its r-th unit has slot
+// (column c, 8 k at 32c + 8q; with LANE_K = 8L k per lane per chunk, the layout of chunks of 32L k
+// that fp8_moe_mma.cu (L = 2) and nvfp4_moe_mma.cu (L = 4) read: 8 k at 32L (c / L) + 8Lq + 8 (c % L)). Thread i writes units i, i + 128, ...; its r-th unit has slot
 // ((i / 4) + 32 r) % NTOK. When NTOK divides 32 that is (i / 4) % NTOK for all of them, so each
 // thread reads a single source row; when NTOK is a multiple of 32 (64) it is (i / 4) % 32 + 32 v
 // with v = r % (NTOK / 32): kSources rows per thread, fixed per unrolled r. Slots past the pass's
 // tokens and k past K are zeros.
-template <int NTOK, int CH, bool K16 = false>
+template <int NTOK, int CH, int LANE_K = 8>
 struct MoeMmaSlots {
+  static_assert(LANE_K == 8 || LANE_K == 16 || LANE_K == 32, "8, 16 or 32 k per lane per chunk");
   static_assert(32 % NTOK == 0 || NTOK % 32 == 0, "a thread's units must cycle over fixed slots");
   static constexpr int kSources = NTOK > 32 ? NTOK / 32 : 1;
   static constexpr int kUnits = CH * NTOK * 4;
@@ -211,7 +212,9 @@ struct MoeMmaSlots {
       const int v = r % kSources;
       if (kUnits % kMoeMmaThreads == 0 || u < kUnits) {
         const int c = s * CH + (u >> 2) / NTOK;
-        const int k = K16 ? (c >> 1) * 64 + (u & 3) * 16 + (c & 1) * 8 : c * 32 + (u & 3) * 8;
+        const int k = LANE_K == 8    ? c * 32 + (u & 3) * 8
+                      : LANE_K == 16 ? (c >> 1) * 64 + (u & 3) * 16 + (c & 1) * 8
+                                     : (c >> 2) * 128 + (u & 3) * 32 + (c & 3) * 8;
         buf[u] = src[v] != nullptr && k < K ? fill(v, k) : make_uint4(0, 0, 0, 0);
       }
     }
@@ -219,9 +222,9 @@ struct MoeMmaSlots {
 };
 
 // Gate/up input: token rows of f32 x, rounded to bf16 (round to nearest even).
-template <int NTOK, int CH, bool K16 = false>
+template <int NTOK, int CH, int LANE_K = 8>
 struct MoeMmaStageX {
-  using Slots = MoeMmaSlots<NTOK, CH, K16>;
+  using Slots = MoeMmaSlots<NTOK, CH, LANE_K>;
   const float* src[Slots::kSources];  // this thread's slots' token rows; null for padding slots
   int K;
   __device__ MoeMmaStageX(const float* x, const int* pairs, int nt, int topK, int hidden) : K(hidden) {
@@ -243,9 +246,9 @@ struct MoeMmaStageX {
 
 // Down input: the pass's rows of the bf16 intermediate, contiguous in sorted-pair order, CH chunks
 // of 32 k per stage.
-template <int NTOK, int CH = kMoeMmaDownChunks, bool K16 = false>
+template <int NTOK, int CH = kMoeMmaDownChunks, int LANE_K = 8>
 struct MoeMmaStageH {
-  using Slots = MoeMmaSlots<NTOK, CH, K16>;
+  using Slots = MoeMmaSlots<NTOK, CH, LANE_K>;
   const uint16_t* src[Slots::kSources];
   int K;
   __device__ MoeMmaStageH(const uint16_t* hs, int first, int nt, int inter) : K(inter) {

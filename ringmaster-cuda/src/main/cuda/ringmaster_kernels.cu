@@ -11,6 +11,8 @@
 #include "moe_mma.cu"
 #include "fp8_moe_mma.cu"
 #include "fp8_linear_mma.cu"
+#include "nvfp4_weights.cu"
+#include "nvfp4_moe_mma.cu"
 #include "mla_attention.cu"
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"

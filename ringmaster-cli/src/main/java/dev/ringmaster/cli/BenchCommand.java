@@ -145,8 +145,25 @@ final class BenchCommand implements Runnable {
     @Option(names = "--json", description = "Print the results as JSON.")
     boolean json;
 
+    @Option(
+        names = "--speculative-num-draft-tokens",
+        split = ",",
+        paramLabel = "K",
+        description =
+            "Also time a speculative verify pass of K draft tokens per sequence at each batch size"
+                + " (each sequence extends by K + 1 tokens over its cached context with logits for"
+                + " every row, then rolls back), e.g. 2,4,8; printed in decode steps, and in --json"
+                + " as verify (default: none).")
+    List<Integer> draftTokens = List.of();
+
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
+
+    /** What the verify columns mean, printed under their table. */
+    static final String VERIFY_NOTE =
+        "verify: K draft tokens per sequence, every sequence extended by K + 1 tokens over its"
+            + " cached context (logits for every row) and rolled back; decode steps = verify ms /"
+            + " the batch size's decode ms/step";
 
     /** What the "total" columns mean, printed under the table. */
     static final String TOTAL_NOTE =
@@ -177,8 +194,21 @@ final class BenchCommand implements Runnable {
       FlagChecks.atLeast("--output-len", outputLen, 1);
       FlagChecks.atLeast("--warmup-rounds", warmupRounds, 1);
       FlagChecks.atLeast("--warmup-decode-steps", warmupDecodeSteps, 0);
+      int mostDrafts = 0;
+      for (int k : draftTokens) {
+        FlagChecks.atLeast("--speculative-num-draft-tokens", k, 1);
+        mostDrafts = Math.max(mostDrafts, k);
+      }
       Path dir = DefaultModel.resolve(model);
       FlagChecks.fitsContext(dir, "--input-len plus --output-len", (long) inputLen + outputLen);
+      if (mostDrafts > 0) {
+        FlagChecks.fitsContext(
+            dir,
+            "--input-len plus --output-len plus a verify pass of --speculative-num-draft-tokens "
+                + mostDrafts
+                + " (+ 1)",
+            (long) inputLen + outputLen + mostDrafts + 1);
+      }
       if (engine.follower()) {
         return engine.follow(dir); // node 0 runs the benchmark; this node runs its ranks
       }
@@ -205,7 +235,7 @@ final class BenchCommand implements Runnable {
                 warmupRounds, warmupDecodeSteps);
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
-                lm, batchSizes, inputLen, outputLen, seed, warmup, System.err);
+                lm, batchSizes, inputLen, outputLen, seed, warmup, draftTokens, System.err);
         ObjectMapper m =
             new ObjectMapper()
                 .setPropertyNamingStrategy(
@@ -260,6 +290,18 @@ final class BenchCommand implements Runnable {
                 r.totalTokensPerS());
           }
           System.out.println(TOTAL_NOTE);
+          if (!draftTokens.isEmpty()) {
+            System.out.printf("%6s %6s %12s %14s%n", "batch", "K", "verify", "verify");
+            System.out.printf("%6s %6s %12s %14s%n", "", "", "ms", "decode steps");
+            for (var r : results) {
+              for (var v : r.verify()) {
+                System.out.printf(
+                    "%6d %6d %12.2f %14.2f%n",
+                    r.batchSize(), v.draftTokens(), v.medianMs(), v.decodeSteps());
+              }
+            }
+            System.out.println(VERIFY_NOTE);
+          }
           rooflineText.forEach(System.out::println);
           System.out.println(warmup.describe());
         }
@@ -276,6 +318,12 @@ final class BenchCommand implements Runnable {
                   + inputLen
                   + " --output-len "
                   + outputLen
+                  + (draftTokens.isEmpty()
+                      ? ""
+                      : " --speculative-num-draft-tokens "
+                          + draftTokens.stream()
+                              .map(String::valueOf)
+                              .collect(Collectors.joining(",")))
                   + " --warmup-rounds "
                   + warmupRounds
                   + " --warmup-decode-steps "

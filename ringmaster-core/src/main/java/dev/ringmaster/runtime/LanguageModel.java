@@ -126,8 +126,8 @@ public interface LanguageModel extends AutoCloseable {
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
     throw new UnsupportedOperationException(
         getClass().getSimpleName()
-            + " does not expose its hidden states; NEXTN speculation runs on the single-rank CPU"
-            + " model");
+            + " does not expose its hidden states; NEXTN speculation runs on a single-rank model"
+            + " (the CPU or one GPU)");
   }
 
   /**
@@ -145,8 +145,8 @@ public interface LanguageModel extends AutoCloseable {
     }
     throw new UnsupportedOperationException(
         getClass().getSimpleName()
-            + " does not expose the hidden states of its layers; EAGLE3 speculation runs on the"
-            + " single-rank CPU model");
+            + " does not expose the hidden states of its layers; EAGLE3 speculation runs on a"
+            + " single-rank model (the CPU or one GPU)");
   }
 
   /**
@@ -160,8 +160,8 @@ public interface LanguageModel extends AutoCloseable {
   default DraftHead loadEagle3Head(java.nio.file.Path dir) {
     throw new UnsupportedOperationException(
         getClass().getSimpleName()
-            + " does not run EAGLE-3 heads; EAGLE3 speculation runs on the single-rank CPU model"
-            + " (--device cpu, --tp-size 1)");
+            + " does not run EAGLE-3 heads; EAGLE3 speculation runs on a single-rank model (the"
+            + " CPU or one GPU: --tp-size 1 --ep-size 1)");
   }
 
   /**

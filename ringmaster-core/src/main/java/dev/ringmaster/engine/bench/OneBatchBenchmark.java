@@ -23,8 +23,24 @@ import java.util.SplittableRandom;
  * batch size listed first would otherwise carry them. The JVM compiles the CPU kernels' hottest
  * loops only after hundreds of forward steps, so the default warm-up is long enough for the CPU
  * figures to be steady state.
+ *
+ * <p>With draft lengths given, each batch size also times a speculative verify pass per length
+ * ({@link VerifyCost}) against its decode step.
  */
 public final class OneBatchBenchmark {
+  /**
+   * What a speculative verify pass of {@code draftTokens} drafts costs at one batch size: every
+   * sequence extends by the draft tokens plus one over its cached context ({@code input-len +
+   * output-len} tokens), with logits for every new row as the batch engine verifies them, and is
+   * then rolled back; timed after untimed passes of the same shape, median of the timed ones.
+   *
+   * @param draftTokens draft tokens per sequence (the pass runs one more per sequence)
+   * @param medianMs median verify pass latency
+   * @param decodeSteps the pass over the batch size's median decode step: what the pass costs in
+   *     decode steps, the figure speculation must beat with accepted tokens
+   */
+  public record VerifyCost(int draftTokens, double medianMs, double decodeSteps) {}
+
   /**
    * The untimed work before each batch size's timed steps: {@code rounds} rounds, each a prefill of
    * the batch's prompts and {@code decodeSteps} decode steps of the whole batch. Prefill and decode
@@ -101,13 +117,45 @@ public final class OneBatchBenchmark {
       java.util.Map<String, java.util.Map<String, Double>> profileMs,
       double totalLatencyMs,
       double totalOutputTokensPerS,
-      double totalTokensPerS) {
+      double totalTokensPerS,
+      List<VerifyCost> verify) {
 
-    /** Absent maps (results read from JSON that predates them) are empty. */
+    /** Absent maps and lists (results read from JSON that predates them) are empty. */
     public Result {
       collectivesPerDecodeStep =
           collectivesPerDecodeStep == null ? java.util.Map.of() : collectivesPerDecodeStep;
       profileMs = profileMs == null ? java.util.Map.of() : profileMs;
+      verify = verify == null ? List.of() : List.copyOf(verify);
+    }
+
+    /** A result without verify passes. */
+    public Result(
+        int batchSize,
+        int inputLen,
+        int outputLen,
+        double prefillMs,
+        double prefillTokensPerS,
+        double decodeMedianMs,
+        double decodeTokensPerS,
+        java.util.Map<String, Long> collectivesPerDecodeStep,
+        java.util.Map<String, java.util.Map<String, Double>> profileMs,
+        double totalLatencyMs,
+        double totalOutputTokensPerS,
+        double totalTokensPerS) {
+      this(
+          batchSize,
+          inputLen,
+          outputLen,
+          prefillMs,
+          prefillTokensPerS,
+          decodeMedianMs,
+          decodeTokensPerS,
+          collectivesPerDecodeStep,
+          profileMs,
+          totalLatencyMs,
+          totalOutputTokensPerS,
+          totalTokensPerS,
+          List.of());
     }
 
     /** A result without the end-to-end figures (0). */
@@ -179,7 +227,32 @@ public final class OneBatchBenchmark {
       long seed,
       Warmup warmup,
       PrintStream log) {
+    return run(model, batchSizes, inputLen, outputLen, seed, warmup, List.of(), log);
+  }
+
+  /**
+   * Runs every batch size, each after {@code warmup}, and after its decode steps a {@link
+   * VerifyCost} for each of {@code draftTokens} (none when empty); progress lines go to {@code
+   * log}.
+   */
+  public static List<Result> run(
+      LanguageModel model,
+      List<Integer> batchSizes,
+      int inputLen,
+      int outputLen,
+      long seed,
+      Warmup warmup,
+      List<Integer> draftTokens,
+      PrintStream log) {
     int vocab = model.config().vocabSize();
+    int mostDrafts = 0;
+    for (int k : draftTokens) {
+      if (k < 1) {
+        throw new IllegalArgumentException(
+            "--speculative-num-draft-tokens must be at least 1, got " + k);
+      }
+      mostDrafts = Math.max(mostDrafts, k);
+    }
     if (model instanceof StepProfileReporting p) {
       p.takeStepProfiles(); // drop what loading profiled (the memory planner's prefill)
     }
@@ -193,6 +266,17 @@ public final class OneBatchBenchmark {
               + ") exceeds the model's context ("
               + model.config().maxPositionEmbeddings()
               + ")");
+    }
+    if (mostDrafts > 0
+        && inputLen + outputLen + mostDrafts + 1 > model.config().maxPositionEmbeddings()) {
+      throw new IllegalArgumentException(
+          "a verify pass of "
+              + mostDrafts
+              + " draft tokens after input-len + output-len ("
+              + (inputLen + outputLen)
+              + ") tokens exceeds the model's context ("
+              + model.config().maxPositionEmbeddings()
+              + "): lower --input-len or --output-len");
     }
     log.println(warmup.describe());
     List<Result> results = new ArrayList<>();
@@ -251,12 +335,20 @@ public final class OneBatchBenchmark {
         steps[step] = (System.nanoTime() - s0) / 1e6;
         next = chosen;
       }
-      for (KvCache c : caches) {
-        c.close();
-      }
       double[] sorted = steps.clone();
       Arrays.sort(sorted);
       double median = sorted[sorted.length / 2];
+      List<VerifyCost> verify = new ArrayList<>();
+      for (int k : draftTokens) {
+        VerifyCost v = timeVerify(model, caches, next, k, outputLen, median, random);
+        verify.add(v);
+        log.printf(
+            "batch %d: verify of %d draft tokens %.2f ms (%.2f decode steps)%n",
+            b, k, v.medianMs(), v.decodeSteps());
+      }
+      for (KvCache c : caches) {
+        c.close();
+      }
       double totalMs = totalLatencyMs(prefillMs, steps);
       Result r =
           new Result(
@@ -271,7 +363,8 @@ public final class OneBatchBenchmark {
               model instanceof StepProfileReporting p ? p.takeStepProfiles() : java.util.Map.of(),
               totalMs,
               (double) b * outputLen * 1000.0 / totalMs,
-              (double) b * (inputLen + outputLen) * 1000.0 / totalMs);
+              (double) b * (inputLen + outputLen) * 1000.0 / totalMs,
+              verify);
       if (!collectives.isEmpty()) {
         log.printf("batch %d: collectives per decode step %s%n", b, collectives);
       }
@@ -288,6 +381,58 @@ public final class OneBatchBenchmark {
       results.add(r);
     }
     return results;
+  }
+
+  /** Untimed verify passes of a shape before the timed ones (graph buckets, GEMM picks, JIT). */
+  private static final int VERIFY_WARMUP_PASSES = 3;
+
+  /**
+   * Times {@code passes} verify passes of {@code k} drafts per sequence over the caches as decoding
+   * left them (each sequence's next token, then {@code k} random tokens), each rolled back, after
+   * {@link #VERIFY_WARMUP_PASSES} untimed ones; the median against {@code decodeMs}.
+   */
+  static VerifyCost timeVerify(
+      LanguageModel model,
+      KvCache[] caches,
+      int[] next,
+      int k,
+      int passes,
+      double decodeMs,
+      SplittableRandom random) {
+    int b = caches.length;
+    int rowsPerSeq = k + 1;
+    int vocab = model.config().vocabSize();
+    int[] tokens = new int[b * rowsPerSeq];
+    int[] positions = new int[b * rowsPerSeq];
+    int[] starts = new int[b + 1];
+    int[] rows = new int[b * rowsPerSeq];
+    int[] lengths = new int[b];
+    for (int s = 0; s < b; s++) {
+      lengths[s] = caches[s].length();
+      starts[s + 1] = (s + 1) * rowsPerSeq;
+      for (int j = 0; j < rowsPerSeq; j++) {
+        int t = s * rowsPerSeq + j;
+        tokens[t] = j == 0 ? next[s] : random.nextInt(vocab);
+        positions[t] = lengths[s] + j;
+        rows[t] = t;
+      }
+    }
+    BatchLayout layout = new BatchLayout(starts, positions);
+    double[] ms = new double[passes];
+    for (int pass = -VERIFY_WARMUP_PASSES; pass < passes; pass++) {
+      long t0 = System.nanoTime();
+      model.forward(tokens, layout, caches, rows);
+      double took = (System.nanoTime() - t0) / 1e6;
+      if (pass >= 0) {
+        ms[pass] = took;
+      }
+      for (int s = 0; s < b; s++) {
+        caches[s].setLength(lengths[s]); // the drafts are rejected: the cache is as before
+      }
+    }
+    Arrays.sort(ms);
+    double median = ms[ms.length / 2];
+    return new VerifyCost(k, median, median / decodeMs);
   }
 
   /**

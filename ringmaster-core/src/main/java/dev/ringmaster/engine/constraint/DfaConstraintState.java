@@ -27,6 +27,7 @@ final class DfaConstraintState implements ConstraintState {
   @Override
   public CompletableFuture<long[]> allowedTokensAsync(Executor executor) {
     if (pending == null) {
+      constraint.prefetch(executor);
       long[] cached = constraint.cachedMask(state);
       int s = state;
       pending =

@@ -23,6 +23,7 @@ public final class TokenVocabulary {
   private final int[] firstToken; // a token whose bytes end at the node, -1 none
   private final int[] nextToken; // per token, the next one with the same bytes
   private final Function<String, int[]> encoder; // the tokenizer's split of a text; null: none
+  private final int maxTokenBytes;
 
   /**
    * A vocabulary.
@@ -61,6 +62,7 @@ public final class TokenVocabulary {
     Arrays.fill(nextToken, -1);
     Map<Long, Integer> child = new HashMap<>();
     int used = 1;
+    int longest = 0;
     boolean[] eos = new boolean[size];
     for (int e : eosIds) {
       if (e >= 0 && e < size) {
@@ -72,6 +74,7 @@ public final class TokenVocabulary {
       if (b == null || b.length == 0 || eos[t]) {
         continue;
       }
+      longest = Math.max(longest, b.length);
       int node = 0;
       for (byte x : b) {
         long key = ((long) node << 8) | (x & 0xff);
@@ -92,6 +95,7 @@ public final class TokenVocabulary {
     this.nextSibling = Arrays.copyOf(ns, used);
     this.label = Arrays.copyOf(lb, used);
     this.firstToken = Arrays.copyOf(ft, used);
+    this.maxTokenBytes = longest;
   }
 
   /**
@@ -114,6 +118,11 @@ public final class TokenVocabulary {
   /** The logits row length. */
   public int size() {
     return size;
+  }
+
+  /** The byte length of the longest token a mask can allow (end-of-sequence ids aside). */
+  public int maxTokenBytes() {
+    return maxTokenBytes;
   }
 
   /** The end-of-sequence ids. */

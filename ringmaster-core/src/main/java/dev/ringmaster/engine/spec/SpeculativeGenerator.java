@@ -249,8 +249,8 @@ public final class SpeculativeGenerator {
                             + " model.layers."
                             + target.config().numLayers()
                             + ".eh_proj.weight, or this backend or parallel layout does not run"
-                            + " it (it runs on the single-rank CPU model: use --tp-size 1 and"
-                            + " --device cpu, or NGRAM)"));
+                            + " it (it runs on a single-rank model, the CPU or one GPU: use"
+                            + " --tp-size 1 --ep-size 1, or NGRAM)"));
   }
 
   /**

@@ -126,12 +126,21 @@ public final class RowSampler {
 
   private void applyMask(long[] mask, int r) {
     boolean any = false;
-    for (int t = 0; t < vocab; t++) {
-      int w = t >>> 6;
-      if (w >= mask.length || (mask[w] & (1L << t)) == 0) {
-        adjusted[t] = Float.NEGATIVE_INFINITY;
-      } else {
+    // Word by word: a word of all-allowed tokens (most of them, inside a JSON string) is skipped.
+    for (int from = 0; from < vocab; from += 64) {
+      int w = from >>> 6;
+      long bits = w < mask.length ? mask[w] : 0L;
+      int to = Math.min(vocab, from + 64);
+      if (bits == -1L && to - from == 64) {
         any = true;
+        continue;
+      }
+      for (int t = from; t < to; t++) {
+        if ((bits & (1L << t)) == 0) {
+          adjusted[t] = Float.NEGATIVE_INFINITY;
+        } else {
+          any = true;
+        }
       }
     }
     if (!any) {

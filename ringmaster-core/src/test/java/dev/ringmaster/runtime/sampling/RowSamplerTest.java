@@ -213,6 +213,72 @@ class RowSamplerTest {
     }
   }
 
+  /**
+   * A mask of whole allowed words, empty words and mixed words (over vocabularies that end inside a
+   * word, and masks shorter than the row): greedy is the arg-max over allowed tokens, draws and top
+   * logprobs only see allowed ones, and a mask that allows nothing is refused.
+   */
+  @Test
+  void masksRestrictGreedyDrawsAndLogprobsToAllowedTokens() {
+    SplittableRandom r = new SplittableRandom(29);
+    for (int vocab : new int[] {1, 63, 64, 65, 200, 1_000}) {
+      for (int trial = 0; trial < 20; trial++) {
+        float[] l = new float[vocab];
+        for (int i = 0; i < vocab; i++) {
+          l[i] = (float) (r.nextGaussian() * 2);
+        }
+        int words = (vocab + 63) >>> 6;
+        long[] mask = new long[trial % 5 == 4 ? Math.max(1, words - 1) : words];
+        for (int w = 0; w < mask.length; w++) {
+          mask[w] =
+              switch (r.nextInt(3)) {
+                case 0 -> -1L;
+                case 1 -> 0L;
+                default -> r.nextLong();
+              };
+        }
+        mask[0] |= 1L; // token 0 is always allowed: some token is
+        boolean[] allowed = new boolean[vocab];
+        int best = -1;
+        for (int t = 0; t < vocab; t++) {
+          allowed[t] = (t >>> 6) < mask.length && (mask[t >>> 6] & (1L << t)) != 0;
+          if (allowed[t] && (best < 0 || l[t] > l[best])) {
+            best = t;
+          }
+        }
+        SamplingBatch b = new SamplingBatch();
+        b.addRow(0, 0, 1, 0, 1, 0, 1, 0, 0, 3);
+        b.setAllowedTokens(mask);
+        b.addRow(1.5f, 0, 1, 0, 9, trial, 1, 0, 0, 3);
+        b.setAllowedTokens(mask);
+        SampledTokens out = b.sampleOnCpu(concat(l, l), vocab);
+        assertThat(out.tokens()[0]).as("vocab %d trial %d", vocab, trial).isEqualTo(best);
+        assertThat(allowed[out.tokens()[1]]).as("vocab %d trial %d", vocab, trial).isTrue();
+        for (int row = 0; row < 2; row++) {
+          int[] ids = out.topIds(row, 3);
+          float[] logprobs = out.topLogprobs(row, 3);
+          for (int j = 0; j < ids.length; j++) {
+            // Fewer allowed tokens than alternatives asked for: the rest come at -inf.
+            assertThat(allowed[ids[j]] || logprobs[j] == Float.NEGATIVE_INFINITY)
+                .as("vocab %d trial %d top id %d", vocab, trial, ids[j])
+                .isTrue();
+          }
+        }
+      }
+    }
+    SamplingBatch none = new SamplingBatch();
+    none.addRow(0, 0, 1, 0, 1, 0, 1, 0, 0, -1);
+    none.setAllowedTokens(new long[] {0L, 0L});
+    assertThatThrownBy(() -> none.sampleOnCpu(new float[100], 100))
+        .hasMessageContaining("allows no token");
+  }
+
+  private static float[] concat(float[] a, float[] b) {
+    float[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
   @Test
   void theBatchEqualsEachRowSampledAlone() {
     SplittableRandom r = new SplittableRandom(5);

@@ -49,7 +49,8 @@ public final class KernelBench {
    * RouterBench}); {@code mlafused} the fused MLA decode launch against the separate kernels;
    * {@code prefill} only the MLA prefill rows; {@code fp8} only the FP8 routed-expert rows ({@link
    * Fp8ExpertBench}); {@code gqa} only the grouped-query attention rows ({@link GqaBench}); {@code
-   * sampling} only the device sampler's rows ({@link SamplerBench}).
+   * sampling} only the device sampler's rows ({@link SamplerBench}); {@code dsa} only the DeepSeek
+   * Sparse Attention rows in the GLM-5 shape ({@link DsaBench}).
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
@@ -57,7 +58,7 @@ public final class KernelBench {
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
           "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa |"
-              + " sampling | fp8]");
+              + " sampling | fp8 | dsa]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -103,6 +104,11 @@ public final class KernelBench {
               }
               if (args.length > 0 && args[0].equals("fp8")) {
                 Fp8ExpertBench.run(b, k, s);
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("dsa")) {
+                DsaBench.run(b, k, s);
                 b.print();
                 return;
               }

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.kernels;
 
+import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
 import java.util.function.BiFunction;
@@ -14,23 +15,45 @@ public final class DsaKernels {
   /** Threads of a score block (positions scored per block and pass). */
   private static final int SCORE_THREADS = 128;
 
+  /** Positions per tile of the tensor-core score kernel. */
+  private static final int SCORE_MMA_TILE = 64;
+
   private static final int TOPK_THREADS = 1024;
+
+  /** Ints of a row's multi-block top-k state before its per-chunk counts: four histograms. */
+  private static final int TOPK_STATE_INTS = 4 * 256;
+
+  /** Launches (passes) of the multi-block top-k. */
+  private static final int TOPK_PASSES = 6;
+
+  /** Positions per block the multi-block top-k aims at (a few of its block's 1,024 threads). */
+  private static final int TOPK_CHUNK = 4096;
+
+  /** Most blocks per row of the multi-block top-k. */
+  public static final int TOPK_MAX_CHUNKS = 64;
 
   /** Shared memory a block gets without opting in. */
   private static final int DEFAULT_SHARED_BYTES = 48 * 1024;
 
   private final Kernel layerNorm;
   private final Kernel scores;
+  private final Kernel scoresMma;
   private final Kernel topK;
+  private final Kernel topKMulti;
   private final Kernel reduce;
   private final Kernel split;
   private final Kernel sparseSplit;
   private final MlaKernels mla;
+  private boolean indexerTensorCores = true;
+  private int scoreMmaSharedGranted = DEFAULT_SHARED_BYTES;
+  private int scoreMmaSharedRefused = Integer.MAX_VALUE;
 
   DsaKernels(BiFunction<String, Integer, Kernel> kernel, MlaKernels mla) {
     layerNorm = kernel.apply("rm_layernorm", 5);
     scores = kernel.apply("rm_indexer_scores", 15);
+    scoresMma = kernel.apply("rm_indexer_scores_mma", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
+    topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     reduce = kernel.apply("rm_indexer_reduce", 10);
     split = kernel.apply("rm_bf16_split", 4);
     sparseSplit = kernel.apply("rm_mla_sparse_split", 18);
@@ -59,6 +82,49 @@ public final class DsaKernels {
 
   private static int scoreSharedBytes(int heads, int dim) {
     return 4 * heads * (dim + 1);
+  }
+
+  /**
+   * Chooses the tensor-core score kernel (default, where {@code index_head_dim % 16 == 0}) or the
+   * CUDA-core one; both compute the same scores to about 1e-5. For tests and benchmarks.
+   */
+  public void useIndexerTensorCores(boolean on) {
+    indexerTensorCores = on;
+  }
+
+  /** Whether {@link #scores} runs on tensor cores for {@code heads} x {@code dim} queries. */
+  public boolean indexerUsesTensorCores(int heads, int dim) {
+    if (!indexerTensorCores || dim % 16 != 0) {
+      return false;
+    }
+    int bytes = scoreMmaSharedBytes(heads, dim);
+    if (bytes <= scoreMmaSharedGranted) {
+      return true;
+    }
+    if (bytes >= scoreMmaSharedRefused) {
+      return false;
+    }
+    try {
+      scoresMma.maxDynamicSharedBytes(bytes);
+      scoreMmaSharedGranted = bytes;
+      return true;
+    } catch (RuntimeException tooMuch) {
+      scoreMmaSharedRefused = bytes;
+      return false;
+    }
+  }
+
+  private static int scoreMmaSharedBytes(int heads, int dim) {
+    // Mirrors IdxMmaSmem in dsa_indexer.cu: query hi and lo parts and two key tiles (bf16, row
+    // stride dim + 8), the f32 dot tile (row stride N + 4) and N weights; parts 128-byte aligned.
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int bytes = 2 * up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * ldk * 2);
+    return bytes + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
+  }
+
+  private static int up128(int b) {
+    return (b + 127) & ~127;
   }
 
   /**
@@ -94,20 +160,29 @@ public final class DsaKernels {
       float scale,
       float headScale,
       int positionBlocks) {
-    Kernel k = scores;
+    boolean mma = indexerUsesTensorCores(heads, dim);
+    Kernel k = mma ? scoresMma : scores;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, w).arg(4, keys).arg(5, blockTable);
     k.arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos).arg(9, rowBase).arg(10, heads);
     k.arg(11, dim).arg(12, blockSize).arg(13, scale).arg(14, headScale);
-    k.launch(s, positionBlocks, rows, 1, SCORE_THREADS, scoreSharedBytes(heads, dim));
+    if (mma) {
+      k.launch(s, positionBlocks, rows, 1, 256, scoreMmaSharedBytes(heads, dim));
+    } else {
+      k.launch(s, positionBlocks, rows, 1, SCORE_THREADS, scoreSharedBytes(heads, dim));
+    }
   }
 
   /**
    * Position blocks of {@link #scores} for {@code rows} rows of at most {@code maxLen} positions:
-   * enough for a few waves on {@code sms} SMs, never more than the positions need.
+   * enough for a few waves on {@code sms} SMs, never more than the positions need (blocks past a
+   * row's context exit at once, so a graph captured for a long context costs little on a short
+   * one).
    */
   public static int scoreBlocks(int rows, long maxLen, int sms) {
-    long byLength = (maxLen + SCORE_THREADS - 1) / SCORE_THREADS;
-    long wanted = Math.max(1, 8L * sms / Math.max(rows, 1));
+    long byLength = (maxLen + SCORE_MMA_TILE - 1) / SCORE_MMA_TILE;
+    // About one resident wave of the tensor-core kernel (3 blocks per SM): every block stages the
+    // row's query, so more blocks than that re-read it for nothing.
+    long wanted = Math.max(1, 3L * sms / Math.max(rows, 1));
     return (int) Math.max(1, Math.min(byLength, wanted));
   }
 
@@ -167,9 +242,53 @@ public final class DsaKernels {
   }
 
   /**
+   * {@link #topK} with each row spread over {@code chunks} blocks (six launches, the same result
+   * bit for bit), for a few long rows: one block per row leaves most of the GPU idle at batch 1.
+   * {@code state}: device scratch of {@link #topKStateBytes}{@code (rows, chunks)} bytes, zeroed
+   * here (a memset the graph captures). Blocks past a row's context exit at once.
+   */
+  public void topKMulti(
+      CudaStream s,
+      long sel,
+      int k,
+      long scoresPtr,
+      int ldScores,
+      long tokenPos,
+      int rowBase,
+      int rows,
+      long state,
+      int chunks) {
+    if (chunks < 1 || chunks > TOPK_MAX_CHUNKS) {
+      throw new IllegalArgumentException(
+          chunks + " top-k chunks per row: 1 to " + TOPK_MAX_CHUNKS + " are allowed");
+    }
+    CudaDriver.get().memsetD8Async(state, 0, topKStateBytes(rows, chunks), s.handle());
+    Kernel kn = topKMulti;
+    kn.arg(0, sel).arg(1, k).arg(2, scoresPtr).arg(3, ldScores).arg(4, tokenPos).arg(5, rowBase);
+    kn.arg(6, state);
+    for (int pass = 0; pass < TOPK_PASSES; pass++) {
+      kn.arg(7, pass).launch(s, chunks, rows, 1, TOPK_THREADS, 0);
+    }
+  }
+
+  /** Bytes of {@link #topKMulti}'s state for {@code rows} rows of {@code chunks} blocks. */
+  public static long topKStateBytes(int rows, int chunks) {
+    return 4L * rows * (TOPK_STATE_INTS + 2L * chunks);
+  }
+
+  /**
+   * Blocks per row of {@link #topKMulti} for contexts of up to {@code maxLen} positions: about one
+   * per {@value #TOPK_CHUNK} positions, at most {@link #TOPK_MAX_CHUNKS}.
+   */
+  public static int topKChunks(long maxLen) {
+    return (int) Math.max(1, Math.min(TOPK_MAX_CHUNKS, (maxLen + TOPK_CHUNK - 1) / TOPK_CHUNK));
+  }
+
+  /**
    * Absorbed MLA attention of {@code t} query tokens over their selected positions ({@code sel [t,
    * topK]}, as {@link #topK} writes it): as {@link MlaKernels#mlaAttention} but each token reads
-   * only the listed cache rows.
+   * only the listed cache rows; on tensor cores where {@link MlaKernels#mlaUsesTensorCores} holds
+   * (the dense decode kernel reading rows through the list), else on CUDA cores.
    */
   public void sparseMlaAttention(
       CudaStream s,
@@ -198,6 +317,27 @@ public final class DsaKernels {
           t + " tokens / " + splits + " splits exceed the workspace");
     }
     mla.mlaAbsorb(s, ws, q, kvB, t, heads, nope, ropeDim, vDim, kvLora);
+    if (mla.mlaUsesTensorCores(kvLora, ropeDim)) {
+      mla.mlaSparseSplitAttention(
+          s,
+          ws,
+          cache,
+          blockTable,
+          maxBlocksPerSeq,
+          tokenSeq,
+          tokenPos,
+          sel,
+          topKCount,
+          t,
+          heads,
+          ropeDim,
+          kvLora,
+          blockSize,
+          splits,
+          scale);
+      mla.mlaOutV(s, ws, out, kvB, t, heads, nope, vDim, kvLora);
+      return;
+    }
     Kernel k = sparseSplit;
     k.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr()).arg(2, ws.partialSum.ptr());
     k.arg(3, ws.qLatent.ptr()).arg(4, cache).arg(5, blockTable).arg(6, maxBlocksPerSeq);

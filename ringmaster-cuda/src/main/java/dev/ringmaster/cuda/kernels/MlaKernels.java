@@ -20,6 +20,8 @@ public final class MlaKernels {
   private final Kernel mlaCombine;
   private final Kernel mlaSplitMma;
   private final Kernel mlaSplitMma2;
+  private final Kernel mlaSparseMma;
+  private final Kernel mlaSparseMma2;
   private final Kernel mlaGatherCtx;
   private final Kernel mlaPrefillSoftmax;
   private boolean mlaTensorCores;
@@ -40,6 +42,8 @@ public final class MlaKernels {
     mlaCombine = kernel.apply("rm_mla_combine", 8);
     mlaSplitMma = kernel.apply("rm_mla_decode_split_mma", 17);
     mlaSplitMma2 = kernel.apply("rm_mla_decode_split_mma2", 17);
+    mlaSparseMma = kernel.apply("rm_mla_sparse_split_mma", 19);
+    mlaSparseMma2 = kernel.apply("rm_mla_sparse_split_mma2", 19);
     mlaGatherCtx = kernel.apply("rm_mla_gather_ctx", 5);
     mlaPrefillSoftmax = kernel.apply("rm_mla_prefill_softmax", 7);
     useMlaTensorCores(tuning.mlaTensorCores());
@@ -156,6 +160,7 @@ public final class MlaKernels {
     }
     try {
       mlaSplitKernel(stages).maxDynamicSharedBytes(bytes);
+      (stages == 2 ? mlaSparseMma2 : mlaSparseMma).maxDynamicSharedBytes(bytes);
       mmaSharedGranted[stages] = bytes;
       return true;
     } catch (RuntimeException tooMuch) {
@@ -334,6 +339,52 @@ public final class MlaKernels {
       mlaSplit.launch(s, (heads + 7) / 8, splits, count, 256, 0);
     }
     mlaCombine(s, ws, tokenList, count, heads, kvLora, splits);
+  }
+
+  /**
+   * {@link #mlaSplitAttention} over selections, on tensor cores ({@link #mlaUsesTensorCores} must
+   * hold): token {@code t} of {@code 0 .. count-1} attends to the positions {@code sel[t, 0:n)}, n
+   * = min(tokenPos[t] + 1, topK), of its sequence (DeepSeek Sparse Attention; the list as the
+   * indexer's top-k writes it). Splits cover entries of the list. Writes the tokens' latent context
+   * rows of {@code ws}.
+   */
+  public void mlaSparseSplitAttention(
+      CudaStream s,
+      MlaWorkspace ws,
+      long cache,
+      long blockTable,
+      int maxBlocksPerSeq,
+      long tokenSeq,
+      long tokenPos,
+      long sel,
+      int topK,
+      int count,
+      int heads,
+      int ropeDim,
+      int kvLora,
+      int blockSize,
+      int splits,
+      float scale) {
+    if (!mlaUsesTensorCores(kvLora, ropeDim)) {
+      throw new IllegalStateException(
+          "sparse MLA on tensor cores needs kv_lora_rank and qk_rope_head_dim multiples of 16"
+              + " and mla-tensor-cores on");
+    }
+    if (count > ws.maxTokens
+        || splits > ws.maxSplits
+        || (long) count * splits > ws.maxTokenSplits) {
+      throw new IllegalArgumentException(
+          count + " tokens / " + splits + " splits exceed the workspace");
+    }
+    int smem = mlaMmaSharedBytes(kvLora, ropeDim, mlaStages);
+    Kernel k = mlaStages == 2 ? mlaSparseMma2 : mlaSparseMma;
+    k.arg(0, ws.partialCtx.ptr()).arg(1, ws.partialMax.ptr()).arg(2, ws.partialSum.ptr());
+    k.arg(3, ws.qLatent.ptr()).arg(4, cache).arg(5, blockTable).arg(6, maxBlocksPerSeq);
+    k.arg(7, tokenSeq).arg(8, tokenPos).arg(9, 0L).arg(10, sel).arg(11, topK).arg(12, heads);
+    k.arg(13, kvLora).arg(14, ropeDim).arg(15, blockSize).arg(16, splits);
+    k.arg(17, MLA_MMA_MIN_CHUNK).arg(18, scale);
+    k.launch(s, (heads + 15) / 16, splits, count, 256, smem);
+    mlaCombine(s, ws, 0, count, heads, kvLora, splits);
   }
 
   /**

@@ -25,6 +25,7 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel rope;
   private final Kernel gemv;
   private final Fp8Kernels fp8;
+  private final Nvfp4Kernels nvfp4;
   private final Kernel gemv2;
   private final Kernel gemv1R2;
   private final Kernel gemv1R4;
@@ -78,6 +79,7 @@ public final class RingmasterKernels implements AutoCloseable {
     smallBatchMoe = new SmallBatchMoe(this::kernel);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
     fp8 = new Fp8Kernels(this::kernel);
+    nvfp4 = new Nvfp4Kernels(this::kernel);
     setProgrammaticDependentLaunch(tuning.pdl());
     gqaAttention = new GqaAttention(this::kernel);
     deviceSampler = new DeviceSampler(this::kernel);
@@ -91,6 +93,11 @@ public final class RingmasterKernels implements AutoCloseable {
   /** The FP8 block-scaled weight kernels (GEMV, dequantization), loaded with these. */
   public Fp8Kernels fp8() {
     return fp8;
+  }
+
+  /** The NVFP4 weight kernels (GEMVs, dequantization, routed experts), loaded with these. */
+  public Nvfp4Kernels nvfp4() {
+    return nvfp4;
   }
 
   /** The MLA kernels (cache append, decode attention, prefill pieces), loaded with these. */

@@ -1,30 +1,28 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.GpuThread;
-import dev.ringmaster.cuda.driver.CudaStream;
-import dev.ringmaster.cuda.driver.DeviceInfo;
-import dev.ringmaster.cuda.kernels.MlaFusedDecode;
 import dev.ringmaster.cuda.kernels.MlaKernels;
-import dev.ringmaster.cuda.kernels.MlaPrefillAttention;
-import dev.ringmaster.cuda.kernels.MoeKernels;
-import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.runtime.BatchLayout;
-import dev.ringmaster.runtime.KernelTuning;
+import dev.ringmaster.runtime.DraftHead;
+import dev.ringmaster.runtime.HiddenCapture;
+import dev.ringmaster.runtime.HiddenLogits;
 import dev.ringmaster.runtime.KvBlockAllocator;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.NextnLayer;
 import dev.ringmaster.runtime.StepProfileReporting;
 import dev.ringmaster.runtime.sampling.SampledTokens;
 import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 
 /**
  * A DeepSeek-V2/V3 (MLA) model on one GPU: bf16 weights, a paged bf16 latent KV cache, chunked
@@ -37,47 +35,29 @@ import java.util.Map;
  * blocks back.
  */
 public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
-  /** Context length the decode split count is chosen for (graphs cannot see the real one). */
-  private static final int DECODE_NOMINAL_CONTEXT = 2048;
-
-  /** Longest context the prefill GEMM path gathers (its scratch: 151 MB at D = 576). */
-  private static final int PREFILL_GEMM_MAX_CONTEXT = 131_072;
+  /**
+   * Most new tokens of one sequence for which a step runs decode-shaped (every token a row of the
+   * decode kernels, attending over the cache; a decode graph where one fits): a verify pass of up
+   * to this many draft tokens plus one. Runs this short take the split kernels in a prefill chunk
+   * too ({@link PrefillSegments#MIN_GEMM_TOKENS}), so the decode shape gives them the same
+   * attention with fewer launches.
+   */
+  static final int FEW_TOKENS_PER_SEQ = PrefillSegments.MIN_GEMM_TOKENS - 1;
 
   private final ModelConfig cfg;
+  private final Path dir; // null on a tensor-parallel rank
   private final WeightStore store;
   private final GpuThread gpu;
   private final CudaModelOptions options;
   private final RankShard shard;
-  private final boolean reportsProgress;
   private final boolean ownsThreadAndStore;
-  private TensorParallelOps tp;
-  private ExpertAllToAll allToAll;
-  private StepCollectives collectives;
-  private CudaStream stream;
-  private GpuOps ops;
-  private GpuWeights weights;
-  private Activations act;
-  private StepInputs inputs;
-  private BlockPool pool;
-  private GpuModelOps stack;
-  private GpuGqaAttention gqa;
-  private GpuSparseAttention dsa; // DeepSeek Sparse Attention models only
-  private int cacheRowWidth;
-  private DecodeGraphSets graphs = DecodeGraphSets.none();
-
-  /** Most tokens of a short-context step that take the fused MLA launch (0 under parallelism). */
-  private int mlaFusedTokens;
-
-  private GroupedExperts grouped;
-  private MlaPrefillAttention mlaPrefill;
-  private PrefillSegments segments;
-  private StepReadback readback;
-  private MemoryPlan plan;
-  private int sms;
+  private final ModelDeviceParts parts;
   private final StepProfiles profiles = new StepProfiles();
+  private CausalLm hostDrafts; // the checkpoint on the CPU, for drafters: loaded on first use
 
   private CudaCausalLm(
       ModelConfig cfg,
+      Path dir,
       WeightStore store,
       GpuThread gpu,
       CudaModelOptions o,
@@ -85,12 +65,13 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       boolean ownsThreadAndStore,
       boolean reportsProgress) {
     this.cfg = cfg;
+    this.dir = dir;
     this.store = store;
     this.gpu = gpu;
     this.options = o;
     this.shard = shard;
     this.ownsThreadAndStore = ownsThreadAndStore;
-    this.reportsProgress = reportsProgress;
+    this.parts = new ModelDeviceParts(cfg, store, o, shard, reportsProgress);
   }
 
   /**
@@ -106,7 +87,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       CudaModelOptions o,
       RankShard shard,
       boolean reportsProgress) {
-    return new CudaCausalLm(cfg, store, gpu, o, shard, false, reportsProgress);
+    return new CudaCausalLm(cfg, null, store, gpu, o, shard, false, reportsProgress);
   }
 
   /** Uploads this rank's weights, plans its memory and captures its graphs (GPU thread). */
@@ -116,7 +97,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   /** The collectives this rank issues per step (null for the plain single-GPU model). */
   StepCollectives collectives() {
-    return collectives;
+    return parts.collectives;
   }
 
   /**
@@ -136,14 +117,15 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     GpuModelSupport.check(cfg);
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());
-    CudaCausalLm lm = new CudaCausalLm(cfg, store, gpu, options, RankShard.single(), true, true);
+    CudaCausalLm lm =
+        new CudaCausalLm(cfg, dir, store, gpu, options, RankShard.single(), true, true);
     try {
       gpu.run(lm::setUp);
     } catch (RuntimeException | Error e) {
       lm.close();
       throw e;
     }
-    System.err.print(lm.plan.describe());
+    System.err.print(lm.parts.plan.describe());
     if (options.pdl()) {
       System.err.println("programmatic dependent launch: on");
     }
@@ -151,310 +133,39 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   }
 
   private void setUp() {
-    DeviceInfo dev = gpu.device();
-    sms = dev.multiprocessors();
-    stream = CudaStream.create();
-    weights = GpuWeights.upload(cfg, store, stream, shard, reportsProgress);
-    long total = CudaDriverAccess.memoryInfo()[1];
-    List<Integer> sizes = MemoryPlan.graphSizes(options, total);
-    int maxBs = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
-    int logitRows = Math.max(maxBs, 64);
-    int maxTokens = Math.max(options.chunkedPrefillSize(), logitRows);
-    int maxInputs =
-        Math.max(
-            Math.max(cfg.hiddenSize(), cfg.intermediateSize()),
-            Math.max(
-                Math.max(cfg.qLoraRank(), cfg.numHeads() * cfg.vHeadDim()),
-                cfg.moe() == null ? 0 : cfg.moe().sharedIntermediateSize()));
-    KernelTuning tuning = options.tuning();
-    ops =
-        new GpuOps(
-            stream, maxTokens, maxInputs, options.gemvMaxTokens(), tuning, weights.fp8MaxElements);
-    // The fused MLA launch is not checked under tensor parallelism: separate kernels there.
-    boolean usesMla = cfg.architecture().usesMla();
-    boolean sparseAttention = cfg.architecture().usesSparseAttention();
-    // Sparse attention models capture their second graph set with sparse attention instead.
-    mlaFusedTokens =
-        shard.parallel()
-                || sparseAttention
-                || !usesMla
-                || !MlaFusedDecode.supports(
-                    cfg.qkNopeHeadDim(), cfg.qkRopeHeadDim(), cfg.vHeadDim(), cfg.kvLoraRank())
-            ? 0
-            : tuning.mlaFusedTokens();
-    act = new Activations(cfg, maxTokens, logitRows, shard);
-    readback = new StepReadback(cfg.vocabSize(), act, stream, ops.kernels.deviceSampler());
-    RopeTable rope = new RopeTable(cfg.rope(), cfg.ropeDim());
-    act.invFreq.upload(stream, rope.inverseFrequencies());
-    // Expert parallelism runs long prefills through the fused expert kernels too: the grouped
-    // GEMM path assumes every routed pair of the step is computed here.
-    if (cfg.moe() != null
-        && groupedMinTokens() <= maxTokens
-        && !shard.expertParallel()
-        && !shard.allToAll()) {
-      grouped =
-          new GroupedExperts(
-              maxTokens,
-              cfg.moe().numExperts(),
-              cfg.moe().topK(),
-              cfg.hiddenSize(),
-              shard.expertInter(cfg.moe().expertIntermediateSize()),
-              options.profile());
-    }
-
-    if (usesMla
-        && tuning.mlaPrefillGemm()
-        && maxTokens >= PrefillSegments.MIN_GEMM_TOKENS
-        && (cfg.kvLoraRank() + cfg.qkRopeHeadDim()) % 8 == 0) {
-      mlaPrefill =
-          new MlaPrefillAttention(
-              localHeads(),
-              cfg.qkNopeHeadDim(),
-              cfg.kvLoraRank(),
-              cfg.qkRopeHeadDim(),
-              cfg.vHeadDim(),
-              Math.min(cfg.maxPositionEmbeddings(), PREFILL_GEMM_MAX_CONTEXT),
-              maxTokens,
-              MlaPrefillAttention.DEFAULT_SCORE_BUDGET,
-              tuning.mlaExpandedPrefill() ? MlaPrefillAttention.DEFAULT_EXPANDED_BYTES : 0);
-      segments = new PrefillSegments(maxTokens);
-    }
-    if (shard.parallel()) {
-      // The collectives' buffers (the all-to-all's grow with step tokens x top-k x hidden: ~2.5 GB
-      // for a GLM-5 shape) come before the KV cache is sized from what is free, not after it.
-      allocateParallelBuffers(logitRows);
-    }
-    // KV cache: the static share minus the weights, bounded by what is free now less graphs.
-    double fraction =
-        options.memFractionStatic() != null
-            ? options.memFractionStatic()
-            : MemoryPlan.defaultMemFractionStatic(
-                total, options.chunkedPrefillSize(), Math.max(maxBs, 1));
-    if (!usesMla) {
-      gqa = new GpuGqaAttention(cfg, rope, localHeads(), shard.share(cfg.numKvHeads()), maxTokens);
-    }
-    int blockSize = options.blockSize();
-    if (sparseAttention) {
-      // Before the KV cache is sized: the score scratch grows with the longest context.
-      long maxPositions = (cfg.maxPositionEmbeddings() + blockSize - 1L) / blockSize * blockSize;
-      dsa = new GpuSparseAttention(cfg, rope, maxTokens, Math.max(maxBs, 32), maxPositions, sms);
-    }
-    int rowWidth =
-        usesMla
-            ? cfg.kvLoraRank() + cfg.qkRopeHeadDim()
-            : GpuGqaAttention.cacheRowWidth(cfg, shard.share(cfg.numKvHeads()));
-    cacheRowWidth = rowWidth;
-    int tableRows = Math.max(logitRows, 1024);
-    long bytesPerBlock =
-        BlockPool.bytes(cfg.numLayers(), 1, blockSize, rowWidth)
-            + blockSize * BlockPool.indexerBytesPerToken(cfg);
-    long graphReserve =
-        MemoryPlan.graphReserve(
-            sparseAttention
-                ? 2L * sizes.size()
-                : sizes.size() + sizes.stream().filter(b -> b <= mlaFusedTokens).count());
-    long blocks =
-        MemoryPlan.kvBlocks(
-            total,
-            fraction,
-            weights.bytes,
-            CudaDriverAccess.memoryInfo()[0],
-            graphReserve,
-            bytesPerBlock,
-            blockSize,
-            options.maxTotalTokens());
-    // The block table is a fixed [rows, width] buffer; its width bounds one sequence's length.
-    long maxContext = Math.min(cfg.maxPositionEmbeddings(), (blocks - 1) * blockSize);
-    int maxBlocksPerSeq = (int) ((maxContext + blockSize - 1) / blockSize);
-    blocks = Math.min(blocks, Integer.MAX_VALUE - 1);
-    pool =
-        new BlockPool(
-            cfg.numLayers(),
-            (int) blocks,
-            blockSize,
-            rowWidth,
-            BlockPool.indexedLayers(cfg),
-            sparseAttention ? cfg.sparseAttention().indexHeadDim() : 0,
-            stream);
-    inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
-    inputs.zero(stream);
-    stack = shard.parallel() ? parallelStack(rope) : singleStack(rope);
-    stream.synchronize();
-    if (shard.parallel() && !sizes.isEmpty()) {
-      // The warm-up before each capture is the first collective: ranks that finished uploading
-      // early wait here (the peer kernels' barrier would give up after 30 s).
-      shard.comm().barrier();
-    }
-    List<Integer> longContextSizes =
-        sparseAttention ? sizes : sizes.stream().filter(b -> b <= mlaFusedTokens).toList();
-    graphs =
-        DecodeGraphSets.capture(
-            sizes,
-            longContextSizes,
-            stream,
-            bs -> {
-              stack.useSparseAttention(false, 0, null);
-              if (collectives != null) {
-                collectives.recordGraph(
-                    bs, () -> stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens));
-              } else {
-                stack.decodeStep(bs, decodeSplits(bs), mlaFusedTokens);
-              }
-            },
-            bs -> {
-              stack.useSparseAttention(sparseAttention, 0, null);
-              stack.decodeStep(bs, decodeSplits(bs), 0);
-            },
-            reportsProgress);
-    Map<Integer, Long> perSize = graphs.bytesPerSize();
-    long graphBytes = graphs.bytes();
-    long activationBytes =
-        act.bytes()
-            + ops.scratchBytes()
-            + inputs.bytes()
-            + (grouped == null ? 0 : grouped.bytes())
-            + (mlaPrefill == null ? 0 : mlaPrefill.bytes() + segments.bytes())
-            + (tp == null ? 0 : tp.bytes())
-            + (gqa == null ? 0 : gqa.bytes())
-            + (dsa == null ? 0 : dsa.bytes())
-            + (allToAll == null ? 0 : allToAll.bytes());
-    plan =
-        new MemoryPlan(
-            dev.toString(),
-            total,
-            fraction,
-            weights.bytes,
-            activationBytes,
-            graphBytes,
-            perSize,
-            pool.bytes(),
-            pool.indexerBytes(),
-            pool.capacityTokens(),
-            blockSize,
-            CudaDriverAccess.memoryInfo()[0]);
-  }
-
-  /**
-   * Longest context a step may have and still attend densely: {@code index_topk} for sparse
-   * attention models (dense and sparse attention are equal there; no limit under the kernel option
-   * {@code dsa-sparse-attention=false}), else the fused MLA launch's limit.
-   */
-  private int denseContextLimit() {
-    if (dsa == null) {
-      return options.tuning().mlaFusedMaxContext();
-    }
-    return options.tuning().dsaSparseAttention() ? dsa.topK() : Integer.MAX_VALUE;
-  }
-
-  /**
-   * Fewest chunk tokens for the per-expert GEMMs (the {@code moe-grouped-min-tokens} kernel option
-   * overrides the automatic choice, to compare with the tensor-core expert kernels).
-   */
-  private int groupedMinTokens() {
-    int forced = options.tuning().moeGroupedMinTokens();
-    if (forced > 0) {
-      return forced;
-    }
-    // Where the tensor-core expert kernels run, they beat the per-expert cuBLAS GEMMs at every
-    // chunk size measured (4,096-token prompt on one H200: 14.4k vs 7.9k tok/s): each cuBLAS call
-    // has a new row count, and its host-side setup (~175 us a call) starves the GPU.
-    if (cfg.moe() != null
-        && MoeKernels.moeMmaSupports(
-            cfg.hiddenSize(), shard.expertInter(cfg.moe().expertIntermediateSize()))) {
-      return Integer.MAX_VALUE;
-    }
-    return options.moeGroupedMinTokens();
-  }
-
-  private GpuModelOps singleStack(RopeTable rope) {
-    return new GpuModelOps(
-        cfg,
-        weights.model,
-        ops,
-        act,
-        inputs,
-        pool,
-        cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope) : null,
-        gqa,
-        new GpuMoe(cfg, grouped),
-        null,
-        dsa);
-  }
-
-  /** The tensor-parallel ops' and the expert all-to-all's device buffers. */
-  private void allocateParallelBuffers(int logitRows) {
-    tp = new TensorParallelOps(cfg, shard, stream, logitRows);
-    tp.kernels().setProgrammaticDependentLaunch(options.pdl());
-    collectives = new StepCollectives(shard.comm().stats());
-    if (cfg.moe() != null && shard.allToAll()) {
-      allToAll = new ExpertAllToAll(cfg, shard, stream, tp.kernels(), act.maxTokens);
-      allToAll.connect(act.maxTokens, act.moe.pairRowsPtr());
-    }
-  }
-
-  /** This rank's heads and experts, with the collectives between the blocks. */
-  private GpuModelOps parallelStack(RopeTable rope) {
-    int topK = cfg.moe() == null ? 0 : cfg.moe().topK();
-    GpuMoe mlp =
-        new GpuMoe(
-            cfg,
-            grouped,
-            cfg.moe() == null ? 0 : shard.expertInter(cfg.moe().expertIntermediateSize()),
-            allToAll != null
-                ? null
-                : n ->
-                    tp.localizeExperts(
-                        act.expertIds.ptr(), act.moe.pairRowsPtr(), n, topK, cfg.hiddenSize()),
-            allToAll);
-    return new GpuModelOps(
-        cfg,
-        weights.model,
-        ops,
-        act,
-        inputs,
-        pool,
-        cfg.architecture().usesMla() ? new GpuMlaAttention(cfg, rope, localHeads()) : null,
-        gqa,
-        mlp,
-        tp,
-        null);
-  }
-
-  /** Attention heads on this rank. */
-  private int localHeads() {
-    return shard.share(cfg.numHeads());
+    parts.build(gpu.device());
   }
 
   /** Whether this model's kernels launch as programmatic dependent launches ({@code pdl}). */
   boolean programmaticDependentLaunch() {
-    return ops.kernels.programmaticDependentLaunch();
+    return parts.ops.kernels.programmaticDependentLaunch();
   }
 
   /** Whether decode sizes were captured a second time for long contexts (without fused MLA). */
   boolean capturedLongContextGraphs() {
-    return graphs.hasLongContext();
+    return parts.graphs.hasLongContext();
   }
 
   /** Where the GPU's memory went (weights, activations, graphs, KV cache). */
   public MemoryPlan memoryPlan() {
-    return plan;
+    return parts.plan;
   }
 
   @Override
   public java.util.OptionalLong kvCapacityTokens() {
-    return java.util.OptionalLong.of(plan.kvTokens());
+    return java.util.OptionalLong.of(parts.plan.kvTokens());
   }
 
   /** The GPU cache's block size: one scheduler page is one block. */
   @Override
   public java.util.OptionalInt kvPageSize() {
-    return java.util.OptionalInt.of(pool.blockSize());
+    return java.util.OptionalInt.of(parts.pool.blockSize());
   }
 
   /** The decode sizes captured as graphs (empty with {@code --disable-cuda-graph}). */
   @Override
   public List<Integer> decodeGraphBatchSizes() {
-    return graphs.sizes();
+    return parts.graphs.sizes();
   }
 
   /**
@@ -462,7 +173,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    */
   @Override
   public long kvBytesPerToken() {
-    return BlockPool.bytes(cfg.numLayers(), 1, 1, cacheRowWidth)
+    return BlockPool.bytes(cfg.numLayers(), 1, 1, parts.cacheRowWidth)
         + BlockPool.indexerBytesPerToken(cfg);
   }
 
@@ -476,7 +187,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    * (tests).
    */
   int freeKvBlocks() {
-    return pool.freeBlocks();
+    return parts.pool.freeBlocks();
   }
 
   @Override
@@ -486,19 +197,19 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
 
   @Override
   public KvCache newCache() {
-    return newCache(pool.own());
+    return newCache(parts.pool.own());
   }
 
   @Override
   public KvCache newCache(KvBlockAllocator blocks) {
-    pool.bind(blocks);
+    parts.pool.bind(blocks);
     var table = blocks.newTable();
-    return KvCache.ofExternal(new GpuKvCache(pool, table), table);
+    return KvCache.ofExternal(new GpuKvCache(parts.pool, table), table);
   }
 
   /** The model's own allocator over the whole storage. */
   KvBlockAllocator ownBlocks() {
-    return pool.own();
+    return parts.pool.own();
   }
 
   /**
@@ -506,18 +217,78 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    * rank, owned by the sharded cache) comes from {@code blocks}.
    */
   KvCache shardView(KvBlockAllocator blocks, dev.ringmaster.runtime.KvBlockTable table) {
-    pool.bind(blocks);
-    return KvCache.ofExternal(new GpuKvCache(pool, table));
+    parts.pool.bind(blocks);
+    return KvCache.ofExternal(new GpuKvCache(parts.pool, table));
   }
 
   @Override
   public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (float[]) run(tokens, layout, caches, logitRows, false, null);
+    return (float[]) run(tokens, layout, caches, logitRows, false, null, null);
   }
 
   @Override
   public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
-    return (int[]) run(tokens, layout, caches, logitRows, true, null);
+    return (int[]) run(tokens, layout, caches, logitRows, true, null, null);
+  }
+
+  /** {@link #forward}, also returning every token's final-normed hidden state (copied back). */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+    return forwardHidden(tokens, layout, caches, logitRows, HiddenCapture.FINAL);
+  }
+
+  /**
+   * {@link #forward}, also returning the hidden states {@code capture} names, copied from the GPU's
+   * activation buffers as the forward passes them. A final-state step may replay its decode graph
+   * (the final-normed rows stay in their buffer); a step that captures layer inputs runs eagerly.
+   *
+   * @throws UnsupportedOperationException on a tensor-parallel rank
+   */
+  @Override
+  public HiddenLogits forwardHidden(
+      int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, HiddenCapture capture) {
+    if (shard.parallel()) {
+      throw new UnsupportedOperationException(
+          "hidden states are exposed by the single-GPU model only (tensor/expert parallel size 1)");
+    }
+    capture.check(cfg.numLayers());
+    StepHiddenStates states = new StepHiddenStates(capture, cfg.hiddenSize(), tokens.length);
+    float[] logits = (float[]) run(tokens, layout, caches, logitRows, false, null, states);
+    return new HiddenLogits(logits, states.values());
+  }
+
+  /**
+   * An EAGLE-3 head on the CPU over this checkpoint's embedding (memory-mapped, pages read on use),
+   * fed the hidden states this GPU's forwards copy back ({@link #forwardHidden}).
+   *
+   * @throws UnsupportedOperationException on a tensor-parallel rank
+   */
+  @Override
+  public DraftHead loadEagle3Head(Path headDir) {
+    return hostDrafts().loadEagle3Head(headDir);
+  }
+
+  /**
+   * The checkpoint's first MTP layer on the CPU (with the embedding and LM head, memory-mapped),
+   * fed the final hidden states this GPU's forwards copy back; empty where the config declares none
+   * or the checkpoint does not hold it.
+   */
+  @Override
+  public Optional<NextnLayer> nextnLayer() {
+    return cfg.numNextnPredictLayers() == 0 ? Optional.empty() : hostDrafts().nextnLayer();
+  }
+
+  /** The checkpoint opened on the CPU for the drafters, once. */
+  private synchronized CausalLm hostDrafts() {
+    if (dir == null || shard.parallel()) {
+      throw new UnsupportedOperationException(
+          "drafters over hidden states run on the single-GPU model (tensor/expert parallel size 1)");
+    }
+    if (hostDrafts == null) {
+      hostDrafts = CausalLm.load(dir, options.tuning());
+    }
+    return hostDrafts;
   }
 
   /**
@@ -529,72 +300,52 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   public SampledTokens forwardSample(
       int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows, SamplingBatch sampling) {
     sampling.checkRows(logitRows.length);
-    return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling);
+    return (SampledTokens) run(tokens, layout, caches, logitRows, false, sampling, null);
   }
 
+  /**
+   * One step on the GPU thread: decode-shaped when every sequence brings 1 to {@link
+   * #FEW_TOKENS_PER_SEQ} tokens and all fit the logits buffer (decode steps, verify passes, and
+   * steps mixing them), else as prefill chunks. {@code hidden} (or null) receives the hidden states
+   * a drafter reads.
+   */
   private Object run(
       int[] tokens,
       BatchLayout layout,
       KvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
-    int n = tokens.length;
+      SamplingBatch sampling,
+      StepHiddenStates hidden) {
+    StepArguments step =
+        StepArguments.check(
+            tokens,
+            layout,
+            caches,
+            rows,
+            cfg.vocabSize(),
+            parts.inputs,
+            parts.pool,
+            parts.act.logitRows,
+            parts.dsa != null);
+    GpuKvCache[] seqCaches = step.caches();
+    boolean decodeShaped = step.decodeShaped();
+    boolean oneEach = step.oneTokenEach();
     int numSeqs = layout.numSeqs();
-    if (layout.numTokens() != n || caches.length != numSeqs) {
-      throw new IllegalArgumentException("tokens, layout and caches disagree in size");
-    }
-    if (numSeqs > inputs.tableRows) {
-      throw new IllegalArgumentException(
-          numSeqs + " sequences in one step exceed the GPU block table's " + inputs.tableRows);
-    }
-    GpuKvCache[] seqCaches = new GpuKvCache[numSeqs];
-    boolean decode = n == numSeqs && n <= act.logitRows;
-    for (int s = 0; s < numSeqs; s++) {
-      int start = layout.seqStart()[s];
-      int end = layout.seqStart()[s + 1];
-      decode &= end - start == 1;
-      if (!(caches[s].external() instanceof GpuKvCache g) || g.pool() != pool) {
-        throw new IllegalArgumentException("sequence " + s + ": cache is not from this GPU model");
-      }
-      seqCaches[s] = g;
-      if (end > start) {
-        int first = layout.positions()[start];
-        if (first != caches[s].length()) {
-          throw new IllegalArgumentException(
-              "sequence "
-                  + s
-                  + ": new tokens start at position "
-                  + first
-                  + " but its cache holds "
-                  + caches[s].length());
-        }
-        int last = layout.positions()[end - 1];
-        if (last >= inputs.maxBlocksPerSeq * pool.blockSize()) {
-          throw new IllegalArgumentException(
-              "sequence " + s + " would reach " + (last + 1) + " tokens, past the GPU's limit");
-        }
-        caches[s].ensureCapacity(last + 1);
-      }
-    }
-    for (int id : tokens) {
-      if (id < 0 || id >= cfg.vocabSize()) {
-        throw new IllegalArgumentException(
-            "token id " + id + " is outside the vocabulary (0.." + (cfg.vocabSize() - 1) + ")");
-      }
-    }
-    for (int r : rows) {
-      if (r < 0 || r >= n) {
-        throw new IllegalArgumentException("logit row " + r + " outside 0.." + (n - 1));
-      }
-    }
-    boolean isDecode = decode;
     Object out =
         gpu.call(
-            () ->
-                isDecode
-                    ? decodeOnGpu(tokens, layout, seqCaches, rows, greedy, sampling)
-                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling));
+            () -> {
+              parts.stack.captureHiddenInto(
+                  hidden == null || hidden.capture().isFinal() ? null : hidden);
+              try {
+                return decodeShaped
+                    ? decodeOnGpu(
+                        tokens, layout, seqCaches, rows, greedy, sampling, oneEach, hidden)
+                    : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling, hidden);
+              } finally {
+                parts.stack.captureHiddenInto(null);
+              }
+            });
     for (int s = 0; s < numSeqs; s++) {
       int end = layout.seqStart()[s + 1];
       if (end > layout.seqStart()[s]) {
@@ -604,89 +355,102 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return out;
   }
 
-  /** Splits of the KV length per decode query (the same with and without graphs). */
-  private int decodeSplits(int bs) {
-    if (gqa != null) {
-      return gqa.splits(bs, DECODE_NOMINAL_CONTEXT, sms);
-    }
-    return MlaKernels.mlaSplits(
-        bs, localHeads(), DECODE_NOMINAL_CONTEXT, sms, act.mla.splitLimit(bs));
-  }
-
   /** The step's logits sampled on the host when {@code sampling} is given, else as they are. */
   private Object sampleOnHost(Object logits, SamplingBatch sampling) {
     return sampling == null ? logits : sampling.sampleOnCpu((float[]) logits, cfg.vocabSize());
   }
 
+  /**
+   * A decode-shaped step: every token one row of the decode kernels (its sequence's block table
+   * row, its own position and slot), replayed from the decode graph of the smallest captured size
+   * that holds the step's tokens, or eager past the largest. Several tokens of one sequence (a
+   * verify pass) are appended to the cache before any row attends, and each attends causally up to
+   * its own position; the fused MLA launch, which appends a row only for the token that reads it,
+   * is left out of such steps. A step that captures layer inputs runs eagerly.
+   */
   private Object decodeOnGpu(
       int[] tokens,
       BatchLayout layout,
       GpuKvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
+      SamplingBatch sampling,
+      boolean oneEach,
+      StepHiddenStates hidden) {
     int n = tokens.length;
-    int bucket = graphs.bucketFor(n);
+    boolean eager = hidden != null && !hidden.capture().isFinal();
+    int bucket = eager ? -1 : parts.graphs.bucketFor(n);
     int padded = bucket > 0 ? bucket : n;
     int[] ids = new int[padded];
     int[] pos = new int[padded];
     int[] seq = new int[padded];
     int[] slots = new int[padded];
-    int width = inputs.maxBlocksPerSeq;
+    int width = parts.inputs.maxBlocksPerSeq;
+    // Rows past the step's sequences stay all padding block, for the padding tokens below.
     int[] table = new int[padded * width];
-    for (int s = 0; s < n; s++) {
-      int p = layout.positions()[s];
-      ids[s] = tokens[s];
-      pos[s] = p;
-      seq[s] = s;
-      slots[s] = caches[s].block(p) * pool.blockSize() + p % pool.blockSize();
-      caches[s].writeTable(table, s * width, width);
-    }
-    // Padding rows: token 0 at position 0 of sequence row s, whose table row is all padding block.
-    for (int s = n; s < padded; s++) {
-      seq[s] = s;
-    }
-    inputs.upload(stream, padded, ids, pos, seq, slots, table, padded);
     int maxLen = 0;
-    for (int s = 0; s < n; s++) {
-      maxLen = Math.max(maxLen, pos[s] + 1);
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      caches[s].writeTable(table, s * width, width);
+      for (int t = layout.seqStart()[s]; t < layout.seqStart()[s + 1]; t++) {
+        int p = layout.positions()[t];
+        ids[t] = tokens[t];
+        pos[t] = p;
+        seq[t] = s;
+        slots[t] = caches[s].block(p) * parts.pool.blockSize() + p % parts.pool.blockSize();
+        maxLen = Math.max(maxLen, p + 1);
+      }
     }
-    boolean longContext = maxLen > denseContextLimit();
-    stack.useSparseAttention(dsa != null && longContext, 0, null);
-    if (options.profile() && profiles.first(-padded)) {
-      profileDecode(padded, longContext ? 0 : mlaFusedTokens, longContext);
+    // Padding rows: token 0 at position 0 of table row t (t >= n >= sequences: padding block).
+    for (int t = n; t < padded; t++) {
+      seq[t] = t;
+    }
+    parts.inputs.upload(parts.stream, padded, ids, pos, seq, slots, table, padded);
+    boolean longContext = maxLen > parts.denseContextLimit();
+    boolean unfused = longContext || !oneEach;
+    parts.stack.useSparseAttention(parts.dsa != null && longContext, 0, null);
+    if (hidden != null) {
+      hidden.chunk(0, n);
+    }
+    if (oneEach && options.profile() && profiles.first(-padded)) {
+      profileDecode(padded, longContext ? 0 : parts.mlaFusedTokens, longContext);
     }
     if (bucket > 0) {
-      graphs.replay(bucket, longContext, stream);
-      if (collectives != null) {
-        collectives.replayed(bucket);
+      // Sparse-attention models keep their second set for long contexts; the others' second set
+      // (sizes up to the fused limit, captured unfused) serves long contexts and verify passes.
+      parts.graphs.replay(bucket, parts.dsa != null ? longContext : unfused, parts.stream);
+      if (parts.collectives != null) {
+        parts.collectives.replayed(bucket);
       }
     } else {
-      stack.decodeStep(padded, decodeSplits(padded), longContext ? 0 : mlaFusedTokens);
+      parts.stack.decodeStep(
+          padded, parts.decodeSplits(padded), unfused ? 0 : parts.mlaFusedTokens);
+    }
+    if (hidden != null) {
+      hidden.finalRows(parts.act.normed, parts.stream);
     }
     if (sampling != null) {
-      return readback.samplesOnDevice(rows, sampling)
-          ? readback.sample(sampling)
-          : sampleOnHost(readback.collect(rows, 0, false, rows.length), sampling);
+      return parts.readback.samplesOnDevice(rows, sampling)
+          ? parts.readback.sample(sampling)
+          : sampleOnHost(parts.readback.collect(rows, 0, false, rows.length), sampling);
     }
-    return readback.collect(rows, 0, greedy, rows.length);
+    return parts.readback.collect(rows, 0, greedy, rows.length);
   }
 
   /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
   private void profileDecode(int bs, int fusedTokens, boolean longContext) {
-    int bucket = graphs.bucketFor(bs);
+    int bucket = parts.graphs.bucketFor(bs);
     profiles.profileDecode(
-        stack,
-        stream,
+        parts.stack,
+        parts.stream,
         bs,
-        decodeSplits(bs),
+        parts.decodeSplits(bs),
         fusedTokens,
         bucket == bs,
         () -> {
           if (bucket == bs) {
-            graphs.replay(bs, longContext, stream);
+            parts.graphs.replay(bs, longContext, parts.stream);
           } else {
-            stack.decodeStep(bs, decodeSplits(bs), fusedTokens);
+            parts.stack.decodeStep(bs, parts.decodeSplits(bs), fusedTokens);
           }
         });
   }
@@ -702,12 +466,13 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       GpuKvCache[] caches,
       int[] rows,
       boolean greedy,
-      SamplingBatch sampling) {
+      SamplingBatch sampling,
+      StepHiddenStates hidden) {
     int n = tokens.length;
     int numSeqs = layout.numSeqs();
     int vocab = cfg.vocabSize();
     int h = cfg.hiddenSize();
-    int width = inputs.maxBlocksPerSeq;
+    int width = parts.inputs.maxBlocksPerSeq;
     int[] table = new int[numSeqs * width];
     int[] seqOf = new int[n];
     for (int s = 0; s < numSeqs; s++) {
@@ -719,7 +484,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     float[] logits = greedy || sampling != null ? null : new float[rows.length * vocab];
     int[] chosen = greedy ? new int[rows.length] : null;
     SampledTokens sampled = sampling == null ? null : SampledTokens.forBatch(sampling);
-    int chunk = inputs.maxTokens;
+    int chunk = parts.inputs.maxTokens;
     for (int c0 = 0; c0 < n; c0 += chunk) {
       int len = Math.min(chunk, n - c0);
       int[] ids = new int[len];
@@ -727,47 +492,62 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       int[] seq = new int[len];
       int[] slots = new int[len];
       int maxLen = 0;
+      boolean oneEach = true;
       for (int i = 0; i < len; i++) {
         int t = c0 + i;
         int p = layout.positions()[t];
         ids[i] = tokens[t];
         pos[i] = p;
         seq[i] = seqOf[t];
-        slots[i] = caches[seqOf[t]].block(p) * pool.blockSize() + p % pool.blockSize();
+        slots[i] = caches[seqOf[t]].block(p) * parts.pool.blockSize() + p % parts.pool.blockSize();
         maxLen = Math.max(maxLen, p + 1);
+        oneEach &= i == 0 || seq[i] != seq[i - 1];
       }
-      inputs.upload(stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
+      parts.inputs.upload(parts.stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
-          gqa != null
-              ? gqa.splits(len, maxLen, sms)
-              : MlaKernels.mlaSplits(len, localHeads(), maxLen, sms, act.mla.splitLimit(len));
-      int fusedTokens = maxLen > denseContextLimit() ? 0 : mlaFusedTokens;
-      boolean sparse = dsa != null && maxLen > denseContextLimit();
-      stack.useSparseAttention(
+          parts.gqa != null
+              ? parts.gqa.splits(len, maxLen, parts.sms)
+              : MlaKernels.mlaSplits(
+                  len, parts.localHeads(), maxLen, parts.sms, parts.act.mla.splitLimit(len));
+      // The fused MLA launch appends only the row of the token that reads it: one token a sequence.
+      int fusedTokens = maxLen > parts.denseContextLimit() || !oneEach ? 0 : parts.mlaFusedTokens;
+      boolean sparse = parts.dsa != null && maxLen > parts.denseContextLimit();
+      parts.stack.useSparseAttention(
           sparse, maxLen, sparse ? GpuSparseAttention.runs(seq, pos, len) : null);
-      boolean groupedExperts = len >= groupedMinTokens();
-      if (segments != null) {
-        segments.plan(
-            len, seq, pos, mlaPrefill.maxContext(), mlaPrefill.expandedMaxContext(), stream);
-        stack.usePrefillSegments(segments, mlaPrefill);
+      boolean groupedExperts = len >= parts.groupedMinTokens();
+      if (hidden != null) {
+        hidden.chunk(c0, len);
+      }
+      if (parts.segments != null) {
+        parts.segments.plan(
+            len,
+            seq,
+            pos,
+            parts.mlaPrefill.maxContext(),
+            parts.mlaPrefill.expandedMaxContext(),
+            parts.stream);
+        parts.stack.usePrefillSegments(parts.segments, parts.mlaPrefill);
       }
       try {
         if (options.profile() && c0 == 0 && profiles.first(len)) {
           // An unprofiled pass first, so the profile shows warm launches (cuBLAS picks and loads
           // its kernels on a shape's first call). Running the chunk twice is idempotent: the
           // second pass appends the same cache rows and computes the same outputs.
-          stack.forward(len, splits, groupedExperts, fusedTokens);
-          stack.beginProfile();
-          stack.forward(len, splits, groupedExperts, fusedTokens);
-          java.util.Map<String, Double> groups = stack.endProfile();
+          parts.stack.forward(len, splits, groupedExperts, fusedTokens);
+          parts.stack.beginProfile();
+          parts.stack.forward(len, splits, groupedExperts, fusedTokens);
+          java.util.Map<String, Double> groups = parts.stack.endProfile();
           String what = "prefill chunk of " + len + " tokens";
           profiles.put(what, groups);
           System.err.println(StepProfiler.format(what, groups));
         } else {
-          stack.forward(len, splits, groupedExperts, fusedTokens);
+          parts.stack.forward(len, splits, groupedExperts, fusedTokens);
         }
       } finally {
-        stack.usePrefillSegments(null, null);
+        parts.stack.usePrefillSegments(null, null);
+      }
+      if (hidden != null) {
+        hidden.finalRows(parts.act.normed, parts.stream);
       }
       // The requested rows of this chunk, in groups that fit the logits buffer.
       List<Integer> wanted = new ArrayList<>();
@@ -776,18 +556,21 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
           wanted.add(r);
         }
       }
-      for (int g0 = 0; g0 < wanted.size(); g0 += act.logitRows) {
-        int count = Math.min(act.logitRows, wanted.size() - g0);
+      for (int g0 = 0; g0 < wanted.size(); g0 += parts.act.logitRows) {
+        int count = Math.min(parts.act.logitRows, wanted.size() - g0);
         int[] local = new int[count];
         for (int i = 0; i < count; i++) {
           int row = rows[wanted.get(g0 + i)] - c0;
           CudaDriverAccess.copyOnDevice(
-              act.selected.ptr(4L * i * h), act.normed.ptr(4L * row * h), 4L * h, stream);
+              parts.act.selected.ptr(4L * i * h),
+              parts.act.normed.ptr(4L * row * h),
+              4L * h,
+              parts.stream);
           local[i] = i;
         }
-        stack.lmHead(act.selected.ptr(), count);
+        parts.stack.lmHead(parts.act.selected.ptr(), count);
         if (greedy) {
-          stack.argmax(count);
+          parts.stack.argmax(count);
         }
         if (sampling != null) {
           SamplingBatch group = new SamplingBatch();
@@ -795,15 +578,16 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
             group.addRowOf(sampling, wanted.get(g0 + i));
           }
           SampledTokens part =
-              readback.samplesOnDevice(local, group)
-                  ? readback.sample(group)
-                  : group.sampleOnCpu((float[]) readback.collect(local, 0, false, count), vocab);
+              parts.readback.samplesOnDevice(local, group)
+                  ? parts.readback.sample(group)
+                  : group.sampleOnCpu(
+                      (float[]) parts.readback.collect(local, 0, false, count), vocab);
           for (int i = 0; i < count; i++) {
             sampled.copyRowFrom(part, i, wanted.get(g0 + i));
           }
           continue;
         }
-        Object part = readback.collect(local, 0, greedy, count);
+        Object part = parts.readback.collect(local, 0, greedy, count);
         for (int i = 0; i < count; i++) {
           int r = wanted.get(g0 + i);
           if (greedy) {
@@ -814,7 +598,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         }
       }
     }
-    stream.synchronize();
+    parts.stream.synchronize();
     return sampled != null ? sampled : greedy ? chosen : logits;
   }
 
@@ -823,25 +607,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     try {
       gpu.run(
           () -> {
-            if (stream != null) {
-              stream.synchronize();
+            if (parts.stream != null) {
+              parts.stream.synchronize();
             }
-            Resources.closeAll(
-                graphs,
-                pool,
-                inputs,
-                grouped,
-                mlaPrefill,
-                segments,
-                tp,
-                allToAll,
-                gqa,
-                dsa,
-                act,
-                ops,
-                weights,
-                readback,
-                stream);
+            Resources.closeAll(parts.resourcesInCloseOrder(hostDrafts));
           });
     } finally {
       if (ownsThreadAndStore) {

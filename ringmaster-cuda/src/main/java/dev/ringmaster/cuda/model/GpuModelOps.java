@@ -41,6 +41,7 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   private StepProfiler profiler;
   private PrefillSegments segments;
   private MlaPrefillAttention prefill;
+  private StepHiddenStates hiddenStates; // null: the step captures no layer inputs
 
   // The step being launched.
   private int n;
@@ -96,6 +97,8 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
                 experts.w2(),
                 experts.s13(),
                 experts.s2(),
+                experts.g13(),
+                experts.g2(),
                 m.shared() == null ? null : dense(m.shared()));
       }
     }
@@ -129,6 +132,15 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     this.stepRuns = runs;
   }
 
+  /**
+   * Copies the residual stream entering the layers {@code states} lists to the host as the next
+   * {@link #forward} calls pass them ({@code null}: capture nothing, as graphs are captured). The
+   * copies wait for the stream, so such steps run eagerly.
+   */
+  void captureHiddenInto(StepHiddenStates states) {
+    this.hiddenStates = states;
+  }
+
   /** Profiles the ops launched until {@link #endProfile} (never while a graph is captured). */
   void beginProfile() {
     profiler = new StepProfiler(ops.stream);
@@ -160,7 +172,11 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
     this.groupedExperts = groupedExperts;
     this.mlaFusedTokens = mlaFusedTokens;
     selectionMade = false;
-    model.layers(this, weights);
+    if (hiddenStates != null) {
+      model.layers(this, weights, hiddenStates.capture());
+    } else {
+      model.layers(this, weights);
+    }
   }
 
   /** Logits {@code [rows, vocab]} of {@code rows} final-normed rows at {@code x}. */
@@ -355,6 +371,16 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
   public boolean moe(Act out, Act x, FeedForwardWeights.Moe<GpuTensor> w, int layer) {
     mlpOut = moe.forward(ops, act, moeWeights[layer], n, groupedExperts, this::mark);
     return moe.replicatedOutput();
+  }
+
+  /** The residual stream (complete on this single GPU) into the step's host copies. */
+  @Override
+  public void captureHidden(int slot) {
+    if (hiddenStates == null) {
+      throw new IllegalStateException(
+          "layer " + slot + " capture asked for outside a capture step");
+    }
+    hiddenStates.layerInput(slot, act.hidden, ops.stream);
   }
 
   @Override

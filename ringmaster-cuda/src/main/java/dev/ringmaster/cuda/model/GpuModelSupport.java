@@ -9,22 +9,26 @@ final class GpuModelSupport {
   private GpuModelSupport() {}
 
   /**
-   * Refuses, before anything is loaded, what the GPU backend does not run: quantized checkpoints
-   * (their kernels are the CPU's only), indexer shapes its sparse attention kernels cannot take and
-   * GQA shapes its kernels cannot take.
+   * Refuses, before anything is loaded, what the GPU backend does not run: quantization methods
+   * other than DeepSeek FP8 block-scaled (128x128 blocks) and ModelOpt NVFP4 (those run on the CPU
+   * backend), indexer shapes its sparse attention kernels cannot take and GQA shapes its kernels
+   * cannot take.
    */
   static void check(ModelConfig cfg) {
     QuantizationConfig q = cfg.quantization();
-    if (q.quantized() && q.method() != QuantizationConfig.Method.FP8_BLOCK) {
+    QuantizationConfig.Method method = q.method();
+    if (q.quantized()
+        && method != QuantizationConfig.Method.FP8_BLOCK
+        && method != QuantizationConfig.Method.NVFP4) {
       throw new IllegalArgumentException(
           "quantized checkpoints ("
-              + q.method()
+              + method
               + ", "
               + q.source()
               + ") run on the CPU backend only; the GPU backend runs DeepSeek FP8 block-scaled"
-              + " checkpoints; use --device cpu");
+              + " and ModelOpt NVFP4 checkpoints; use --device cpu");
     }
-    if (q.quantized()
+    if (method == QuantizationConfig.Method.FP8_BLOCK
         && (q.blockRows() != Fp8BlockLayout.BLOCK || q.blockCols() != Fp8BlockLayout.BLOCK)) {
       throw new IllegalArgumentException(
           q.source()

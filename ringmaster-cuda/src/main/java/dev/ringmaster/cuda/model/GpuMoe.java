@@ -110,16 +110,17 @@ final class GpuMoe {
       boolean useGrouped,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    // FP8 experts take their CUDA-core or tensor-core kernels by the same threshold as bf16, also
-    // for long prefills (no grouped-GEMM or pair variants of them: the tensor-core kernels read
-    // the codes directly, where a grouped GEMM would need a dequantized copy of the experts).
-    boolean fp8 = m.fp8();
-    if (fp8 && allToAll != null) {
-      throw new IllegalStateException("FP8 experts do not run with all-to-all dispatch");
+    // FP8 and NVFP4 experts take their CUDA-core or tensor-core kernels by the same threshold as
+    // bf16, also for long prefills (no grouped-GEMM or pair variants of them: the tensor-core
+    // kernels read the codes directly, where a grouped GEMM would need a dequantized copy of the
+    // experts).
+    boolean quantized = m.quantized();
+    if (quantized && allToAll != null) {
+      throw new IllegalStateException("quantized experts do not run with all-to-all dispatch");
     }
-    useGrouped &= !fp8;
+    useGrouped &= !quantized;
     boolean tensorCores = k.moe().moeUsesTensorCores(n, hidden, expertInter);
-    boolean pairs = !fp8 && ops.pairExperts(n);
+    boolean pairs = !quantized && ops.pairExperts(n);
     boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
@@ -195,7 +196,28 @@ final class GpuMoe {
           hidden,
           expertInter,
           shared);
-    } else if (fp8) {
+    } else if (m.nvfp4()) {
+      k.nvfp4()
+          .moeExpertPairs(
+              ops.stream,
+              k.moe(),
+              act.moe,
+              act.normed.ptr(),
+              m.w13(),
+              m.s13(),
+              m.g13(),
+              m.w2(),
+              m.s2(),
+              m.g2(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              n,
+              hidden,
+              expertInter,
+              tensorCores,
+              aligned);
+      combine(ops, act, n, shared, sharedAside);
+    } else if (m.fp8()) {
       k.moe()
           .moeExpertPairsFp8(
               ops.stream,

@@ -35,15 +35,15 @@ final class GpuOps implements AutoCloseable {
   private final CudaEvent join;
   private final CublasHandle blas;
   private final DeviceBuffer xBf16;
-  private final DeviceBuffer fp8Dequantized;
+  private final DeviceBuffer dequantized;
   private final DeviceBuffer fp8SplitPartials;
   private final int gemvMaxTokens;
 
   /**
    * Ops for batches of up to {@code maxTokens} tokens whose linear layers have at most {@code
-   * maxInputs} input features, with the kernel choices of {@code tuning}; {@code fp8MaxElements}
-   * sizes the bf16 scratch that an FP8 linear is dequantized into for steps beyond the GEMV (0: the
-   * model has no FP8 linear).
+   * maxInputs} input features, with the kernel choices of {@code tuning}; {@code
+   * dequantMaxElements} sizes the bf16 scratch that a quantized linear is dequantized into for
+   * steps beyond the GEMV (0: the model has no quantized linear outside its routed experts).
    */
   GpuOps(
       CudaStream stream,
@@ -51,15 +51,16 @@ final class GpuOps implements AutoCloseable {
       int maxInputs,
       int gemvMaxTokens,
       KernelTuning tuning,
-      long fp8MaxElements) {
+      long dequantMaxElements) {
     this.stream = stream;
     this.tuning = tuning;
     this.kernels = new RingmasterKernels(tuning);
     this.blas = new CublasHandle(stream);
     this.xBf16 = DeviceBuffer.allocate(2L * maxTokens * maxInputs);
-    this.fp8Dequantized = fp8MaxElements == 0 ? null : DeviceBuffer.allocate(2 * fp8MaxElements);
+    this.dequantized =
+        dequantMaxElements == 0 ? null : DeviceBuffer.allocate(2 * dequantMaxElements);
     this.fp8SplitPartials =
-        fp8MaxElements == 0 || maxTokens <= gemvMaxTokens
+        dequantMaxElements == 0 || maxTokens <= gemvMaxTokens
             ? null
             : DeviceBuffer.allocate(
                 4
@@ -84,13 +85,13 @@ final class GpuOps implements AutoCloseable {
   }
 
   /**
-   * Bytes of scratch held (bf16 staging, the cuBLAS workspace, the bf16 copy of one FP8 linear and
-   * the FP8 tensor-core linear's split partials).
+   * Bytes of scratch held (bf16 staging, the cuBLAS workspace, the bf16 copy of one quantized
+   * linear and the FP8 tensor-core linear's split partials).
    */
   long scratchBytes() {
     return xBf16.bytes()
         + CublasHandle.WORKSPACE_BYTES
-        + (fp8Dequantized == null ? 0 : fp8Dequantized.bytes())
+        + (dequantized == null ? 0 : dequantized.bytes())
         + (fp8SplitPartials == null ? 0 : fp8SplitPartials.bytes());
   }
 
@@ -99,10 +100,13 @@ final class GpuOps implements AutoCloseable {
    * GEMV's token count, the FP8 tensor-core linear up to {@link Fp8Kernels#LINEAR_MMA_MAX_TOKENS}
    * (decode batches: the codes read once per 32 tokens); beyond, prefill chunks, it is dequantized
    * to bf16 scratch and multiplied by cuBLAS like a bf16 matrix (the copy costs a read of the FP8
-   * bytes and a bf16 write per step, small against the GEMM).
+   * bytes and a bf16 write per step, small against the GEMM). An NVFP4 matrix takes the NVFP4 GEMV
+   * up to the GEMV's token count, else the same dequantized copy and cuBLAS.
    */
   void linear(long y, long x, DeviceMatrix w, int n) {
-    if (w.fp8()) {
+    if (w.nvfp4()) {
+      linearNvfp4(stream, y, x, w, n);
+    } else if (w.fp8()) {
       linearFp8(stream, y, x, w, n);
     } else if (n <= gemvMaxTokens) {
       kernels.gemv(stream, y, w.ptr(), x, w.rows(), w.cols(), n);
@@ -139,26 +143,67 @@ final class GpuOps implements AutoCloseable {
               fp8SplitPartials.bytes() / 4);
       return;
     }
-    if (fp8Dequantized == null || 2L * w.rows() * w.cols() > fp8Dequantized.bytes()) {
-      throw new IllegalStateException(
-          "FP8 matrix [" + w.rows() + ", " + w.cols() + "] exceeds the dequantization scratch");
-    }
+    checkScratch(w);
     kernels
         .fp8()
         .dequantToBf16(
-            s, fp8Dequantized.ptr(), w.ptr(), w.scales(), w.scalePartRows(), w.rows(), w.cols());
+            s, dequantized.ptr(), w.ptr(), w.scales(), w.scalePartRows(), w.rows(), w.cols());
     kernels.toBf16(s, xBf16.ptr(), x, (long) n * w.cols());
-    blas.linear(y, xBf16.ptr(), fp8Dequantized.ptr(), n, w.rows(), w.cols(), false);
+    blas.linear(y, xBf16.ptr(), dequantized.ptr(), n, w.rows(), w.cols(), false);
+  }
+
+  private void linearNvfp4(CudaStream s, long y, long x, DeviceMatrix w, int n) {
+    if (n <= gemvMaxTokens) {
+      kernels
+          .nvfp4()
+          .gemv(
+              s,
+              y,
+              w.ptr(),
+              w.scales(),
+              w.globalScales(),
+              w.scalePartRows(),
+              x,
+              w.rows(),
+              w.cols(),
+              n);
+      return;
+    }
+    checkScratch(w);
+    kernels
+        .nvfp4()
+        .dequantToBf16(
+            s,
+            dequantized.ptr(),
+            w.ptr(),
+            w.scales(),
+            w.globalScales(),
+            w.scalePartRows(),
+            w.rows(),
+            w.cols());
+    kernels.toBf16(s, xBf16.ptr(), x, (long) n * w.cols());
+    blas.linear(y, xBf16.ptr(), dequantized.ptr(), n, w.rows(), w.cols(), false);
+  }
+
+  private void checkScratch(DeviceMatrix w) {
+    if (dequantized == null || 2L * w.rows() * w.cols() > dequantized.bytes()) {
+      throw new IllegalStateException(
+          "quantized matrix ["
+              + w.rows()
+              + ", "
+              + w.cols()
+              + "] exceeds the dequantization scratch");
+    }
   }
 
   /**
    * {@code y1 = x . w1^T} and {@code y2 = x . w2^T} for {@code n} tokens of the same {@code x}: one
-   * GEMV launch where both run as GEMVs without bias and share a dtype (bf16 or FP8), else two
-   * {@link #linear} calls.
+   * GEMV launch where both run as GEMVs without bias and share a format (bf16, FP8 or NVFP4), else
+   * two {@link #linear} calls.
    */
   void linear2(long y1, DeviceMatrix w1, long y2, DeviceMatrix w2, long x, int n) {
     boolean fusable = fusedDecode(n) && w1.bias() == 0 && w2.bias() == 0 && w1.cols() == w2.cols();
-    if (fusable && !w1.fp8() && !w2.fp8()) {
+    if (fusable && !w1.quantized() && !w2.quantized()) {
       kernels.gemv2(stream, y1, w1.ptr(), w1.rows(), y2, w2.ptr(), w2.rows(), x, w1.cols(), n);
     } else if (fusable && w1.fp8() && w2.fp8()) {
       kernels
@@ -178,6 +223,26 @@ final class GpuOps implements AutoCloseable {
               x,
               w1.cols(),
               n);
+    } else if (fusable && w1.nvfp4() && w2.nvfp4()) {
+      kernels
+          .nvfp4()
+          .gemv2(
+              stream,
+              y1,
+              w1.ptr(),
+              w1.scales(),
+              w1.globalScales(),
+              w1.scalePartRows(),
+              w1.rows(),
+              y2,
+              w2.ptr(),
+              w2.scales(),
+              w2.globalScales(),
+              w2.scalePartRows(),
+              w2.rows(),
+              x,
+              w1.cols(),
+              n);
     } else {
       linear(y1, x, w1, n);
       linear(y2, x, w2, n);
@@ -189,7 +254,7 @@ final class GpuOps implements AutoCloseable {
    * ({@link dev.ringmaster.cuda.kernels.SmallBatchMoe#routerRoute}).
    */
   boolean fusedRouting(DeviceMatrix gate, int n) {
-    return fusedDecode(n) && gate.bias() == 0 && !gate.fp8();
+    return fusedDecode(n) && gate.bias() == 0 && !gate.quantized();
   }
 
   /** Whether a step of {@code n} tokens runs its routed experts from the routed pairs. */
@@ -244,8 +309,8 @@ final class GpuOps implements AutoCloseable {
   }
 
   /**
-   * Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs, bf16 or
-   * FP8).
+   * Whether {@link #swigluGemv} takes this MLP at {@code n} tokens (fused, bias-free GEMVs, bf16,
+   * FP8 or NVFP4).
    */
   boolean gemvSwiglu(KernelWeights.DenseWeights w, int n) {
     return fusedDecode(n) && w.gateUp().bias() == 0 && w.down().bias() == 0;
@@ -253,27 +318,54 @@ final class GpuOps implements AutoCloseable {
 
   /**
    * A SwiGLU MLP as two GEMV launches on {@code s} (the gate|up one with SiLU-and-mul fused), each
-   * the bf16 or the FP8 kernel as its matrix is stored: for decode-sized steps of bias-free
+   * the bf16, FP8 or NVFP4 kernel as its matrix is stored: for decode-sized steps of bias-free
    * weights, needing no cuBLAS handle, so any stream can run it.
    */
   void swigluGemv(CudaStream s, long out, long x, KernelWeights.DenseWeights w, long act, int n) {
     DeviceMatrix gateUp = w.gateUp();
     DeviceMatrix down = w.down();
-    if (gateUp.fp8()) {
-      if (gateUp.scalePartRows() != w.inter()) {
-        throw new IllegalStateException(
-            "FP8 gate|up scales in parts of "
-                + gateUp.scalePartRows()
-                + " rows, the SwiGLU GEMV needs parts of inter = "
-                + w.inter());
-      }
+    if (gateUp.quantized() && gateUp.scalePartRows() != w.inter()) {
+      throw new IllegalStateException(
+          "quantized gate|up scales in parts of "
+              + gateUp.scalePartRows()
+              + " rows, the SwiGLU GEMV needs parts of inter = "
+              + w.inter());
+    }
+    if (gateUp.nvfp4()) {
+      kernels
+          .nvfp4()
+          .gemvSwiglu(
+              s,
+              act,
+              gateUp.ptr(),
+              gateUp.scales(),
+              gateUp.globalScales(),
+              x,
+              w.inter(),
+              gateUp.cols(),
+              n);
+    } else if (gateUp.fp8()) {
       kernels
           .fp8()
           .gemvSwiglu(s, act, gateUp.ptr(), gateUp.scales(), x, w.inter(), gateUp.cols(), n);
     } else {
       kernels.gemvSwiglu(s, act, gateUp.ptr(), x, w.inter(), gateUp.cols(), n);
     }
-    if (down.fp8()) {
+    if (down.nvfp4()) {
+      kernels
+          .nvfp4()
+          .gemv(
+              s,
+              out,
+              down.ptr(),
+              down.scales(),
+              down.globalScales(),
+              down.scalePartRows(),
+              act,
+              down.rows(),
+              down.cols(),
+              n);
+    } else if (down.fp8()) {
       kernels
           .fp8()
           .gemv(
@@ -302,8 +394,8 @@ final class GpuOps implements AutoCloseable {
     fork.close();
     side.close();
     xBf16.close();
-    if (fp8Dequantized != null) {
-      fp8Dequantized.close();
+    if (dequantized != null) {
+      dequantized.close();
     }
     if (fp8SplitPartials != null) {
       fp8SplitPartials.close();

@@ -25,7 +25,10 @@ import java.util.List;
  * products as cuBLAS GEMMs over the sequence's gathered keys on tensor cores (the queries as two
  * bf16 parts, high and residual, whose products are accumulated: about 16 bits of the f32 query, so
  * near-ties select as the CUDA-core kernel does), in tiles of rows whose products fit a fixed
- * scratch, then reduce them to scores. GPU thread only.
+ * scratch, then reduce them to scores. Groups of at most {@code scoreRows} rows whose contexts span
+ * more than one top-k chunk take the multi-block top-k ({@link DsaKernels#topKMulti}): a decode
+ * graph's rows always do (its bound is the longest context), and so do a long prefill's GEMM tiles
+ * (a few rows each at 128k positions). GPU thread only.
  */
 final class GpuSparseAttention implements AutoCloseable {
   /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
@@ -59,6 +62,7 @@ final class GpuSparseAttention implements AutoCloseable {
   private final DeviceBuffer w;
   private final DeviceBuffer scores;
   private final DeviceBuffer selection;
+  private final DeviceBuffer topKState; // the multi-block top-k's histograms and chunk counts
   private final DeviceBuffer gatheredKeys; // bf16 [maxContext, dim]
   private final DeviceBuffer queriesBf16; // bf16 [maxTokens, heads, dim]: high parts
   private final DeviceBuffer queriesLow; // bf16 [maxTokens, heads, dim]: residuals
@@ -88,6 +92,9 @@ final class GpuSparseAttention implements AutoCloseable {
     w = DeviceBuffer.allocate(4L * maxTokens * heads);
     scores = DeviceBuffer.allocate(4L * this.scoreRows * scoreStride);
     selection = DeviceBuffer.allocate(4L * maxTokens * topK);
+    topKState =
+        DeviceBuffer.allocate(
+            DsaKernels.topKStateBytes(this.scoreRows, DsaKernels.topKChunks(scoreStride)));
     gatheredKeys = DeviceBuffer.allocate(2L * scoreStride * dim);
     queriesBf16 = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
     queriesLow = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
@@ -221,6 +228,32 @@ final class GpuSparseAttention implements AutoCloseable {
           scoreScale,
           headScale,
           DsaKernels.scoreBlocks(rows, contextBound, sms));
+      select(ops, in, ld, r0, rows, contextBound);
+    }
+  }
+
+  /**
+   * Top-k of the scored rows {@code r0 .. r0+rows-1} (stride {@code ld}, contexts at most {@code
+   * contextBound}): spread over blocks where a row spans more than one top-k chunk and the rows fit
+   * the multi-block state, else one block per row.
+   */
+  private void select(GpuOps ops, StepInputs in, int ld, int r0, int rows, long contextBound) {
+    DsaKernels dsa = ops.kernels.dsa();
+    long pos = in.positions.ptr();
+    int chunks = DsaKernels.topKChunks(contextBound);
+    if (chunks > 1 && rows <= scoreRows) {
+      dsa.topKMulti(
+          ops.stream,
+          selection.ptr(),
+          topK,
+          scores.ptr(),
+          ld,
+          pos,
+          r0,
+          rows,
+          topKState.ptr(),
+          chunks);
+    } else {
       dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
     }
   }
@@ -269,7 +302,7 @@ final class GpuSparseAttention implements AutoCloseable {
           heads,
           scoreScale,
           headScale);
-      dsa.topK(ops.stream, selection.ptr(), topK, scores.ptr(), ld, pos, r0, rows);
+      select(ops, in, ld, r0, rows, ctx);
     }
   }
 
@@ -280,6 +313,7 @@ final class GpuSparseAttention implements AutoCloseable {
         + w.bytes()
         + scores.bytes()
         + selection.bytes()
+        + topKState.bytes()
         + gatheredKeys.bytes()
         + queriesBf16.bytes()
         + queriesLow.bytes()
@@ -288,6 +322,7 @@ final class GpuSparseAttention implements AutoCloseable {
 
   @Override
   public void close() {
-    Resources.closeAll(q, k, w, scores, selection, gatheredKeys, queriesBf16, queriesLow, products);
+    Resources.closeAll(
+        q, k, w, scores, selection, topKState, gatheredKeys, queriesBf16, queriesLow, products);
   }
 }

@@ -5,6 +5,7 @@ import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.Dequantizer;
 import dev.ringmaster.backend.cpu.Quantization;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.Nvfp4Layout;
 import dev.ringmaster.model.ModelLoadException;
 import dev.ringmaster.model.config.QuantizationConfig;
 import dev.ringmaster.model.ops.ExpertTensors;
@@ -18,13 +19,16 @@ import dev.ringmaster.model.weights.TensorView;
  * f32 vectors through a {@link WeightUploader} (GPU thread only). Gate and up projections land in
  * one matrix, routed experts in two stacked buffers, as the kernels read them. DeepSeek FP8
  * block-scaled linears are uploaded as they are stored (e4m3 codes and f32 block scales, sliced at
- * block boundaries, {@link Fp8BlockLayout}); only {@code kv_b_proj}, which the attention kernels
- * read per head as bf16, is dequantized on the host.
+ * block boundaries, {@link Fp8BlockLayout}); ModelOpt NVFP4 linears as packed e2m1 codes in the
+ * device nibble order of {@link Nvfp4Layout}, their e4m3 group scales as stored and one f32 global
+ * scale per part. Which modules are quantized is the checkpoint's (its exclusion lists are checked
+ * by {@link QuantizedTensors#find}); the others stay bf16. Only {@code kv_b_proj}, which the
+ * attention kernels read per head as bf16, is dequantized on the host.
  */
 final class GpuWeightSource implements WeightSource<GpuTensor> {
   private final WeightUploader up;
   private final QuantizationConfig quantization;
-  private long fp8MaxElements;
+  private long dequantMaxElements;
 
   GpuWeightSource(WeightUploader up, QuantizationConfig quantization) {
     this.up = up;
@@ -32,11 +36,11 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
   }
 
   /**
-   * Elements of the largest FP8 matrix outside the routed experts (the bf16 scratch that the
+   * Elements of the largest quantized matrix outside the routed experts (the bf16 scratch that the
    * many-token path dequantizes one linear into before cuBLAS), 0 when there is none.
    */
-  long fp8MaxElements() {
-    return fp8MaxElements;
+  long dequantMaxElements() {
+    return dequantMaxElements;
   }
 
   @Override
@@ -49,20 +53,81 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     return new GpuTensor.Vec(up.vector(name, n), n);
   }
 
-  /** The FP8 block-scaled weight {@code name} of {@code [rows, cols]}, or null for f32/bf16/f16. */
-  private QuantizedTensor fp8(String name, int rows, int cols) {
+  /**
+   * The quantized weight {@code name} of {@code [rows, cols]} (FP8 block-scaled or NVFP4), or null
+   * for f32/bf16/f16.
+   */
+  private QuantizedTensor quantized(String name, int rows, int cols) {
     QuantizedTensor q = QuantizedTensors.find(up.store(), quantization, name, rows, cols);
-    if (q != null && q.format() != QuantizedTensor.Format.FP8_BLOCK) {
+    if (q != null && q.format() == QuantizedTensor.Format.FP8_TENSOR) {
       throw new ModelLoadException(
           q.weight().file()
               + ": tensor '"
               + name
               + "' is stored as "
               + q.format()
-              + "; the GPU backend runs DeepSeek FP8 block-scaled weights only (NVFP4 and"
-              + " per-tensor FP8 run on the CPU backend); use --device cpu");
+              + "; the GPU backend runs DeepSeek FP8 block-scaled and NVFP4 weights (per-tensor"
+              + " FP8 runs on the CPU backend); use --device cpu");
     }
     return q;
+  }
+
+  private static boolean nvfp4(QuantizedTensor q) {
+    return q.format() == QuantizedTensor.Format.NVFP4;
+  }
+
+  /** f32 global scales of NVFP4 parts, in a fresh buffer. */
+  private DeviceBuffer globals(float... values) {
+    DeviceBuffer b = up.allocate(4L * values.length);
+    up.floatsInto(b, 0, values);
+    return b;
+  }
+
+  /** Rows {@code [r0, r0 + rn)} of NVFP4 {@code q}: codes (device order) and scales. */
+  private void nvfp4RowsInto(
+      DeviceBuffer codes,
+      long codeOffset,
+      DeviceBuffer scales,
+      long scaleOffset,
+      QuantizedTensor q,
+      int r0,
+      int rn) {
+    long rowBytes = q.cols() / 2;
+    long scaleBytes = q.cols() / Nvfp4Layout.GROUP;
+    up.fp4CodesInto(
+        codes,
+        codeOffset,
+        q.weight().data().asSlice(r0 * rowBytes, rn * rowBytes),
+        rn,
+        rowBytes,
+        0,
+        rowBytes);
+    up.bytesInto(scales, scaleOffset, q.scales().data(), r0 * scaleBytes, rn * scaleBytes);
+  }
+
+  /** Columns {@code [c0, c0 + cn)} of NVFP4 {@code q}: codes (device order) and scales. */
+  private void nvfp4ColsInto(
+      DeviceBuffer codes,
+      long codeOffset,
+      DeviceBuffer scales,
+      long scaleOffset,
+      QuantizedTensor q,
+      int c0,
+      int cn) {
+    Nvfp4Layout.checkColumnCut(q, c0);
+    up.fp4CodesInto(codes, codeOffset, q.weight().data(), q.rows(), q.cols() / 2, c0 / 2, cn / 2);
+    int g = Nvfp4Layout.GROUP;
+    up.byteColsInto(scales, scaleOffset, q.scales().data(), q.rows(), q.cols() / g, c0 / g, cn / g);
+  }
+
+  /** Rows {@code [r0, r0 + rn)} of NVFP4 {@code q} into fresh buffers, as one part. */
+  private DeviceMatrix nvfp4Rows(QuantizedTensor q, int r0, int rn) {
+    DeviceBuffer codes = up.allocate((long) rn * q.cols() / 2);
+    DeviceBuffer scales = up.allocate((long) rn * q.cols() / Nvfp4Layout.GROUP);
+    nvfp4RowsInto(codes, 0, scales, 0, q, r0, rn);
+    noteDense((long) rn * q.cols());
+    return DeviceMatrix.nvfp4(
+        codes.ptr(), scales.ptr(), globals(q.globalScale()).ptr(), rn, q.cols(), rn);
   }
 
   /** Rows {@code [r0, r0 + rn)} of {@code q} into fresh buffers, as one FP8 part. */
@@ -71,7 +136,7 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     DeviceBuffer codes = up.allocate((long) rn * q.cols());
     DeviceBuffer scales = up.allocate(4L * Fp8BlockLayout.blocks(rn) * sc);
     fp8RowsInto(codes, 0, scales, 0, q, r0, rn);
-    notePlainFp8((long) rn * q.cols());
+    noteDense((long) rn * q.cols());
     return DeviceMatrix.fp8(codes.ptr(), scales.ptr(), rn, q.cols(), rn);
   }
 
@@ -113,17 +178,20 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
         4L * scs[1]);
   }
 
-  private void notePlainFp8(long elements) {
-    fp8MaxElements = Math.max(fp8MaxElements, elements);
+  private void noteDense(long elements) {
+    dequantMaxElements = Math.max(dequantMaxElements, elements);
   }
 
   @Override
   public GpuTensor linearRows(String prefix, int rows, int cols, Slice rowSlice, boolean bias) {
     boolean whole = rowSlice.start() == 0 && rowSlice.count() == rows;
-    QuantizedTensor q = fp8(prefix + ".weight", rows, cols);
+    QuantizedTensor q = quantized(prefix + ".weight", rows, cols);
     DeviceMatrix m;
     if (q != null) {
-      m = fp8Rows(q, rowSlice.start(), rowSlice.count());
+      m =
+          nvfp4(q)
+              ? nvfp4Rows(q, rowSlice.start(), rowSlice.count())
+              : fp8Rows(q, rowSlice.start(), rowSlice.count());
     } else {
       m =
           whole
@@ -142,15 +210,24 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
 
   @Override
   public GpuTensor linearCols(String prefix, int rows, int cols, Slice colSlice, boolean bias) {
-    QuantizedTensor q = fp8(prefix + ".weight", rows, cols);
+    QuantizedTensor q = quantized(prefix + ".weight", rows, cols);
     DeviceMatrix m;
-    if (q != null) {
+    if (q != null && nvfp4(q)) {
+      int cn = colSlice.count();
+      DeviceBuffer codes = up.allocate((long) rows * cn / 2);
+      DeviceBuffer scales = up.allocate((long) rows * cn / Nvfp4Layout.GROUP);
+      nvfp4ColsInto(codes, 0, scales, 0, q, colSlice.start(), cn);
+      noteDense((long) rows * cn);
+      m =
+          DeviceMatrix.nvfp4(
+              codes.ptr(), scales.ptr(), globals(q.globalScale()).ptr(), rows, cn, rows);
+    } else if (q != null) {
       int cn = colSlice.count();
       DeviceBuffer codes = up.allocate((long) rows * cn);
       DeviceBuffer scales =
           up.allocate(4L * Fp8BlockLayout.blocks(rows) * Fp8BlockLayout.blocks(cn));
       fp8ColsInto(codes, 0, scales, 0, q, colSlice.start(), cn);
-      notePlainFp8((long) rows * cn);
+      noteDense((long) rows * cn);
       m = DeviceMatrix.fp8(codes.ptr(), scales.ptr(), rows, cn, rows);
     } else {
       m = up.matrixCols(prefix + ".weight", rows, cols, colSlice.start(), colSlice.count());
@@ -160,7 +237,7 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
 
   @Override
   public GpuTensor latentProjection(String name, int rows, int cols, Slice rowSlice) {
-    QuantizedTensor q = fp8(name, rows, cols);
+    QuantizedTensor q = quantized(name, rows, cols);
     if (q == null) {
       return new GpuTensor.Mat(up.matrixRows(name, rows, cols, rowSlice.start(), rowSlice.count()));
     }
@@ -168,6 +245,20 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     // rows only (a small matrix: kv_lora_rank columns).
     int r0 = rowSlice.start();
     int rn = rowSlice.count();
+    if (nvfp4(q)) {
+      long groups = cols / Nvfp4Layout.GROUP;
+      CpuMatrix slice =
+          new CpuMatrix(
+              q.weight().data().asSlice((long) r0 * (cols / 2), (long) rn * (cols / 2)),
+              DType.U8,
+              rn,
+              cols,
+              new Quantization.Nvfp4(
+                  q.scales().data().asSlice(r0 * groups, rn * groups), q.globalScale()));
+      DeviceBuffer b = up.allocate(2L * rn * cols);
+      up.bf16Into(b, 0, Dequantizer.matrix(slice));
+      return new GpuTensor.Mat(new DeviceMatrix(b.ptr(), rn, cols));
+    }
     int[] sr = Fp8BlockLayout.scaleRows(q, r0, rn);
     long scaleRowBytes = 4L * Fp8BlockLayout.blocks(cols);
     CpuMatrix slice =
@@ -191,10 +282,22 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     long from = (long) i0 * h;
     // mlp_bias checkpoints (some V2 variants) bias all three projections; gate|up biases fused too.
     long bias = up.vectorSlicesOrZeros(total, i0, inter, gatePrefix + ".bias", upPrefix + ".bias");
-    QuantizedTensor gq = fp8(gatePrefix + ".weight", total, h);
-    QuantizedTensor uq = fp8(upPrefix + ".weight", total, h);
-    if ((gq == null) != (uq == null)) {
+    QuantizedTensor gq = quantized(gatePrefix + ".weight", total, h);
+    QuantizedTensor uq = quantized(upPrefix + ".weight", total, h);
+    if ((gq == null) != (uq == null) || (gq != null && gq.format() != uq.format())) {
       throw mixed(gq != null ? gq.weight() : uq.weight(), upPrefix + " / " + gatePrefix);
+    }
+    if (gq != null && nvfp4(gq)) {
+      long partCodes = (long) inter * h / 2;
+      long partScales = (long) inter * h / Nvfp4Layout.GROUP;
+      DeviceBuffer codes = up.allocate(2 * partCodes);
+      DeviceBuffer scales = up.allocate(2 * partScales);
+      nvfp4RowsInto(codes, 0, scales, 0, gq, i0, inter);
+      nvfp4RowsInto(codes, partCodes, scales, partScales, uq, i0, inter);
+      noteDense(2L * inter * h);
+      DeviceBuffer g = globals(gq.globalScale(), uq.globalScale());
+      DeviceMatrix m = DeviceMatrix.nvfp4(codes.ptr(), scales.ptr(), g.ptr(), 2 * inter, h, inter);
+      return new GpuTensor.GateUp(m.withBias(bias), inter);
     }
     if (gq != null) {
       long partScaleBytes = 4L * Fp8BlockLayout.blocks(inter) * Fp8BlockLayout.blocks(h);
@@ -202,7 +305,7 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
       DeviceBuffer scales = up.allocate(2 * partScaleBytes);
       fp8RowsInto(codes, 0, scales, 0, gq, i0, inter);
       fp8RowsInto(codes, (long) inter * h, scales, partScaleBytes, uq, i0, inter);
-      notePlainFp8(2L * inter * h);
+      noteDense(2L * inter * h);
       DeviceMatrix m = DeviceMatrix.fp8(codes.ptr(), scales.ptr(), 2 * inter, h, inter);
       return new GpuTensor.GateUp(m.withBias(bias), inter);
     }
@@ -223,8 +326,8 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
         t.file()
             + ": "
             + what
-            + ": one projection is quantized and the other is not; the fused gate/up projections"
-            + " must be stored alike");
+            + ": the two projections are not stored alike (one quantized and the other not, or in"
+            + " two formats); the fused gate/up projections must be stored alike");
   }
 
   @Override
@@ -244,8 +347,11 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
       }
       return bf16Experts(t, numExperts, ids, h, total, part);
     }
-    if (ids.length > 0 && fp8(t.gate(ids[0]), total, h) != null) {
-      return fp8Experts(t, ids, h, total, part);
+    QuantizedTensor first = ids.length > 0 ? quantized(t.gate(ids[0]), total, h) : null;
+    if (first != null) {
+      return nvfp4(first)
+          ? nvfp4Experts(t, ids, h, total, part)
+          : fp8Experts(t, ids, h, total, part);
     }
     return bf16Experts(t, numExperts, ids, h, total, part);
   }
@@ -262,9 +368,9 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     DeviceBuffer w2 = up.allocate((long) h * inter * e);
     DeviceBuffer s2 = up.allocate(dnScaleBytes * e);
     for (int k = 0; k < e; k++) {
-      QuantizedTensor g = requireFp8(t.gate(ids[k]), total, h);
-      QuantizedTensor u = requireFp8(t.up(ids[k]), total, h);
-      QuantizedTensor d = requireFp8(t.down(ids[k]), h, total);
+      QuantizedTensor g = requireFormat(t.gate(ids[k]), total, h, QuantizedTensor.Format.FP8_BLOCK);
+      QuantizedTensor u = requireFormat(t.up(ids[k]), total, h, QuantizedTensor.Format.FP8_BLOCK);
+      QuantizedTensor d = requireFormat(t.down(ids[k]), h, total, QuantizedTensor.Format.FP8_BLOCK);
       long codes = 2L * inter * h * k;
       fp8RowsInto(w13, codes, s13, 2 * guScaleBytes * k, g, i0, inter);
       fp8RowsInto(w13, codes + (long) inter * h, s13, guScaleBytes * (2L * k + 1), u, i0, inter);
@@ -273,18 +379,55 @@ final class GpuWeightSource implements WeightSource<GpuTensor> {
     return new GpuTensor.Experts(w13.ptr(), w2.ptr(), s13.ptr(), s2.ptr());
   }
 
-  private QuantizedTensor requireFp8(String name, int rows, int cols) {
-    QuantizedTensor q = fp8(name, rows, cols);
-    if (q == null) {
+  /**
+   * NVFP4 experts: w13 codes {@code [E, 2I, H / 2]} (device order) with e4m3 scales {@code [E, 2I,
+   * H / 16]} and globals {@code [2E]} (each expert's gate, then up), w2 {@code [E, H, I / 2]} with
+   * scales {@code [E, H, I / 16]} and globals {@code [E]}.
+   */
+  private GpuTensor nvfp4Experts(ExpertTensors t, int[] ids, int h, int total, Slice part) {
+    int e = ids.length;
+    int i0 = part.start();
+    int inter = part.count();
+    int group = Nvfp4Layout.GROUP;
+    long partCodes = (long) inter * h / 2;
+    long partScales = (long) inter * h / group;
+    long downCodes = (long) h * inter / 2;
+    long downScales = (long) h * inter / group;
+    DeviceBuffer w13 = up.allocate(2 * partCodes * e);
+    DeviceBuffer s13 = up.allocate(2 * partScales * e);
+    DeviceBuffer w2 = up.allocate(downCodes * e);
+    DeviceBuffer s2 = up.allocate(downScales * e);
+    float[] g13 = new float[2 * e];
+    float[] g2 = new float[e];
+    for (int k = 0; k < e; k++) {
+      QuantizedTensor g = requireFormat(t.gate(ids[k]), total, h, QuantizedTensor.Format.NVFP4);
+      QuantizedTensor u = requireFormat(t.up(ids[k]), total, h, QuantizedTensor.Format.NVFP4);
+      QuantizedTensor d = requireFormat(t.down(ids[k]), h, total, QuantizedTensor.Format.NVFP4);
+      nvfp4RowsInto(w13, 2 * partCodes * k, s13, 2 * partScales * k, g, i0, inter);
+      nvfp4RowsInto(w13, partCodes * (2L * k + 1), s13, partScales * (2L * k + 1), u, i0, inter);
+      nvfp4ColsInto(w2, downCodes * k, s2, downScales * k, d, i0, inter);
+      g13[2 * k] = g.globalScale();
+      g13[2 * k + 1] = u.globalScale();
+      g2[k] = d.globalScale();
+    }
+    return new GpuTensor.Experts(
+        w13.ptr(), w2.ptr(), s13.ptr(), s2.ptr(), globals(g13).ptr(), globals(g2).ptr());
+  }
+
+  private QuantizedTensor requireFormat(
+      String name, int rows, int cols, QuantizedTensor.Format format) {
+    QuantizedTensor q = quantized(name, rows, cols);
+    if (q == null || q.format() != format) {
       TensorView v = up.store().require(name, rows, cols);
       throw new ModelLoadException(
           v.file()
               + ": expert tensor '"
               + name
               + "' is "
-              + v.dtype()
-              + " while the layer's first expert is FP8; a layer's routed experts must be"
-              + " quantized alike");
+              + (q == null ? v.dtype() : q.format())
+              + " while the layer's first expert is "
+              + format
+              + "; a layer's routed experts must be quantized alike");
     }
     return q;
   }

@@ -19,15 +19,18 @@ final class GpuWeights implements AutoCloseable {
   final long bytes;
 
   /** Elements of the largest FP8 matrix outside the routed experts (0: none is FP8). */
-  final long fp8MaxElements;
+  final long dequantMaxElements;
 
   private final List<DeviceBuffer> buffers;
 
   private GpuWeights(
-      ModelWeights<GpuTensor> model, long bytes, long fp8MaxElements, List<DeviceBuffer> buffers) {
+      ModelWeights<GpuTensor> model,
+      long bytes,
+      long dequantMaxElements,
+      List<DeviceBuffer> buffers) {
     this.model = model;
     this.bytes = bytes;
-    this.fp8MaxElements = fp8MaxElements;
+    this.dequantMaxElements = dequantMaxElements;
     this.buffers = buffers;
   }
 
@@ -42,7 +45,7 @@ final class GpuWeights implements AutoCloseable {
       try {
         GpuWeightSource source = new GpuWeightSource(up, cfg.quantization());
         ModelWeights<GpuTensor> w = DecoderModel.of(cfg).load(source, shard.context(), null);
-        return new GpuWeights(w, up.deviceBytes(), source.fp8MaxElements(), up.buffers());
+        return new GpuWeights(w, up.deviceBytes(), source.dequantMaxElements(), up.buffers());
       } catch (RuntimeException e) {
         up.buffers().forEach(DeviceBuffer::close);
         throw e;

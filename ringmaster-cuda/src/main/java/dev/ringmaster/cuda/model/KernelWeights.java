@@ -18,8 +18,10 @@ final class KernelWeights {
    * @param scoreBias e_score_correction_bias (f32) or 0
    * @param w13 stacked gate/up projections
    * @param w2 stacked down projections
-   * @param s13 FP8 block scales of {@code w13} (parts of {@code inter} rows), or 0 for bf16
-   * @param s2 FP8 block scales of {@code w2} (parts of {@code hidden} rows), or 0 for bf16
+   * @param s13 FP8 / NVFP4 scales of {@code w13} (parts of {@code inter} rows), or 0 for bf16
+   * @param s2 FP8 / NVFP4 scales of {@code w2} (parts of {@code hidden} rows), or 0 for bf16
+   * @param g13 NVFP4 global scales of {@code w13}'s parts ({@code [2E]}), or 0
+   * @param g2 NVFP4 global scales of {@code w2}'s parts ({@code [E]}), or 0
    * @param shared shared experts as one MLP, or null
    */
   record MoeWeights(
@@ -29,9 +31,21 @@ final class KernelWeights {
       long w2,
       long s13,
       long s2,
+      long g13,
+      long g2,
       DenseWeights shared) {
     /** Whether the routed experts are FP8 block-scaled. */
     boolean fp8() {
+      return s13 != 0 && g13 == 0;
+    }
+
+    /** Whether the routed experts are NVFP4. */
+    boolean nvfp4() {
+      return g13 != 0;
+    }
+
+    /** Whether the routed experts are quantized (FP8 or NVFP4). */
+    boolean quantized() {
       return s13 != 0;
     }
   }

@@ -215,10 +215,12 @@ public final class TensorParallelCudaLm
     GpuModelSupport.checkParallel(cfg);
     if (cfg.quantization().quantized()) {
       throw new IllegalArgumentException(
-          "FP8 checkpoints ("
+          "quantized checkpoints ("
+              + cfg.quantization().method()
+              + ", "
               + cfg.quantization().source()
               + ") run on one GPU: the tensor-parallel GPU path takes bf16, f16 or f32 weights;"
-              + " use --tp-size 1, or --device cpu for a parallel FP8 run");
+              + " use --tp-size 1, or --device cpu for a parallel quantized run");
     }
     // All-to-all needs --ep-size = --tp-size, which ParallelConfig already enforces.
     ShardPlan.check(cfg, parallel);

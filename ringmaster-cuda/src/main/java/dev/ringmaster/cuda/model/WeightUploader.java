@@ -7,6 +7,7 @@ import dev.ringmaster.cuda.driver.CudaEvent;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.driver.HostBuffer;
+import dev.ringmaster.cuda.kernels.Nvfp4Layout;
 import dev.ringmaster.model.weights.TensorView;
 import dev.ringmaster.model.weights.WeightStore;
 import dev.ringmaster.util.Progress;
@@ -255,6 +256,51 @@ final class WeightUploader implements AutoCloseable {
       }
       send(dst.ptr(offset + r0 * bn), count * bn, count * bn);
     }
+  }
+
+  /**
+   * {@link #byteColsInto} for packed NVFP4 codes ({@code rowBytes} and the slice {@code [b0, b0 +
+   * bn)} multiples of 4 bytes), each 32-bit word reordered into the device order of {@link
+   * Nvfp4Layout} on the way.
+   */
+  void fp4CodesInto(
+      DeviceBuffer dst,
+      long offset,
+      MemorySegment src,
+      long rows,
+      long rowBytes,
+      long b0,
+      long bn) {
+    if (bn % 4 != 0 || b0 % 4 != 0) {
+      throw new IllegalArgumentException("NVFP4 code slices come in 4-byte words");
+    }
+    if (bn > CHUNK_BYTES) {
+      throw new IllegalArgumentException("a row slice of " + bn + " bytes is too wide");
+    }
+    long perChunk = CHUNK_BYTES / bn;
+    for (long r0 = 0; r0 < rows; r0 += perChunk) {
+      long count = Math.min(perChunk, rows - r0);
+      MemorySegment host = slot();
+      if (b0 == 0 && bn == rowBytes) {
+        MemorySegment.copy(src, r0 * rowBytes, host, 0, count * bn);
+      } else {
+        for (long i = 0; i < count; i++) {
+          MemorySegment.copy(src, (r0 + i) * rowBytes + b0, host, i * bn, bn);
+        }
+      }
+      Nvfp4Layout.toDeviceOrder(host, 0, count * bn);
+      send(dst.ptr(offset + r0 * bn), count * bn, count * bn);
+    }
+  }
+
+  /** Uploads {@code values} as f32 at byte {@code offset} of {@code dst}. */
+  void floatsInto(DeviceBuffer dst, long offset, float[] values) {
+    if (4L * values.length > CHUNK_BYTES) {
+      throw new IllegalArgumentException(values.length + " floats exceed one staging buffer");
+    }
+    MemorySegment host = slot();
+    MemorySegment.copy(values, 0, host, ValueLayout.JAVA_FLOAT, 0, values.length);
+    send(dst.ptr(offset), 4L * values.length, 4L * values.length);
   }
 
   /**

@@ -77,13 +77,14 @@ class Fp8BlockLayoutTest {
   }
 
   @Test
-  void theGpuTakesFp8BlockCheckpointsAndRefusesTheOthersAndTensorParallelism() {
+  void theGpuTakesFp8BlockAndNvfp4CheckpointsOnOneGpuOnly() {
     GpuModelSupport.check(ModelConfigParser.parse(fixture("deepseek_v3_fp8")));
-    assertThatThrownBy(
-            () -> GpuModelSupport.check(ModelConfigParser.parse(fixture("deepseek_v3_nvfp4"))))
+    GpuModelSupport.check(ModelConfigParser.parse(fixture("deepseek_v3_nvfp4")));
+    ModelConfig nvfp4 = ModelConfigParser.parse(fixture("deepseek_v3_nvfp4"));
+    assertThatThrownBy(() -> TensorParallelCudaLm.check(nvfp4, ParallelConfig.tensor(2), 1, 2))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("NVFP4")
-        .hasMessageContaining("--device cpu");
+        .hasMessageContaining("--tp-size 1");
     ModelConfig fp8 = ModelConfigParser.parse(fixture("deepseek_v3_fp8"));
     assertThatThrownBy(() -> TensorParallelCudaLm.check(fp8, ParallelConfig.tensor(2), 1, 2))
         .isInstanceOf(IllegalArgumentException.class)

@@ -1,0 +1,276 @@
+package dev.ringmaster.cuda.bench;
+
+import dev.ringmaster.cuda.driver.CudaStream;
+import dev.ringmaster.cuda.driver.DeviceBuffer;
+import dev.ringmaster.cuda.kernels.DsaKernels;
+import dev.ringmaster.cuda.kernels.MlaKernels;
+import dev.ringmaster.cuda.kernels.MlaWorkspace;
+import dev.ringmaster.cuda.kernels.RingmasterKernels;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * KernelBench rows of DeepSeek Sparse Attention in the GLM-5 shape (64 MLA heads, latent 512 + rope
+ * 64, qk_nope 192, v 256; indexer 32 heads of 128, top 2,048; blocks of 64): per layer and decode
+ * step at batch 1 and 32 and contexts 4k / 32k / 128k, the indexer's scores and top-k (with the
+ * grid a decode graph captures, sized for {@value #GRAPH_CONTEXT} positions), sparse MLA over 2,048
+ * selected positions (absorb, split, combine, out-projection) on tensor and CUDA cores, and dense
+ * MLA over the whole context for comparison. GB/s counts the cache bytes a step must read (indexer
+ * keys of every position; selected or all latent rows).
+ */
+final class DsaBench {
+  private static final int HEADS = 64;
+  private static final int NOPE = 192;
+  private static final int ROPE = 64;
+  private static final int V = 256;
+  private static final int LORA = 512;
+  private static final int INDEX_HEADS = 32;
+  private static final int INDEX_DIM = 128;
+  private static final int TOP_K = 2048;
+  private static final int BLOCK = 64;
+  private static final int SMS = 132;
+  private static final int MAX_SPLITS = 256;
+
+  /** GLM-5's max_position_embeddings: the context a decode graph's indexer grid covers. */
+  private static final int GRAPH_CONTEXT = 202752;
+
+  private DsaBench() {}
+
+  /** Adds the rows to {@code b}. */
+  static void run(KernelBench b, RingmasterKernels k, CudaStream s) {
+    for (int len : new int[] {4096, 32768, 131072}) {
+      for (int batch : new int[] {1, 32}) {
+        try (Inputs in = new Inputs(b, s, batch, len)) {
+          sparse(b, k, s, in, true);
+          if (len == 4096) {
+            sparse(b, k, s, in, false);
+          }
+          dense(b, k, s, in);
+          indexer(b, k, s, in, true);
+          if (len == 4096) {
+            indexer(b, k, s, in, false);
+          }
+        }
+      }
+    }
+  }
+
+  private static void indexer(
+      KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean tensorCores) {
+    DsaKernels dsa = k.dsa();
+    int rows = in.batch;
+    int ld = GRAPH_CONTEXT;
+    int blocks = DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+    int chunks = DsaKernels.topKChunks(GRAPH_CONTEXT);
+    dsa.useIndexerTensorCores(tensorCores);
+    try (DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld);
+        DeviceBuffer state = DeviceBuffer.allocate(DsaKernels.topKStateBytes(rows, chunks))) {
+      float scale = (float) (1 / Math.sqrt(INDEX_DIM));
+      float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));
+      Runnable score =
+          () ->
+              dsa.scores(
+                  s,
+                  scores.ptr(),
+                  ld,
+                  in.indexQ.ptr(),
+                  in.indexW.ptr(),
+                  in.keys.ptr(),
+                  in.table.ptr(),
+                  in.blocksPerSeq,
+                  in.seqs.ptr(),
+                  in.positions.ptr(),
+                  0,
+                  rows,
+                  INDEX_HEADS,
+                  INDEX_DIM,
+                  BLOCK,
+                  scale,
+                  headScale,
+                  blocks);
+      Runnable topK =
+          () ->
+              dsa.topKMulti(
+                  s,
+                  in.sel.ptr(),
+                  TOP_K,
+                  scores.ptr(),
+                  ld,
+                  in.positions.ptr(),
+                  0,
+                  rows,
+                  state.ptr(),
+                  chunks);
+      double keyBytes = 2.0 * rows * in.len * INDEX_DIM;
+      double msScores = b.time(i -> score.run());
+      double msBoth =
+          b.time(
+              i -> {
+                score.run();
+                topK.run();
+              });
+      String what = tensorCores ? "tensor cores" : "CUDA cores";
+      b.row(label("dsa indexer scores, " + what, in), msScores, keyBytes / (msScores * 1e6));
+      b.row(
+          label("dsa indexer scores + multi-block top-k, " + what, in),
+          msBoth,
+          keyBytes / (msBoth * 1e6));
+    } finally {
+      dsa.useIndexerTensorCores(true);
+    }
+  }
+
+  private static void sparse(
+      KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean tensorCores) {
+    boolean before = k.mla().mlaUsesTensorCores(LORA, ROPE);
+    k.mla().useMlaTensorCores(tensorCores);
+    int splits = MlaKernels.mlaSplits(in.batch, HEADS, TOP_K, SMS, MAX_SPLITS);
+    try (MlaWorkspace ws = new MlaWorkspace(in.batch, splits, HEADS, LORA, ROPE)) {
+      double ms =
+          b.time(
+              i ->
+                  k.dsa()
+                      .sparseMlaAttention(
+                          s,
+                          ws,
+                          in.out.ptr(),
+                          in.q.ptr(),
+                          in.kvB.ptr(),
+                          in.cache.ptr(),
+                          in.table.ptr(),
+                          in.blocksPerSeq,
+                          in.seqs.ptr(),
+                          in.positions.ptr(),
+                          in.sel.ptr(),
+                          TOP_K,
+                          in.batch,
+                          HEADS,
+                          NOPE,
+                          ROPE,
+                          V,
+                          LORA,
+                          BLOCK,
+                          splits,
+                          0.07f));
+      double bytes = 2.0 * in.batch * TOP_K * (LORA + ROPE);
+      String what = tensorCores ? "tensor cores" : "CUDA cores";
+      b.row(
+          label(
+              String.format(
+                  Locale.ROOT, "dsa sparse mla, %s, %d selected, %d splits", what, TOP_K, splits),
+              in),
+          ms,
+          bytes / (ms * 1e6));
+    } finally {
+      k.mla().useMlaTensorCores(before);
+    }
+  }
+
+  private static void dense(KernelBench b, RingmasterKernels k, CudaStream s, Inputs in) {
+    int splits = MlaKernels.mlaSplits(in.batch, HEADS, in.len, SMS, MAX_SPLITS);
+    try (MlaWorkspace ws = new MlaWorkspace(in.batch, splits, HEADS, LORA, ROPE)) {
+      double ms =
+          b.time(
+              i ->
+                  k.mla()
+                      .mlaAttention(
+                          s,
+                          ws,
+                          in.out.ptr(),
+                          in.q.ptr(),
+                          in.kvB.ptr(),
+                          in.cache.ptr(),
+                          in.table.ptr(),
+                          in.blocksPerSeq,
+                          in.seqs.ptr(),
+                          in.positions.ptr(),
+                          in.batch,
+                          HEADS,
+                          NOPE,
+                          ROPE,
+                          V,
+                          LORA,
+                          BLOCK,
+                          splits,
+                          0.07f));
+      double bytes = 2.0 * in.batch * in.len * (LORA + ROPE);
+      b.row(
+          label(String.format(Locale.ROOT, "dsa dense mla (comparison), %d splits", splits), in),
+          ms,
+          bytes / (ms * 1e6));
+    }
+  }
+
+  private static String label(String what, Inputs in) {
+    return String.format(Locale.ROOT, "%s, batch %d, context %d", what, in.batch, in.len);
+  }
+
+  /**
+   * {@code batch} sequences of {@code len} cached positions (latent and indexer-key caches paged in
+   * order), one query each at the last position, and a selection of {@link #TOP_K} random sorted
+   * positions per query.
+   */
+  private static final class Inputs implements AutoCloseable {
+    final int batch;
+    final int len;
+    final int blocksPerSeq;
+    final DeviceBuffer cache;
+    final DeviceBuffer keys;
+    final DeviceBuffer table;
+    final DeviceBuffer seqs;
+    final DeviceBuffer positions;
+    final DeviceBuffer q;
+    final DeviceBuffer kvB;
+    final DeviceBuffer out;
+    final DeviceBuffer indexQ;
+    final DeviceBuffer indexW;
+    final DeviceBuffer sel;
+
+    Inputs(KernelBench b, CudaStream s, int batch, int len) {
+      this.batch = batch;
+      this.len = len;
+      blocksPerSeq = (len + BLOCK - 1) / BLOCK;
+      long rows = (long) batch * blocksPerSeq * BLOCK;
+      cache = b.randomBf16(rows * (LORA + ROPE), 1f);
+      keys = b.randomBf16(rows * INDEX_DIM, 1f);
+      int[] ids = new int[batch * blocksPerSeq];
+      Arrays.setAll(ids, i -> i);
+      int[] seq = new int[batch];
+      int[] pos = new int[batch];
+      int[] selected = new int[batch * TOP_K];
+      SplittableRandom random = new SplittableRandom(7);
+      for (int i = 0; i < batch; i++) {
+        seq[i] = i;
+        pos[i] = len - 1;
+        int[] row = random.ints(0, len).distinct().limit(TOP_K).sorted().toArray();
+        System.arraycopy(row, 0, selected, i * TOP_K, TOP_K);
+      }
+      table = ints(s, ids);
+      seqs = ints(s, seq);
+      positions = ints(s, pos);
+      sel = ints(s, selected);
+      q = b.randomF32(batch * HEADS * (NOPE + ROPE));
+      kvB = b.randomBf16((long) HEADS * (NOPE + V) * LORA, 0.05f);
+      out = DeviceBuffer.allocate(4L * batch * HEADS * V);
+      indexQ = b.randomF32(batch * INDEX_HEADS * INDEX_DIM);
+      indexW = b.randomF32(batch * INDEX_HEADS);
+    }
+
+    private static DeviceBuffer ints(CudaStream s, int[] v) {
+      DeviceBuffer d = DeviceBuffer.allocate(4L * v.length);
+      d.upload(s, v);
+      return d;
+    }
+
+    @Override
+    public void close() {
+      for (DeviceBuffer d :
+          new DeviceBuffer[] {
+            cache, keys, table, seqs, positions, q, kvB, out, indexQ, indexW, sel
+          }) {
+        d.close();
+      }
+    }
+  }
+}
