@@ -47,10 +47,10 @@ class DoctorCommandTest {
   @Test
   void exitStatusFollowsRequiredFeaturesAndBadFlagsAreRefused() {
     assertThat(CliTest.run("doctor", "--require", "cpu-engine,cpu-collectives").status()).isZero();
-    // sparse attention has no kernels in this build, on any host
-    CliTest.Run r = CliTest.run("doctor", "--require", "sparse-attention");
+    // no FP8 tensor-core (e4m3 MMA) path in this build, on any host
+    CliTest.Run r = CliTest.run("doctor", "--require", "sparse-attention,fp8-tensor-cores");
     assertThat(r.status()).isEqualTo(1);
-    assertThat(r.out()).contains("not ok: sparse-attention");
+    assertThat(r.out()).contains("not ok: fp8-tensor-cores").doesNotContain("not ok: sparse");
     CliTest.Run bad = CliTest.run("doctor", "--require", "warp-drive");
     assertThat(bad.status()).isEqualTo(2);
     assertThat(bad.err()).contains("no feature 'warp-drive'");

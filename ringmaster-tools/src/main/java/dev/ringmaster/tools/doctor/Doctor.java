@@ -53,9 +53,11 @@ public final class Doctor {
       out.add(peerAllReduce(gpu, target, kernels, algo));
     }
     out.add(allToAll(gpu, target, model));
+    out.add(quantizedWeights("fp8-weights", "DeepSeek FP8 block-scaled", gpu, target, kernels));
+    out.add(quantizedWeights("nvfp4-weights", "ModelOpt NVFP4", gpu, target, kernels));
     out.add(fp8(gpu));
     out.add(fp4(gpu));
-    out.add(sparseAttention(model));
+    out.add(sparseAttention(gpu, target, kernels, model));
     out.add(multiNodeGpu(gpu));
     if (model != null) {
       out.addAll(ModelFit.check(host, gpu, target, model));
@@ -288,6 +290,30 @@ public final class Doctor {
     return FeatureCheck.ok(f, size + (free >= 0 ? " fit in " + gib(free) + " free" : ""));
   }
 
+  /**
+   * Quantized checkpoints of {@code format}: weight-only kernels on one GPU (codes decoded in
+   * registers for the bf16 tensor cores), refused under GPU tensor or expert parallelism; on the
+   * CPU always (a dequantizing reference).
+   */
+  static FeatureCheck quantizedWeights(
+      String f, String format, GpuFacts g, DoctorTarget t, FeatureCheck kernels) {
+    if (!g.available()) {
+      return FeatureCheck.ok(f, format + " checkpoints run on the CPU (no usable GPU)");
+    }
+    if (kernels.verdict() != Verdict.OK) {
+      return new FeatureCheck(f, kernels.verdict(), "on the GPU: " + kernels.reason());
+    }
+    if (t.tpSize() > 1 || t.epSize() > 1) {
+      return FeatureCheck.software(
+          f,
+          format
+              + " weights are refused under GPU tensor/expert parallelism; they run on one GPU"
+              + " (--tp-size 1 --ep-size 1) or on the CPU");
+    }
+    return FeatureCheck.ok(
+        f, format + " checkpoints run on one GPU (weight-only kernels) and on the CPU");
+  }
+
   static FeatureCheck fp8(GpuFacts g) {
     String f = "fp8-tensor-cores";
     if (!g.available()) {
@@ -298,7 +324,10 @@ public final class Doctor {
       return FeatureCheck.hardware(f, o.arch() + " has no FP8 tensor cores (sm_89 and newer)");
     }
     return FeatureCheck.software(
-        f, o.arch() + " has FP8 tensor cores; this build's GPU kernels take bf16 weights only");
+        f,
+        o.arch()
+            + " has FP8 tensor cores; this build's FP8 kernels decode e4m3 weights to bf16 for the"
+            + " bf16 tensor cores (fp8-weights) and have no e4m3 MMA path");
   }
 
   static FeatureCheck fp4(GpuFacts g) {
@@ -311,14 +340,35 @@ public final class Doctor {
       return FeatureCheck.hardware(f, o.arch() + " has no FP4 tensor cores (sm_100 and newer)");
     }
     return FeatureCheck.software(
-        f, o.arch() + " has FP4 tensor cores; this build's GPU kernels take bf16 weights only");
+        f,
+        o.arch()
+            + " has FP4 tensor cores; this build's NVFP4 kernels decode e2m1 weights to bf16 for"
+            + " the bf16 tensor cores (nvfp4-weights) and have no block-scaled FP4 MMA path");
   }
 
-  static FeatureCheck sparseAttention(ModelNeeds m) {
+  /**
+   * DeepSeek Sparse Attention (the lightning indexer, top-k, sparse MLA): kernels on the CPU (every
+   * rank layout) and on one GPU; GPU tensor or expert parallelism refuses these models.
+   */
+  static FeatureCheck sparseAttention(
+      GpuFacts g, DoctorTarget t, FeatureCheck kernels, ModelNeeds m) {
     String f = "sparse-attention";
-    String which = m != null && m.sparseAttention() ? "this model has a DSA indexer but " : "";
-    return FeatureCheck.software(
-        f, which + "this build has no sparse-attention (DSA indexer) kernels on CPU or GPU");
+    String which = m != null && m.sparseAttention() ? "this model's DSA indexer: " : "";
+    if (!g.available()) {
+      return FeatureCheck.ok(f, which + "CPU kernels, every rank layout (no usable GPU)");
+    }
+    if (kernels.verdict() != Verdict.OK) {
+      return new FeatureCheck(f, kernels.verdict(), which + "on the GPU: " + kernels.reason());
+    }
+    if (t.tpSize() > 1 || t.epSize() > 1) {
+      return FeatureCheck.software(
+          f,
+          which
+              + "GPU tensor/expert parallelism refuses sparse-attention models; one GPU"
+              + " (--tp-size 1 --ep-size 1) or CPU ranks run them");
+    }
+    return FeatureCheck.ok(
+        f, which + "indexer, top-k and sparse MLA kernels on one GPU (tensor cores) and the CPU");
   }
 
   static FeatureCheck multiNodeGpu(GpuFacts g) {

@@ -36,6 +36,10 @@ class DoctorTest {
     assertThat(find(all, "cublas").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
     assertThat(find(all, "allreduce-nccl").verdict()).isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
     assertThat(find(all, "fp8-tensor-cores").verdict()).isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
+    // quantized checkpoints and sparse attention have CPU kernels
+    assertThat(find(all, "fp8-weights").verdict()).isEqualTo(Verdict.OK);
+    assertThat(find(all, "nvfp4-weights").reason()).contains("on the CPU");
+    assertThat(find(all, "sparse-attention").verdict()).isEqualTo(Verdict.OK);
     assertThat(all).allSatisfy(c -> assertThat(c.reason()).isNotBlank().doesNotContain("\n"));
   }
 
@@ -216,9 +220,20 @@ class DoctorTest {
   }
 
   @Test
-  void sparseAttentionAndMultiNodeGpuSayWhatIsMissing() {
+  void sparseAttentionQuantizedWeightsAndMultiNodeGpuSayWhatIsMissing() {
     GpuFacts g = FakeFacts.gpus(2, 90, "NV18", true, true);
-    assertThat(check(g, ONE, "sparse-attention").verdict()).isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
+    assertThat(check(g, ONE, "sparse-attention").verdict()).isEqualTo(Verdict.OK);
+    for (String f : List.of("sparse-attention", "fp8-weights", "nvfp4-weights")) {
+      FeatureCheck tp2 = check(g, tp(2), f);
+      assertThat(tp2.verdict()).as(f).isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
+      assertThat(tp2.reason()).as(f).contains("--tp-size 1 --ep-size 1");
+      assertThat(check(g, ONE, f).verdict()).as(f).isEqualTo(Verdict.OK);
+      // where the GPU cannot run the kernels, neither runs these
+      assertThat(check(FakeFacts.gpus(1, 80, "X", false, true), ONE, f).verdict())
+          .as(f)
+          .isEqualTo(Verdict.UNSUPPORTED_HARDWARE);
+    }
+    assertThat(check(g, ONE, "fp8-tensor-cores").reason()).contains("no e4m3 MMA path");
     assertThat(check(g, ONE, "multi-node-gpu").verdict()).isEqualTo(Verdict.UNTESTED);
     assertThat(check(FakeFacts.gpus(2, 90, "NV18", true, false), ONE, "multi-node-gpu").verdict())
         .isEqualTo(Verdict.UNSUPPORTED_SOFTWARE);
