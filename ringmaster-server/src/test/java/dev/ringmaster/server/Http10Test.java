@@ -37,16 +37,25 @@ class Http10Test {
     assertThat(RawHttp.body(models)).contains("\"tiny-moe\"");
   }
 
+  /** An HTTP/1.0 completion request with {@code body} (and any extra header lines), its answer. */
+  private static String post(String body, String... headers) {
+    StringBuilder h = new StringBuilder();
+    for (String line : headers) {
+      h.append(line).append("\r\n");
+    }
+    return RawHttp.exchange(
+        s.url(),
+        "POST /v1/completions HTTP/1.0\r\n"
+            + h
+            + "Content-Length: "
+            + body.length()
+            + "\r\n\r\n"
+            + body);
+  }
+
   @Test
   void aPostWithABodyIsServed() {
-    String body = "{\"prompt\": [5, 6], \"max_tokens\": 3}";
-    String r =
-        RawHttp.exchange(
-            s.url(),
-            "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: "
-                + body.length()
-                + "\r\n\r\n"
-                + body);
+    String r = post("{\"prompt\": [5, 6], \"max_tokens\": 3}", "Content-Type: application/json");
     assertThat(RawHttp.status(r)).as(r).isEqualTo(200);
     String head = RawHttp.head(r).toLowerCase();
     assertThat(head).contains("content-length:").doesNotContain("chunked");
@@ -57,14 +66,7 @@ class Http10Test {
   void aLongerGenerationIsNotTakenForAClientThatLeft() {
     // A request without keep-alive is the connection's last: that must not read as the client
     // hanging up while it waits for 40 tokens (it was cancelled with a 500 after 50 ms).
-    String body = "{\"prompt\": [5, 6], \"max_tokens\": 40, \"ignore_eos\": true}";
-    String r =
-        RawHttp.exchange(
-            s.url(),
-            "POST /v1/completions HTTP/1.0\r\nContent-Length: "
-                + body.length()
-                + "\r\n\r\n"
-                + body);
+    String r = post("{\"prompt\": [5, 6], \"max_tokens\": 40, \"ignore_eos\": true}");
     assertThat(RawHttp.status(r)).as(r).isEqualTo(200);
     assertThat(TestServer.json(RawHttp.body(r)).get("usage").get("completion_tokens").asInt())
         .isEqualTo(40);
@@ -72,14 +74,8 @@ class Http10Test {
 
   @Test
   void aStreamIsSentUnchunkedAndEndsWithTheConnection() {
-    String body = "{\"prompt\": [5, 6], \"max_tokens\": 4, \"stream\": true, \"ignore_eos\": true}";
     String r =
-        RawHttp.exchange(
-            s.url(),
-            "POST /v1/completions HTTP/1.0\r\nContent-Length: "
-                + body.length()
-                + "\r\n\r\n"
-                + body);
+        post("{\"prompt\": [5, 6], \"max_tokens\": 4, \"stream\": true, \"ignore_eos\": true}");
     assertThat(RawHttp.status(r)).as(r).isEqualTo(200);
     assertThat(RawHttp.head(r).toLowerCase()).doesNotContain("chunked");
     String events = RawHttp.body(r);
