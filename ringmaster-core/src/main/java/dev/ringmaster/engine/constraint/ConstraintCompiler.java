@@ -4,21 +4,26 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.Supplier;
 
 /**
  * Compiles regexes, choice lists, JSON schemas and EBNF grammars for one vocabulary, with a small
  * LRU cache keyed by the constraint's text, so repeated requests with the same schema compile it
- * once. Thread-safe: request threads compile, so a bad constraint is refused before the request
- * reaches the engine.
+ * once, concurrent ones included (the later ones wait for the first's compilation). Thread-safe:
+ * request threads compile, so a bad constraint is refused before the request reaches the engine.
  */
 public final class ConstraintCompiler {
   private static final int CACHE_ENTRIES = 64;
   private final TokenVocabulary vocab;
-  private final Map<String, OutputConstraint> cache =
+  // A constraint being compiled is in the cache as its future, so concurrent first requests for
+  // the same text wait for one compilation instead of each running their own.
+  private final Map<String, CompletableFuture<OutputConstraint>> cache =
       new LinkedHashMap<>(16, 0.75f, true) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<String, OutputConstraint> e) {
+        protected boolean removeEldestEntry(
+            Map.Entry<String, CompletableFuture<OutputConstraint>> e) {
           return size() > CACHE_ENTRIES;
         }
       };
@@ -64,16 +69,33 @@ public final class ConstraintCompiler {
   }
 
   private OutputConstraint cached(String key, Supplier<OutputConstraint> build) {
+    CompletableFuture<OutputConstraint> mine = new CompletableFuture<>();
+    CompletableFuture<OutputConstraint> f;
     synchronized (cache) {
-      OutputConstraint c = cache.get(key);
-      if (c != null) {
-        return c;
+      f = cache.putIfAbsent(key, mine);
+    }
+    if (f == null) {
+      try {
+        mine.complete(build.get());
+      } catch (RuntimeException | Error e) {
+        synchronized (cache) {
+          cache.remove(key, mine); // a refused constraint is not kept: each request hears why
+        }
+        mine.completeExceptionally(e);
+        throw e;
       }
+      return mine.join();
     }
-    OutputConstraint c = build.get();
-    synchronized (cache) {
-      cache.put(key, c);
+    try {
+      return f.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw e;
     }
-    return c;
   }
 }
