@@ -208,6 +208,28 @@ class SamplingParamsHttpTest {
   }
 
   @Test
+  void aConstraintAllowingFewTokensListsOnlyThoseAsAlternatives() {
+    // "ab": the first token may only be a prefix of it, far fewer than the five asked for; a
+    // forbidden token has no probability and is left out (JSON has no -Infinity).
+    HttpResponse<String> r =
+        s.post(
+            "/v1/completions",
+            "{\"prompt\": "
+                + PROMPT
+                + ", \"max_tokens\": 2, \"temperature\": 0, \"logprobs\": 5, \"regex\": \"ab\"}");
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    assertThat(r.body()).doesNotContain("Infinity");
+    JsonNode lp = TestServer.json(r.body()).get("choices").get(0).get("logprobs");
+    for (JsonNode top : lp.get("top_logprobs")) {
+      assertThat(top.size()).isBetween(1, 4);
+      for (Map.Entry<String, JsonNode> e : top.properties()) {
+        assertThat(e.getValue().isNumber()).as(e.toString()).isTrue();
+        assertThat(e.getKey()).as("a prefix of the rest of \"ab\"").isIn("a", "b", "ab");
+      }
+    }
+  }
+
+  @Test
   void chatLogprobsComeInOpenAisShapeWithTheCpuValues() {
     ChatCompletion chat =
         client

@@ -84,7 +84,9 @@ final class Responses {
       offset += s.length();
       ObjectNode top = tops.addObject();
       for (int i = 0; i < t.topIds().length; i++) {
-        top.put(tokenText(tok, t.topIds()[i]), t.topLogprobs()[i]);
+        if (possible(t.topLogprobs()[i])) {
+          top.put(tokenText(tok, t.topIds()[i]), t.topLogprobs()[i]);
+        }
       }
     }
     return lp;
@@ -98,11 +100,22 @@ final class Responses {
       ObjectNode c = entry(tok, t.token(), t.logprob());
       ArrayNode top = c.putArray("top_logprobs");
       for (int i = 0; i < t.topIds().length; i++) {
-        top.add(entry(tok, t.topIds()[i], t.topLogprobs()[i]));
+        if (possible(t.topLogprobs()[i])) {
+          top.add(entry(tok, t.topIds()[i], t.topLogprobs()[i]));
+        }
       }
       content.add(c);
     }
     return lp;
+  }
+
+  /**
+   * Whether an alternative could have been sampled: a token an output constraint forbids has
+   * log-probability -inf and is left out (JSON has no number for it), so a constrained step may
+   * list fewer alternatives than asked for.
+   */
+  private static boolean possible(float logprob) {
+    return logprob != Float.NEGATIVE_INFINITY && !Float.isNaN(logprob);
   }
 
   private static ObjectNode entry(Tokenizer tok, int id, float logprob) {
