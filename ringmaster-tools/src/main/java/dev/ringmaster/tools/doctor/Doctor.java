@@ -297,53 +297,53 @@ public final class Doctor {
    */
   static FeatureCheck quantizedWeights(
       String f, String format, GpuFacts g, DoctorTarget t, FeatureCheck kernels) {
-    if (!g.available()) {
-      return FeatureCheck.ok(f, format + " checkpoints run on the CPU (no usable GPU)");
-    }
-    if (kernels.verdict() != Verdict.OK) {
-      return new FeatureCheck(f, kernels.verdict(), "on the GPU: " + kernels.reason());
-    }
-    if (t.tpSize() > 1 || t.epSize() > 1) {
-      return FeatureCheck.software(
-          f,
-          format
-              + " weights are refused under GPU tensor/expert parallelism; they run on one GPU"
-              + " (--tp-size 1 --ep-size 1) or on the CPU");
-    }
-    return FeatureCheck.ok(
-        f, format + " checkpoints run on one GPU (weight-only kernels) and on the CPU");
+    return cpuAndOneGpu(
+        f,
+        g,
+        t,
+        kernels,
+        format + " checkpoints run on the CPU (no usable GPU)",
+        "",
+        format
+            + " weights are refused under GPU tensor/expert parallelism; they run on one GPU"
+            + " (--tp-size 1 --ep-size 1) or on the CPU",
+        format + " checkpoints run on one GPU (weight-only kernels) and on the CPU");
   }
 
   static FeatureCheck fp8(GpuFacts g) {
-    String f = "fp8-tensor-cores";
-    if (!g.available()) {
-      return FeatureCheck.hardware(f, "no usable GPU");
-    }
-    GpuFacts.Gpu o = oldest(g);
-    if (o.cc() < 89) {
-      return FeatureCheck.hardware(f, o.arch() + " has no FP8 tensor cores (sm_89 and newer)");
-    }
-    return FeatureCheck.software(
-        f,
-        o.arch()
-            + " has FP8 tensor cores; this build's FP8 kernels decode e4m3 weights to bf16 for the"
-            + " bf16 tensor cores (fp8-weights) and have no e4m3 MMA path");
+    return tensorCores(
+        "fp8-tensor-cores",
+        g,
+        89,
+        " has no FP8 tensor cores (sm_89 and newer)",
+        " has FP8 tensor cores; this build's FP8 kernels decode e4m3 weights to bf16 for the bf16"
+            + " tensor cores (fp8-weights) and have no e4m3 MMA path");
   }
 
   static FeatureCheck fp4(GpuFacts g) {
-    String f = "fp4-tensor-cores";
+    return tensorCores(
+        "fp4-tensor-cores",
+        g,
+        100,
+        " has no FP4 tensor cores (sm_100 and newer)",
+        " has FP4 tensor cores; this build's NVFP4 kernels decode e2m1 weights to bf16 for the bf16"
+            + " tensor cores (nvfp4-weights) and have no block-scaled FP4 MMA path");
+  }
+
+  /**
+   * A tensor-core format the hardware has from compute capability {@code minCc} on and this build
+   * does not use: unsupported by the hardware below it, by the software from it.
+   */
+  private static FeatureCheck tensorCores(
+      String f, GpuFacts g, int minCc, String missing, String unused) {
     if (!g.available()) {
       return FeatureCheck.hardware(f, "no usable GPU");
     }
     GpuFacts.Gpu o = oldest(g);
-    if (o.cc() < 100) {
-      return FeatureCheck.hardware(f, o.arch() + " has no FP4 tensor cores (sm_100 and newer)");
+    if (o.cc() < minCc) {
+      return FeatureCheck.hardware(f, o.arch() + missing);
     }
-    return FeatureCheck.software(
-        f,
-        o.arch()
-            + " has FP4 tensor cores; this build's NVFP4 kernels decode e2m1 weights to bf16 for"
-            + " the bf16 tensor cores (nvfp4-weights) and have no block-scaled FP4 MMA path");
+    return FeatureCheck.software(f, o.arch() + unused);
   }
 
   /**
@@ -352,23 +352,43 @@ public final class Doctor {
    */
   static FeatureCheck sparseAttention(
       GpuFacts g, DoctorTarget t, FeatureCheck kernels, ModelNeeds m) {
-    String f = "sparse-attention";
-    String which = m != null && m.sparseAttention() ? "this model's DSA indexer: " : "";
+    return cpuAndOneGpu(
+        "sparse-attention",
+        g,
+        t,
+        kernels,
+        "CPU kernels, every rank layout (no usable GPU)",
+        m != null && m.sparseAttention() ? "this model's DSA indexer: " : "",
+        "GPU tensor/expert parallelism refuses sparse-attention models; one GPU"
+            + " (--tp-size 1 --ep-size 1) or CPU ranks run them",
+        "indexer, top-k and sparse MLA kernels on one GPU (tensor cores) and the CPU");
+  }
+
+  /**
+   * A path with CPU kernels and kernels for one GPU, which GPU tensor or expert parallelism
+   * refuses: ok without a GPU ({@code onCpu}), the GPU kernels' own verdict where they do not run
+   * here, a software refusal for {@code t}'s parallel layout, else ok ({@code onGpu}); each reason
+   * after {@code prefix} (the model's part in it, or empty).
+   */
+  private static FeatureCheck cpuAndOneGpu(
+      String f,
+      GpuFacts g,
+      DoctorTarget t,
+      FeatureCheck kernels,
+      String onCpu,
+      String prefix,
+      String refused,
+      String onGpu) {
     if (!g.available()) {
-      return FeatureCheck.ok(f, which + "CPU kernels, every rank layout (no usable GPU)");
+      return FeatureCheck.ok(f, prefix + onCpu);
     }
     if (kernels.verdict() != Verdict.OK) {
-      return new FeatureCheck(f, kernels.verdict(), which + "on the GPU: " + kernels.reason());
+      return new FeatureCheck(f, kernels.verdict(), prefix + "on the GPU: " + kernels.reason());
     }
     if (t.tpSize() > 1 || t.epSize() > 1) {
-      return FeatureCheck.software(
-          f,
-          which
-              + "GPU tensor/expert parallelism refuses sparse-attention models; one GPU"
-              + " (--tp-size 1 --ep-size 1) or CPU ranks run them");
+      return FeatureCheck.software(f, prefix + refused);
     }
-    return FeatureCheck.ok(
-        f, which + "indexer, top-k and sparse MLA kernels on one GPU (tensor cores) and the CPU");
+    return FeatureCheck.ok(f, prefix + onGpu);
   }
 
   static FeatureCheck multiNodeGpu(GpuFacts g) {
