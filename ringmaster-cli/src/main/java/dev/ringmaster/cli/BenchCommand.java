@@ -372,10 +372,11 @@ final class BenchCommand implements Runnable {
                 results,
                 node.get("allreduce").asText(),
                 node.has("moe_a2a_backend") ? node.get("moe_a2a_backend").asText() : null);
-        weights = dev.ringmaster.sim.calibrate.OneBatchSteps.quantOf(run).name();
+        var quant = dev.ringmaster.sim.calibrate.OneBatchSteps.quantOf(run);
+        weights = quant.name();
         rows =
             dev.ringmaster.sim.calibrate.OneBatchRoofline.of(
-                run, dev.ringmaster.sim.model.ModelShapes.load(dir), hw.gpu());
+                run, dev.ringmaster.sim.model.ModelShapes.load(dir), hw.gpu(), quant);
       } catch (RuntimeException e) {
         return List.of("roofline: not available for this model (" + e.getMessage() + ")");
       }

@@ -12,6 +12,7 @@ import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.model.Category;
 import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.OpCost;
+import dev.ringmaster.sim.model.QuantScheme;
 import dev.ringmaster.sim.serve.ForwardTimer;
 import dev.ringmaster.sim.serve.Prediction;
 import dev.ringmaster.sim.serve.Simulator;
@@ -230,8 +231,9 @@ public record CalibrationCheck(String profile, List<Row> rows) {
     }
     Simulator sim = new Simulator(hw);
     List<Row> out = new ArrayList<>();
+    QuantScheme quant = OneBatchSteps.quantOf(run);
     for (OneBatchBenchmark.Result r : run.results()) {
-      Prediction p = sim.predict(m, OneBatchSteps.servingConfig(run, r));
+      Prediction p = sim.predict(m, OneBatchSteps.servingConfig(run, r, quant));
       Map<String, Object> fields = new LinkedHashMap<>();
       fields.put("batch_size", r.batchSize());
       fields.put("input_len", r.inputLen());

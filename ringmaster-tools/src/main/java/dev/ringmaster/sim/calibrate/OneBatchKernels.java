@@ -6,6 +6,7 @@ import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.model.Category;
 import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.OpCost;
+import dev.ringmaster.sim.model.QuantScheme;
 import dev.ringmaster.sim.model.StepShape;
 import dev.ringmaster.sim.model.WeightInventory;
 import dev.ringmaster.sim.serve.ForwardTime;
@@ -58,12 +59,13 @@ public final class OneBatchKernels {
     List<KernelSample> out = new ArrayList<>();
     ForwardTimer timer = new ForwardTimer(hw);
     WeightInventory inv = new WeightInventory(shape);
+    QuantScheme quant = OneBatchSteps.quantOf(run);
     for (OneBatchBenchmark.Result r : run.results()) {
       Map<String, Double> groups = r.profileMs().get("decode bs=" + r.batchSize());
       if (groups == null) {
         continue; // not profiled, or profiled at a padded batch size the result does not name
       }
-      ServingConfig cfg = OneBatchSteps.servingConfig(run, r);
+      ServingConfig cfg = OneBatchSteps.servingConfig(run, r, quant);
       ForwardTime ft =
           timer.time(
               inv, cfg, StepShape.decode(cfg.batch(), 1, cfg.contextLen(), cfg.kvDtype()), false);

@@ -6,6 +6,7 @@ import dev.ringmaster.sim.hw.HardwareProfile;
 import dev.ringmaster.sim.hw.Profiles;
 import dev.ringmaster.sim.model.ModelShape;
 import dev.ringmaster.sim.model.OpCost;
+import dev.ringmaster.sim.model.QuantScheme;
 import dev.ringmaster.sim.model.StepOps;
 import dev.ringmaster.sim.model.StepShape;
 import dev.ringmaster.sim.model.WeightInventory;
@@ -51,12 +52,18 @@ public final class OneBatchRoofline {
 
   /** The rows of {@code run} for the model {@code shape} on {@code gpu}. */
   public static List<Row> of(MeasurementFile.OneBatch run, ModelShape shape, GpuSpec gpu) {
+    return of(run, shape, gpu, OneBatchSteps.quantOf(run));
+  }
+
+  /** The rows of {@code run} for {@code shape} on {@code gpu}, its weights in {@code quant}. */
+  public static List<Row> of(
+      MeasurementFile.OneBatch run, ModelShape shape, GpuSpec gpu, QuantScheme quant) {
     WeightInventory inventory = new WeightInventory(shape);
     double bandwidth = gpu.memoryBandwidth();
     double flopRate = gpu.flopsFor("bf16");
     List<Row> rows = new ArrayList<>();
     for (OneBatchBenchmark.Result r : run.results()) {
-      ServingConfig cfg = OneBatchSteps.servingConfig(run, r);
+      ServingConfig cfg = OneBatchSteps.servingConfig(run, r, quant);
       StepOps ops = new StepOps(inventory, cfg.quant(), cfg.sharding());
       double[] decode =
           totals(ops.forward(StepShape.decode(r.batchSize(), 1, cfg.contextLen(), cfg.kvDtype())));

@@ -50,8 +50,9 @@ public final class OneBatchSteps {
     ForwardTimer timer = new ForwardTimer(hw);
     WeightInventory inv = new WeightInventory(shape);
     List<StepSample> out = new ArrayList<>();
+    QuantScheme quant = quantOf(run);
     for (OneBatchBenchmark.Result r : run.results()) {
-      ServingConfig cfg = servingConfig(run, r);
+      ServingConfig cfg = servingConfig(run, r, quant);
       ForwardTime ft =
           timer.time(
               inv,
@@ -114,17 +115,18 @@ public final class OneBatchSteps {
    * unquantized checkpoint or where the run's model is not a readable directory.
    */
   public static QuantScheme quantOf(MeasurementFile.OneBatch run) {
-    Path dir = run.model() == null ? null : modelDir(run.model());
-    if (dir == null) {
+    Path p = modelPath(run);
+    if (p == null) {
       return QuantScheme.preset("bf16");
     }
+    Path config = Files.isRegularFile(p) ? p : p.resolve("config.json");
     QuantizationConfig q;
     int layers;
     try {
-      JsonNode root = new ObjectMapper().readTree(Files.readString(dir.resolve("config.json")));
+      JsonNode root = new ObjectMapper().readTree(Files.readString(config));
       q =
           QuantizationConfigParser.parse(
-              root, dir.resolve("config.json").toString(), dir.resolve("hf_quant_config.json"));
+              root, config.toString(), config.resolveSibling("hf_quant_config.json"));
       layers = root.path("num_hidden_layers").asInt(1);
     } catch (java.io.IOException | RuntimeException e) {
       return QuantScheme.preset("bf16");
@@ -146,25 +148,35 @@ public final class OneBatchSteps {
     return new QuantScheme(name, experts, dense);
   }
 
-  private static Path modelDir(String model) {
+  /**
+   * The run's {@code model} as a readable config file or model directory here; null where it names
+   * neither (a description, or a directory on another machine).
+   */
+  private static Path modelPath(MeasurementFile.OneBatch run) {
+    if (run.model() == null) {
+      return null;
+    }
     try {
-      Path p = Path.of(model);
-      return Files.isRegularFile(p.resolve("config.json")) ? p : null;
+      Path p = Path.of(run.model());
+      return Files.isRegularFile(p) || Files.isRegularFile(p.resolve("config.json")) ? p : null;
     } catch (java.nio.file.InvalidPathException notAPath) {
       return null;
     }
   }
 
-  /** The configuration a one-batch result ran, as the simulator describes it. */
+  /**
+   * The configuration a one-batch result ran, as the simulator describes it, with the weight
+   * formats {@code quant} ({@link #quantOf} of the run, read once for all its results).
+   */
   public static ServingConfig servingConfig(
-      MeasurementFile.OneBatch run, OneBatchBenchmark.Result r) {
+      MeasurementFile.OneBatch run, OneBatchBenchmark.Result r, QuantScheme quant) {
     boolean graphed = graphedBatches(run).contains(String.valueOf(r.batchSize()));
     return new ServingConfig(
         run.tpSize(),
         run.epSize(),
         "all-to-all".equals(run.moeA2aBackend()) ? A2aBackend.ALL_TO_ALL : A2aBackend.NONE,
         allreduceOf(run),
-        quantOf(run),
+        quant,
         "bf16",
         r.batchSize(),
         r.inputLen() + r.outputLen() / 2,
@@ -184,15 +196,9 @@ public final class OneBatchSteps {
     if (override != null) {
       return ModelShapes.load(override);
     }
-    if (run.model() != null) {
-      try {
-        Path p = Path.of(run.model());
-        if (Files.isRegularFile(p) || Files.isRegularFile(p.resolve("config.json"))) {
-          return ModelShapes.load(p);
-        }
-      } catch (java.nio.file.InvalidPathException notAPath) {
-        // a description rather than a directory: fall through to the error
-      }
+    Path p = modelPath(run);
+    if (p != null) {
+      return ModelShapes.load(p);
     }
     throw new IllegalArgumentException(
         "bench one-batch model '"

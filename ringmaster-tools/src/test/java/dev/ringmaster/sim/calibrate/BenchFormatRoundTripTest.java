@@ -157,7 +157,10 @@ class BenchFormatRoundTripTest {
     List<OneBatchBenchmark.Result> results = new ArrayList<>();
     for (int b : batches) {
       OneBatchBenchmark.Result r0 = new OneBatchBenchmark.Result(b, 512, 128, 0, 0, 0, 0, Map.of());
-      double ms = sim.predict(shape, OneBatchSteps.servingConfig(skeleton, r0)).stepTimeMs();
+      double ms =
+          sim.predict(
+                  shape, OneBatchSteps.servingConfig(skeleton, r0, OneBatchSteps.quantOf(skeleton)))
+              .stepTimeMs();
       results.add(
           new OneBatchBenchmark.Result(b, 512, 128, 100, 5000, ms, b * 1000 / ms, Map.of()));
     }

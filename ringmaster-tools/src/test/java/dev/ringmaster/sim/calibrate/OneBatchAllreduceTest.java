@@ -27,7 +27,9 @@ class OneBatchAllreduceTest {
     for (String a : new String[] {"oneshot", "twoshot", "fused"}) {
       MeasurementFile.OneBatch run = parse("\"allreduce\":\"" + a + "\",");
       assertThat(run.allreduce()).isEqualTo(a);
-      assertThat(OneBatchSteps.servingConfig(run, run.results().getFirst()).allreduce())
+      assertThat(
+              OneBatchSteps.servingConfig(run, run.results().getFirst(), OneBatchSteps.quantOf(run))
+                  .allreduce())
           .isEqualTo(AllreduceAlgorithm.parse(a));
     }
   }
@@ -36,7 +38,9 @@ class OneBatchAllreduceTest {
   void autoNcclAndUnrecordedRunsAreSimulatedAsNccl() {
     for (String field : new String[] {"\"allreduce\":\"auto\",", "\"allreduce\":\"nccl\",", ""}) {
       MeasurementFile.OneBatch run = parse(field);
-      assertThat(OneBatchSteps.servingConfig(run, run.results().getFirst()).allreduce())
+      assertThat(
+              OneBatchSteps.servingConfig(run, run.results().getFirst(), OneBatchSteps.quantOf(run))
+                  .allreduce())
           .as(field)
           .isEqualTo(AllreduceAlgorithm.NCCL);
     }
@@ -46,11 +50,15 @@ class OneBatchAllreduceTest {
   void theRecordedMoeBackendIsSimulated() {
     MeasurementFile.OneBatch a2a = parse("\"moe_a2a_backend\":\"all-to-all\",");
     assertThat(a2a.moeA2aBackend()).isEqualTo("all-to-all");
-    assertThat(OneBatchSteps.servingConfig(a2a, a2a.results().getFirst()).a2a())
+    assertThat(
+            OneBatchSteps.servingConfig(a2a, a2a.results().getFirst(), OneBatchSteps.quantOf(a2a))
+                .a2a())
         .isEqualTo(dev.ringmaster.sim.serve.A2aBackend.ALL_TO_ALL);
     for (String field : new String[] {"\"moe_a2a_backend\":\"none\",", ""}) {
       MeasurementFile.OneBatch run = parse(field);
-      assertThat(OneBatchSteps.servingConfig(run, run.results().getFirst()).a2a())
+      assertThat(
+              OneBatchSteps.servingConfig(run, run.results().getFirst(), OneBatchSteps.quantOf(run))
+                  .a2a())
           .as(field)
           .isEqualTo(dev.ringmaster.sim.serve.A2aBackend.NONE);
     }
