@@ -90,27 +90,20 @@ class TuneCommandTest {
     assertThat(r.out()).contains("| 0% |");
   }
 
+  /** A one-point tune with {@code flag value} exits 2 with an error containing {@code says}. */
+  private static void refused(Path out, String flag, String value, String says) {
+    CliTest.Run r =
+        CliTest.run("tune", "--out", out.toString(), "--space", "cpu-threads=1", flag, value);
+    assertThat(r.status()).as(flag).isEqualTo(2);
+    assertThat(r.err()).contains(says);
+  }
+
   @Test
   void badObjectiveFlagsAreRefused(@TempDir Path out) {
-    CliTest.Run goodput =
-        CliTest.run(
-            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--objective", "goodput");
-    assertThat(goodput.status()).isEqualTo(2);
-    assertThat(goodput.err()).contains("--objective goodput needs an SLO");
-    CliTest.Run repeats =
-        CliTest.run("tune", "--out", out.toString(), "--space", "cpu-threads=1", "--repeats", "0");
-    assertThat(repeats.status()).isEqualTo(2);
-    assertThat(repeats.err()).contains("--repeats");
-    CliTest.Run warmup =
-        CliTest.run(
-            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--warmup-requests", "-1");
-    assertThat(warmup.status()).isEqualTo(2);
-    assertThat(warmup.err()).contains("--warmup-requests");
-    CliTest.Run warmupRuns =
-        CliTest.run(
-            "tune", "--out", out.toString(), "--space", "cpu-threads=1", "--warmup-runs", "-1");
-    assertThat(warmupRuns.status()).isEqualTo(2);
-    assertThat(warmupRuns.err()).contains("--warmup-runs");
+    refused(out, "--objective", "goodput", "--objective goodput needs an SLO");
+    refused(out, "--repeats", "0", "--repeats");
+    refused(out, "--warmup-requests", "-1", "--warmup-requests");
+    refused(out, "--warmup-runs", "-1", "--warmup-runs");
   }
 
   @Test
