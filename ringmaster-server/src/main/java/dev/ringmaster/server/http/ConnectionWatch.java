@@ -83,7 +83,6 @@ public final class ConnectionWatch {
           inner.handle(limit);
         } finally {
           open.remove(key, pump);
-          pump.lingerOverUnreadBytes();
         }
       }
 
@@ -131,29 +130,6 @@ public final class ConnectionWatch {
         // The end of the stream, or the socket failed or was closed: either way the client is gone.
       } finally {
         peerClosed = true;
-      }
-    }
-
-    /**
-     * Where the connection ends with request bytes the parser never took (the rest of a body
-     * refused with 413), reads on until the client stops sending them (its end of the stream, or 50
-     * ms without bytes; 2 s at most) before the socket closes: a socket closed with bytes unread
-     * answers them with a reset, which can destroy the response still on its way to the client. A
-     * connection that ends with nothing unread closes at once.
-     */
-    void lingerOverUnreadBytes() {
-      if (queue.isEmpty()) {
-        return;
-      }
-      long deadline = System.nanoTime() + 2_000_000_000L;
-      try {
-        while (!peerClosed && System.nanoTime() < deadline) {
-          if (queue.poll(50, TimeUnit.MILLISECONDS) == null && !peerClosed) {
-            return;
-          }
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
       }
     }
 
