@@ -163,7 +163,9 @@ final class BenchCommand implements Runnable {
     static final String VERIFY_NOTE =
         "verify: K draft tokens per sequence, every sequence extended by K + 1 tokens over its"
             + " cached context (logits for every row) and rolled back; decode steps = verify ms /"
-            + " the batch size's decode ms/step";
+            + " the batch size's decode ms/step; repeating: the same over a prompt of one token"
+            + " repeated, drafts repeating it (n-gram drafts of a repeating text: every row of a"
+            + " sequence routes to the same experts), against a decode step of that text";
 
     /** What the "total" columns mean, printed under the table. */
     static final String TOTAL_NOTE =
@@ -291,13 +293,22 @@ final class BenchCommand implements Runnable {
           }
           System.out.println(TOTAL_NOTE);
           if (!draftTokens.isEmpty()) {
-            System.out.printf("%6s %6s %12s %14s%n", "batch", "K", "verify", "verify");
-            System.out.printf("%6s %6s %12s %14s%n", "", "", "ms", "decode steps");
+            System.out.printf(
+                "%6s %6s %12s %14s %12s %14s%n",
+                "batch", "K", "verify", "verify", "repeating", "repeating");
+            System.out.printf(
+                "%6s %6s %12s %14s %12s %14s%n",
+                "", "", "ms", "decode steps", "ms", "decode steps");
             for (var r : results) {
               for (var v : r.verify()) {
                 System.out.printf(
-                    "%6d %6d %12.2f %14.2f%n",
-                    r.batchSize(), v.draftTokens(), v.medianMs(), v.decodeSteps());
+                    "%6d %6d %12.2f %14.2f %12.2f %14.2f%n",
+                    r.batchSize(),
+                    v.draftTokens(),
+                    v.medianMs(),
+                    v.decodeSteps(),
+                    v.repeatMedianMs(),
+                    v.repeatDecodeSteps());
               }
             }
             System.out.println(VERIFY_NOTE);

@@ -53,6 +53,8 @@ class OneBatchVerifyCliTest {
         assertThat(v.get("decode_steps").asDouble())
             .isCloseTo(
                 v.get("median_ms").asDouble() / decode, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(v.get("repeat_median_ms").asDouble()).isPositive();
+        assertThat(v.get("repeat_decode_steps").asDouble()).isPositive();
       }
     }
   }
@@ -62,8 +64,7 @@ class OneBatchVerifyCliTest {
     CliTest.Run r = CliTest.run(args("--speculative-num-draft-tokens", "3"));
     assertThat(r.status()).as(r.err()).isZero();
     assertThat(r.out()).contains("decode steps").contains("verify: K draft tokens per sequence");
-    assertThat(r.out().lines().filter(l -> l.matches("\\s+[12]\\s+3\\s+[0-9.]+\\s+[0-9.]+")))
-        .hasSize(2);
+    assertThat(r.out().lines().filter(l -> l.matches("\\s+[12]\\s+3(\\s+[0-9.]+){4}"))).hasSize(2);
     CliTest.Run zero = CliTest.run(args("--speculative-num-draft-tokens", "0"));
     assertThat(zero.status()).isEqualTo(2);
     assertThat(zero.err()).contains("--speculative-num-draft-tokens");

@@ -25,7 +25,8 @@ import java.util.SplittableRandom;
  * figures to be steady state.
  *
  * <p>With draft lengths given, each batch size also times a speculative verify pass per length
- * ({@link VerifyCost}) against its decode step.
+ * ({@link VerifyCost}) against its decode step, over the decoded random context and over a
+ * repeating text (where all rows of a sequence route to the same experts).
  */
 public final class OneBatchBenchmark {
   /**
@@ -38,8 +39,16 @@ public final class OneBatchBenchmark {
    * @param medianMs median verify pass latency
    * @param decodeSteps the pass over the batch size's median decode step: what the pass costs in
    *     decode steps, the figure speculation must beat with accepted tokens
+   * @param repeatMedianMs median verify pass over a repeating text (see {@link #timeRepeating}):
+   *     every row of a sequence routes to the same experts
+   * @param repeatDecodeSteps {@code repeatMedianMs} over the median decode step of that text
    */
-  public record VerifyCost(int draftTokens, double medianMs, double decodeSteps) {}
+  public record VerifyCost(
+      int draftTokens,
+      double medianMs,
+      double decodeSteps,
+      double repeatMedianMs,
+      double repeatDecodeSteps) {}
 
   /**
    * The untimed work before each batch size's timed steps: {@code rounds} rounds, each a prefill of
@@ -338,16 +347,35 @@ public final class OneBatchBenchmark {
       double[] sorted = steps.clone();
       Arrays.sort(sorted);
       double median = sorted[sorted.length / 2];
-      List<VerifyCost> verify = new ArrayList<>();
-      for (int k : draftTokens) {
-        VerifyCost v = timeVerify(model, caches, next, k, outputLen, median, random);
-        verify.add(v);
-        log.printf(
-            "batch %d: verify of %d draft tokens %.2f ms (%.2f decode steps)%n",
-            b, k, v.medianMs(), v.decodeSteps());
+      double[] randomMs = new double[draftTokens.size()];
+      for (int i = 0; i < randomMs.length; i++) {
+        randomMs[i] = timeVerify(model, caches, next, draftTokens.get(i), outputLen, random);
       }
       for (KvCache c : caches) {
         c.close();
+      }
+      List<VerifyCost> verify = new ArrayList<>();
+      if (!draftTokens.isEmpty()) {
+        double[] repeat = timeRepeating(model, b, inputLen, draftTokens, outputLen, random);
+        for (int i = 0; i < randomMs.length; i++) {
+          VerifyCost v =
+              new VerifyCost(
+                  draftTokens.get(i),
+                  randomMs[i],
+                  randomMs[i] / median,
+                  repeat[i + 1],
+                  repeat[i + 1] / repeat[0]);
+          verify.add(v);
+          log.printf(
+              "batch %d: verify of %d draft tokens %.2f ms (%.2f decode steps); over a repeating"
+                  + " text %.2f ms (%.2f decode steps)%n",
+              b,
+              v.draftTokens(),
+              v.medianMs(),
+              v.decodeSteps(),
+              v.repeatMedianMs(),
+              v.repeatDecodeSteps());
+        }
       }
       double totalMs = totalLatencyMs(prefillMs, steps);
       Result r =
@@ -387,41 +415,114 @@ public final class OneBatchBenchmark {
   private static final int VERIFY_WARMUP_PASSES = 3;
 
   /**
-   * Times {@code passes} verify passes of {@code k} drafts per sequence over the caches as decoding
-   * left them (each sequence's next token, then {@code k} random tokens), each rolled back, after
-   * {@link #VERIFY_WARMUP_PASSES} untimed ones; the median against {@code decodeMs}.
+   * Median of {@code passes} verify passes of {@code k} drafts per sequence over the caches as
+   * decoding left them (each sequence's next token, then {@code k} random tokens), each rolled
+   * back, after {@link #VERIFY_WARMUP_PASSES} untimed ones.
    */
-  static VerifyCost timeVerify(
+  static double timeVerify(
       LanguageModel model,
       KvCache[] caches,
       int[] next,
       int k,
       int passes,
-      double decodeMs,
       SplittableRandom random) {
-    int b = caches.length;
-    int rowsPerSeq = k + 1;
     int vocab = model.config().vocabSize();
-    int[] tokens = new int[b * rowsPerSeq];
+    int[] tokens = new int[caches.length * (k + 1)];
+    for (int s = 0; s < caches.length; s++) {
+      for (int j = 0; j <= k; j++) {
+        tokens[s * (k + 1) + j] = j == 0 ? next[s] : random.nextInt(vocab);
+      }
+    }
+    return medianPassMs(model, caches, tokens, k + 1, passes, false);
+  }
+
+  /**
+   * Decode steps and verify passes over a repeating text, the case of n-gram drafts on a text that
+   * repeats itself: each sequence's prompt is one token repeated {@code inputLen} times, and its
+   * decode row and every verify row are that token again. All positions then carry the same hidden
+   * state (attention over equal values returns that value, layer after layer), so every row of a
+   * sequence routes to the same experts and a pass costs what its extra rows cost, not the extra
+   * experts that distinct tokens bring in. Returns the median decode step, then the median pass per
+   * entry of {@code draftTokens}; each pass rolled back, after untimed ones.
+   */
+  static double[] timeRepeating(
+      LanguageModel model,
+      int b,
+      int inputLen,
+      List<Integer> draftTokens,
+      int passes,
+      SplittableRandom random) {
+    int vocab = model.config().vocabSize();
+    int[] token = new int[b];
+    int[] prompt = new int[b * inputLen];
+    int[] positions = new int[b * inputLen];
+    int[] starts = new int[b + 1];
+    int[] lastRows = new int[b];
+    for (int s = 0; s < b; s++) {
+      token[s] = random.nextInt(vocab);
+      for (int i = 0; i < inputLen; i++) {
+        prompt[s * inputLen + i] = token[s];
+        positions[s * inputLen + i] = i;
+      }
+      starts[s + 1] = (s + 1) * inputLen;
+      lastRows[s] = (s + 1) * inputLen - 1;
+    }
+    KvCache[] caches = newCaches(model, b);
+    try {
+      model.forwardGreedy(prompt, new BatchLayout(starts, positions), caches, lastRows);
+      double[] out = new double[draftTokens.size() + 1];
+      out[0] = medianPassMs(model, caches, token, 1, passes, true);
+      for (int i = 0; i < draftTokens.size(); i++) {
+        int rowsPerSeq = draftTokens.get(i) + 1;
+        int[] tokens = new int[b * rowsPerSeq];
+        for (int t = 0; t < tokens.length; t++) {
+          tokens[t] = token[t / rowsPerSeq];
+        }
+        out[i + 1] = medianPassMs(model, caches, tokens, rowsPerSeq, passes, false);
+      }
+      return out;
+    } finally {
+      closeAll(caches);
+    }
+  }
+
+  /**
+   * Median latency of {@code passes} steps that extend every sequence by {@code rowsPerSeq} of
+   * {@code tokens} over its cache, each rolled back, after {@link #VERIFY_WARMUP_PASSES} untimed
+   * ones: greedy tokens of the last row per sequence when {@code greedy} (a decode step), else
+   * logits for every row (a verify pass).
+   */
+  private static double medianPassMs(
+      LanguageModel model,
+      KvCache[] caches,
+      int[] tokens,
+      int rowsPerSeq,
+      int passes,
+      boolean greedy) {
+    int b = caches.length;
     int[] positions = new int[b * rowsPerSeq];
     int[] starts = new int[b + 1];
-    int[] rows = new int[b * rowsPerSeq];
     int[] lengths = new int[b];
     for (int s = 0; s < b; s++) {
       lengths[s] = caches[s].length();
       starts[s + 1] = (s + 1) * rowsPerSeq;
       for (int j = 0; j < rowsPerSeq; j++) {
-        int t = s * rowsPerSeq + j;
-        tokens[t] = j == 0 ? next[s] : random.nextInt(vocab);
-        positions[t] = lengths[s] + j;
-        rows[t] = t;
+        positions[s * rowsPerSeq + j] = lengths[s] + j;
       }
+    }
+    int[] rows = new int[greedy ? b : b * rowsPerSeq];
+    for (int r = 0; r < rows.length; r++) {
+      rows[r] = greedy ? (r + 1) * rowsPerSeq - 1 : r;
     }
     BatchLayout layout = new BatchLayout(starts, positions);
     double[] ms = new double[passes];
     for (int pass = -VERIFY_WARMUP_PASSES; pass < passes; pass++) {
       long t0 = System.nanoTime();
-      model.forward(tokens, layout, caches, rows);
+      if (greedy) {
+        model.forwardGreedy(tokens, layout, caches, rows);
+      } else {
+        model.forward(tokens, layout, caches, rows);
+      }
       double took = (System.nanoTime() - t0) / 1e6;
       if (pass >= 0) {
         ms[pass] = took;
@@ -431,8 +532,7 @@ public final class OneBatchBenchmark {
       }
     }
     Arrays.sort(ms);
-    double median = ms[ms.length / 2];
-    return new VerifyCost(k, median, median / decodeMs);
+    return ms[ms.length / 2];
   }
 
   /**

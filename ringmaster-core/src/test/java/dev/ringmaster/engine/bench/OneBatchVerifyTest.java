@@ -25,12 +25,13 @@ class OneBatchVerifyTest {
   private static final int INPUT = 4;
   private static final int OUTPUT = 6;
   private static final long DECODE_MS = 10;
-  private static final long VERIFY_MS = 40;
+  private static final long VERIFY_MS = 100;
 
   /** Records each forward's shape; decode steps sleep {@link #DECODE_MS}, verify passes more. */
   private static final class Recording extends ForwardingLanguageModel {
     final List<int[]> verifyShapes = new ArrayList<>(); // {sequences, tokens, rows, first pos}
     final List<Integer> lengthsBefore = new ArrayList<>();
+    final List<int[]> verifyTokens = new ArrayList<>();
 
     Recording(LanguageModel lm) {
       super(lm);
@@ -43,6 +44,7 @@ class OneBatchVerifyTest {
       if (verify) {
         verifyShapes.add(new int[] {seqs, tokens.length, logitRows.length, layout.positions()[0]});
         lengthsBefore.add(caches[0].length());
+        verifyTokens.add(tokens.clone());
         sleep(VERIFY_MS);
       } else if (tokens.length == seqs) {
         sleep(DECODE_MS);
@@ -89,24 +91,35 @@ class OneBatchVerifyTest {
       assertThat(r.verify())
           .extracting(OneBatchBenchmark.VerifyCost::draftTokens)
           .containsExactly(2, 4);
-      // Per draft length: the untimed passes, then one timed pass per decode step.
+      // Per draft length: the untimed passes, then one timed pass per decode step; first over
+      // the decoded context, then over a repeating text (a prompt of INPUT copies of one token).
       int passes = 3 + OUTPUT;
-      assertThat(m.verifyShapes).hasSize(2 * passes);
+      assertThat(m.verifyShapes).hasSize(4 * passes);
       for (int i = 0; i < m.verifyShapes.size(); i++) {
-        int k = i < passes ? 2 : 4;
+        boolean repeating = i >= 2 * passes;
+        int k = i % (2 * passes) < passes ? 2 : 4;
+        int context = repeating ? INPUT : INPUT + OUTPUT;
         int[] shape = m.verifyShapes.get(i);
         assertThat(shape[0]).isEqualTo(3);
         assertThat(shape[1]).as("3 sequences x (K + 1) tokens").isEqualTo(3 * (k + 1));
         assertThat(shape[2]).as("logits for every row").isEqualTo(3 * (k + 1));
-        assertThat(shape[3]).as("after the cached context").isEqualTo(INPUT + OUTPUT);
-        assertThat(m.lengthsBefore.get(i))
-            .as("rolled back after each pass")
-            .isEqualTo(INPUT + OUTPUT);
+        assertThat(shape[3]).as("after the cached context").isEqualTo(context);
+        assertThat(m.lengthsBefore.get(i)).as("rolled back after each pass").isEqualTo(context);
+        if (repeating) {
+          int[] tokens = m.verifyTokens.get(i);
+          for (int t = 0; t < tokens.length; t++) {
+            assertThat(tokens[t])
+                .as("one token per sequence")
+                .isEqualTo(tokens[t / (k + 1) * (k + 1)]);
+          }
+        }
       }
       for (OneBatchBenchmark.VerifyCost v : r.verify()) {
         assertThat(v.medianMs()).isGreaterThanOrEqualTo(VERIFY_MS);
         assertThat(v.decodeSteps()).isEqualTo(v.medianMs() / r.decodeMedianMs());
-        assertThat(v.decodeSteps()).as("a pass sleeps 4x a decode step").isGreaterThan(1.5);
+        assertThat(v.decodeSteps()).as("a pass sleeps 10x a decode step").isGreaterThan(1.5);
+        assertThat(v.repeatMedianMs()).isGreaterThanOrEqualTo(VERIFY_MS);
+        assertThat(v.repeatDecodeSteps()).as("over the repeating text's decode").isGreaterThan(1.5);
       }
     }
   }
@@ -120,7 +133,7 @@ class OneBatchVerifyTest {
       m.forwardAll(prompt, withVerify);
       m.forwardAll(prompt, without);
       OneBatchBenchmark.timeVerify(
-          m, new KvCache[] {withVerify}, new int[] {11}, 3, 2, 1.0, new SplittableRandom(1));
+          m, new KvCache[] {withVerify}, new int[] {11}, 3, 2, new SplittableRandom(1));
       assertThat(withVerify.length()).isEqualTo(prompt.length);
       float[] a = m.forwardAll(new int[] {11, 4}, withVerify);
       float[] b = m.forwardAll(new int[] {11, 4}, without);
