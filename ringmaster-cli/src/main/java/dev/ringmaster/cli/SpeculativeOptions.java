@@ -64,7 +64,8 @@ final class SpeculativeOptions {
 
   /**
    * Refuses, before anything loads, a drafter fed by the target's hidden states (NEXTN, EAGLE3) on
-   * a backend that does not expose them: only the single-rank CPU model does.
+   * a layout that does not expose them: the single-rank models (CPU and one GPU) do, tensor- and
+   * expert-parallel ranks and several nodes do not.
    */
   void checkBackend(EngineOptions engine) {
     if (algorithm == null) {
@@ -79,18 +80,15 @@ final class SpeculativeOptions {
       where = "with --tp-size / --ep-size above 1";
     } else if (engine.nodes.nnodes > 1) {
       where = "over several nodes";
-    } else if (engine.device.equals("cuda")
-        || (engine.device.equals("auto") && dev.ringmaster.cuda.CudaRuntime.probe().available())) {
-      where = "on the GPU" + (engine.device.equals("auto") ? " (--device auto found one)" : "");
     }
     if (where != null) {
       throw new UserError(
           "--speculative-algorithm "
               + a
-              + " needs the target's hidden states, which only the single-rank CPU model exposes,"
-              + " so it does not run "
+              + " needs the target's hidden states, which only a single-rank model (the CPU or one"
+              + " GPU) exposes, so it does not run "
               + where
-              + ": use --device cpu without --tp-size / --ep-size, or NGRAM or STANDALONE drafts");
+              + ": leave --tp-size / --ep-size at 1, or use NGRAM or STANDALONE drafts");
     }
   }
 

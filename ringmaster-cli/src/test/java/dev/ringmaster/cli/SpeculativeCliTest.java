@@ -183,7 +183,6 @@ class SpeculativeCliTest {
       {"--speculative-algorithm", "NGRAM", "--dump-logits", tmp.resolve("l.npy").toString()},
       {"--speculative-algorithm", "NEXTN"},
       {"--speculative-algorithm", "MTP", "--speculative-draft-model-path", fixture.toString()},
-      {"--speculative-algorithm", "EAGLE3", "--device", "cuda"},
       {"--speculative-algorithm", "EAGLE3", "--tp-size", "2"},
     };
     String[] expected = {
@@ -197,7 +196,6 @@ class SpeculativeCliTest {
       "cannot be combined with --speculative-algorithm",
       "has num_nextn_predict_layers 0: use NGRAM or STANDALONE",
       "is for STANDALONE and EAGLE3",
-      "does not run on the GPU: use --device cpu",
       "does not run with --tp-size / --ep-size above 1",
     };
     for (int i = 0; i < cases.length; i++) {
