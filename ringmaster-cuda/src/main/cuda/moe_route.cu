@@ -198,10 +198,20 @@ __device__ __forceinline__ void route_token_warp(int t, int* experts, float* wei
 // Mapping: one block per token (blockDim.x a multiple of 32, experts in dynamic shared memory as
 // scores[E] then choice[E] then taken[E]); group scores by one thread per group, group choice by
 // thread 0 (groups are few), each of the topK picks by a block arg-max.
+// liveTokens (null: all): a token at or past *liveTokens is a padding row of a graph bucket and
+// routes to no expert (ids -1, weights 0), so its experts' weights are not read.
 RM_KERNEL void rm_moe_route(int* experts, float* weights, const float* logits, const float* bias,
                             int numExperts, int topK, int scoring, int selection, int numGroups,
-                            int topKGroups, int normTopK, float routedScaling) {
+                            int topKGroups, int normTopK, float routedScaling,
+                            const int* liveTokens) {
   rm_pdl_prologue();
+  if (liveTokens != nullptr && static_cast<int>(blockIdx.x) >= *liveTokens) {
+    for (int j = threadIdx.x; j < topK; j += blockDim.x) {
+      experts[blockIdx.x * topK + j] = -1;
+      weights[blockIdx.x * topK + j] = 0.f;
+    }
+    return;
+  }
   route_token(blockIdx.x, experts, weights, logits, bias, numExperts, topK, scoring, selection,
               numGroups, topKGroups, normTopK, routedScaling);
 }

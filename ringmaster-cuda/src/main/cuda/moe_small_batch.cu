@@ -24,12 +24,14 @@
 // resets the counter for the next launch. `counter` is one int, zero before the first launch.
 // Greedy selections are routed by the block's first warp alone (route_token_warp), which also
 // aligns up to 32 pairs (align_pairs_warp): no barrier between the ticket and the end.
+// liveTokens (null: all): tokens at or past *liveTokens are a graph bucket's padding rows and
+// route to no expert (ids -1, weights 0), so no expert is streamed for them.
 RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsigned* counter,
                                const uint16_t* W, const float* x, int K, int tokens,
                                const float* bias, int numExperts, int topK, int scoring,
                                int selection, int numGroups, int topKGroups, int normTopK,
                                float routedScaling, int* offsets, int* sortedPairs,
-                               int* activeExperts, int* activeCount) {
+                               int* activeExperts, int* activeCount, const int* liveTokens) {
   rm_pdl_prologue();
   __shared__ bool last;
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -42,12 +44,18 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
   __syncthreads();
   if (!last) return;
   __threadfence();
+  const int live = liveTokens != nullptr ? min(tokens, *liveTokens) : tokens;
+  for (int p = live * topK + static_cast<int>(threadIdx.x); p < tokens * topK; p += blockDim.x) {
+    experts[p] = -1;
+    weights[p] = 0.f;
+  }
+  __syncthreads();  // the padding rows' ids are visible to every thread that routes or aligns
   if (selection == 0 && numExperts <= 32 * kWarpRouteMaxPerLane && topK <= 32) {
     // Greedy routing by the first warp alone: shuffles instead of the block's barriers.
     const bool warpAligns =
         offsets != nullptr && tokens * topK <= 32 && numExperts <= kAlignWarpMaxExperts;
     if (threadIdx.x < 32) {
-      for (int t = 0; t < tokens; t++) {
+      for (int t = 0; t < live; t++) {
         route_token_warp(t, experts, weights, logits, bias, numExperts, topK, scoring, normTopK,
                          routedScaling);
       }
@@ -63,7 +71,7 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
       return;
     }
   } else {
-    for (int t = 0; t < tokens; t++) {
+    for (int t = 0; t < live; t++) {
       route_token(t, experts, weights, logits, bias, numExperts, topK, scoring, selection,
                   numGroups, topKGroups, normTopK, routedScaling);
     }

@@ -51,6 +51,7 @@ import java.util.stream.Collectors;
  * @param gemvSplitK warps sharing one row of the one-token GEMV
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
+ * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -98,7 +99,11 @@ public record KernelTuning(
     @Doc(
             "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
                 + " to every position (dense attention, for speed comparisons; not the model)")
-        boolean dsaSparseAttention) {
+        boolean dsaSparseAttention,
+    @Doc(
+            "GPU: the rows that pad a step to its decode graph's size route to no expert, so their"
+                + " experts' weights are not read (false: they route as token 0)")
+        boolean moeSkipPaddingRows) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -115,7 +120,8 @@ public record KernelTuning(
 
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
-          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true);
+          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true,
+          true);
 
   private static final List<Key> KEYS = buildKeys();
 

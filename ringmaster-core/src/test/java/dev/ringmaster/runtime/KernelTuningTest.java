@@ -35,7 +35,8 @@ class KernelTuningTest {
           Map.entry("moe-down-rows-per-warp", "2"),
           Map.entry("gemv-rows-per-warp", "4"),
           Map.entry("gemv-split-k", "1"),
-          Map.entry("dsa-sparse-attention", "false"));
+          Map.entry("dsa-sparse-attention", "false"),
+          Map.entry("moe-skip-padding-rows", "false"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -57,6 +58,7 @@ class KernelTuningTest {
     assertThat(d.mlaPrefillGemm()).isTrue();
     assertThat(d.mlaExpandedPrefill()).isTrue();
     assertThat(d.dsaSparseAttention()).isTrue();
+    assertThat(d.moeSkipPaddingRows()).isTrue();
     assertThat(d.mlaTensorCores()).isTrue();
     assertThat(d.mlaStages()).isEqualTo(1);
     assertThat(d.moeGroupedMinTokens()).isZero();

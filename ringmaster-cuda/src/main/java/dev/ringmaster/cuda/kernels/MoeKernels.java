@@ -108,7 +108,7 @@ public final class MoeKernels {
   private int moeMmaMinTokens;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
-    route = kernel.apply("rm_moe_route", 12);
+    route = kernel.apply("rm_moe_route", 13);
     moeAlign = kernel.apply("rm_moe_align", 7);
     moeGateUp = kernel.apply("rm_moe_gate_up", 10);
     moeDown = kernel.apply("rm_moe_down", 10);
@@ -138,7 +138,24 @@ public final class MoeKernels {
    */
   public void moeRoute(
       CudaStream s, long experts, long weights, long logits, long bias, int n, MoeRouting r) {
-    route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias);
+    moeRoute(s, experts, weights, logits, bias, n, r, 0L);
+  }
+
+  /**
+   * {@link #moeRoute(CudaStream, long, long, long, long, int, MoeRouting)} where the tokens at or
+   * past the device int at {@code liveTokens} (0: none) are a graph bucket's padding rows: they
+   * route to no expert (ids -1, weights 0).
+   */
+  public void moeRoute(
+      CudaStream s,
+      long experts,
+      long weights,
+      long logits,
+      long bias,
+      int n,
+      MoeRouting r,
+      long liveTokens) {
+    route.arg(0, experts).arg(1, weights).arg(2, logits).arg(3, bias).arg(12, liveTokens);
     r.bind(route, 4);
     route.launch(s, n, 1, 1, routingThreads(r.numExperts()), 12 * r.numExperts());
   }

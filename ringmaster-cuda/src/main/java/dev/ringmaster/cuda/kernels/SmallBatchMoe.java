@@ -21,7 +21,7 @@ public final class SmallBatchMoe {
   private final Kernel downSum;
 
   SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel) {
-    routerRoute = kernel.apply("rm_router_route", 21);
+    routerRoute = kernel.apply("rm_router_route", 22);
     gateUpPairs = kernel.apply("rm_moe_gate_up_pairs", 7);
     downSum = kernel.apply("rm_moe_down_sum", 10);
   }
@@ -46,12 +46,34 @@ public final class SmallBatchMoe {
       int n,
       MoeRouting r,
       boolean align) {
+    routerRoute(s, ws, logits, experts, weights, gate, x, k, bias, n, r, align, 0L);
+  }
+
+  /**
+   * {@link #routerRoute(CudaStream, MoeWorkspace, long, long, long, long, long, int, long, int,
+   * MoeRouting, boolean)} where the tokens at or past the device int at {@code liveTokens} (0:
+   * none) are a graph bucket's padding rows: they route to no expert (ids -1, weights 0).
+   */
+  public void routerRoute(
+      CudaStream s,
+      MoeWorkspace ws,
+      long logits,
+      long experts,
+      long weights,
+      long gate,
+      long x,
+      int k,
+      long bias,
+      int n,
+      MoeRouting r,
+      boolean align,
+      long liveTokens) {
     routerRoute.arg(0, logits).arg(1, experts).arg(2, weights).arg(3, ws.ticket.ptr());
     routerRoute.arg(4, gate).arg(5, x).arg(6, k).arg(7, n).arg(8, bias);
     r.bind(routerRoute, 9);
     routerRoute.arg(17, align ? ws.offsets.ptr() : 0L).arg(18, align ? ws.sortedPairs.ptr() : 0L);
     routerRoute.arg(19, align ? ws.activeExperts.ptr() : 0L);
-    routerRoute.arg(20, align ? ws.activeCount.ptr() : 0L);
+    routerRoute.arg(20, align ? ws.activeCount.ptr() : 0L).arg(21, liveTokens);
     // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
     int threads = MoeKernels.routingThreads(r.numExperts());
     int warps = threads / 32;

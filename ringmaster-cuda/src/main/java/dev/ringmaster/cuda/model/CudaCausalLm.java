@@ -404,7 +404,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     for (int t = n; t < padded; t++) {
       seq[t] = t;
     }
-    parts.inputs.upload(parts.stream, padded, ids, pos, seq, slots, table, padded);
+    parts.inputs.upload(parts.stream, padded, n, ids, pos, seq, slots, table, padded);
     boolean longContext = maxLen > parts.denseContextLimit();
     boolean unfused = longContext || !oneEach;
     parts.stack.useSparseAttention(parts.dsa != null && longContext, 0, null);
@@ -503,7 +503,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         maxLen = Math.max(maxLen, p + 1);
         oneEach &= i == 0 || seq[i] != seq[i - 1];
       }
-      parts.inputs.upload(parts.stream, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
+      parts.inputs.upload(
+          parts.stream, len, len, ids, pos, seq, slots, c0 == 0 ? table : null, numSeqs);
       int splits =
           parts.gqa != null
               ? parts.gqa.splits(len, maxLen, parts.sms)

@@ -369,7 +369,15 @@ final class GpuModelOps implements ModelOps<GpuTensor> {
 
   @Override
   public boolean moe(Act out, Act x, FeedForwardWeights.Moe<GpuTensor> w, int layer) {
-    mlpOut = moe.forward(ops, act, moeWeights[layer], n, groupedExperts, this::mark);
+    mlpOut =
+        moe.forward(
+            ops,
+            act,
+            moeWeights[layer],
+            n,
+            groupedExperts,
+            ops.tuning.moeSkipPaddingRows() ? in.liveTokens.ptr() : 0L,
+            this::mark);
     return moe.replicatedOutput();
   }
 

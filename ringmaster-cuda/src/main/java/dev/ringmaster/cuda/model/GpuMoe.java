@@ -99,8 +99,9 @@ final class GpuMoe {
   /**
    * Reads {@code act.normed} for {@code n} tokens and returns where the output rows are: {@code
    * act.mlpOut}, or the all-to-all's gathered rows; {@code useGrouped} runs the routed experts as
-   * per-expert GEMMs (host sync: never while capturing a graph); {@code mark} charges the work
-   * launched so far to an op group when the step is profiled.
+   * per-expert GEMMs (host sync: never while capturing a graph); {@code liveTokens}: the device int
+   * below which tokens are real, the rest a graph bucket's padding rows that route to no expert;
+   * {@code mark} charges the work launched so far to an op group when the step is profiled.
    */
   long forward(
       GpuOps ops,
@@ -108,6 +109,7 @@ final class GpuMoe {
       KernelWeights.MoeWeights m,
       int n,
       boolean useGrouped,
+      long liveTokens,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
     // FP8 and NVFP4 experts take their CUDA-core or tensor-core kernels by the same threshold as
@@ -137,7 +139,7 @@ final class GpuMoe {
             && !pairs
             && ops.fusedRouting(m.gate(), n)
             && !tensorCores;
-    route(ops, act, m, n, aligned);
+    route(ops, act, m, n, aligned, liveTokens);
     if (afterRouting != null) {
       afterRouting.accept(n);
     }
@@ -282,7 +284,12 @@ final class GpuMoe {
    * results).
    */
   private void route(
-      GpuOps ops, Activations act, KernelWeights.MoeWeights m, int n, boolean align) {
+      GpuOps ops,
+      Activations act,
+      KernelWeights.MoeWeights m,
+      int n,
+      boolean align,
+      long liveTokens) {
     if (ops.fusedRouting(m.gate(), n)) {
       ops.kernels
           .smallBatchMoe()
@@ -298,7 +305,8 @@ final class GpuMoe {
               m.scoreBias(),
               n,
               routing,
-              align);
+              align,
+              liveTokens);
       return;
     }
     ops.linear(act.routerLogits.ptr(), act.normed.ptr(), m.gate(), n);
@@ -311,6 +319,7 @@ final class GpuMoe {
             act.routerLogits.ptr(),
             m.scoreBias(),
             n,
-            routing);
+            routing,
+            liveTokens);
   }
 }

@@ -9,7 +9,8 @@ import java.lang.foreign.ValueLayout;
 /**
  * The per-step inputs in fixed device buffers (graph replays read them there): token ids,
  * positions, each token's sequence row in the block table and its cache slot, and the block table
- * {@code [tableRows, maxBlocksPerSeq]}. Uploaded from one pinned staging buffer.
+ * {@code [tableRows, maxBlocksPerSeq]}, and how many of the step's rows are real (the rest pad a
+ * graph bucket). Uploaded from one pinned staging buffer.
  */
 final class StepInputs implements AutoCloseable {
   final int maxTokens;
@@ -20,6 +21,10 @@ final class StepInputs implements AutoCloseable {
   final DeviceBuffer tokenSeq;
   final DeviceBuffer slots;
   final DeviceBuffer blockTable;
+
+  /** One int: the step's real rows; rows at or past it are a graph bucket's padding. */
+  final DeviceBuffer liveTokens;
+
   private final HostBuffer staging;
 
   StepInputs(int maxTokens, int tableRows, int maxBlocksPerSeq) {
@@ -31,12 +36,18 @@ final class StepInputs implements AutoCloseable {
     tokenSeq = DeviceBuffer.allocate(4L * maxTokens);
     slots = DeviceBuffer.allocate(4L * maxTokens);
     blockTable = DeviceBuffer.allocate(4L * tableRows * maxBlocksPerSeq);
-    staging = HostBuffer.allocate(4L * (4L * maxTokens + (long) tableRows * maxBlocksPerSeq));
+    liveTokens = DeviceBuffer.allocate(4L);
+    staging = HostBuffer.allocate(4L * (4L * maxTokens + (long) tableRows * maxBlocksPerSeq + 1));
   }
 
   /** Bytes of device memory held. */
   long bytes() {
-    return ids.bytes() + positions.bytes() + tokenSeq.bytes() + slots.bytes() + blockTable.bytes();
+    return ids.bytes()
+        + positions.bytes()
+        + tokenSeq.bytes()
+        + slots.bytes()
+        + blockTable.bytes()
+        + liveTokens.bytes();
   }
 
   /** Zeroes every input: padding rows then name token 0 at position 0 in the padding block. */
@@ -46,15 +57,18 @@ final class StepInputs implements AutoCloseable {
     tokenSeq.zero(stream);
     slots.zero(stream);
     blockTable.zero(stream);
+    liveTokens.zero(stream);
   }
 
   /**
-   * Uploads {@code n} tokens' inputs and, when {@code table} is not null, its first {@code rows}
-   * rows of the block table. Waits for earlier work first, as the staging buffer is reused.
+   * Uploads {@code n} tokens' inputs, of which the first {@code live} are real (the rest pad a
+   * graph bucket), and, when {@code table} is not null, its first {@code rows} rows of the block
+   * table. Waits for earlier work first, as the staging buffer is reused.
    */
   void upload(
       CudaStream stream,
       int n,
+      int live,
       int[] idv,
       int[] pos,
       int[] seq,
@@ -63,7 +77,7 @@ final class StepInputs implements AutoCloseable {
       int rows) {
     stream.synchronize();
     MemorySegment s = staging.segment();
-    long off = 0;
+    long off = put(stream, s, 0, new int[] {live}, 1, liveTokens.ptr());
     off = put(stream, s, off, idv, n, ids.ptr());
     off = put(stream, s, off, pos, n, positions.ptr());
     off = put(stream, s, off, seq, n, tokenSeq.ptr());
@@ -86,6 +100,7 @@ final class StepInputs implements AutoCloseable {
     tokenSeq.close();
     slots.close();
     blockTable.close();
+    liveTokens.close();
     staging.close();
   }
 }

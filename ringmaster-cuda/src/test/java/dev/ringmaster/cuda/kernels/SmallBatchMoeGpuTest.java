@@ -121,6 +121,114 @@ class SmallBatchMoeGpuTest {
   }
 
   /**
+   * A graph bucket's padding rows (tokens at or past the live count) route to no expert: ids -1 and
+   * weights 0, in both routing kernels and with the pairs grouped; the real rows' routing is that
+   * of an unmasked launch, bit for bit, and the grouping equals rm_moe_align's over the masked ids.
+   */
+  @ParameterizedTest
+  @CsvSource({
+    // tokens, live, experts, topK, selection (GREEDY: the one-warp routing; NOAUX_TC: the block's)
+    "8,5,64,6,GREEDY",
+    "4,1,64,6,GREEDY",
+    "8,0,64,6,GREEDY",
+    "16,9,64,6,GREEDY",
+    "4,3,256,8,NOAUX_TC",
+    "2,2,64,6,GREEDY"
+  })
+  void paddingRowsRouteToNoExpert(int n, int live, int e, int k, MoeConfig.Selection selection) {
+    Rand r = new Rand();
+    int hidden = 256;
+    Rand.Bf16 gate = r.bf16(e * hidden, 0.05f);
+    float[] x = r.uniform(n * hidden, 1f);
+    boolean noaux = selection == MoeConfig.Selection.NOAUX_TC;
+    MoeRouting routing =
+        MoeRouting.of(
+            new MoeConfig(
+                e,
+                k,
+                32,
+                0,
+                noaux ? MoeConfig.Scoring.SIGMOID : MoeConfig.Scoring.SOFTMAX,
+                selection,
+                noaux ? 8 : 1,
+                noaux ? 4 : 1,
+                true,
+                noaux ? 2.5 : 1.0,
+                false));
+    String seed = "seed " + r.seed() + ", live " + live + " of " + n;
+    Gpu.run(
+        s -> {
+          RingmasterKernels kk = Gpu.kernels();
+          DeviceBuffer g = s.bf16(gate.bits());
+          DeviceBuffer xs = s.f32(x);
+          DeviceBuffer liveP = s.i32(new int[] {live});
+          DeviceBuffer logits = s.poisoned((long) n * e);
+          DeviceBuffer allE = s.alloc(4L * n * k);
+          DeviceBuffer allW = s.poisoned((long) n * k);
+          try (MoeWorkspace ws = new MoeWorkspace(n, e, k, hidden, 8);
+              MoeWorkspace want = new MoeWorkspace(n, e, k, hidden, 8)) {
+            kk.smallBatchMoe()
+                .routerRoute(
+                    s.stream(),
+                    ws,
+                    logits.ptr(),
+                    allE.ptr(),
+                    allW.ptr(),
+                    g.ptr(),
+                    xs.ptr(),
+                    hidden,
+                    0L,
+                    n,
+                    routing,
+                    false);
+            int[] wantE = s.readInts(allE, n * k);
+            float[] wantW = s.read(allW, n * k);
+            for (int p = live * k; p < n * k; p++) {
+              wantE[p] = -1;
+              wantW[p] = 0f;
+            }
+            // rm_moe_route over the same logits, then the fused launch without and with grouping.
+            for (int round = 0; round < 3; round++) {
+              DeviceBuffer ex = s.alloc(4L * n * k);
+              DeviceBuffer w = s.poisoned((long) n * k);
+              if (round == 0) {
+                kk.moe()
+                    .moeRoute(
+                        s.stream(), ex.ptr(), w.ptr(), logits.ptr(), 0L, n, routing, liveP.ptr());
+              } else {
+                ws.offsets.poison(s.stream());
+                ws.sortedPairs.poison(s.stream());
+                kk.smallBatchMoe()
+                    .routerRoute(
+                        s.stream(),
+                        ws,
+                        s.poisoned((long) n * e).ptr(),
+                        ex.ptr(),
+                        w.ptr(),
+                        g.ptr(),
+                        xs.ptr(),
+                        hidden,
+                        0L,
+                        n,
+                        routing,
+                        round == 2,
+                        liveP.ptr());
+              }
+              String as = seed + ", round " + round;
+              assertThat(s.readInts(ex, n * k)).as("experts, %s", as).isEqualTo(wantE);
+              assertThat(Compare.bits(s.read(w, n * k)))
+                  .as("weights, %s", as)
+                  .isEqualTo(Compare.bits(wantW));
+              if (round == 2) {
+                kk.moe().moeAlign(s.stream(), want, ex.ptr(), n);
+                assertGroupedAlike(s, ws, want, e, live * k, as);
+              }
+            }
+          }
+        });
+  }
+
+  /**
    * Expert offsets, active experts and each expert's set of pairs equal (order within: atomics).
    */
   private static void assertGroupedAlike(
@@ -134,6 +242,10 @@ class SmallBatchMoeGpuTest {
     assertThat(offsets).as("offsets, %s", as).isEqualTo(s.readInts(want.offsets, e + 1));
     int active = s.readInts(got.activeCount, 1)[0];
     assertThat(active).as("active experts, %s", as).isEqualTo(s.readInts(want.activeCount, 1)[0]);
+    if (active == 0) {
+      assertThat(pairs).as("no pair without an active expert, %s", as).isZero();
+      return;
+    }
     assertThat(s.readInts(got.activeExperts, active))
         .as("active expert ids, %s", as)
         .isEqualTo(s.readInts(want.activeExperts, active));
