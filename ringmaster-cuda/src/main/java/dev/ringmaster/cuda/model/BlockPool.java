@@ -77,9 +77,10 @@ final class BlockPool implements AutoCloseable {
   }
 
   /**
-   * Bytes one token takes in the pool of a model: a bf16 latent row ({@code kv_lora_rank +
-   * qk_rope_head_dim}) in every layer, and a bf16 indexer key ({@code index_head_dim}) in every
-   * layer that runs an indexer (DeepSeek Sparse Attention).
+   * Bytes one token takes in the pool of an MLA model: a bf16 latent row ({@code kv_lora_rank +
+   * qk_rope_head_dim}) in every layer, and an indexer key ({@code index_head_dim} bf16 values, or
+   * as many FP8 codes plus an f32 scale) in every layer that runs an indexer (DeepSeek Sparse
+   * Attention).
    */
   public static long bytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
     return bytes(cfg.numLayers(), 1, 1, cfg.kvLoraRank() + cfg.qkRopeHeadDim())
@@ -98,10 +99,13 @@ final class BlockPool implements AutoCloseable {
     return out;
   }
 
-  /** Bytes of one token's bf16 indexer keys across the layers that run an indexer (0: none). */
+  /**
+   * Bytes of one token's indexer keys across the layers that run an indexer (0: none): bf16 keys,
+   * or FP8 codes plus an f32 scale.
+   */
   static long indexerBytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
     var dsa = cfg.sparseAttention();
-    return dsa == null ? 0 : bytes(dsa.indexedLayers(), 1, 1, dsa.indexHeadDim());
+    return dsa == null ? 0 : dsa.keyBytesPerToken(2);
   }
 
   /** Bytes of a pool of {@code numBlocks} blocks. */

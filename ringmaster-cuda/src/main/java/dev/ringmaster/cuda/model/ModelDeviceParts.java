@@ -307,6 +307,9 @@ final class ModelDeviceParts {
         perSize,
         pool.bytes(),
         pool.indexerBytes(),
+        cfg.sparseAttention() == null
+            ? "none"
+            : cfg.sparseAttention().fp8Keys() ? "fp8_e4m3" : "bf16",
         pool.capacityTokens(),
         options.blockSize(),
         CudaDriverAccess.memoryInfo()[0]);

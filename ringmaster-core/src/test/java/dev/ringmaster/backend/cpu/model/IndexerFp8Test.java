@@ -161,6 +161,19 @@ class IndexerFp8Test {
   }
 
   @Test
+  void theCpuKvBudgetCountsCodesAndOneScalePerIndexedLayer() {
+    var dir = dev.ringmaster.testing.RepoPaths.require("fixtures/golden/deepseek_v32_dsa");
+    KernelTuning fp8 = KernelTuning.defaults().with("indexer-cache-dtype", "fp8_e4m3");
+    try (CausalLm exact = CausalLm.load(dir);
+        CausalLm model = CausalLm.load(dir, fp8)) {
+      // Two layers of f32 latent (16) and rotary key (8) rows, both layers indexed with 16-value
+      // keys: 64 bytes of f32 or 16 codes plus a 4-byte scale.
+      assertThat(exact.kvBytesPerToken()).isEqualTo(4L * 2 * (16 + 8) + 2L * 4 * 16);
+      assertThat(model.kvBytesPerToken()).isEqualTo(4L * 2 * (16 + 8) + 2L * (16 + 4));
+    }
+  }
+
+  @Test
   void wellSeparatedScoresSelectTheSamePositions() {
     int heads = 32;
     int dim = 128;
