@@ -42,10 +42,6 @@ final class GpuModelSupport {
       DsaKernels.checkIndexerShape(
           cfg.sparseAttention().indexHeads(), cfg.sparseAttention().indexHeadDim());
     }
-    if (cfg.sparseAttention() != null && cfg.sparseAttention().fp8Keys()) {
-      throw new IllegalArgumentException(
-          "--indexer-cache-dtype fp8_e4m3 runs on the CPU backend only for now; use --device cpu");
-    }
     if (!cfg.architecture().usesMla()) {
       GpuGqaAttention.checkShape(cfg);
     }
