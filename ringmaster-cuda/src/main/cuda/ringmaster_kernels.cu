@@ -17,6 +17,7 @@
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"
 #include "dsa_indexer.cu"
+#include "dsa_indexer_fp8.cu"
 #include "gqa_attention.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"

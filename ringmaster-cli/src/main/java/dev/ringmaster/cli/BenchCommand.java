@@ -246,6 +246,8 @@ final class BenchCommand implements Runnable {
         node.put("model", dir.toString());
         node.put("device", engine.resolvedDevice);
         node.set("kernel_tuning", m.valueToTree(engine.tuning().toMap()));
+        // What one cached token costs the KV budget (indexer keys included, as stored).
+        node.put("kv_bytes_per_token", lm.kvBytesPerToken());
         if (lm instanceof dev.ringmaster.cuda.model.CudaCausalLm gpu) {
           node.set("memory_plan", m.valueToTree(gpu.memoryPlan().toJson()));
         } else if (lm instanceof dev.ringmaster.cuda.model.TensorParallelCudaLm gpus) {

@@ -87,6 +87,18 @@ final class EngineOptions {
   Integer cpuVectorBits;
 
   @Option(
+      names = "--indexer-cache-dtype",
+      paramLabel = "DTYPE",
+      description =
+          "DeepSeek Sparse Attention models (deepseek_v32, glm_moe_dsa): how the indexer key cache"
+              + " stores its keys: auto (f32 on the CPU, bf16 on the GPU) or fp8_e4m3 (e4m3 codes"
+              + " and one f32 scale per key, 132 bytes per token and indexed layer for 128-value"
+              + " keys; the indexer queries are quantized alike, as DeepSeek-V3.2 does;"
+              + " docs/numerics.md). Other models have no indexer cache. The same as"
+              + " --kernel-option indexer-cache-dtype=DTYPE.")
+  String indexerCacheDtype;
+
+  @Option(
       names = "--cpu-warmup-steps",
       description =
           "CPU: after the model loads, run a 128-token prefill and this many decode steps on a"
@@ -150,9 +162,9 @@ final class EngineOptions {
 
   /**
    * The kernel choices of the flags: the defaults, then {@code --kernel-config}, then each {@code
-   * --kernel-option}, then {@code --cpu-threads} and {@code --cpu-vector-bits}. Fails with a {@link
-   * UserError} naming the bad key or value (before any model loads: {@link #open} and {@link
-   * #follow} ask for it first).
+   * --kernel-option}, then {@code --cpu-threads}, {@code --cpu-vector-bits} and {@code
+   * --indexer-cache-dtype}. Fails with a {@link UserError} naming the bad key or value (before any
+   * model loads: {@link #open} and {@link #follow} ask for it first).
    */
   KernelTuning tuning() {
     if (tuning == null) {
@@ -167,6 +179,15 @@ final class EngineOptions {
         }
         if (cpuVectorBits != null) {
           t = t.with("cpu-vector-bits", cpuVectorBits);
+        }
+        if (indexerCacheDtype != null) {
+          try {
+            t = t.with("indexer-cache-dtype", indexerCacheDtype);
+          } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                "--indexer-cache-dtype must be auto or fp8_e4m3, got '" + indexerCacheDtype + "'",
+                e);
+          }
         }
         tuning = t;
       } catch (IllegalArgumentException e) {

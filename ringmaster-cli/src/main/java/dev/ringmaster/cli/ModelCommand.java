@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ringmaster.backend.DType;
+import dev.ringmaster.cuda.model.MemoryPlan;
 import dev.ringmaster.model.arch.CheckpointLayout;
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.quant.CheckpointQuantizer;
@@ -143,23 +145,46 @@ final class ModelCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Describe a model: architecture, parameters, quantization, weight bytes as stored,"
-              + " KV cache bytes per token.")
+              + " KV cache bytes per token on the CPU (f32 rows) and the GPU (bf16 rows).")
   static final class Info implements Callable<Integer> {
     @Option(
         names = {"--model", "--config"},
         description = "Model directory or config.json (--config is the same option).")
     Path model;
 
+    @Option(
+        names = "--indexer-cache-dtype",
+        paramLabel = "DTYPE",
+        defaultValue = "auto",
+        description =
+            "DeepSeek Sparse Attention models: count the indexer keys as a run with this"
+                + " --indexer-cache-dtype stores them: auto (f32 on the CPU, bf16 on the GPU) or"
+                + " fp8_e4m3 (codes and one f32 scale per key; default: ${DEFAULT-VALUE}).")
+    String indexerCacheDtype;
+
     @Override
     public Integer call() throws Exception {
       Path p = model != null && Files.isRegularFile(model) ? model : DefaultModel.resolve(model);
-      ModelConfig cfg = ModelConfigParser.parse(p);
+      IndexerCacheDtype keys;
+      try {
+        keys = IndexerCacheDtype.parse(indexerCacheDtype);
+      } catch (IllegalArgumentException e) {
+        throw new UserError(
+            "--indexer-cache-dtype must be auto or fp8_e4m3, got '" + indexerCacheDtype + "'");
+      }
+      ModelConfig cfg;
+      try {
+        cfg = ModelConfigParser.parse(p).withIndexerCache(keys);
+      } catch (IllegalArgumentException e) {
+        throw new UserError(e.getMessage());
+      }
       ObjectNode o = new ObjectMapper().createObjectNode();
       o.put("model_type", cfg.architecture().modelType());
       o.put("layers", cfg.numLayers());
       o.put("hidden_size", cfg.hiddenSize());
       o.put("parameters", CheckpointLayout.parameterCount(cfg));
-      o.put("kv_bytes_per_token_f32", KvCache.bytesPerToken(cfg));
+      o.put("kv_bytes_per_token_cpu", KvCache.bytesPerToken(cfg));
+      o.put("kv_bytes_per_token_gpu", MemoryPlan.kvBytesPerToken(cfg));
       o.put("kv_values_per_token_per_layer", cfg.kvValuesPerTokenPerLayer());
       o.put("quantization", cfg.quantization().method().name().toLowerCase(java.util.Locale.ROOT));
       Path dir = Files.isDirectory(p) ? p : p.getParent();
@@ -179,6 +204,9 @@ final class ModelCommand implements Runnable {
         o.put("index_head_dim", cfg.sparseAttention().indexHeadDim());
         o.put("indexed_layers", cfg.sparseAttention().indexedLayers());
         o.put("indexer_values_per_token", cfg.indexerValuesPerToken());
+        o.put("indexer_cache_dtype", cfg.sparseAttention().keyCache().cliName());
+        o.put("indexer_bytes_per_token_cpu", cfg.sparseAttention().keyBytesPerToken(4));
+        o.put("indexer_bytes_per_token_gpu", cfg.sparseAttention().keyBytesPerToken(2));
       }
       System.out.println(
           new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(o));

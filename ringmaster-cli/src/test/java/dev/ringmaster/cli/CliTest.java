@@ -136,8 +136,39 @@ class CliTest {
     assertThat(j.get("index_topk").asInt()).isEqualTo(2048);
     assertThat(j.get("index_heads").asInt()).isEqualTo(32);
     assertThat(j.get("indexed_layers").asInt()).isEqualTo(78);
-    // Per layer: latent 512 + rotary key 64 + indexer key 128, in f32.
-    assertThat(j.get("kv_bytes_per_token_f32").asLong()).isEqualTo(4L * 78 * (512 + 64 + 128));
+    // Per layer: latent 512 + rotary key 64 + indexer key 128, in f32 on the CPU, bf16 on the GPU.
+    assertThat(j.get("kv_bytes_per_token_cpu").asLong()).isEqualTo(4L * 78 * (512 + 64 + 128));
+    assertThat(j.get("kv_bytes_per_token_gpu").asLong()).isEqualTo(2L * 78 * (512 + 64 + 128));
+    assertThat(j.get("indexer_cache_dtype").asText()).isEqualTo("auto");
+    assertThat(j.get("indexer_bytes_per_token_gpu").asLong()).isEqualTo(2L * 78 * 128);
+    // FP8 keys: 128 codes and one f32 scale per indexed layer on both backends.
+    Run fp8 =
+        run(
+            "model",
+            "info",
+            "--config",
+            repo().resolve("configs/glm5.json").toString(),
+            "--indexer-cache-dtype",
+            "fp8_e4m3");
+    assertThat(fp8.status()).as(fp8.err()).isZero();
+    JsonNode k = new ObjectMapper().readTree(fp8.out());
+    assertThat(k.get("indexer_cache_dtype").asText()).isEqualTo("fp8_e4m3");
+    assertThat(k.get("indexer_bytes_per_token_cpu").asLong()).isEqualTo(78L * (128 + 4));
+    assertThat(k.get("indexer_bytes_per_token_gpu").asLong()).isEqualTo(78L * (128 + 4));
+    assertThat(k.get("kv_bytes_per_token_cpu").asLong())
+        .isEqualTo(4L * 78 * (512 + 64) + 78L * 132);
+    assertThat(k.get("kv_bytes_per_token_gpu").asLong())
+        .isEqualTo(2L * 78 * (512 + 64) + 78L * 132);
+    Run bad =
+        run(
+            "model",
+            "info",
+            "--config",
+            repo().resolve("configs/glm5.json").toString(),
+            "--indexer-cache-dtype",
+            "int8");
+    assertThat(bad.status()).isEqualTo(2);
+    assertThat(bad.err()).contains("--indexer-cache-dtype must be auto or fp8_e4m3, got 'int8'");
   }
 
   @Test

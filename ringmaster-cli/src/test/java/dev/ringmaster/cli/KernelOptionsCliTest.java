@@ -74,6 +74,12 @@ class KernelOptionsCliTest {
         "--cpu-vector-bits",
         "96"
       },
+      {
+        "--indexer-cache-dtype must be auto or fp8_e4m3, got 'fp4'",
+        "serve",
+        "--indexer-cache-dtype",
+        "fp4"
+      },
     };
     for (String[] c : cases) {
       String[] args = new String[c.length - 1 + 2];

@@ -2,6 +2,7 @@ package dev.ringmaster.runtime;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import java.io.IOException;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
@@ -20,10 +21,11 @@ import java.util.stream.Collectors;
 /**
  * The kernel choices of a run: which CPU and GPU kernels, variants and thresholds the backends use.
  * None of them changes what a model computes beyond the tolerances stated for each backend; they
- * exist to compare variants and to pick the fastest for a machine. Immutable; set from the command
- * line ({@code --kernel-option KEY=VALUE}, {@code --kernel-config FILE.json}), built by tests and
- * benchmarks with {@link #defaults()} and {@link #with}. Every node of a multi-node run must use
- * the same record ({@link #fingerprint()}).
+ * exist to compare variants and to pick the fastest for a machine ({@code indexer-cache-dtype} also
+ * changes how much KV cache fits: docs/numerics.md states what FP8 indexer keys change). Immutable;
+ * set from the command line ({@code --kernel-option KEY=VALUE}, {@code --kernel-config FILE.json}),
+ * built by tests and benchmarks with {@link #defaults()} and {@link #with}. Every node of a
+ * multi-node run must use the same record ({@link #fingerprint()}).
  *
  * <p>Each component is one option: its key is the component name in kebab case ({@code
  * mlaFusedTokens} is {@code mla-fused-tokens}), its meaning the component's {@link Doc}, its
@@ -52,6 +54,8 @@ import java.util.stream.Collectors;
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
+ * @param indexerCacheDtype how DeepSeek Sparse Attention models cache their indexer keys ({@link
+ *     IndexerCacheDtype}'s spelling: {@code auto} or {@code fp8_e4m3})
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -103,7 +107,12 @@ public record KernelTuning(
     @Doc(
             "GPU: the rows that pad a step to its decode graph's size route to no expert, so their"
                 + " experts' weights are not read (false: they route as token 0)")
-        boolean moeSkipPaddingRows) {
+        boolean moeSkipPaddingRows,
+    @Doc(
+            "DeepSeek Sparse Attention: the indexer key cache's format: auto (f32 on the CPU, bf16"
+                + " on the GPU) or fp8_e4m3 (e4m3 codes and one f32 scale per key, queries"
+                + " quantized alike; the same as --indexer-cache-dtype)")
+        String indexerCacheDtype) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -121,7 +130,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true,
-          true);
+          true, "auto");
 
   private static final List<Key> KEYS = buildKeys();
 
@@ -147,6 +156,20 @@ public record KernelTuning(
     oneTwoOrFour("moe-down-rows-per-warp", moeDownRowsPerWarp);
     oneTwoOrFour("gemv-rows-per-warp", gemvRowsPerWarp);
     oneTwoOrFour("gemv-split-k", gemvSplitK);
+    try {
+      indexerCacheDtype = IndexerCacheDtype.parse(indexerCacheDtype).cliName();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "kernel option indexer-cache-dtype must be auto or fp8_e4m3, got '"
+              + indexerCacheDtype
+              + "'",
+          e);
+    }
+  }
+
+  /** {@link #indexerCacheDtype} as the enum the model config takes. */
+  public IndexerCacheDtype indexerCache() {
+    return IndexerCacheDtype.parse(indexerCacheDtype);
   }
 
   /** The measured defaults (docs/cuda-performance.md has the figures behind the GPU ones). */
@@ -160,8 +183,8 @@ public record KernelTuning(
   }
 
   /**
-   * These choices with {@code key} set to {@code value} ({@code true}/{@code false} or a decimal
-   * integer, as the option's type says).
+   * These choices with {@code key} set to {@code value} ({@code true}/{@code false}, a decimal
+   * integer or a word, as the option's type says).
    *
    * @throws IllegalArgumentException naming the key and the known keys, or the bad value
    */
@@ -176,6 +199,8 @@ public record KernelTuning(
             "kernel option " + key + " takes true or false, got '" + value + "'");
       }
       parsed = Boolean.parseBoolean(v);
+    } else if (type == String.class) {
+      parsed = v;
     } else {
       try {
         parsed = Integer.parseInt(v);
@@ -216,7 +241,7 @@ public record KernelTuning(
 
   /**
    * These choices with the settings of a JSON object applied: {@code {"mla-fused-tokens": 0, "pdl":
-   * false}} (values as JSON booleans or numbers, or strings of them).
+   * false}} (values as JSON booleans, numbers or strings).
    */
   public KernelTuning withJson(JsonNode object) {
     if (object == null || !object.isObject()) {
@@ -228,7 +253,7 @@ public record KernelTuning(
       JsonNode v = e.getValue();
       if (!v.isBoolean() && !v.isIntegralNumber() && !v.isTextual()) {
         throw new IllegalArgumentException(
-            "kernel option " + e.getKey() + " takes a boolean or an integer, got " + v);
+            "kernel option " + e.getKey() + " takes a boolean, an integer or a word, got " + v);
       }
       t = t.with(e.getKey(), v.asText());
     }

@@ -9,8 +9,9 @@ import java.util.List;
  * position. For MLA they hold the compressed latent ({@code kv_lora_rank} values, after its norm)
  * and the shared rotary key ({@code qk_rope_head_dim}, after rotation) — the absorbed-form cache,
  * not per-head keys and values. For GQA they hold keys (after norm and rotation) and values. Models
- * with DeepSeek Sparse Attention add a third array on each layer that runs an indexer: the indexer
- * key ({@code index_head_dim} values, after its LayerNorm and rotation).
+ * with DeepSeek Sparse Attention also cache, on each layer that runs an indexer, the indexer key
+ * ({@code index_head_dim} values, after its LayerNorm and rotation) in an {@link IndexerKeyCache}:
+ * f32 rows, or FP8 codes with one scale per position when the model's config asks for them.
  *
  * <p>A backend that keeps the cache elsewhere (the GPU's paged latent cache) wraps its per-sequence
  * storage as {@link External} with {@link #ofExternal}: the cache then tracks length and capacity
@@ -97,8 +98,8 @@ public final class KvCache implements AutoCloseable {
     void close();
   }
 
-  /** A heap page: per layer a copy of the page's rows of {@code a}, {@code b} and {@code c}. */
-  private record HeapPage(float[][] a, float[][] b, float[][] c) implements Page {
+  /** A heap page: per layer a copy of the page's rows of {@code a} and {@code b}, and its keys. */
+  private record HeapPage(float[][] a, float[][] b, IndexerKeyCache.Rows keys) implements Page {
     @Override
     public void close() {
       // the rows are plain heap memory: the collector frees them with the last handle
@@ -152,8 +153,7 @@ public final class KvCache implements AutoCloseable {
   private final int widthB;
   private final float[][] a;
   private final float[][] b;
-  private final int widthC;
-  private final float[][] c;
+  private final IndexerKeyCache indexer; // null without sparse attention
   private final KvCache[] shards;
   private final External external;
   private final KvBlockTable blocks;
@@ -175,6 +175,7 @@ public final class KvCache implements AutoCloseable {
         cfg.architecture().usesMla() ? cfg.qkRopeHeadDim() : cfg.numKvHeads() * cfg.headDim(),
         cfg.sparseAttention() == null ? 0 : cfg.sparseAttention().indexHeadDim(),
         indexedLayers(cfg),
+        cfg.sparseAttention() != null && cfg.sparseAttention().fp8Keys(),
         allocator);
   }
 
@@ -188,7 +189,7 @@ public final class KvCache implements AutoCloseable {
    * takes none).
    */
   public KvCache(int layers, int widthA, int widthB, KvBlockAllocator allocator) {
-    this(layers, widthA, widthB, 0, null, allocator);
+    this(layers, widthA, widthB, 0, null, false, allocator);
   }
 
   private KvCache(
@@ -197,18 +198,13 @@ public final class KvCache implements AutoCloseable {
       int widthB,
       int widthC,
       boolean[] indexed,
+      boolean fp8Keys,
       KvBlockAllocator allocator) {
     this.widthA = widthA;
     this.widthB = widthB;
     this.a = new float[layers][0];
     this.b = new float[layers][0];
-    this.widthC = widthC;
-    this.c = indexed == null ? null : new float[layers][];
-    if (indexed != null) {
-      for (int l = 0; l < layers; l++) {
-        c[l] = indexed[l] ? new float[0] : null;
-      }
-    }
+    this.indexer = indexed == null ? null : new IndexerKeyCache(indexed, widthC, fp8Keys);
     this.shards = null;
     this.external = null;
     this.blocks = allocator == null ? null : allocator.newTable();
@@ -231,6 +227,7 @@ public final class KvCache implements AutoCloseable {
         cfg.qkRopeHeadDim(),
         sparse ? cfg.sparseAttention().indexHeadDim() : 0,
         sparse ? new boolean[] {true} : null,
+        sparse && cfg.sparseAttention().fp8Keys(),
         null);
   }
 
@@ -250,8 +247,7 @@ public final class KvCache implements AutoCloseable {
     this.widthB = 0;
     this.a = null;
     this.b = null;
-    this.widthC = 0;
-    this.c = null;
+    this.indexer = null;
     this.shards = shards == null ? null : shards.clone();
     this.external = external;
     this.blocks = blocks;
@@ -369,10 +365,14 @@ public final class KvCache implements AutoCloseable {
     return shards == null ? this : shards[r];
   }
 
-  /** Bytes per token across all layers, in f32, indexer keys included. */
+  /**
+   * Bytes per token across all layers: the f32 rows, and the indexer keys as the config stores them
+   * (f32, or FP8 codes plus an f32 scale).
+   */
   public static long bytesPerToken(ModelConfig cfg) {
-    return 4L
-        * (cfg.numLayers() * (long) cfg.kvValuesPerTokenPerLayer() + cfg.indexerValuesPerToken());
+    var dsa = cfg.sparseAttention();
+    return 4L * cfg.numLayers() * cfg.kvValuesPerTokenPerLayer()
+        + (dsa == null ? 0 : dsa.keyBytesPerToken(4));
   }
 
   /** Tokens stored. */
@@ -422,9 +422,9 @@ public final class KvCache implements AutoCloseable {
     for (int l = 0; l < a.length; l++) {
       a[l] = Arrays.copyOf(a[l], newCap * widthA);
       b[l] = Arrays.copyOf(b[l], newCap * widthB);
-      if (c != null && c[l] != null) {
-        c[l] = Arrays.copyOf(c[l], newCap * widthC);
-      }
+    }
+    if (indexer != null) {
+      indexer.grow(newCap);
     }
     capacity = newCap;
   }
@@ -440,19 +440,29 @@ public final class KvCache implements AutoCloseable {
   }
 
   /**
-   * The indexer keys of a layer that runs an indexer (DeepSeek Sparse Attention), row-major by
-   * position, {@link #widthC} values each.
+   * The f32 indexer keys of a layer that runs an indexer (DeepSeek Sparse Attention), row-major by
+   * position, {@link #widthC} values each ({@link IndexerKeyCache#keys}; FP8 keys are read through
+   * {@link #indexerKeys}).
    */
   public float[] c(int layer) {
-    if (c == null || c[layer] == null) {
-      throw new IllegalStateException("layer " + layer + " has no indexer key cache");
-    }
-    return c[layer];
+    return indexerKeys().keys(layer);
   }
 
-  /** Row width of {@link #c} (0 without sparse attention). */
+  /**
+   * The indexer keys (DeepSeek Sparse Attention).
+   *
+   * @throws IllegalStateException for a cache without them
+   */
+  public IndexerKeyCache indexerKeys() {
+    if (indexer == null) {
+      throw new IllegalStateException("this cache has no indexer keys");
+    }
+    return indexer;
+  }
+
+  /** Values per indexer key (0 without sparse attention). */
   public int widthC() {
-    return widthC;
+    return indexer == null ? 0 : indexer.dim();
   }
 
   /** Row width of {@link #a}. */
@@ -524,15 +534,11 @@ public final class KvCache implements AutoCloseable {
     int from = pageIndex * pageSize;
     float[][] pa = new float[a.length][];
     float[][] pb = new float[b.length][];
-    float[][] pc = c == null ? null : new float[c.length][];
     for (int l = 0; l < a.length; l++) {
       pa[l] = Arrays.copyOfRange(a[l], from * widthA, (from + pageSize) * widthA);
       pb[l] = Arrays.copyOfRange(b[l], from * widthB, (from + pageSize) * widthB);
-      if (pc != null && c[l] != null) {
-        pc[l] = Arrays.copyOfRange(c[l], from * widthC, (from + pageSize) * widthC);
-      }
     }
-    return new HeapPage(pa, pb, pc);
+    return new HeapPage(pa, pb, indexer == null ? null : indexer.copy(from, pageSize));
   }
 
   /**
@@ -611,7 +617,8 @@ public final class KvCache implements AutoCloseable {
       if (!(pages.get(i) instanceof HeapPage hp)
           || hp.a().length != a.length
           || hp.a()[0].length != pageSize * widthA
-          || hp.b()[0].length != pageSize * widthB) {
+          || hp.b()[0].length != pageSize * widthB
+          || (hp.keys() == null) != (indexer == null)) {
         throw new IllegalArgumentException(
             "page " + i + " was not made by a heap cache of this layout and page size");
       }
@@ -619,9 +626,9 @@ public final class KvCache implements AutoCloseable {
       for (int l = 0; l < a.length; l++) {
         System.arraycopy(hp.a()[l], 0, a[l], at * widthA, pageSize * widthA);
         System.arraycopy(hp.b()[l], 0, b[l], at * widthB, pageSize * widthB);
-        if (c != null && c[l] != null) {
-          System.arraycopy(hp.c()[l], 0, c[l], at * widthC, pageSize * widthC);
-        }
+      }
+      if (indexer != null) {
+        indexer.paste(hp.keys(), at, pageSize);
       }
     }
     length = tokens;
@@ -661,7 +668,8 @@ public final class KvCache implements AutoCloseable {
 
   /**
    * Stores the new tokens' indexer keys for {@code layer}: token {@code i}'s row ({@code widthC}
-   * values) is read from {@code src} at {@code i * widthC} and written at the token's position.
+   * values) is read from {@code src} at {@code i * widthC} and written at the token's position
+   * (quantized there with FP8 keys).
    */
   public static void storeIndexerKeys(
       BatchLayout layout, KvCache[] caches, int layer, float[] src) {
@@ -671,9 +679,10 @@ public final class KvCache implements AutoCloseable {
       if (end > layout.seqStart()[s]) {
         cache.ensureCapacity(layout.positions()[end - 1] + 1);
       }
-      int w = cache.widthC();
+      IndexerKeyCache keys = cache.indexerKeys();
+      int w = keys.dim();
       for (int i = layout.seqStart()[s]; i < end; i++) {
-        System.arraycopy(src, i * w, cache.c(layer), layout.positions()[i] * w, w);
+        keys.store(layer, layout.positions()[i], src, i * w);
       }
     }
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -36,7 +37,8 @@ class KernelTuningTest {
           Map.entry("gemv-rows-per-warp", "4"),
           Map.entry("gemv-split-k", "1"),
           Map.entry("dsa-sparse-attention", "false"),
-          Map.entry("moe-skip-padding-rows", "false"));
+          Map.entry("moe-skip-padding-rows", "false"),
+          Map.entry("indexer-cache-dtype", "fp8_e4m3"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -66,6 +68,10 @@ class KernelTuningTest {
     assertThat(d.moeDownRowsPerWarp()).isEqualTo(4);
     assertThat(d.gemvRowsPerWarp()).isEqualTo(1);
     assertThat(d.gemvSplitK()).isEqualTo(4);
+    assertThat(d.indexerCacheDtype()).isEqualTo("auto");
+    assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
+    assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
+        .isEqualTo(IndexerCacheDtype.FP8_E4M3);
     assertThat(KernelTuning.defaults().withOptions(List.of())).isEqualTo(d);
     assertThat(d.describe()).isEmpty();
   }
@@ -145,6 +151,10 @@ class KernelTuningTest {
       {"cpu-vector-bits=64", "cpu-vector-bits must be 0, 128, 256 or 512, got 64"},
       {"cpu-threads=-2", "cpu-threads must be at least 0, got -2"},
       {"moe-pair-tokens=", "moe-pair-tokens takes an integer, got ''"},
+      {
+        "indexer-cache-dtype=fp16",
+        "kernel option indexer-cache-dtype must be auto or fp8_e4m3, got 'fp16'"
+      },
     };
     for (String[] c : cases) {
       assertThatThrownBy(() -> KernelTuning.defaults().withOptions(List.of(c[0])))
@@ -190,7 +200,7 @@ class KernelTuningTest {
     Path nested = tmp.resolve("nested.json");
     Files.writeString(nested, "{\"pdl\": {\"on\": true}}");
     assertThatThrownBy(() -> KernelTuning.fromJsonFile(nested))
-        .hasMessageContaining("kernel option pdl takes a boolean or an integer");
+        .hasMessageContaining("kernel option pdl takes a boolean, an integer or a word");
     Path broken = tmp.resolve("broken.json");
     Files.writeString(broken, "{\"pdl\": ");
     assertThatThrownBy(() -> KernelTuning.fromJsonFile(broken))

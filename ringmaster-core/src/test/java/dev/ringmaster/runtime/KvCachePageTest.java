@@ -11,12 +11,14 @@ import dev.ringmaster.testing.RepoPaths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Retained pages keep their contents after the source cache is closed, and a cache that starts with
- * attached pages holds the same rows and continues exactly like the cache that computed them.
+ * attached pages holds the same rows and continues exactly like the cache that computed them (FP8
+ * indexer keys too: codes and scales).
  */
 class KvCachePageTest {
   private static final int PAGE = 4;
@@ -31,6 +33,15 @@ class KvCachePageTest {
       })
   void heapPagesAttachWithEqualRowsAndLogits(String fixture) {
     try (CausalLm lm = CausalLm.load(RepoPaths.require(fixture))) {
+      check(lm, false);
+    }
+  }
+
+  @Test
+  void pagesOfFp8IndexerKeysAttachWithEqualCodesScalesAndLogits() {
+    KernelTuning fp8 = KernelTuning.defaults().with("indexer-cache-dtype", "fp8_e4m3");
+    try (CausalLm lm = CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v32_dsa"), fp8)) {
+      assertThat(lm.newCache().indexerKeys().fp8()).isTrue();
       check(lm, false);
     }
   }
@@ -74,8 +85,17 @@ class KvCachePageTest {
         assertThat(Arrays.copyOf(got.b(l), cut * got.widthB()))
             .containsExactly(Arrays.copyOf(want.b(l), cut * want.widthB()));
         if (got.widthC() > 0 && lm.config().sparseAttention().hasIndexer(l)) {
-          assertThat(Arrays.copyOf(got.c(l), cut * got.widthC()))
-              .containsExactly(Arrays.copyOf(want.c(l), cut * want.widthC()));
+          IndexerKeyCache g = got.indexerKeys();
+          IndexerKeyCache w = want.indexerKeys();
+          if (g.fp8()) {
+            assertThat(Arrays.copyOf(g.codes(l), cut * g.dim()))
+                .containsExactly(Arrays.copyOf(w.codes(l), cut * w.dim()));
+            assertThat(Arrays.copyOf(g.scales(l), cut))
+                .containsExactly(Arrays.copyOf(w.scales(l), cut));
+          } else {
+            assertThat(Arrays.copyOf(got.c(l), cut * got.widthC()))
+                .containsExactly(Arrays.copyOf(want.c(l), cut * want.widthC()));
+          }
         }
       }
     }

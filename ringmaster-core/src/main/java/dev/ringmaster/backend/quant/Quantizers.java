@@ -72,6 +72,25 @@ public final class Quantizers {
     return new Fp8Block(codes, scales);
   }
 
+  /**
+   * Quantizes the {@code n} values {@code x[off ..]} as one block with one scale, the rule of
+   * {@link #fp8Block} (all in f32): {@code s = amax / 448} (1 when all are zero), {@code
+   * codes[codeOff + i] = e4m3(clamp(x[off + i] / s, ±448))} rounded to nearest even. For
+   * activations (an indexer key or one query head, at most {@value #FP8_BLOCK} values): a NaN is
+   * kept (code 0x7f), not refused. Returns {@code s}.
+   */
+  public static float fp8Vector(float[] x, int off, int n, byte[] codes, int codeOff) {
+    float amax = 0f;
+    for (int i = 0; i < n; i++) {
+      amax = Math.max(amax, Math.abs(x[off + i]));
+    }
+    float s = amax == 0f ? 1f : amax / Fp8E4m3.MAX;
+    for (int i = 0; i < n; i++) {
+      codes[codeOff + i] = Fp8E4m3.encode(x[off + i] / s);
+    }
+    return s;
+  }
+
   /** The largest magnitude in {@code w} (NaN and infinities are refused). */
   public static float amax(float[] w) {
     float a = 0f;

@@ -97,4 +97,43 @@ public record ModelConfig(
         ? 0
         : sparseAttention.indexedLayers() * sparseAttention.indexHeadDim();
   }
+
+  /**
+   * This config with the indexer keys cached as {@code dtype} (DeepSeek Sparse Attention models;
+   * the others have no indexer key cache and are returned as they are).
+   *
+   * @throws IllegalArgumentException where the keys cannot be stored that way ({@link
+   *     SparseAttentionConfig#withKeyCache})
+   */
+  public ModelConfig withIndexerCache(IndexerCacheDtype dtype) {
+    if (sparseAttention == null || sparseAttention.keyCache() == dtype) {
+      return this;
+    }
+    return new ModelConfig(
+        architecture,
+        vocabSize,
+        hiddenSize,
+        intermediateSize,
+        numLayers,
+        numHeads,
+        numKvHeads,
+        headDim,
+        qLoraRank,
+        kvLoraRank,
+        qkNopeHeadDim,
+        qkRopeHeadDim,
+        vHeadDim,
+        attentionBias,
+        rmsNormEps,
+        tieWordEmbeddings,
+        maxPositionEmbeddings,
+        rope,
+        moe,
+        moeLayers,
+        numNextnPredictLayers,
+        bosTokenId,
+        eosTokenIds,
+        quantization,
+        sparseAttention.withKeyCache(dtype));
+  }
 }

@@ -223,7 +223,12 @@ public final class ModelConfigParser {
               + " reuses the selection of an earlier full layer");
     }
     return new SparseAttentionConfig(
-        heads, headDim, topK, arch == Architecture.GLM_MOE_DSA, List.copyOf(full));
+        heads,
+        headDim,
+        topK,
+        arch == Architecture.GLM_MOE_DSA,
+        List.copyOf(full),
+        IndexerCacheDtype.AUTO);
   }
 
   /** The string array {@code key}, one entry per layer, each one of {@code allowed}. */

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.bench;
 
+import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.DsaKernels;
@@ -16,8 +17,10 @@ import java.util.SplittableRandom;
  * step at batch 1 and 32 and contexts 4k / 32k / 128k, the indexer's scores and top-k (with the
  * grid a decode graph captures, sized for {@value #GRAPH_CONTEXT} positions), sparse MLA over 2,048
  * selected positions (absorb, split, combine, out-projection) on tensor and CUDA cores, and dense
- * MLA over the whole context for comparison. GB/s counts the cache bytes a step must read (indexer
- * keys of every position; selected or all latent rows).
+ * MLA over the whole context for comparison; and the indexer over FP8 keys ({@code
+ * --indexer-cache-dtype fp8_e4m3}: the query heads' quantization, scores over e4m3 codes and one
+ * scale per key, and the top-k). GB/s counts the cache bytes a step must read (indexer keys of
+ * every position, 256 bytes each in bf16 and 132 in FP8; selected or all latent rows).
  */
 final class DsaBench {
   private static final int HEADS = 64;
@@ -48,8 +51,10 @@ final class DsaBench {
           }
           dense(b, k, s, in);
           indexer(b, k, s, in, true);
+          indexerFp8(b, k, s, in, true);
           if (len == 4096) {
             indexer(b, k, s, in, false);
+            indexerFp8(b, k, s, in, false);
           }
         }
       }
@@ -114,6 +119,90 @@ final class DsaBench {
       b.row(label("dsa indexer scores, " + what, in), msScores, keyBytes / (msScores * 1e6));
       b.row(
           label("dsa indexer scores + multi-block top-k, " + what, in),
+          msBoth,
+          keyBytes / (msBoth * 1e6));
+    } finally {
+      dsa.useIndexerTensorCores(true);
+    }
+  }
+
+  /** {@link #indexer} over FP8 keys (random codes, unit scales), the query quantized each step. */
+  private static void indexerFp8(
+      KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean tensorCores) {
+    DsaKernels dsa = k.dsa();
+    int rows = in.batch;
+    int ld = GRAPH_CONTEXT;
+    int blocks = DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+    int chunks = DsaKernels.topKChunks(GRAPH_CONTEXT);
+    long slots = (long) rows * in.blocksPerSeq * BLOCK;
+    dsa.useIndexerTensorCores(tensorCores);
+    try (DeviceBuffer codes = b.randomFp8Codes(slots * INDEX_DIM);
+        DeviceBuffer kScales = DeviceBuffer.allocate(4L * slots);
+        DeviceBuffer qCodes = DeviceBuffer.allocate(4L * rows * INDEX_HEADS * INDEX_DIM);
+        DeviceBuffer qScales = DeviceBuffer.allocate(4L * rows * INDEX_HEADS);
+        DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld);
+        DeviceBuffer state = DeviceBuffer.allocate(DsaKernels.topKStateBytes(rows, chunks))) {
+      CudaDriver.get().memsetD32Async(kScales.ptr(), Float.floatToIntBits(1f), slots, s.handle());
+      float scale = (float) (1 / Math.sqrt(INDEX_DIM));
+      float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));
+      Runnable score =
+          () -> {
+            dsa.quantizeFp8(
+                s,
+                0,
+                qScales.ptr(),
+                qCodes.ptr(),
+                in.indexQ.ptr(),
+                0,
+                rows * INDEX_HEADS,
+                INDEX_DIM);
+            dsa.scoresFp8(
+                s,
+                scores.ptr(),
+                ld,
+                qCodes.ptr(),
+                qScales.ptr(),
+                in.indexW.ptr(),
+                codes.ptr(),
+                kScales.ptr(),
+                in.table.ptr(),
+                in.blocksPerSeq,
+                in.seqs.ptr(),
+                in.positions.ptr(),
+                0,
+                rows,
+                INDEX_HEADS,
+                INDEX_DIM,
+                BLOCK,
+                scale,
+                headScale,
+                blocks);
+          };
+      double keyBytes = (double) rows * in.len * (INDEX_DIM + 4);
+      double msScores = b.time(i -> score.run());
+      double msBoth =
+          b.time(
+              i -> {
+                score.run();
+                dsa.topKMulti(
+                    s,
+                    in.sel.ptr(),
+                    TOP_K,
+                    scores.ptr(),
+                    ld,
+                    in.positions.ptr(),
+                    0,
+                    rows,
+                    state.ptr(),
+                    chunks);
+              });
+      String what = tensorCores ? "tensor cores" : "CUDA cores";
+      b.row(
+          label("dsa indexer scores, fp8 keys, " + what, in),
+          msScores,
+          keyBytes / (msScores * 1e6));
+      b.row(
+          label("dsa indexer scores + multi-block top-k, fp8 keys, " + what, in),
           msBoth,
           keyBytes / (msBoth * 1e6));
     } finally {

@@ -70,6 +70,11 @@ public final class DeviceBuffer implements AutoCloseable {
     uploadSegment(stream, MemorySegment.ofArray(src));
   }
 
+  /** Copies {@code src} (for example e4m3 codes) into the start of the buffer and waits. */
+  public void upload(CudaStream stream, byte[] src) {
+    uploadSegment(stream, MemorySegment.ofArray(src));
+  }
+
   /** Copies {@code src} into the start of the buffer and waits for the stream. */
   public void upload(CudaStream stream, long[] src) {
     uploadSegment(stream, MemorySegment.ofArray(src));
@@ -96,6 +101,13 @@ public final class DeviceBuffer implements AutoCloseable {
   public int[] downloadInts(CudaStream stream, int n) {
     int[] out = new int[n];
     download(stream, MemorySegment.ofArray(out), 4L * n);
+    return out;
+  }
+
+  /** Waits for the stream, then returns the first {@code n} bytes. */
+  public byte[] downloadBytes(CudaStream stream, int n) {
+    byte[] out = new byte[n];
+    download(stream, MemorySegment.ofArray(out), n);
     return out;
   }
 

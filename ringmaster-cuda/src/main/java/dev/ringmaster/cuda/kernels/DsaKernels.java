@@ -8,8 +8,10 @@ import java.util.function.BiFunction;
 /**
  * Typed launches of the DeepSeek Sparse Attention kernels ({@code dsa_indexer.cu}): the indexer
  * key's LayerNorm, the indexer scores over the paged indexer-key cache, the top-k selection per
- * query and absorbed MLA attention over the selected positions. Part of {@link RingmasterKernels},
- * which loads them; use from the GPU's thread only.
+ * query and absorbed MLA attention over the selected positions; and the FP8 indexer-key forms
+ * ({@code dsa_indexer_fp8.cu}: quantization on append and of the query heads, scores over e4m3
+ * codes and scales). Part of {@link RingmasterKernels}, which loads them; use from the GPU's thread
+ * only.
  */
 public final class DsaKernels {
   /** Threads of a score block (positions scored per block and pass). */
@@ -43,10 +45,44 @@ public final class DsaKernels {
   private final Kernel reduce;
   private final Kernel split;
   private final Kernel sparseSplit;
+  private final Kernel fp8Quantize;
+  private final Kernel scoresFp8;
+  private final Kernel scoresFp8Mma;
+  private final Kernel fp8Gather;
+  private final Kernel reduceFp8;
   private final MlaKernels mla;
   private boolean indexerTensorCores = true;
-  private int scoreMmaSharedGranted = DEFAULT_SHARED_BYTES;
-  private int scoreMmaSharedRefused = Integer.MAX_VALUE;
+  private final SharedOptIn scoreMmaShared;
+  private final SharedOptIn scoreFp8MmaShared;
+
+  /** A kernel's dynamic shared-memory opt-in: the largest size granted, the smallest refused. */
+  private static final class SharedOptIn {
+    private final Kernel kernel;
+    private int granted = DEFAULT_SHARED_BYTES;
+    private int refused = Integer.MAX_VALUE;
+
+    SharedOptIn(Kernel kernel) {
+      this.kernel = kernel;
+    }
+
+    /** Whether {@code bytes} of dynamic shared memory are granted (opting in once if needed). */
+    boolean allows(int bytes) {
+      if (bytes <= granted) {
+        return true;
+      }
+      if (bytes >= refused) {
+        return false;
+      }
+      try {
+        kernel.maxDynamicSharedBytes(bytes);
+        granted = bytes;
+        return true;
+      } catch (RuntimeException tooMuch) {
+        refused = bytes;
+        return false;
+      }
+    }
+  }
 
   DsaKernels(BiFunction<String, Integer, Kernel> kernel, MlaKernels mla) {
     layerNorm = kernel.apply("rm_layernorm", 5);
@@ -57,6 +93,13 @@ public final class DsaKernels {
     reduce = kernel.apply("rm_indexer_reduce", 10);
     split = kernel.apply("rm_bf16_split", 4);
     sparseSplit = kernel.apply("rm_mla_sparse_split", 18);
+    fp8Quantize = kernel.apply("rm_indexer_fp8_quantize", 7);
+    scoresFp8 = kernel.apply("rm_indexer_scores_fp8", 17);
+    scoresFp8Mma = kernel.apply("rm_indexer_scores_fp8_mma", 17);
+    fp8Gather = kernel.apply("rm_indexer_fp8_gather", 7);
+    reduceFp8 = kernel.apply("rm_indexer_reduce_fp8", 12);
+    scoreMmaShared = new SharedOptIn(scoresMma);
+    scoreFp8MmaShared = new SharedOptIn(scoresFp8Mma);
     this.mla = mla;
   }
 
@@ -94,24 +137,20 @@ public final class DsaKernels {
 
   /** Whether {@link #scores} runs on tensor cores for {@code heads} x {@code dim} queries. */
   public boolean indexerUsesTensorCores(int heads, int dim) {
+    return indexerUsesTensorCores(heads, dim, false);
+  }
+
+  /**
+   * Whether {@link #scores} ({@code fp8} false) or {@link #scoresFp8} runs on tensor cores for
+   * {@code heads} x {@code dim} queries.
+   */
+  public boolean indexerUsesTensorCores(int heads, int dim, boolean fp8) {
     if (!indexerTensorCores || dim % 16 != 0) {
       return false;
     }
-    int bytes = scoreMmaSharedBytes(heads, dim);
-    if (bytes <= scoreMmaSharedGranted) {
-      return true;
-    }
-    if (bytes >= scoreMmaSharedRefused) {
-      return false;
-    }
-    try {
-      scoresMma.maxDynamicSharedBytes(bytes);
-      scoreMmaSharedGranted = bytes;
-      return true;
-    } catch (RuntimeException tooMuch) {
-      scoreMmaSharedRefused = bytes;
-      return false;
-    }
+    return fp8
+        ? scoreFp8MmaShared.allows(scoreFp8MmaSharedBytes(heads, dim))
+        : scoreMmaShared.allows(scoreMmaSharedBytes(heads, dim));
   }
 
   private static int scoreMmaSharedBytes(int heads, int dim) {
@@ -121,6 +160,15 @@ public final class DsaKernels {
     int ldk = dim + 8;
     int bytes = 2 * up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * ldk * 2);
     return bytes + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
+  }
+
+  private static int scoreFp8MmaSharedBytes(int heads, int dim) {
+    // Mirrors IdxFp8MmaSmem in dsa_indexer_fp8.cu: the query codes in bf16 (row stride dim + 8),
+    // two raw e4m3 key tiles, one bf16 key tile, the f32 dot tile (row stride N + 4) and N weights.
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int bytes = up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * dim);
+    return bytes + up128(SCORE_MMA_TILE * ldk * 2) + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
   }
 
   private static int up128(int b) {
@@ -282,6 +330,116 @@ public final class DsaKernels {
    */
   public static int topKChunks(long maxLen) {
     return (int) Math.max(1, Math.min(TOPK_MAX_CHUNKS, (maxLen + TOPK_CHUNK - 1) / TOPK_CHUNK));
+  }
+
+  /**
+   * Quantizes {@code rows} rows of {@code dim} f32 values of {@code x} to e4m3 with one scale per
+   * row, as the CPU's {@code Quantizers.fp8Vector} (the same bytes for the same input): row {@code
+   * r}'s codes go to {@code codes + slot * dim} and its scale to {@code scales[slot]} ({@code slot
+   * = slots[r]}, or {@code r} when {@code slots} is 0) when {@code codes} is not 0, and the codes'
+   * exact values to {@code decoded + r * dim} when {@code decoded} is not 0 (it may be {@code x}).
+   */
+  public void quantizeFp8(
+      CudaStream s, long codes, long scales, long decoded, long x, long slots, int rows, int dim) {
+    checkFp8Dim(dim);
+    Kernel k = fp8Quantize;
+    k.arg(0, codes).arg(1, scales).arg(2, decoded).arg(3, x).arg(4, slots).arg(5, rows);
+    k.arg(6, dim).launch(s, (rows + 7) / 8, 1, 1, 256, 0);
+  }
+
+  private static void checkFp8Dim(int dim) {
+    if (dim <= 0 || dim > 128 || dim % 8 != 0) {
+      throw new IllegalArgumentException(
+          "FP8 indexer keys of " + dim + " values: the GPU kernels take multiples of 8 up to 128");
+    }
+  }
+
+  /**
+   * {@link #scores} over FP8 keys: {@code q} holds the query heads' code values and {@code qScale}
+   * their scales ({@link #quantizeFp8} of the rotated queries), {@code codes} and {@code kScales}
+   * one layer's key cache; row {@code r} of {@code out} gets {@code ks[p] * sum_h (w[t,h] *
+   * headScale * qs[t,h] * scale) * relu(qc[t,h] . kc[p])} for every {@code p <= tokenPos[t]}.
+   */
+  public void scoresFp8(
+      CudaStream s,
+      long out,
+      int ldScores,
+      long q,
+      long qScale,
+      long w,
+      long codes,
+      long kScales,
+      long blockTable,
+      int maxBlocksPerSeq,
+      long tokenSeq,
+      long tokenPos,
+      int rowBase,
+      int rows,
+      int heads,
+      int dim,
+      int blockSize,
+      float scale,
+      float headScale,
+      int positionBlocks) {
+    checkFp8Dim(dim);
+    boolean mma = indexerUsesTensorCores(heads, dim, true);
+    Kernel k = mma ? scoresFp8Mma : scoresFp8;
+    k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, qScale).arg(4, w).arg(5, codes);
+    k.arg(6, kScales).arg(7, blockTable).arg(8, maxBlocksPerSeq).arg(9, tokenSeq);
+    k.arg(10, tokenPos).arg(11, rowBase).arg(12, heads).arg(13, dim).arg(14, blockSize);
+    k.arg(15, scale).arg(16, headScale);
+    if (mma) {
+      k.launch(s, positionBlocks, rows, 1, 256, scoreFp8MmaSharedBytes(heads, dim));
+    } else {
+      k.launch(s, positionBlocks, rows, 1, SCORE_THREADS, scoreSharedBytes(heads, dim));
+    }
+  }
+
+  /**
+   * Positions {@code 0 .. ctxLen-1} of one sequence ({@code table}: its block-table row) out of an
+   * FP8 key cache: their codes widened to bf16 (exact) into {@code out [ctxLen, dim]}, their scales
+   * into {@code outScales [ctxLen]}.
+   */
+  public void gatherFp8(
+      CudaStream s,
+      long out,
+      long outScales,
+      long codes,
+      long kScales,
+      long table,
+      int ctxLen,
+      int dim,
+      int blockSize) {
+    checkFp8Dim(dim);
+    Kernel k = fp8Gather;
+    k.arg(0, out).arg(1, outScales).arg(2, codes).arg(3, kScales).arg(4, table).arg(5, dim);
+    k.arg(6, blockSize).launch(s, ctxLen, 1, 1, 32, 0);
+  }
+
+  /**
+   * {@link #reduceScores} over FP8 keys: {@code dots} holds the code dot products against the
+   * gathered keys ({@link #gatherFp8}), {@code kScales} their scales, {@code qScale} the query
+   * heads' scales.
+   */
+  public void reduceScoresFp8(
+      CudaStream s,
+      long out,
+      int ldScores,
+      long dots,
+      int ctx,
+      long w,
+      long qScale,
+      long kScales,
+      long tokenPos,
+      int rowBase,
+      int rows,
+      int heads,
+      float scale,
+      float headScale) {
+    Kernel k = reduceFp8;
+    k.arg(0, out).arg(1, ldScores).arg(2, dots).arg(3, ctx).arg(4, w).arg(5, qScale);
+    k.arg(6, kScales).arg(7, tokenPos).arg(8, rowBase).arg(9, heads).arg(10, scale);
+    k.arg(11, headScale).launch(s, (ctx + 255) / 256, rows, 1, 256, 0);
   }
 
   /**

@@ -13,7 +13,9 @@ import dev.ringmaster.runtime.KvBlockAllocator;
  *
  * <p>Models with DeepSeek Sparse Attention also hold the indexer keys of every layer that runs an
  * indexer: a second buffer {@code [indexed layers, blocks, blockSize, index_head_dim]} of bf16,
- * paged by the same block ids, so a block (and a prefix-cache page sharing it) carries both.
+ * paged by the same block ids, so a block (and a prefix-cache page sharing it) carries both. With
+ * FP8 keys ({@code --indexer-cache-dtype fp8_e4m3}) that buffer holds e4m3 codes (one byte each)
+ * and a third one {@code [indexed layers, blocks, blockSize]} their f32 scales.
  *
  * <p>One allocator's caches use the storage at a time ({@link #bind}): the model's own, for use
  * without a scheduler, or the scheduler's.
@@ -25,18 +27,21 @@ final class BlockPool implements AutoCloseable {
   private final int blockSize;
   private final int rowWidth;
   private final DeviceBuffer indexKeys; // null without sparse attention
+  private final DeviceBuffer indexScales; // null unless the keys are FP8
   private final int[] indexSlot; // layer -> its slot in indexKeys, -1 for layers without indexer
   private final int indexWidth;
+  private final int indexValueBytes; // 2 (bf16) or 1 (FP8 codes)
   private final KvBlockAllocator own;
   private KvBlockAllocator bound;
 
   BlockPool(int layers, int numBlocks, int blockSize, int rowWidth, CudaStream stream) {
-    this(layers, numBlocks, blockSize, rowWidth, null, 0, stream);
+    this(layers, numBlocks, blockSize, rowWidth, null, 0, false, stream);
   }
 
   /**
    * A pool whose layers {@code l} with {@code indexed[l]} also cache indexer keys of {@code
-   * indexWidth} values ({@code indexed} null: none).
+   * indexWidth} values ({@code indexed} null: none), as bf16 or, with {@code fp8Keys}, as e4m3
+   * codes and one f32 scale per position.
    */
   BlockPool(
       int layers,
@@ -45,6 +50,7 @@ final class BlockPool implements AutoCloseable {
       int rowWidth,
       boolean[] indexed,
       int indexWidth,
+      boolean fp8Keys,
       CudaStream stream) {
     if (numBlocks < 2) {
       throw new IllegalArgumentException("the KV cache needs at least 2 blocks");
@@ -61,25 +67,34 @@ final class BlockPool implements AutoCloseable {
       CudaDriverAccess.memsetZero(cache.ptr(l * layerBytes), blockBytes, stream);
     }
     this.indexWidth = indexWidth;
+    this.indexValueBytes = fp8Keys ? 1 : 2;
     indexSlot = new int[layers];
     int slots = 0;
     for (int l = 0; l < layers; l++) {
       indexSlot[l] = indexed != null && indexed[l] ? slots++ : -1;
     }
-    indexKeys =
-        slots == 0 ? null : DeviceBuffer.allocate(bytes(slots, numBlocks, blockSize, indexWidth));
+    indexKeys = slots == 0 ? null : DeviceBuffer.allocate(slots * indexLayerBytes());
+    indexScales =
+        slots == 0 || !fp8Keys ? null : DeviceBuffer.allocate(4L * slots * numBlocks * blockSize);
     for (int i = 0; i < slots; i++) {
       CudaDriverAccess.memsetZero(
-          indexKeys.ptr(i * indexLayerBytes()), 2L * blockSize * indexWidth, stream);
+          indexKeys.ptr(i * indexLayerBytes()),
+          (long) indexValueBytes * blockSize * indexWidth,
+          stream);
+      if (indexScales != null) {
+        CudaDriverAccess.memsetZero(
+            indexScales.ptr(4L * i * numBlocks * blockSize), 4L * blockSize, stream);
+      }
     }
     own = new KvBlockAllocator(blockSize, numBlocks - 1);
     bound = own;
   }
 
   /**
-   * Bytes one token takes in the pool of a model: a bf16 latent row ({@code kv_lora_rank +
-   * qk_rope_head_dim}) in every layer, and a bf16 indexer key ({@code index_head_dim}) in every
-   * layer that runs an indexer (DeepSeek Sparse Attention).
+   * Bytes one token takes in the pool of an MLA model: a bf16 latent row ({@code kv_lora_rank +
+   * qk_rope_head_dim}) in every layer, and an indexer key ({@code index_head_dim} bf16 values, or
+   * as many FP8 codes plus an f32 scale) in every layer that runs an indexer (DeepSeek Sparse
+   * Attention).
    */
   public static long bytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
     return bytes(cfg.numLayers(), 1, 1, cfg.kvLoraRank() + cfg.qkRopeHeadDim())
@@ -98,10 +113,13 @@ final class BlockPool implements AutoCloseable {
     return out;
   }
 
-  /** Bytes of one token's bf16 indexer keys across the layers that run an indexer (0: none). */
+  /**
+   * Bytes of one token's indexer keys across the layers that run an indexer (0: none): bf16 keys,
+   * or FP8 codes plus an f32 scale.
+   */
   static long indexerBytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
     var dsa = cfg.sparseAttention();
-    return dsa == null ? 0 : bytes(dsa.indexedLayers(), 1, 1, dsa.indexHeadDim());
+    return dsa == null ? 0 : dsa.keyBytesPerToken(2);
   }
 
   /** Bytes of a pool of {@code numBlocks} blocks. */
@@ -114,23 +132,44 @@ final class BlockPool implements AutoCloseable {
   }
 
   private long indexLayerBytes() {
-    return 2L * numBlocks * blockSize * indexWidth;
+    return (long) indexValueBytes * numBlocks * blockSize * indexWidth;
   }
 
   /**
    * Device pointer of layer {@code l}'s indexer keys {@code [blocks, blockSize, index_head_dim]}
-   * (bf16); throws for a layer without an indexer.
+   * (bf16, or e4m3 codes with FP8 keys); throws for a layer without an indexer.
    */
   long indexKeysPtr(int l) {
+    return indexKeys.ptr() + slot(l) * indexLayerBytes();
+  }
+
+  /**
+   * Device pointer of layer {@code l}'s FP8 key scales {@code [blocks, blockSize]} (f32); throws
+   * for a layer without an indexer or keys in bf16.
+   */
+  long indexScalesPtr(int l) {
+    if (indexScales == null) {
+      throw new IllegalStateException("the indexer keys are bf16: they have no scales");
+    }
+    return indexScales.ptr() + 4L * slot(l) * numBlocks * blockSize;
+  }
+
+  /** Whether the indexer keys are e4m3 codes with f32 scales ({@link #indexScalesPtr}). */
+  boolean fp8Keys() {
+    return indexValueBytes == 1;
+  }
+
+  private long slot(int l) {
     if (indexKeys == null || indexSlot[l] < 0) {
       throw new IllegalStateException("layer " + l + " has no indexer key cache");
     }
-    return indexKeys.ptr() + indexSlot[l] * indexLayerBytes();
+    return indexSlot[l];
   }
 
-  /** Bytes of the indexer-key cache (0 without sparse attention). */
+  /** Bytes of the indexer-key cache, scales included (0 without sparse attention). */
   long indexerBytes() {
-    return indexKeys == null ? 0 : indexKeys.bytes();
+    return (indexKeys == null ? 0 : indexKeys.bytes())
+        + (indexScales == null ? 0 : indexScales.bytes());
   }
 
   /** Device pointer of layer {@code l}'s cache {@code [blocks, blockSize, D]}. */
@@ -213,6 +252,9 @@ final class BlockPool implements AutoCloseable {
     cache.close();
     if (indexKeys != null) {
       indexKeys.close();
+    }
+    if (indexScales != null) {
+      indexScales.close();
     }
   }
 }

@@ -113,7 +113,8 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       throw new IllegalStateException(
           "GPU " + options.device() + " does not exist (" + probe.devices().size() + " found)");
     }
-    ModelConfig cfg = ModelConfigParser.parse(dir);
+    ModelConfig cfg =
+        ModelConfigParser.parse(dir).withIndexerCache(options.tuning().indexerCache());
     GpuModelSupport.check(cfg);
     WeightStore store = WeightStore.open(dir);
     GpuThread gpu = GpuThread.start(options.device());

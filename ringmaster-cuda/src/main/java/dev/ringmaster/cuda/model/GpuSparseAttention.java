@@ -29,6 +29,13 @@ import java.util.List;
  * more than one top-k chunk take the multi-block top-k ({@link DsaKernels#topKMulti}): a decode
  * graph's rows always do (its bound is the longest context), and so do a long prefill's GEMM tiles
  * (a few rows each at 128k positions). GPU thread only.
+ *
+ * <p>With FP8 keys ({@code --indexer-cache-dtype fp8_e4m3}) the key is quantized as it is appended
+ * (e4m3 codes and one f32 scale per position, the CPU's bytes for the same key), and a scoring step
+ * quantizes the query heads the same way in place: the score kernels then read codes and scales
+ * ({@link DsaKernels#scoresFp8}), and the prefill GEMMs multiply the code values, exact in bf16, so
+ * only the high query part is needed ({@link DsaKernels#gatherFp8}, {@link
+ * DsaKernels#reduceScoresFp8}).
  */
 final class GpuSparseAttention implements AutoCloseable {
   /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
@@ -54,6 +61,7 @@ final class GpuSparseAttention implements AutoCloseable {
   private final float headScale;
   private final float ropeScaling;
   private final boolean interleaved;
+  private final boolean fp8;
   private final int scoreRows;
   private final long scoreStride;
   private final int sms;
@@ -67,6 +75,8 @@ final class GpuSparseAttention implements AutoCloseable {
   private final DeviceBuffer queriesBf16; // bf16 [maxTokens, heads, dim]: high parts
   private final DeviceBuffer queriesLow; // bf16 [maxTokens, heads, dim]: residuals
   private final DeviceBuffer products; // f32 tile [rows * heads, ctx]
+  private final DeviceBuffer queryScales; // FP8 keys: f32 [maxTokens, heads]
+  private final DeviceBuffer gatheredScales; // FP8 keys: f32 [maxContext]
 
   /**
    * Buffers for steps of up to {@code maxTokens} tokens and decode steps of up to {@code scoreRows}
@@ -84,6 +94,7 @@ final class GpuSparseAttention implements AutoCloseable {
     headScale = (float) (1.0 / Math.sqrt(heads));
     ropeScaling = rope.attentionScaling();
     interleaved = dsa.ropeInterleaved();
+    fp8 = dsa.fp8Keys();
     this.scoreRows = Math.max(scoreRows, 1);
     this.scoreStride = (maxContext + 3) & ~3L;
     this.sms = sms;
@@ -99,6 +110,8 @@ final class GpuSparseAttention implements AutoCloseable {
     queriesBf16 = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
     queriesLow = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
     products = DeviceBuffer.allocate(Math.max(PRODUCT_BYTES, 4L * heads * scoreStride));
+    queryScales = DeviceBuffer.allocate(fp8 ? 4L * maxTokens * heads : 4);
+    gatheredScales = DeviceBuffer.allocate(fp8 ? 4L * scoreStride : 4);
   }
 
   /** The runs of consecutive tokens of one sequence among a chunk's {@code n} tokens. */
@@ -171,35 +184,46 @@ final class GpuSparseAttention implements AutoCloseable {
     ops.kernels.rope(
         ops.stream, k.ptr(), dim, 0, 0, pos, invFreq, n, 1, ropeDim, ropeScaling, interleaved);
     long keys = pool.indexKeysPtr(layer);
-    ops.kernels.mla().mlaCacheAppend(ops.stream, keys, k.ptr(), dim, in.slots.ptr(), n, dim);
+    long keyScales = fp8 ? pool.indexScalesPtr(layer) : 0;
+    if (fp8) {
+      dsa.quantizeFp8(ops.stream, keys, keyScales, 0, k.ptr(), in.slots.ptr(), n, dim);
+    } else {
+      ops.kernels.mla().mlaCacheAppend(ops.stream, keys, k.ptr(), dim, in.slots.ptr(), n, dim);
+    }
     if (!select) {
       return;
+    }
+    if (fp8) {
+      dsa.quantizeFp8(ops.stream, 0, queryScales.ptr(), q.ptr(), q.ptr(), 0, n * heads, dim);
     }
     long ld = maxLen > 0 ? (maxLen + 3) & ~3L : scoreStride;
     int group = (int) Math.max(1, Math.min(n, (long) scoreRows * scoreStride / ld));
     if (runs == null) {
-      scoreRows(ops, in, pool, keys, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
+      scoreRows(
+          ops, in, pool, keys, keyScales, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
       return;
     }
     for (Run run : runs) {
       int ctx = run.firstPos() + run.count();
       if (run.count() >= GEMM_MIN_ROWS) {
-        gemmScores(ops, in, pool, keys, run, ctx, group, (int) ld);
+        gemmScores(ops, in, pool, keys, keyScales, run, ctx, group, (int) ld);
       } else {
-        scoreRows(ops, in, pool, keys, run.first(), run.count(), group, (int) ld, ctx);
+        scoreRows(ops, in, pool, keys, keyScales, run.first(), run.count(), group, (int) ld, ctx);
       }
     }
   }
 
   /**
    * Scores (CUDA-core kernel) and selections of tokens {@code first .. first+count-1} in groups of
-   * {@code group} rows of stride {@code ld}, contexts at most {@code contextBound}.
+   * {@code group} rows of stride {@code ld}, contexts at most {@code contextBound}; {@code
+   * keyScales}: the FP8 keys' scales (0 for bf16 keys).
    */
   private void scoreRows(
       GpuOps ops,
       StepInputs in,
       BlockPool pool,
       long keys,
+      long keyScales,
       int first,
       int count,
       int group,
@@ -209,6 +233,32 @@ final class GpuSparseAttention implements AutoCloseable {
     long pos = in.positions.ptr();
     for (int r0 = first; r0 < first + count; r0 += group) {
       int rows = Math.min(group, first + count - r0);
+      int blocks = DsaKernels.scoreBlocks(rows, contextBound, sms);
+      if (fp8) {
+        dsa.scoresFp8(
+            ops.stream,
+            scores.ptr(),
+            ld,
+            q.ptr(),
+            queryScales.ptr(),
+            w.ptr(),
+            keys,
+            keyScales,
+            in.blockTable.ptr(),
+            in.maxBlocksPerSeq,
+            in.tokenSeq.ptr(),
+            pos,
+            r0,
+            rows,
+            heads,
+            dim,
+            pool.blockSize(),
+            scoreScale,
+            headScale,
+            blocks);
+        select(ops, in, ld, r0, rows, contextBound);
+        continue;
+      }
       dsa.scores(
           ops.stream,
           scores.ptr(),
@@ -227,7 +277,7 @@ final class GpuSparseAttention implements AutoCloseable {
           pool.blockSize(),
           scoreScale,
           headScale,
-          DsaKernels.scoreBlocks(rows, contextBound, sms));
+          blocks);
       select(ops, in, ld, r0, rows, contextBound);
     }
   }
@@ -261,16 +311,39 @@ final class GpuSparseAttention implements AutoCloseable {
   /**
    * Scores and selections of one run through GEMMs: the sequence's keys {@code 0 .. ctx-1} gathered
    * once, then tiles of rows: bf16 queries times the keys into {@code products}, reduced to scores,
-   * top-k.
+   * top-k. FP8 keys are gathered as their code values with their scales, and the queries' code
+   * values need no residual part.
    */
   private void gemmScores(
-      GpuOps ops, StepInputs in, BlockPool pool, long keys, Run run, int ctx, int group, int ld) {
+      GpuOps ops,
+      StepInputs in,
+      BlockPool pool,
+      long keys,
+      long keyScales,
+      Run run,
+      int ctx,
+      int group,
+      int ld) {
     DsaKernels dsa = ops.kernels.dsa();
     long pos = in.positions.ptr();
     long table = in.blockTable.ptr() + 4L * run.seq() * in.maxBlocksPerSeq;
-    ops.kernels
-        .mla()
-        .mlaGatherContext(ops.stream, gatheredKeys.ptr(), keys, table, ctx, dim, pool.blockSize());
+    if (fp8) {
+      dsa.gatherFp8(
+          ops.stream,
+          gatheredKeys.ptr(),
+          gatheredScales.ptr(),
+          keys,
+          keyScales,
+          table,
+          ctx,
+          dim,
+          pool.blockSize());
+    } else {
+      ops.kernels
+          .mla()
+          .mlaGatherContext(
+              ops.stream, gatheredKeys.ptr(), keys, table, ctx, dim, pool.blockSize());
+    }
     long qf = q.ptr() + 4L * run.first() * heads * dim;
     long offset = 2L * run.first() * heads * dim;
     dsa.splitBf16(
@@ -287,6 +360,25 @@ final class GpuSparseAttention implements AutoCloseable {
       ops.blas()
           .linear(
               products.ptr(), queriesBf16.ptr() + tileOffset, k0, rows * heads, ctx, dim, false);
+      if (fp8) {
+        dsa.reduceScoresFp8(
+            ops.stream,
+            scores.ptr(),
+            ld,
+            products.ptr(),
+            ctx,
+            w.ptr(),
+            queryScales.ptr(),
+            gatheredScales.ptr(),
+            pos,
+            r0,
+            rows,
+            heads,
+            scoreScale,
+            headScale);
+        select(ops, in, ld, r0, rows, ctx);
+        continue;
+      }
       ops.blas()
           .linear(products.ptr(), queriesLow.ptr() + tileOffset, k0, rows * heads, ctx, dim, true);
       dsa.reduceScores(
@@ -317,12 +409,25 @@ final class GpuSparseAttention implements AutoCloseable {
         + gatheredKeys.bytes()
         + queriesBf16.bytes()
         + queriesLow.bytes()
-        + products.bytes();
+        + products.bytes()
+        + queryScales.bytes()
+        + gatheredScales.bytes();
   }
 
   @Override
   public void close() {
     Resources.closeAll(
-        q, k, w, scores, selection, topKState, gatheredKeys, queriesBf16, queriesLow, products);
+        q,
+        k,
+        w,
+        scores,
+        selection,
+        topKState,
+        gatheredKeys,
+        queriesBf16,
+        queriesLow,
+        products,
+        queryScales,
+        gatheredScales);
   }
 }

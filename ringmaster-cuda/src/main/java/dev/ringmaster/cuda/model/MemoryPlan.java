@@ -19,8 +19,10 @@ import java.util.Map;
  * @param graphBytes device memory the captured graphs took, all sizes together
  * @param graphBytesPerSize graph memory per captured batch size, in capture order
  * @param kvBytes bytes of the KV cache pool (indexer keys included)
- * @param indexerBytes of {@code kvBytes}, the bf16 indexer keys of DeepSeek Sparse Attention (0 for
+ * @param indexerBytes of {@code kvBytes}, the indexer keys of DeepSeek Sparse Attention (0 for
  *     other models)
+ * @param indexerDtype how they are stored: {@code bf16}, or {@code fp8_e4m3} (codes and one f32
+ *     scale per key); {@code none} for other models
  * @param kvTokens tokens the pool holds (whole blocks, the padding block excluded)
  * @param blockSize tokens per block
  * @param freeAfterBytes device memory still free once everything is allocated
@@ -35,11 +37,25 @@ public record MemoryPlan(
     Map<Integer, Long> graphBytesPerSize,
     long kvBytes,
     long indexerBytes,
+    String indexerDtype,
     long kvTokens,
     int blockSize,
     long freeAfterBytes) {
 
   private static final double GB = 1e9;
+
+  /**
+   * Bytes one token takes in a single GPU's paged KV cache: a bf16 row per layer (MLA: the latent
+   * and rotary key; GQA: keys and values of every KV head), plus the indexer keys of DeepSeek
+   * Sparse Attention (bf16, or FP8 codes and an f32 scale) on the layers that run an indexer.
+   */
+  public static long kvBytesPerToken(dev.ringmaster.model.config.ModelConfig cfg) {
+    if (cfg.architecture().usesMla()) {
+      return BlockPool.bytesPerToken(cfg);
+    }
+    return BlockPool.bytes(
+        cfg.numLayers(), 1, 1, GpuGqaAttention.cacheRowWidth(cfg, cfg.numKvHeads()));
+  }
 
   /**
    * SGLang's default: {@code (gpuMem - reserved) / gpuMem} with, in MiB, {@code reserved = 512 +
@@ -153,7 +169,11 @@ public record MemoryPlan(
             blockSize));
     if (indexerBytes > 0) {
       sb.append(
-          String.format(Locale.ROOT, "    of which indexer keys %8.2f GB%n", indexerBytes / GB));
+          String.format(
+              Locale.ROOT,
+              "    of which indexer keys %8.2f GB (%s)%n",
+              indexerBytes / GB,
+              indexerDtype));
     }
     sb.append(String.format(Locale.ROOT, "  still free   %8.2f GB%n", freeAfterBytes / GB));
     return sb.toString();
@@ -173,6 +193,7 @@ public record MemoryPlan(
     m.put("cuda_graph_mb_per_bs", per);
     m.put("kv_cache_gb", round(kvBytes / GB));
     m.put("kv_cache_indexer_gb", round(indexerBytes / GB));
+    m.put("kv_cache_indexer_dtype", indexerDtype);
     m.put("kv_cache_tokens", kvTokens);
     m.put("kv_block_size", blockSize);
     m.put("free_after_gb", round(freeAfterBytes / GB));

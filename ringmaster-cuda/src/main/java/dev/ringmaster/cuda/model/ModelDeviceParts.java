@@ -211,7 +211,9 @@ final class ModelDeviceParts {
       ops.kernels
           .dsa()
           .indexerUsesTensorCores(
-              cfg.sparseAttention().indexHeads(), cfg.sparseAttention().indexHeadDim());
+              cfg.sparseAttention().indexHeads(),
+              cfg.sparseAttention().indexHeadDim(),
+              cfg.sparseAttention().fp8Keys());
     }
     int rowWidth =
         usesMla
@@ -249,6 +251,7 @@ final class ModelDeviceParts {
             rowWidth,
             BlockPool.indexedLayers(cfg),
             sparseAttention ? cfg.sparseAttention().indexHeadDim() : 0,
+            sparseAttention && cfg.sparseAttention().fp8Keys(),
             stream);
     inputs = new StepInputs(maxTokens, tableRows, maxBlocksPerSeq);
     inputs.zero(stream);
@@ -307,6 +310,9 @@ final class ModelDeviceParts {
         perSize,
         pool.bytes(),
         pool.indexerBytes(),
+        cfg.sparseAttention() == null
+            ? "none"
+            : cfg.sparseAttention().fp8Keys() ? "fp8_e4m3" : "bf16",
         pool.capacityTokens(),
         options.blockSize(),
         CudaDriverAccess.memoryInfo()[0]);

@@ -2,6 +2,7 @@ package dev.ringmaster.cuda.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.runtime.KvCache;
@@ -49,5 +50,57 @@ class KvBytesPerTokenTest {
             BlockPool.indexedLayers(
                 ModelConfigParser.parse(repoFile("configs/deepseek-v2-lite.json"))))
         .isNull();
+  }
+
+  @Test
+  void fp8IndexerKeysCountTheirCodesAndOneScalePerTokenAndIndexedLayer() {
+    // GLM-5 shape: on each of the 78 indexed layers 128 one-byte codes and a 4-byte f32 scale,
+    // 10,296 bytes a token against 19,968 in bf16 (and 39,936 in the CPU's f32).
+    ModelConfig glm5 =
+        ModelConfigParser.parse(repoFile("configs/glm5.json"))
+            .withIndexerCache(IndexerCacheDtype.FP8_E4M3);
+    assertThat(BlockPool.indexerBytesPerToken(glm5)).isEqualTo(78L * (128 + 4)).isEqualTo(10_296);
+    assertThat(BlockPool.bytesPerToken(glm5)).isEqualTo(2L * 78 * (512 + 64) + 10_296);
+    assertThat(MemoryPlan.kvBytesPerToken(glm5)).isEqualTo(BlockPool.bytesPerToken(glm5));
+    assertThat(KvCache.bytesPerToken(glm5)).isEqualTo(4L * 78 * (512 + 64) + 10_296);
+    // A million cached tokens: 10.30 GB of indexer keys instead of 19.97 GB.
+    assertThat(1_000_000L * BlockPool.indexerBytesPerToken(glm5) / 1e9).isEqualTo(10.296);
+    // IndexCache: only the two full layers of three store keys, (16 + 4) bytes each.
+    ModelConfig shared =
+        ModelConfigParser.parse(repoFile("fixtures/golden/glm_moe_dsa_shared/config.json"))
+            .withIndexerCache(IndexerCacheDtype.FP8_E4M3);
+    assertThat(BlockPool.bytesPerToken(shared)).isEqualTo(2L * 3 * (16 + 8) + 2L * (16 + 4));
+    assertThat(KvCache.bytesPerToken(shared)).isEqualTo(4L * 3 * (16 + 8) + 2L * (16 + 4));
+  }
+
+  @Test
+  void gqaModelsCountKeysAndValuesOfEveryKvHead() {
+    ModelConfig qwen =
+        ModelConfigParser.parse(repoFile("fixtures/golden/qwen3_moe_basic/config.json"));
+    assertThat(MemoryPlan.kvBytesPerToken(qwen))
+        .isEqualTo(2L * qwen.numLayers() * 2 * qwen.numKvHeads() * qwen.headDim());
+  }
+
+  @Test
+  void theMemoryPlanNamesHowTheIndexerKeysAreStored() {
+    MemoryPlan plan =
+        new MemoryPlan(
+            "H200",
+            141_000_000_000L,
+            0.9,
+            7_000_000_000L,
+            2_000_000_000L,
+            500_000_000L,
+            java.util.Map.of(1, 500_000_000L),
+            30_000_000_000L,
+            10_296_000_000L,
+            "fp8_e4m3",
+            1_000_000L,
+            64,
+            1_000_000_000L);
+    assertThat(plan.describe()).contains("of which indexer keys    10.30 GB (fp8_e4m3)");
+    assertThat(plan.toJson())
+        .containsEntry("kv_cache_indexer_gb", 10.296)
+        .containsEntry("kv_cache_indexer_dtype", "fp8_e4m3");
   }
 }

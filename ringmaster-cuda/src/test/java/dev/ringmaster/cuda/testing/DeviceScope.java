@@ -54,6 +54,13 @@ public final class DeviceScope implements AutoCloseable {
     return b;
   }
 
+  /** A copy of {@code v} (for example e4m3 codes) on the device. */
+  public DeviceBuffer u8(byte[] v) {
+    DeviceBuffer b = alloc(Math.max(1, v.length));
+    b.upload(stream, v);
+    return b;
+  }
+
   /** A copy of {@code v} on the device. */
   public DeviceBuffer u64(long[] v) {
     DeviceBuffer b = alloc(8L * v.length);
@@ -64,6 +71,16 @@ public final class DeviceScope implements AutoCloseable {
   /** Waits for the stream and reads {@code n} f32 values. */
   public float[] read(DeviceBuffer b, int n) {
     return b.downloadFloats(stream, n);
+  }
+
+  /** Waits for the stream and reads {@code n} bytes. */
+  public byte[] readBytes(DeviceBuffer b, int n) {
+    return b.downloadBytes(stream, n);
+  }
+
+  /** Waits for the stream and reads {@code n} 16-bit values. */
+  public short[] readShorts(DeviceBuffer b, int n) {
+    return b.downloadShorts(stream, n);
   }
 
   /** Waits for the stream and reads {@code n} i32 values. */

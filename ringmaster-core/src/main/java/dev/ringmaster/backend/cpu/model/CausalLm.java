@@ -4,6 +4,7 @@ import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.arch.DecoderModel;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.arch.ShardPlan;
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.model.ops.ModelWeights;
@@ -71,12 +72,13 @@ public final class CausalLm implements LanguageModel {
 
   /**
    * Loads a model directory on one rank with the CPU kernel settings of {@code tuning} ({@code
-   * cpu-vector-bits}, {@code cpu-threads}); a thread pool made for them closes with the model.
+   * cpu-vector-bits}, {@code cpu-threads}) and its indexer key cache format ({@code
+   * indexer-cache-dtype}); a thread pool made for them closes with the model.
    */
   public static CausalLm load(Path dir, KernelTuning tuning) {
     CpuKernelContext kernels = CpuKernelContext.of(tuning);
     try {
-      return load(dir, RankContext.single(), kernels, kernels);
+      return load(dir, RankContext.single(), kernels, kernels, tuning.indexerCache());
     } catch (RuntimeException | Error e) {
       kernels.close();
       throw e;
@@ -93,12 +95,25 @@ public final class CausalLm implements LanguageModel {
    * caller keeps and closes after the model.
    */
   public static CausalLm load(Path dir, RankContext rank, CpuKernelContext kernels) {
-    return load(dir, rank, kernels, null);
+    return load(dir, rank, kernels, IndexerCacheDtype.AUTO);
+  }
+
+  /**
+   * {@link #load(Path, RankContext, CpuKernelContext)} with the indexer keys of a DeepSeek Sparse
+   * Attention model cached as {@code indexerCache}.
+   */
+  public static CausalLm load(
+      Path dir, RankContext rank, CpuKernelContext kernels, IndexerCacheDtype indexerCache) {
+    return load(dir, rank, kernels, null, indexerCache);
   }
 
   private static CausalLm load(
-      Path dir, RankContext rank, CpuKernelContext kernels, CpuKernelContext owned) {
-    ModelConfig cfg = ModelConfigParser.parse(dir);
+      Path dir,
+      RankContext rank,
+      CpuKernelContext kernels,
+      CpuKernelContext owned,
+      IndexerCacheDtype indexerCache) {
+    ModelConfig cfg = ModelConfigParser.parse(dir).withIndexerCache(indexerCache);
     ShardPlan.check(cfg, rank.parallel());
     WeightStore store = WeightStore.open(dir);
     Arena copies = Arena.ofShared();

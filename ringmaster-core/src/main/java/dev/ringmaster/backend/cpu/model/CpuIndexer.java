@@ -2,11 +2,14 @@ package dev.ringmaster.backend.cpu.model;
 
 import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.quant.Fp8E4m3;
+import dev.ringmaster.backend.quant.Quantizers;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.SparseAttentionConfig;
 import dev.ringmaster.model.ops.IndexerWeights;
 import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.IndexerKeyCache;
 import dev.ringmaster.runtime.KvCache;
 import java.util.Arrays;
 
@@ -18,6 +21,12 @@ import java.util.Arrays;
  * sum_h w[h] * relu(q[h] . k[t] / sqrt(index_head_dim))}. A query keeps the {@code index_topk}
  * best-scoring positions up to its own (ties: the earlier position), or every position when there
  * are no more than that. Tokens select on the model's kernel threads.
+ *
+ * <p>With FP8 keys ({@link SparseAttentionConfig#fp8Keys}) the cache holds each key as e4m3 codes
+ * and one scale {@code ks} ({@link Quantizers#fp8Vector}), and each query head is quantized the
+ * same way (codes {@code qc}, scale {@code qs}), as DeepSeek-V3.2's reference does; the score is
+ * then {@code I[t] = ks[t] * sum_h (w[h] * qs[h] / sqrt(index_head_dim)) * relu(qc[h] . kc[t])}:
+ * the dequantized dot products, with the positive scales taken out of the relu.
  */
 final class CpuIndexer {
   /** transformers builds k_norm as {@code nn.LayerNorm(index_head_dim, eps=1e-6)}. */
@@ -30,6 +39,7 @@ final class CpuIndexer {
   private final int topK;
   private final float scoreScale;
   private final float headScale;
+  private final boolean fp8;
 
   CpuIndexer(CpuKernelContext kernels, ModelConfig cfg) {
     this.kernels = kernels;
@@ -41,6 +51,7 @@ final class CpuIndexer {
     this.topK = dsa.topK();
     this.scoreScale = (float) (1.0 / Math.sqrt(dim));
     this.headScale = (float) (1.0 / Math.sqrt(heads));
+    this.fp8 = dsa.fp8Keys();
   }
 
   /**
@@ -82,11 +93,82 @@ final class CpuIndexer {
         i -> {
           int len = layout.positions()[i] + 1;
           if (len > topK) {
-            float[] scores = scores(q, headWeights, i, caches[seqOf[i]].c(layer), len);
-            selected[i] = topK(scores, topK);
+            selected[i] = topK(score(q, headWeights, i, caches[seqOf[i]], layer, len), topK);
           }
         });
     return selected;
+  }
+
+  /**
+   * Index scores of token {@code i}'s query ({@code q [t, heads, dim]}, rotated; with FP8 keys its
+   * heads are quantized in place) against positions {@code 0 .. len-1} of {@code cache}'s keys of
+   * {@code layer}.
+   */
+  float[] score(float[] q, float[] headWeights, int i, KvCache cache, int layer, int len) {
+    IndexerKeyCache keys = cache.indexerKeys();
+    if (keys.fp8() != fp8) {
+      throw new IllegalStateException(
+          "the cache holds "
+              + (keys.fp8() ? "FP8" : "f32")
+              + " indexer keys but the model scores "
+              + (fp8 ? "FP8" : "f32")
+              + " ones: make caches with this model's newCache");
+    }
+    return fp8
+        ? scoresFp8(q, quantizeHeads(q, i), headWeights, i, keys, layer, len)
+        : scores(q, headWeights, i, keys.keys(layer), len);
+  }
+
+  /**
+   * Quantizes token {@code i}'s query heads in {@code q} in place to the exact values of their e4m3
+   * codes ({@link Quantizers#fp8Vector}, one scale per head); returns the heads' scales.
+   */
+  private float[] quantizeHeads(float[] q, int i) {
+    float[] scales = new float[heads];
+    byte[] codes = new byte[dim];
+    for (int h = 0; h < heads; h++) {
+      int off = (i * heads + h) * dim;
+      scales[h] = Quantizers.fp8Vector(q, off, dim, codes, 0);
+      for (int d = 0; d < dim; d++) {
+        q[off + d] = Fp8E4m3.decode(codes[d]);
+      }
+    }
+    return scales;
+  }
+
+  /**
+   * {@link #scores} over FP8 keys: {@code q} holds the code values of token {@code i}'s heads and
+   * {@code qScales} their scales; a key's codes are decoded exactly and its scale applied once:
+   * {@code ks[s] * sum_h (w[h] * headScale * qs[h] * scale) * relu(qc[h] . kc[s])}.
+   */
+  private float[] scoresFp8(
+      float[] q,
+      float[] qScales,
+      float[] headWeights,
+      int i,
+      IndexerKeyCache keys,
+      int layer,
+      int len) {
+    float[] wq = new float[heads];
+    for (int h = 0; h < heads; h++) {
+      wq[h] = headWeights[i * heads + h] * headScale * qScales[h] * scoreScale;
+    }
+    byte[] codes = keys.codes(layer);
+    float[] kScales = keys.scales(layer);
+    float[] k = new float[dim];
+    float[] out = new float[len];
+    for (int s = 0; s < len; s++) {
+      for (int d = 0; d < dim; d++) {
+        k[d] = Fp8E4m3.decode(codes[s * dim + d]);
+      }
+      float sum = 0;
+      for (int h = 0; h < heads; h++) {
+        float dot = CpuOps.dot(q, (i * heads + h) * dim, k, 0, dim);
+        sum += wq[h] * Math.max(dot, 0f);
+      }
+      out[s] = sum * kScales[s];
+    }
+    return out;
   }
 
   /** Index scores of token {@code i}'s query against the cached keys {@code 0..len-1}. */

@@ -4,6 +4,7 @@ import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.model.arch.ParallelConfig;
 import dev.ringmaster.model.arch.RankContext;
 import dev.ringmaster.model.arch.ShardPlan;
+import dev.ringmaster.model.config.IndexerCacheDtype;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
 import dev.ringmaster.parallel.AllReduceAlgorithm;
@@ -63,7 +64,8 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
 
   /**
    * Loads every rank's shard of {@code dir} onto in-process ranks, in parallel, with the CPU kernel
-   * settings of {@code tuning}; a thread pool made for them closes with the model.
+   * settings and indexer key cache format of {@code tuning}; a thread pool made for them closes
+   * with the model.
    */
   public static ParallelCausalLm load(
       Path dir, ParallelConfig parallel, AllReduceAlgorithm algo, KernelTuning tuning) {
@@ -71,7 +73,13 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
     ShardPlan.check(ModelConfigParser.parse(dir), parallel);
     CpuKernelContext kernels = CpuKernelContext.of(tuning);
     try {
-      return load(dir, parallel, LocalWorld.create(parallel.tpSize(), algo), kernels, kernels);
+      return load(
+          dir,
+          parallel,
+          LocalWorld.create(parallel.tpSize(), algo),
+          kernels,
+          kernels,
+          tuning.indexerCache());
     } catch (RuntimeException | Error e) {
       kernels.close();
       throw e;
@@ -84,18 +92,18 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
    * shared kernel context.
    */
   public static ParallelCausalLm load(Path dir, ParallelConfig parallel, LocalRanks local) {
-    return load(dir, parallel, local, CpuKernelContext.shared(), null);
+    return load(dir, parallel, local, CpuKernelContext.shared(), null, IndexerCacheDtype.AUTO);
   }
 
   /**
-   * {@link #load(Path, ParallelConfig, LocalRanks)} with the CPU kernel settings of {@code tuning};
-   * a thread pool made for them closes with the model.
+   * {@link #load(Path, ParallelConfig, LocalRanks)} with the CPU kernel settings and indexer key
+   * cache format of {@code tuning}; a thread pool made for them closes with the model.
    */
   public static ParallelCausalLm load(
       Path dir, ParallelConfig parallel, LocalRanks local, KernelTuning tuning) {
     CpuKernelContext kernels = CpuKernelContext.of(tuning);
     try {
-      return load(dir, parallel, local, kernels, kernels);
+      return load(dir, parallel, local, kernels, kernels, tuning.indexerCache());
     } catch (RuntimeException | Error e) {
       kernels.close();
       throw e;
@@ -107,8 +115,9 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
       ParallelConfig parallel,
       LocalRanks local,
       CpuKernelContext kernels,
-      CpuKernelContext owned) {
-    ShardPlan.check(ModelConfigParser.parse(dir), parallel);
+      CpuKernelContext owned,
+      IndexerCacheDtype indexerCache) {
+    ShardPlan.check(ModelConfigParser.parse(dir).withIndexerCache(indexerCache), parallel);
     List<ProcessGroup> groups = local.groups();
     for (int i = 0; i < groups.size(); i++) {
       ProcessGroup g = groups.get(i);
@@ -130,7 +139,8 @@ public final class ParallelCausalLm implements LanguageModel, CollectiveReportin
           group.all(
               r -> {
                 ProcessGroup g = groups.get(r);
-                return CausalLm.load(dir, new RankContext(g.rank(), parallel, g), kernels);
+                return CausalLm.load(
+                    dir, new RankContext(g.rank(), parallel, g), kernels, indexerCache);
               });
       return new ParallelCausalLm(local, group, ranks, owned);
     } catch (RuntimeException | Error e) {
