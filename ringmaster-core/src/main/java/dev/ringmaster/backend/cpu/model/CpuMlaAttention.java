@@ -25,6 +25,33 @@ final class CpuMlaAttention {
    */
   private static final double LATENT_NORM_EPS = 1e-6;
 
+  /** Per thread, the column copies of the caches (two per sequence) of the last call. */
+  private static final ThreadLocal<Scratch> COLUMNS = ThreadLocal.withInitial(Scratch::new);
+
+  /**
+   * Float arrays by slot, grown as needed and kept for the next call, up to {@link #KEEP} floats
+   * each (longer contexts get a fresh array per call rather than pinning it to the thread).
+   */
+  private static final class Scratch {
+    static final int KEEP = 1 << 20;
+    private float[][] arrays = new float[0][];
+
+    float[] take(int slot, int size) {
+      if (size > KEEP) {
+        return new float[size];
+      }
+      if (slot >= arrays.length) {
+        arrays = java.util.Arrays.copyOf(arrays, Math.max(slot + 1, 2 * arrays.length));
+      }
+      float[] a = arrays[slot];
+      if (a == null || a.length < size) {
+        a = new float[Math.min(KEEP, Math.max(size, a == null ? 0 : a.length + a.length / 2))];
+        arrays[slot] = a;
+      }
+      return a;
+    }
+  }
+
   private final RopeTable rope;
   private final int heads;
   private final int nope;
@@ -104,8 +131,10 @@ final class CpuMlaAttention {
       if (len > 0) {
         int stride = (len + lanes - 1) / lanes * lanes;
         strides[s] = stride;
-        latentCols[s] = new float[kvLora * stride];
-        ropeCols[s] = new float[ropeDim * stride];
+        // Scratch reused across calls: the lanes past len are never read back, so stale values
+        // there do not matter, and not zeroing tens of kilobytes per layer and step does.
+        latentCols[s] = COLUMNS.get().take(2 * s, kvLora * stride);
+        ropeCols[s] = COLUMNS.get().take(2 * s + 1, ropeDim * stride);
         VectorMath.transpose(caches[s].a(layer), kvLora, len, latentCols[s], stride);
         VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s], stride);
       }
