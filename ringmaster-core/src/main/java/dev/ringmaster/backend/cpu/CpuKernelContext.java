@@ -23,6 +23,8 @@ public final class CpuKernelContext implements AutoCloseable {
   private final int vectorBits;
   private final CpuThreadPool pool;
   private final boolean shared;
+  // The kernels by dtype ordinal, looked up once: plans ask for them on every product.
+  private final RowKernel[] kernels = new RowKernel[DType.values().length];
 
   /**
    * A context with its own pool.
@@ -102,7 +104,12 @@ public final class CpuKernelContext implements AutoCloseable {
   }
 
   RowKernel kernel(DType dtype) {
-    return RowKernels.get(vectorBits, dtype);
+    RowKernel k = kernels[dtype.ordinal()];
+    if (k == null) {
+      k = RowKernels.get(vectorBits, dtype);
+      kernels[dtype.ordinal()] = k; // racy but idempotent: the cache returns one kernel per spec
+    }
+    return k;
   }
 
   CpuThreadPool pool() {

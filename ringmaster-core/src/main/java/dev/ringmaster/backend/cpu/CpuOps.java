@@ -62,8 +62,12 @@ public final class CpuOps {
   /** Index of the largest of {@code n} values at {@code off} (the lowest index on ties). */
   public static int argmax(float[] x, int off, int n) {
     int best = 0;
+    // The best value kept in a local: reloading x[off + best] made every step wait on the last.
+    float max = n > 0 ? x[off] : 0f;
     for (int i = 1; i < n; i++) {
-      if (x[off + i] > x[off + best]) {
+      float v = x[off + i];
+      if (v > max) {
+        max = v;
         best = i;
       }
     }

@@ -1,6 +1,7 @@
 package dev.ringmaster.backend.cpu;
 
 import dev.ringmaster.backend.DType;
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
@@ -13,11 +14,16 @@ final class MatmulPlan {
   /** Chunks per thread, so that uneven progress still balances out. */
   private static final int CHUNKS_PER_THREAD = 4;
 
-  /** Chunks start on multiples of this many rows, and are at least this big. */
+  /**
+   * Chunks start on multiples of this many rows, and are at least this big; a multiple of every
+   * vector's lanes, so chunks start on the packed kernels' row blocks.
+   */
   private static final int ROW_QUANTUM = 16;
 
   private final RowKernel[] kernels;
   private final CpuMatmul.Job[] jobs;
+  // Each bf16 job's weights in the packed layout of its kernel, else null.
+  private final MemorySegment[] packed;
   private final int[][] xOffsets;
   private final int[][] outOffsets;
   private final int[] chunkJob;
@@ -29,6 +35,7 @@ final class MatmulPlan {
   private MatmulPlan(
       RowKernel[] kernels,
       CpuMatmul.Job[] jobs,
+      MemorySegment[] packed,
       int[][] xOffsets,
       int[][] outOffsets,
       int[] chunkJob,
@@ -38,6 +45,7 @@ final class MatmulPlan {
       double cost) {
     this.kernels = kernels;
     this.jobs = jobs;
+    this.packed = packed;
     this.xOffsets = xOffsets;
     this.outOffsets = outOffsets;
     this.chunkJob = chunkJob;
@@ -63,6 +71,7 @@ final class MatmulPlan {
       }
     }
     RowKernel[] kernels = new RowKernel[jobs.length];
+    MemorySegment[] packed = new MemorySegment[jobs.length];
     int[][] xOffsets = new int[jobs.length][];
     int[][] outOffsets = new int[jobs.length][];
     double[] rowCost = new double[jobs.length];
@@ -74,6 +83,13 @@ final class MatmulPlan {
       // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
       kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
       shared &= pool.canShare(job.w().data());
+      if (job.w().dtype() == DType.BF16 && !job.w().quantized()) {
+        // The packed copy outlives the mapping; a closed model must still fail as it did.
+        if (!job.w().data().scope().isAlive()) {
+          throw new IllegalStateException("the weights' memory is already closed");
+        }
+        packed[j] = job.w().packedBf16(kernels[j].lanes());
+      }
       int cols = job.w().cols();
       int rows = job.w().rows();
       int n = job.n();
@@ -118,7 +134,16 @@ final class MatmulPlan {
       }
     }
     return new MatmulPlan(
-        kernels, jobs, xOffsets, outOffsets, chunkJob, chunkStart, chunkEnd, !serial, total);
+        kernels,
+        jobs,
+        packed,
+        xOffsets,
+        outOffsets,
+        chunkJob,
+        chunkStart,
+        chunkEnd,
+        !serial,
+        total);
   }
 
   /** The work of the call in cost units: weight elements, scaled up for large batches. */
@@ -144,6 +169,19 @@ final class MatmulPlan {
       QuantizedRows.rows(
           kernels[j],
           job.w(),
+          chunkStart[i],
+          chunkEnd[i],
+          job.x(),
+          xOffsets[j],
+          job.out(),
+          outOffsets[j]);
+      return;
+    }
+    if (packed[j] != null) {
+      kernels[j].packedRows(
+          packed[j],
+          job.w().rows(),
+          job.w().cols(),
           chunkStart[i],
           chunkEnd[i],
           job.x(),

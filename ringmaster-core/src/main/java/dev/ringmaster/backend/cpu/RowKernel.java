@@ -31,6 +31,23 @@ interface RowKernel {
       int[] outOffsets);
 
   /**
+   * As {@link #rows}, for a bf16 matrix of {@code rows x cols} in {@link PackedBf16}'s layout for
+   * this kernel's {@link #lanes}: each output is the fused multiply-add chain of its row over the
+   * columns in order, whatever the tokens, tiles or rows asked for. {@code r0} must be a multiple
+   * of the lanes, {@code r1} one too or {@code rows}.
+   */
+  void packedRows(
+      MemorySegment packed,
+      int rows,
+      int cols,
+      int r0,
+      int r1,
+      float[] x,
+      int[] xOffsets,
+      float[] out,
+      int[] outOffsets);
+
+  /**
    * Converts {@code count} consecutive elements starting at element {@code index} of {@code src} to
    * f32, exactly.
    */

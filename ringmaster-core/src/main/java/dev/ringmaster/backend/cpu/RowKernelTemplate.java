@@ -347,6 +347,264 @@ final class RowKernelTemplate implements RowKernel {
   }
 
   @Override
+  public void packedRows(
+      MemorySegment packed,
+      int rows,
+      int cols,
+      int r0,
+      int r1,
+      float[] x,
+      int[] xOffsets,
+      float[] out,
+      int[] outOffsets) {
+    if (r0 % LANES != 0 || (r1 % LANES != 0 && r1 != rows)) {
+      throw new IllegalArgumentException(
+          "packed rows "
+              + r0
+              + ".."
+              + r1
+              + " of "
+              + rows
+              + " must start on "
+              + LANES
+              + "-row blocks");
+    }
+    if (r1 <= r0) {
+      return;
+    }
+    long blockBytes = (long) PackedBf16.pairs(cols) * LANES * 4;
+    int b0 = r0 / LANES;
+    int end = (r1 + LANES - 1) / LANES;
+    int lastBlock = end - 1;
+    int lastRows = r1 - lastBlock * LANES;
+    int n = xOffsets.length;
+    // A lone last token (n = 4k + 1: one token, or a 5-token verify pass) takes the one-token
+    // tile rather than a 4-token tile that repeats it; the sums are the same either way.
+    int quads = n % 4 == 1 ? n - 1 : n;
+    if (quads > 0) {
+      int groupBlocks = (int) Math.max(2, Math.min(end - b0, BLOCK_BYTES / blockBytes) & ~1);
+      int blockTokens = (int) Math.max(4, (BLOCK_BYTES / (cols * 4L)) & ~3);
+      for (int g = b0; g < end; g += groupBlocks) {
+        int gLast = Math.min(g + groupBlocks, end) - 1;
+        for (int t0 = 0; t0 < quads; t0 += blockTokens) {
+          int tLast = Math.min(t0 + blockTokens, quads) - 1;
+          for (int b = g; b <= gLast; b += 2) {
+            int bb = Math.min(b + 1, gLast);
+            for (int t = t0; t <= tLast; t += 4) {
+              int tb = Math.min(t + 1, tLast);
+              int tc = Math.min(t + 2, tLast);
+              int td = Math.min(t + 3, tLast);
+              packed2x4(
+                  packed,
+                  blockBytes,
+                  cols,
+                  b,
+                  bb,
+                  x,
+                  xOffsets[t],
+                  xOffsets[tb],
+                  xOffsets[tc],
+                  xOffsets[td],
+                  out,
+                  outOffsets[t],
+                  outOffsets[tb],
+                  outOffsets[tc],
+                  outOffsets[td],
+                  lastBlock,
+                  lastRows);
+            }
+          }
+        }
+      }
+    }
+    if (quads < n) {
+      for (int b = b0; b < end; b += 4) {
+        packed4x1(
+            packed,
+            blockBytes,
+            cols,
+            b,
+            Math.min(b + 1, lastBlock),
+            Math.min(b + 2, lastBlock),
+            Math.min(b + 3, lastBlock),
+            x,
+            xOffsets[n - 1],
+            out,
+            outOffsets[n - 1],
+            lastBlock,
+            lastRows);
+      }
+    }
+  }
+
+  /** Packed row blocks ba..bd times one token. */
+  private static void packed4x1(
+      MemorySegment w,
+      long blockBytes,
+      int cols,
+      int ba,
+      int bb,
+      int bc,
+      int bd,
+      float[] x,
+      int xo,
+      float[] out,
+      int oo,
+      int lastBlock,
+      int lastRows) {
+    long wa = ba * blockBytes;
+    long wb = bb * blockBytes;
+    long wc = bc * blockBytes;
+    long wd = bd * blockBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    FloatVector ac = aa;
+    FloatVector ad = aa;
+    int full = cols >> 1;
+    for (int p = 0; p < full; p++) {
+      long off = (long) p * LANES * 4;
+      IntVector va = IntVector.fromMemorySegment(I, w, wa + off, LE);
+      IntVector vb = IntVector.fromMemorySegment(I, w, wb + off, LE);
+      IntVector vc = IntVector.fromMemorySegment(I, w, wc + off, LE);
+      IntVector vd = IntVector.fromMemorySegment(I, w, wd + off, LE);
+      FloatVector x0 = FloatVector.broadcast(F, x[xo + 2 * p]);
+      aa = even(va).fma(x0, aa);
+      ab = even(vb).fma(x0, ab);
+      ac = even(vc).fma(x0, ac);
+      ad = even(vd).fma(x0, ad);
+      FloatVector x1 = FloatVector.broadcast(F, x[xo + 2 * p + 1]);
+      aa = odd(va).fma(x1, aa);
+      ab = odd(vb).fma(x1, ab);
+      ac = odd(vc).fma(x1, ac);
+      ad = odd(vd).fma(x1, ad);
+    }
+    if ((cols & 1) != 0) {
+      long off = (long) full * LANES * 4;
+      FloatVector x0 = FloatVector.broadcast(F, x[xo + cols - 1]);
+      aa = even(IntVector.fromMemorySegment(I, w, wa + off, LE)).fma(x0, aa);
+      ab = even(IntVector.fromMemorySegment(I, w, wb + off, LE)).fma(x0, ab);
+      ac = even(IntVector.fromMemorySegment(I, w, wc + off, LE)).fma(x0, ac);
+      ad = even(IntVector.fromMemorySegment(I, w, wd + off, LE)).fma(x0, ad);
+    }
+    store(aa, out, oo, ba, lastBlock, lastRows);
+    store(ab, out, oo, bb, lastBlock, lastRows);
+    store(ac, out, oo, bc, lastBlock, lastRows);
+    store(ad, out, oo, bd, lastBlock, lastRows);
+  }
+
+  /** Packed row blocks ba, bb times tokens a..d. */
+  private static void packed2x4(
+      MemorySegment w,
+      long blockBytes,
+      int cols,
+      int ba,
+      int bb,
+      float[] x,
+      int xa,
+      int xb,
+      int xc,
+      int xd,
+      float[] out,
+      int oa,
+      int ob,
+      int oc,
+      int od,
+      int lastBlock,
+      int lastRows) {
+    long wa = ba * blockBytes;
+    long wb = bb * blockBytes;
+    FloatVector aa = FloatVector.zero(F);
+    FloatVector ab = aa;
+    FloatVector ac = aa;
+    FloatVector ad = aa;
+    FloatVector ba_ = aa;
+    FloatVector bb_ = aa;
+    FloatVector bc = aa;
+    FloatVector bd = aa;
+    int full = cols >> 1;
+    for (int p = 0; p < full; p++) {
+      long off = (long) p * LANES * 4;
+      IntVector va = IntVector.fromMemorySegment(I, w, wa + off, LE);
+      IntVector vb = IntVector.fromMemorySegment(I, w, wb + off, LE);
+      int c = 2 * p;
+      FloatVector ea = even(va);
+      FloatVector eb = even(vb);
+      FloatVector x0 = FloatVector.broadcast(F, x[xa + c]);
+      aa = ea.fma(x0, aa);
+      ba_ = eb.fma(x0, ba_);
+      FloatVector x1 = FloatVector.broadcast(F, x[xb + c]);
+      ab = ea.fma(x1, ab);
+      bb_ = eb.fma(x1, bb_);
+      FloatVector x2 = FloatVector.broadcast(F, x[xc + c]);
+      ac = ea.fma(x2, ac);
+      bc = eb.fma(x2, bc);
+      FloatVector x3 = FloatVector.broadcast(F, x[xd + c]);
+      ad = ea.fma(x3, ad);
+      bd = eb.fma(x3, bd);
+      FloatVector oda = odd(va);
+      FloatVector odb = odd(vb);
+      x0 = FloatVector.broadcast(F, x[xa + c + 1]);
+      aa = oda.fma(x0, aa);
+      ba_ = odb.fma(x0, ba_);
+      x1 = FloatVector.broadcast(F, x[xb + c + 1]);
+      ab = oda.fma(x1, ab);
+      bb_ = odb.fma(x1, bb_);
+      x2 = FloatVector.broadcast(F, x[xc + c + 1]);
+      ac = oda.fma(x2, ac);
+      bc = odb.fma(x2, bc);
+      x3 = FloatVector.broadcast(F, x[xd + c + 1]);
+      ad = oda.fma(x3, ad);
+      bd = odb.fma(x3, bd);
+    }
+    if ((cols & 1) != 0) {
+      long off = (long) full * LANES * 4;
+      int c = cols - 1;
+      FloatVector ea = even(IntVector.fromMemorySegment(I, w, wa + off, LE));
+      FloatVector eb = even(IntVector.fromMemorySegment(I, w, wb + off, LE));
+      FloatVector x0 = FloatVector.broadcast(F, x[xa + c]);
+      aa = ea.fma(x0, aa);
+      ba_ = eb.fma(x0, ba_);
+      FloatVector x1 = FloatVector.broadcast(F, x[xb + c]);
+      ab = ea.fma(x1, ab);
+      bb_ = eb.fma(x1, bb_);
+      FloatVector x2 = FloatVector.broadcast(F, x[xc + c]);
+      ac = ea.fma(x2, ac);
+      bc = eb.fma(x2, bc);
+      FloatVector x3 = FloatVector.broadcast(F, x[xd + c]);
+      ad = ea.fma(x3, ad);
+      bd = eb.fma(x3, bd);
+    }
+    store(aa, out, oa, ba, lastBlock, lastRows);
+    store(ba_, out, oa, bb, lastBlock, lastRows);
+    store(ab, out, ob, ba, lastBlock, lastRows);
+    store(bb_, out, ob, bb, lastBlock, lastRows);
+    store(ac, out, oc, ba, lastBlock, lastRows);
+    store(bc, out, oc, bb, lastBlock, lastRows);
+    store(ad, out, od, ba, lastBlock, lastRows);
+    store(bd, out, od, bb, lastBlock, lastRows);
+  }
+
+  /** The even columns of a packed pair vector as f32: the low halves, shifted up. */
+  private static FloatVector even(IntVector pairs) {
+    return pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+  }
+
+  /** The odd columns of a packed pair vector as f32: the high halves, low bits cleared. */
+  private static FloatVector odd(IntVector pairs) {
+    return pairs.and(0xffff0000).reinterpretAsFloats();
+  }
+
+  /** Writes block {@code b}'s rows of one token; the last block may hold fewer rows. */
+  private static void store(
+      FloatVector v, float[] out, int oo, int b, int lastBlock, int lastRows) {
+    if (b == lastBlock && lastRows < LANES) {
+      v.intoArray(out, oo + b * LANES, F.indexInRange(0, lastRows));
+    } else {
+      v.intoArray(out, oo + b * LANES);
+    }
+  }
+
+  @Override
   public void toFloats(MemorySegment src, long index, float[] dst, int dstOffset, int count) {
     long base = index * BYTES;
     int bound = F.loopBound(count);

@@ -147,6 +147,107 @@ public final class VectorMath {
         .blend(Float.POSITIVE_INFINITY, x.compare(VectorOperators.GT, EXP_HIGH));
   }
 
+  /** Lanes of the float vectors these methods use. */
+  public static int lanes() {
+    return LANES;
+  }
+
+  /**
+   * Writes rows {@code 0..count-1} of {@code src} ({@code width} floats each, row {@code j} at
+   * {@code j * width}) as columns of {@code dst}: {@code dst[d * stride + j] = src[j * width + d]}.
+   * Whole vectors of rows are gathered, the rest copied one by one.
+   */
+  public static void transpose(float[] src, int width, int count, float[] dst, int stride) {
+    if (stride < count) {
+      throw new IllegalArgumentException("stride " + stride + " is below the count " + count);
+    }
+    int[] rowsOf = new int[LANES];
+    for (int l = 0; l < LANES; l++) {
+      rowsOf[l] = l * width;
+    }
+    int j = 0;
+    for (; j + LANES <= count; j += LANES) {
+      for (int d = 0; d < width; d++) {
+        FloatVector.fromArray(F, src, j * width + d, rowsOf, 0).intoArray(dst, d * stride + j);
+      }
+    }
+    for (; j < count; j++) {
+      for (int d = 0; d < width; d++) {
+        dst[d * stride + j] = src[j * width + d];
+      }
+    }
+  }
+
+  /**
+   * Attention scores against keys held as columns ({@link #transpose}): for {@code j < count},
+   * {@code out[j] = scale * (sum_d a[aOff + d] * t[d * stride + j] for d < n, then sum_e b[bOff +
+   * e] * u[e * stride + j] for e < m)}, each one fused multiply-add chain in that order, one
+   * position per lane, so no lanes are summed. {@code stride} must be a multiple of {@link #lanes}
+   * and {@code out} hold {@code count} rounded up to it; lanes past {@code count} get whatever the
+   * padding of {@code t} and {@code u} gives.
+   */
+  public static void scoresT(
+      float[] a,
+      int aOff,
+      float[] t,
+      int n,
+      float[] b,
+      int bOff,
+      float[] u,
+      int m,
+      int stride,
+      int count,
+      float scale,
+      float[] out) {
+    if (stride % LANES != 0 || stride < count) {
+      throw new IllegalArgumentException(
+          "stride " + stride + " must be a multiple of " + LANES + " of at least " + count);
+    }
+    int padded = (count + LANES - 1) / LANES * LANES;
+    int j = 0;
+    // Four position vectors at a time: four independent chains hide the FMA latency.
+    for (; j + 4 * LANES <= padded; j += 4 * LANES) {
+      FloatVector s0 = FloatVector.zero(F);
+      FloatVector s1 = s0;
+      FloatVector s2 = s0;
+      FloatVector s3 = s0;
+      for (int d = 0; d < n; d++) {
+        FloatVector av = FloatVector.broadcast(F, a[aOff + d]);
+        int base = d * stride + j;
+        s0 = FloatVector.fromArray(F, t, base).fma(av, s0);
+        s1 = FloatVector.fromArray(F, t, base + LANES).fma(av, s1);
+        s2 = FloatVector.fromArray(F, t, base + 2 * LANES).fma(av, s2);
+        s3 = FloatVector.fromArray(F, t, base + 3 * LANES).fma(av, s3);
+      }
+      for (int e = 0; e < m; e++) {
+        FloatVector bv = FloatVector.broadcast(F, b[bOff + e]);
+        int base = e * stride + j;
+        s0 = FloatVector.fromArray(F, u, base).fma(bv, s0);
+        s1 = FloatVector.fromArray(F, u, base + LANES).fma(bv, s1);
+        s2 = FloatVector.fromArray(F, u, base + 2 * LANES).fma(bv, s2);
+        s3 = FloatVector.fromArray(F, u, base + 3 * LANES).fma(bv, s3);
+      }
+      s0.mul(scale).intoArray(out, j);
+      s1.mul(scale).intoArray(out, j + LANES);
+      s2.mul(scale).intoArray(out, j + 2 * LANES);
+      s3.mul(scale).intoArray(out, j + 3 * LANES);
+    }
+    for (; j < padded; j += LANES) {
+      FloatVector s0 = FloatVector.zero(F);
+      for (int d = 0; d < n; d++) {
+        s0 =
+            FloatVector.fromArray(F, t, d * stride + j)
+                .fma(FloatVector.broadcast(F, a[aOff + d]), s0);
+      }
+      for (int e = 0; e < m; e++) {
+        s0 =
+            FloatVector.fromArray(F, u, e * stride + j)
+                .fma(FloatVector.broadcast(F, b[bOff + e]), s0);
+      }
+      s0.mul(scale).intoArray(out, j);
+    }
+  }
+
   /** {@code sum_i a[aOff + i] * b[bOff + i]} for {@code i < n}. */
   public static float dot(float[] a, int aOff, float[] b, int bOff, int n) {
     int bound = F.loopBound(n);
@@ -242,6 +343,26 @@ public final class VectorMath {
       float[] w, int wOff, float[] x, int[] xOffs, int count, float[] y, int yOff, int n) {
     int bound = F.loopBound(n);
     int i = 0;
+    // Four output vectors per pass: four independent chains instead of one chain of count
+    // dependent fused multiply-adds; each lane still adds the rows in order.
+    for (; i + 4 * LANES <= bound; i += 4 * LANES) {
+      FloatVector a0 = FloatVector.fromArray(F, y, yOff + i);
+      FloatVector a1 = FloatVector.fromArray(F, y, yOff + i + LANES);
+      FloatVector a2 = FloatVector.fromArray(F, y, yOff + i + 2 * LANES);
+      FloatVector a3 = FloatVector.fromArray(F, y, yOff + i + 3 * LANES);
+      for (int j = 0; j < count; j++) {
+        FloatVector wv = FloatVector.broadcast(F, w[wOff + j]);
+        int xo = xOffs[j] + i;
+        a0 = FloatVector.fromArray(F, x, xo).fma(wv, a0);
+        a1 = FloatVector.fromArray(F, x, xo + LANES).fma(wv, a1);
+        a2 = FloatVector.fromArray(F, x, xo + 2 * LANES).fma(wv, a2);
+        a3 = FloatVector.fromArray(F, x, xo + 3 * LANES).fma(wv, a3);
+      }
+      a0.intoArray(y, yOff + i);
+      a1.intoArray(y, yOff + i + LANES);
+      a2.intoArray(y, yOff + i + 2 * LANES);
+      a3.intoArray(y, yOff + i + 3 * LANES);
+    }
     for (; i < bound; i += LANES) {
       FloatVector acc = FloatVector.fromArray(F, y, yOff + i);
       for (int j = 0; j < count; j++) {

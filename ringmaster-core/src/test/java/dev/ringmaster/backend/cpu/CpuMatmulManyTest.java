@@ -38,7 +38,8 @@ class CpuMatmulManyTest {
             double[] ref = TestMatrices.reference(w, r, x, job.xRows()[t] * cols);
             int lanes = kernels.vectorBits() / 32;
             assertThat((double) job.out()[t * w.rows() + r])
-                .isCloseTo(ref[0], Offset.offset(TestMatrices.bound(cols, lanes, ref[1])));
+                .isCloseTo(
+                    ref[0], Offset.offset(TestMatrices.bound(w.dtype(), cols, lanes, ref[1])));
           }
         }
       }

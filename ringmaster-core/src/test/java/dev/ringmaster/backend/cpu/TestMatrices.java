@@ -49,12 +49,15 @@ final class TestMatrices {
   }
 
   /**
-   * Error bound for an f32 sum of {@code cols} products split over {@code lanes} accumulators: each
-   * result passes through at most cols/lanes + 2·lanes + 2 roundings (lane sums, the lane reduction
-   * in any order, the scalar tail), each of relative size at most 2^-24, so the error is at most
-   * that count times 2^-24 times the sum of |w·x| (Higham's gamma_m, to first order).
+   * Error bound for an f32 sum of {@code cols} products of {@code dtype} weights: the f32 and f16
+   * kernels split it over {@code lanes} accumulators, so each result passes through at most
+   * cols/lanes + 2·lanes + 2 roundings (lane sums, the lane reduction in any order, the scalar
+   * tail); the bf16 kernels sum one chain of cols roundings. Each rounding is of relative size at
+   * most 2^-24, so the error is at most that count times 2^-24 times the sum of |w·x| (Higham's
+   * gamma_m, to first order).
    */
-  static double bound(int cols, int lanes, double magnitude) {
-    return (cols / (double) lanes + 2.0 * lanes + 2) * 0x1p-24 * magnitude + Float.MIN_VALUE;
+  static double bound(DType dtype, int cols, int lanes, double magnitude) {
+    double roundings = dtype == DType.BF16 ? cols + 1 : cols / (double) lanes + 2.0 * lanes + 2;
+    return roundings * 0x1p-24 * magnitude + Float.MIN_VALUE;
   }
 }

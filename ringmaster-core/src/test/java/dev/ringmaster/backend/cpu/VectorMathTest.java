@@ -25,6 +25,39 @@ class VectorMathTest {
   }
 
   @Test
+  void columnScoresAreOneChainPerPosition() {
+    SplittableRandom random = new SplittableRandom(5);
+    int lanes = VectorMath.lanes();
+    for (int count : new int[] {1, lanes - 1, lanes, 4 * lanes + 3, 9 * lanes}) {
+      int n = 64;
+      int m = 16;
+      float[] keys = floats(random, count * n + 7);
+      float[] rope = floats(random, count * m);
+      int stride = (count + lanes - 1) / lanes * lanes;
+      float[] t = new float[n * stride];
+      float[] u = new float[m * stride];
+      VectorMath.transpose(keys, n, count, t, stride);
+      VectorMath.transpose(rope, m, count, u, stride);
+      float[] a = floats(random, n + 2);
+      float[] b = floats(random, m + 1);
+      float[] out = new float[stride];
+      VectorMath.scoresT(a, 2, t, n, b, 1, u, m, stride, count, 0.125f, out);
+      for (int j = 0; j < count; j++) {
+        float chain = 0f;
+        for (int d = 0; d < n; d++) {
+          chain = Math.fma(a[2 + d], keys[j * n + d], chain);
+        }
+        for (int e = 0; e < m; e++) {
+          chain = Math.fma(b[1 + e], rope[j * m + e], chain);
+        }
+        assertThat(Float.floatToRawIntBits(out[j]))
+            .as("count %d position %d", count, j)
+            .isEqualTo(Float.floatToRawIntBits(chain * 0.125f));
+      }
+    }
+  }
+
+  @Test
   void axpyRowsMatchesAxpyPerRowBitForBit() {
     SplittableRandom random = new SplittableRandom(4);
     for (int n : new int[] {1, 15, 16, 64, 70}) {

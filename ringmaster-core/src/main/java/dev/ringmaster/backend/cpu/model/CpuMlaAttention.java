@@ -25,6 +25,33 @@ final class CpuMlaAttention {
    */
   private static final double LATENT_NORM_EPS = 1e-6;
 
+  /** Per thread, the column copies of the caches (two per sequence) of the last call. */
+  private static final ThreadLocal<Scratch> COLUMNS = ThreadLocal.withInitial(Scratch::new);
+
+  /**
+   * Float arrays by slot, grown as needed and kept for the next call, up to {@link #KEEP} floats
+   * each (longer contexts get a fresh array per call rather than pinning it to the thread).
+   */
+  private static final class Scratch {
+    static final int KEEP = 1 << 20;
+    private float[][] arrays = new float[0][];
+
+    float[] take(int slot, int size) {
+      if (size > KEEP) {
+        return new float[size];
+      }
+      if (slot >= arrays.length) {
+        arrays = java.util.Arrays.copyOf(arrays, Math.max(slot + 1, 2 * arrays.length));
+      }
+      float[] a = arrays[slot];
+      if (a == null || a.length < size) {
+        a = new float[Math.min(KEEP, Math.max(size, a == null ? 0 : a.length + a.length / 2))];
+        arrays[slot] = a;
+      }
+      return a;
+    }
+  }
+
   private final RopeTable rope;
   private final int heads;
   private final int nope;
@@ -88,6 +115,30 @@ final class CpuMlaAttention {
     KvCache.storeNewTokens(layout, caches, layer, kva, kvaWidth, 0, kva, kvaWidth, kvLora);
     float[] attn = new float[t * heads * vDim];
     int[] seqOf = seqOfToken(layout);
+    // Each sequence's latents and rotary keys as columns, shared by all its tokens and heads, so
+    // a score is one chain per position lane (VectorMath.scoresT) rather than a lane reduction.
+    int lanes = VectorMath.lanes();
+    float[][] latentCols = new float[layout.numSeqs()][];
+    float[][] ropeCols = new float[layout.numSeqs()][];
+    int[] strides = new int[layout.numSeqs()];
+    for (int s = 0; s < layout.numSeqs(); s++) {
+      int len = 0;
+      for (int i = layout.seqStart()[s]; i < layout.seqStart()[s + 1]; i++) {
+        if (selected == null || selected[i] == null) {
+          len = Math.max(len, layout.positions()[i] + 1);
+        }
+      }
+      if (len > 0) {
+        int stride = (len + lanes - 1) / lanes * lanes;
+        strides[s] = stride;
+        // Scratch reused across calls: the lanes past len are never read back, so stale values
+        // there do not matter, and not zeroing tens of kilobytes per layer and step does.
+        latentCols[s] = COLUMNS.get().take(2 * s, kvLora * stride);
+        ropeCols[s] = COLUMNS.get().take(2 * s + 1, ropeDim * stride);
+        VectorMath.transpose(caches[s].a(layer), kvLora, len, latentCols[s], stride);
+        VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s], stride);
+      }
+    }
     AttentionSplit split = AttentionSplit.of(t, heads, threads);
     pairs.run(
         split.tasks(),
@@ -97,7 +148,20 @@ final class CpuMlaAttention {
             int i = job / heads;
             int h = job % heads;
             int[] sel = selected == null ? null : selected[i];
-            attendOne(q, i, h, layout.positions()[i], sel, caches[seqOf[i]], layer, kvB, attn);
+            int s = seqOf[i];
+            attendOne(
+                q,
+                i,
+                h,
+                layout.positions()[i],
+                sel,
+                caches[s],
+                layer,
+                kvB,
+                attn,
+                latentCols[s],
+                ropeCols[s],
+                strides[s]);
           }
         });
     return attn;
@@ -127,7 +191,10 @@ final class CpuMlaAttention {
       KvCache cache,
       int layer,
       float[] kvB,
-      float[] attn) {
+      float[] attn,
+      float[] latentCols,
+      float[] ropeCols,
+      int stride) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
     int rowBase = h * (nope + vDim);
@@ -141,11 +208,59 @@ final class CpuMlaAttention {
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
-    float[] scores = new float[len];
-    int[] at = new int[len];
+    float[] scores;
     int[] latentOffs = new int[len];
+    if (sel == null) {
+      for (int j = 0; j < len; j++) {
+        latentOffs[j] = j * kvLora;
+      }
+      scores = new float[stride];
+      VectorMath.scoresT(
+          qLat,
+          0,
+          latentCols,
+          kvLora,
+          q,
+          qOff + nope,
+          ropeCols,
+          ropeDim,
+          stride,
+          len,
+          scale,
+          scores);
+    } else {
+      scores = new float[len];
+      selectedScores(q, qOff, qLat, sel, latents, ropeKeys, latentOffs, scores);
+    }
+    CpuOps.softmax(scores, 0, len);
+    float[] ctx = new float[kvLora];
+    VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
+    int outOff = (i * heads + h) * vDim;
+    int d = 0;
+    for (; d + 4 <= vDim; d += 4) {
+      int uv = (rowBase + nope + d) * kvLora;
+      VectorMath.dot4(
+          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
+    }
+    for (; d < vDim; d++) {
+      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
+    }
+  }
+
+  /** Scores against the selected positions {@code sel}, four per lane reduction. */
+  private void selectedScores(
+      float[] q,
+      int qOff,
+      float[] qLat,
+      int[] sel,
+      float[] latents,
+      float[] ropeKeys,
+      int[] latentOffs,
+      float[] scores) {
+    int len = sel.length;
+    int[] at = new int[len];
     for (int j = 0; j < len; j++) {
-      at[j] = sel == null ? j : sel[j];
+      at[j] = sel[j];
       latentOffs[j] = at[j] * kvLora;
     }
     // Four positions at a time share their lane reductions (the same bits as one at a time).
@@ -183,19 +298,6 @@ final class CpuMlaAttention {
       float sc = VectorMath.dot(qLat, 0, latents, s * kvLora, kvLora);
       sc += VectorMath.dot(q, qOff + nope, ropeKeys, s * ropeDim, ropeDim);
       scores[j] = sc * scale;
-    }
-    CpuOps.softmax(scores, 0, len);
-    float[] ctx = new float[kvLora];
-    VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
-    int outOff = (i * heads + h) * vDim;
-    int d = 0;
-    for (; d + 4 <= vDim; d += 4) {
-      int uv = (rowBase + nope + d) * kvLora;
-      VectorMath.dot4(
-          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
-    }
-    for (; d < vDim; d++) {
-      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
     }
   }
 
