@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * Watches the HTTP/1.x connections so that a request thread can tell that its client hung up while
@@ -18,8 +19,21 @@ import java.util.concurrent.TimeUnit;
  * end of the stream at once, instead of only when the next request is parsed. The pump hands the
  * bytes on unchanged, through a {@link ChunkSizeReader} that makes chunk-size lines parse as
  * HTTP/1.1 defines them.
+ *
+ * <p>A connection the server ends while its client is still there is closed in stages (RFC 9112
+ * section 9.6): the server's side first, then the client's bytes are read and dropped until the
+ * client closes too, falls quiet or takes too long. Closed at once, a socket with bytes unread, or
+ * one that more bytes reach, is reset; a 413 goes out on the request's headers while its body may
+ * still be on the way, and a client whose write of that body fails on the reset may lose the 413 it
+ * was sent (the JDK client reports "header parser received no bytes").
  */
 public final class ConnectionWatch {
+  /** How long a closing connection waits for more of its client's bytes before it closes. */
+  private static final long LINGER_QUIET_NANOS = 2_000_000_000L;
+
+  /** The longest a closing connection reads a client that goes on sending. */
+  private static final long LINGER_MAX_NANOS = 30_000_000_000L;
+
   private final ConcurrentHashMap<String, Pump> open = new ConcurrentHashMap<>();
 
   /** Whether the client of the connection with these ids has closed it. */
@@ -77,12 +91,18 @@ public final class ConnectionWatch {
     }
     pump.start();
     return new ServerConnection() {
+      private volatile boolean closeRequested;
+
       @Override
       public void handle(Limit limit) throws InterruptedException {
         try {
           inner.handle(limit);
         } finally {
           open.remove(key, pump);
+          // Idle connections and those of a stopping server close at once.
+          if (!closeRequested) {
+            pump.closeInStages(ctx, () -> closeRequested);
+          }
         }
       }
 
@@ -93,6 +113,7 @@ public final class ConnectionWatch {
 
       @Override
       public void close(boolean interrupt) {
+        closeRequested = true;
         inner.close(interrupt);
       }
     };
@@ -130,6 +151,32 @@ public final class ConnectionWatch {
         // The end of the stream, or the socket failed or was closed: either way the client is gone.
       } finally {
         peerClosed = true;
+      }
+    }
+
+    /**
+     * Ends the server's side of a connection whose client has not closed its own, then drops the
+     * client's bytes until it does, sends none for {@link #LINGER_QUIET_NANOS}, has sent for {@link
+     * #LINGER_MAX_NANOS} or {@code stop} says so; the caller then closes the socket.
+     */
+    void closeInStages(ConnectionContext ctx, BooleanSupplier stop) {
+      if (peerClosed || !HalfClose.shutdownOutput(ctx.serverSocket())) {
+        return;
+      }
+      long start = System.nanoTime();
+      long lastBytes = start;
+      try {
+        while (!peerClosed && !stop.getAsBoolean()) {
+          long now = System.nanoTime();
+          if (now - lastBytes > LINGER_QUIET_NANOS || now - start > LINGER_MAX_NANOS) {
+            return;
+          }
+          if (queue.poll(50, TimeUnit.MILLISECONDS) != null) {
+            lastBytes = System.nanoTime();
+          }
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }
 
