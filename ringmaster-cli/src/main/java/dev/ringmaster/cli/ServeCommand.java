@@ -54,6 +54,14 @@ final class ServeCommand implements Callable<Integer> {
   int port;
 
   @Option(
+      names = "--skip-server-warmup",
+      description =
+          "Report the server ready without first sending it one streamed and one plain completion"
+              + " of 8 tokens (\"The capital city of France is\"), which warm the serving path"
+              + " so that the first client's request is not slowed by it.")
+  boolean skipServerWarmup;
+
+  @Option(
       names = "--api-key",
       description = "Require 'Authorization: Bearer KEY' on every endpoint but /health.")
   String apiKey;
@@ -269,6 +277,18 @@ final class ServeCommand implements Callable<Integer> {
                     sp.policy() == SpeculativePolicy.AUTO
                         ? String.format(Locale.ROOT, " (margin %.0f%%)", sp.margin() * 100)
                         : ""));
+    if (!skipServerWarmup) {
+      try {
+        long ms = ServerWarmup.run(server.url(), apiKey);
+        System.err.printf(
+            "ringmaster: warm-up requests, %d ms (--skip-server-warmup skips them)%n", ms);
+      } catch (java.io.IOException e) {
+        System.err.println(
+            "ringmaster: warning: the warm-up requests failed ("
+                + e.getMessage()
+                + "); serving without them");
+      }
+    }
     System.out.println("ringmaster: serving at " + server.url());
     System.out.flush();
     stopped.await();

@@ -140,9 +140,70 @@ class ServeCommandTest {
       assertThat(j.get("max_running_requests_derived").asBoolean()).isTrue();
       assertThat(j.get("chunked_prefill_size").asInt()).isEqualTo(1024);
       assertThat(j.get("internal_states").get(0).get("max_running_requests").asInt()).isEqualTo(24);
+      // The warm-up requests went through the HTTP stack before the address was printed.
+      assertThat(Files.readString(err)).contains("ringmaster: warm-up requests, ");
+      assertThat(requestsFinished(url)).isEqualTo(2);
     } finally {
       p.destroyForcibly();
       Files.deleteIfExists(err);
     }
+  }
+
+  @Test
+  void skipServerWarmupSendsNoRequestBeforeServing() throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String cp =
+        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Path err = Files.createTempFile("serve", ".err");
+    Process p =
+        new ProcessBuilder(
+                List.of(
+                    java.toString(),
+                    "--add-modules",
+                    "jdk.incubator.vector",
+                    "-Xmx512m",
+                    "-cp",
+                    cp,
+                    "dev.ringmaster.cli.Main",
+                    "serve",
+                    "--model",
+                    fixture.toString(),
+                    "--port",
+                    "0",
+                    "--skip-server-warmup"))
+            .redirectError(err.toFile())
+            .start();
+    try {
+      BufferedReader out =
+          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+      String url = null;
+      for (String line; url == null && (line = out.readLine()) != null; ) {
+        if (line.startsWith("ringmaster: serving at ")) {
+          url = line.substring("ringmaster: serving at ".length()).strip();
+        }
+      }
+      assertThat(url).isNotNull();
+      assertThat(Files.readString(err)).doesNotContain("warm-up requests");
+      assertThat(requestsFinished(url)).isZero();
+    } finally {
+      p.destroyForcibly();
+      Files.deleteIfExists(err);
+    }
+  }
+
+  /** {@code ringmaster:num_requests_total} from the server's /metrics. */
+  private static long requestsFinished(String url) throws Exception {
+    String metrics =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create(url + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString())
+            .body();
+    return metrics
+        .lines()
+        .filter(l -> l.startsWith("ringmaster:num_requests_total"))
+        .mapToLong(l -> (long) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1)))
+        .sum();
   }
 }
