@@ -90,39 +90,10 @@ class ServeCommandTest {
 
   @Test
   void derivesItsLimitsAndReportsThemAtStartUpAndInServerInfo() throws Exception {
-    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
-    String cp =
-        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     Path err = Files.createTempFile("serve", ".err");
-    Process p =
-        new ProcessBuilder(
-                List.of(
-                    java.toString(),
-                    "--add-modules",
-                    "jdk.incubator.vector",
-                    "-Xmx512m",
-                    "-cp",
-                    cp,
-                    "dev.ringmaster.cli.Main",
-                    "serve",
-                    "--model",
-                    fixture.toString(),
-                    "--port",
-                    "0",
-                    "--max-total-tokens",
-                    "48"))
-            .redirectError(err.toFile())
-            .start();
+    Process p = serve(err, "--max-total-tokens", "48");
     try {
-      BufferedReader out =
-          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-      String url = null;
-      for (String line; url == null && (line = out.readLine()) != null; ) {
-        if (line.startsWith("ringmaster: serving at ")) {
-          url = line.substring("ringmaster: serving at ".length()).strip();
-        }
-      }
+      String url = servingUrl(p);
       assertThat(url).isNotNull();
       // 48 KV tokens: half of them bound the running requests below the CPU's 32.
       assertThat(Files.readString(err))
@@ -151,38 +122,10 @@ class ServeCommandTest {
 
   @Test
   void skipServerWarmupSendsNoRequestBeforeServing() throws Exception {
-    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
-    String cp =
-        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     Path err = Files.createTempFile("serve", ".err");
-    Process p =
-        new ProcessBuilder(
-                List.of(
-                    java.toString(),
-                    "--add-modules",
-                    "jdk.incubator.vector",
-                    "-Xmx512m",
-                    "-cp",
-                    cp,
-                    "dev.ringmaster.cli.Main",
-                    "serve",
-                    "--model",
-                    fixture.toString(),
-                    "--port",
-                    "0",
-                    "--skip-server-warmup"))
-            .redirectError(err.toFile())
-            .start();
+    Process p = serve(err, "--skip-server-warmup");
     try {
-      BufferedReader out =
-          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-      String url = null;
-      for (String line; url == null && (line = out.readLine()) != null; ) {
-        if (line.startsWith("ringmaster: serving at ")) {
-          url = line.substring("ringmaster: serving at ".length()).strip();
-        }
-      }
+      String url = servingUrl(p);
       assertThat(url).isNotNull();
       assertThat(Files.readString(err)).doesNotContain("warm-up requests");
       assertThat(requestsFinished(url)).isZero();
@@ -190,6 +133,43 @@ class ServeCommandTest {
       p.destroyForcibly();
       Files.deleteIfExists(err);
     }
+  }
+
+  /** {@code serve} on the basic golden fixture at a free port, stderr to {@code err}. */
+  private static Process serve(Path err, String... flags) throws Exception {
+    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
+    String cp =
+        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    List<String> cmd =
+        new java.util.ArrayList<>(
+            List.of(
+                java.toString(),
+                "--add-modules",
+                "jdk.incubator.vector",
+                "-Xmx512m",
+                "-cp",
+                cp,
+                "dev.ringmaster.cli.Main",
+                "serve",
+                "--model",
+                fixture.toString(),
+                "--port",
+                "0"));
+    cmd.addAll(List.of(flags));
+    return new ProcessBuilder(cmd).redirectError(err.toFile()).start();
+  }
+
+  /** The address of the {@code serving at} line, or null if the process ends without one. */
+  private static String servingUrl(Process p) throws java.io.IOException {
+    BufferedReader out =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+    for (String line; (line = out.readLine()) != null; ) {
+      if (line.startsWith("ringmaster: serving at ")) {
+        return line.substring("ringmaster: serving at ".length()).strip();
+      }
+    }
+    return null;
   }
 
   /** {@code ringmaster:num_requests_total} from the server's /metrics. */
