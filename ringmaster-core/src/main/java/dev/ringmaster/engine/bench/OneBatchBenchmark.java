@@ -291,30 +291,15 @@ public final class OneBatchBenchmark {
     List<Result> results = new ArrayList<>();
     SplittableRandom random = new SplittableRandom(seed);
     for (int b : batchSizes) {
-      int[] tokens = new int[b * inputLen];
-      int[] positions = new int[b * inputLen];
-      int[] starts = new int[b + 1];
-      int[] lastRows = new int[b];
-      for (int s = 0; s < b; s++) {
-        starts[s] = s * inputLen;
-        for (int i = 0; i < inputLen; i++) {
-          tokens[s * inputLen + i] = random.nextInt(vocab);
-          positions[s * inputLen + i] = i;
-        }
-        lastRows[s] = (s + 1) * inputLen - 1;
-      }
-      starts[b] = b * inputLen;
-      KvCache[] caches = new KvCache[b];
-      for (int s = 0; s < b; s++) {
-        caches[s] = model.newCache();
-      }
-      warmUp(model, tokens, new BatchLayout(starts, positions), lastRows, inputLen, warmup);
+      Prompts prompts = Prompts.of(b, inputLen, (s, i) -> random.nextInt(vocab));
+      KvCache[] caches = newCaches(model, b);
+      warmUp(model, prompts.tokens(), prompts.layout(), prompts.lastRows(), inputLen, warmup);
       if (model instanceof StepProfileReporting p) {
         p.takeStepProfiles(); // the profile of a batch size is that of its timed steps
       }
       long t0 = System.nanoTime();
       int[] next =
-          model.forwardGreedy(tokens, new BatchLayout(starts, positions), caches, lastRows);
+          model.forwardGreedy(prompts.tokens(), prompts.layout(), caches, prompts.lastRows());
       double prefillMs = (System.nanoTime() - t0) / 1e6;
       int[] seqStarts = new int[b + 1];
       int[] rows = new int[b];
@@ -454,22 +439,13 @@ public final class OneBatchBenchmark {
       SplittableRandom random) {
     int vocab = model.config().vocabSize();
     int[] token = new int[b];
-    int[] prompt = new int[b * inputLen];
-    int[] positions = new int[b * inputLen];
-    int[] starts = new int[b + 1];
-    int[] lastRows = new int[b];
     for (int s = 0; s < b; s++) {
       token[s] = random.nextInt(vocab);
-      for (int i = 0; i < inputLen; i++) {
-        prompt[s * inputLen + i] = token[s];
-        positions[s * inputLen + i] = i;
-      }
-      starts[s + 1] = (s + 1) * inputLen;
-      lastRows[s] = (s + 1) * inputLen - 1;
     }
+    Prompts prompt = Prompts.of(b, inputLen, (s, i) -> token[s]);
     KvCache[] caches = newCaches(model, b);
     try {
-      model.forwardGreedy(prompt, new BatchLayout(starts, positions), caches, lastRows);
+      model.forwardGreedy(prompt.tokens(), prompt.layout(), caches, prompt.lastRows());
       double[] out = new double[draftTokens.size() + 1];
       out[0] = medianPassMs(model, caches, token, 1, passes, true);
       for (int i = 0; i < draftTokens.size(); i++) {
@@ -546,6 +522,28 @@ public final class OneBatchBenchmark {
       total += steps[i];
     }
     return total;
+  }
+
+  /**
+   * {@code b} prompts of {@code inputLen} tokens each ({@code token} of sequence and position,
+   * asked in that order), laid out one after another, with each prompt's last row.
+   */
+  private record Prompts(int[] tokens, BatchLayout layout, int[] lastRows) {
+    static Prompts of(int b, int inputLen, java.util.function.IntBinaryOperator token) {
+      int[] tokens = new int[b * inputLen];
+      int[] positions = new int[b * inputLen];
+      int[] starts = new int[b + 1];
+      int[] lastRows = new int[b];
+      for (int s = 0; s < b; s++) {
+        for (int i = 0; i < inputLen; i++) {
+          tokens[s * inputLen + i] = token.applyAsInt(s, i);
+          positions[s * inputLen + i] = i;
+        }
+        starts[s + 1] = (s + 1) * inputLen;
+        lastRows[s] = (s + 1) * inputLen - 1;
+      }
+      return new Prompts(tokens, new BatchLayout(starts, positions), lastRows);
+    }
   }
 
   /** Runs {@code warmup} on the batch's prompts into caches that are dropped afterwards. */
