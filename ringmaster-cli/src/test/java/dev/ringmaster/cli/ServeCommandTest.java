@@ -24,41 +24,10 @@ import org.junit.jupiter.api.Test;
 class ServeCommandTest {
   @Test
   void servesThenDrainsAndExitsZeroOnSigterm() throws Exception {
-    Path fixture = CliTest.repo().resolve("fixtures/golden/deepseek_v3_basic");
-    String cp =
-        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-    Process p =
-        new ProcessBuilder(
-                List.of(
-                    java.toString(),
-                    "--add-modules",
-                    "jdk.incubator.vector",
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-Xmx512m",
-                    "-cp",
-                    cp,
-                    "dev.ringmaster.cli.Main",
-                    "serve",
-                    "--model",
-                    fixture.toString(),
-                    "--port",
-                    "0",
-                    "--max-total-tokens",
-                    "4096",
-                    "--cuda-graph-max-bs",
-                    "128"))
-            .redirectError(ProcessBuilder.Redirect.DISCARD)
-            .start();
+    Path err = Files.createTempFile("serve", ".err");
+    Process p = serve(err, "--max-total-tokens", "4096", "--cuda-graph-max-bs", "128");
     try {
-      BufferedReader out =
-          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-      String url = null;
-      for (String line; url == null && (line = out.readLine()) != null; ) {
-        if (line.startsWith("ringmaster: serving at ")) {
-          url = line.substring("ringmaster: serving at ".length()).strip();
-        }
-      }
+      String url = servingUrl(p);
       assertThat(url).startsWith("http://127.0.0.1:");
       HttpClient http = HttpClient.newHttpClient();
       HttpResponse<String> health =
@@ -85,6 +54,7 @@ class ServeCommandTest {
       assertThat(events.get(events.size() - 2)).contains("\"completion_tokens\":200");
     } finally {
       p.destroyForcibly();
+      Files.deleteIfExists(err);
     }
   }
 
@@ -147,6 +117,7 @@ class ServeCommandTest {
                 java.toString(),
                 "--add-modules",
                 "jdk.incubator.vector",
+                "--enable-native-access=ALL-UNNAMED",
                 "-Xmx512m",
                 "-cp",
                 cp,
