@@ -17,12 +17,14 @@
 constexpr int kIdxScoreThreads = 128;
 constexpr int kIdxTopkThreads = 1024;
 
-// x[t, :] = LayerNorm(x[t, :]) * gamma + beta, in place (transformers' nn.LayerNorm, biased
-// variance). Mapping: one block per row, threads over the dims.
-RM_KERNEL void rm_layernorm(float* x, const float* gamma, const float* beta, int dim, float eps) {
-  rm_pdl_prologue();
-  __shared__ float scratch[32];
-  float* row = x + static_cast<size_t>(blockIdx.x) * dim;
+// row[:] = LayerNorm(row[:]) * gamma + beta, in place (transformers' nn.LayerNorm, biased
+// variance), by the whole block (threads over the dims; scratch: 32 floats). Shared by rm_layernorm
+// and the fused indexer key kernel, which run it with the same block size (kIdxNormThreads), so
+// their sums associate alike and the results are the same bits. Ends before a barrier: the caller
+// synchronises before other threads read the row.
+constexpr int kIdxNormThreads = 128;
+__device__ __forceinline__ void idx_layernorm_row(float* row, const float* gamma, const float* beta,
+                                                  int dim, float eps, float* scratch) {
   float s = 0.f;
   for (int d = threadIdx.x; d < dim; d += blockDim.x) s += row[d];
   const float mean = block_sum(s, scratch) / dim;
@@ -33,6 +35,14 @@ RM_KERNEL void rm_layernorm(float* x, const float* gamma, const float* beta, int
   }
   const float inv = 1.f / sqrtf(block_sum(v, scratch) / dim + eps);
   for (int d = threadIdx.x; d < dim; d += blockDim.x) row[d] = (row[d] - mean) * inv * gamma[d] + beta[d];
+}
+
+// x[t, :] = LayerNorm(x[t, :]) * gamma + beta, in place (idx_layernorm_row).
+// Mapping: one block of kIdxNormThreads per row, threads over the dims.
+RM_KERNEL void rm_layernorm(float* x, const float* gamma, const float* beta, int dim, float eps) {
+  rm_pdl_prologue();
+  __shared__ float scratch[32];
+  idx_layernorm_row(x + static_cast<size_t>(blockIdx.x) * dim, gamma, beta, dim, eps, scratch);
 }
 
 // scores[r, p] = sum_h (w[t, h] * headScale) * relu((q[t, h, :] . key[p]) * scale) for the query

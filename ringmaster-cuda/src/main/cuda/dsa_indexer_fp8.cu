@@ -18,29 +18,38 @@ __device__ __forceinline__ uint8_t f32_to_e4m3(float x) {
       __nv_cvt_float_to_fp8(fminf(fmaxf(x, -448.f), 448.f), __NV_SATFINITE, __NV_E4M3));
 }
 
-// For each of `rows` rows of dim values of x (row r at x + r * dim): its scale s, and its e4m3
-// codes, written to codes + dst * dim and scales[dst] (dst = slots[r], or r when slots is null) when
-// codes is non-null, and as their exact values to decoded + r * dim when decoded is non-null
-// (decoded may be x: each lane rewrites only the values it read).
-// Mapping: one warp per row, 8 rows per block, lanes over the dims.
-RM_KERNEL void rm_indexer_fp8_quantize(uint8_t* codes, float* scales, float* decoded,
-                                       const float* x, const int* slots, int rows, int dim) {
-  rm_pdl_prologue();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int r = blockIdx.x * (blockDim.x >> 5) + warp;
-  if (r >= rows) return;
-  const float* src = x + static_cast<size_t>(r) * dim;
+// One row of dim values at src, by one warp (lanes over the dims): its scale s and its e4m3 codes,
+// written to codes + dst * dim and scales[dst] when codes is non-null (scales[dst] always), and as
+// their exact values to decoded (dim values) when decoded is non-null (decoded may be src: each
+// lane rewrites only the values it read). Shared by rm_indexer_fp8_quantize and the fused indexer
+// key kernel (the same bits).
+__device__ __forceinline__ void idx_fp8_quantize_row(uint8_t* codes, float* scales, float* decoded,
+                                                     const float* src, size_t dst, int dim) {
+  const int lane = threadIdx.x & 31;
   float a = 0.f;
   for (int d = lane; d < dim; d += 32) a = fmaxf(a, fabsf(src[d]));
   const float amax = warp_max(a);
   const float s = amax == 0.f ? 1.f : amax / 448.f;
-  const size_t dst = slots != nullptr ? static_cast<size_t>(slots[r]) : static_cast<size_t>(r);
   for (int d = lane; d < dim; d += 32) {
     const uint8_t c = f32_to_e4m3(src[d] / s);
     if (codes != nullptr) codes[dst * dim + d] = c;
-    if (decoded != nullptr) decoded[static_cast<size_t>(r) * dim + d] = e4m3_to_f32(c);
+    if (decoded != nullptr) decoded[d] = e4m3_to_f32(c);
   }
   if (lane == 0) scales[dst] = s;
+}
+
+// For each of `rows` rows of dim values of x (row r at x + r * dim): idx_fp8_quantize_row with dst
+// = slots[r] (r when slots is null) and decoded + r * dim.
+// Mapping: one warp per row, 8 rows per block, lanes over the dims.
+RM_KERNEL void rm_indexer_fp8_quantize(uint8_t* codes, float* scales, float* decoded,
+                                       const float* x, const int* slots, int rows, int dim) {
+  rm_pdl_prologue();
+  const int r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const size_t dst = slots != nullptr ? static_cast<size_t>(slots[r]) : static_cast<size_t>(r);
+  idx_fp8_quantize_row(codes, scales,
+                       decoded != nullptr ? decoded + static_cast<size_t>(r) * dim : nullptr,
+                       x + static_cast<size_t>(r) * dim, dst, dim);
 }
 
 // The cache slot of position p of a sequence (its block-table row).

@@ -18,6 +18,8 @@
 #include "mla_decode_fused.cu"
 #include "dsa_indexer.cu"
 #include "dsa_indexer_fp8.cu"
+#include "dsa_indexer_fused.cu"
+#include "dsa_topk.cu"
 #include "gqa_attention.cu"
 #include "sampling.cu"
 #include "custom_allreduce.cu"

@@ -2,6 +2,28 @@
 #pragma once
 #include "common.cuh"
 
+// Pair i of a rotation of 2 * half values at base for position pos: its two inputs (pairs (2i,
+// 2i+1) when interleaved, else (i, i + half)) and the cosine and sine scaled by attnScaling. The
+// kernels that rotate (rm_rope, the DSA indexer's fused key kernel) share these two helpers, so
+// their results are the same bits.
+__device__ __forceinline__ void rope_read_pair(const float* base, int i, int half, int interleaved,
+                                               int pos, const float* invFreq, float attnScaling,
+                                               float* x0, float* x1, float* c, float* s) {
+  const float angle = static_cast<float>(pos) * invFreq[i];
+  *c = cosf(angle) * attnScaling;
+  *s = sinf(angle) * attnScaling;
+  *x0 = interleaved ? base[2 * i] : base[i];
+  *x1 = interleaved ? base[2 * i + 1] : base[half + i];
+}
+
+// Writes pair i rotated, de-interleaved: base[i] and base[half + i]. Every pair of the rotation
+// must have been read first (the de-interleaved write lands on other pairs' inputs).
+__device__ __forceinline__ void rope_write_pair(float* base, int i, int half, float x0, float x1,
+                                                float c, float s) {
+  base[i] = x0 * c - x1 * s;
+  base[half + i] = x1 * c + x0 * s;
+}
+
 // Rotates `dim` values at x[t*tokenStride + h*headStride + offset ...] for position positions[t].
 // invFreq[dim/2] and attnScaling (YaRN's factor, 1 otherwise) come from the host's rope table.
 // interleaved != 0 (DeepSeek): pairs are (2i, 2i+1) and the result is written de-interleaved, first
@@ -14,11 +36,8 @@ RM_KERNEL void rm_rope(float* x, int tokenStride, int headStride, int offset, co
   rm_pdl_prologue();
   const int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x, half = dim / 2;
   float* base = x + static_cast<size_t>(t) * tokenStride + static_cast<size_t>(h) * headStride + offset;
-  const float angle = static_cast<float>(positions[t]) * invFreq[i];
-  const float c = cosf(angle) * attnScaling, s = sinf(angle) * attnScaling;
-  const float x0 = interleaved ? base[2 * i] : base[i];
-  const float x1 = interleaved ? base[2 * i + 1] : base[half + i];
+  float x0, x1, c, s;
+  rope_read_pair(base, i, half, interleaved, positions[t], invFreq, attnScaling, &x0, &x1, &c, &s);
   __syncthreads();
-  base[i] = x0 * c - x1 * s;
-  base[half + i] = x1 * c + x0 * s;
+  rope_write_pair(base, i, half, x0, x1, c, s);
 }

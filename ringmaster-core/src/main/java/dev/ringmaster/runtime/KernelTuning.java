@@ -56,6 +56,11 @@ import java.util.stream.Collectors;
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
  * @param indexerCacheDtype how DeepSeek Sparse Attention models cache their indexer keys ({@link
  *     IndexerCacheDtype}'s spelling: {@code auto} or {@code fp8_e4m3})
+ * @param indexerFusedOps the DSA indexer's {@code wk} and {@code weights_proj} as one GEMV launch
+ *     (decode-sized steps) and its key norm, ropes and key append as one launch (bit-identical)
+ * @param indexerTopkCandidates the multi-block top-k of long DSA score rows in three launches (one
+ *     wide histogram, its threshold bin's candidates refined, the ordered write) instead of six
+ *     radix passes (the same selections)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -112,7 +117,18 @@ public record KernelTuning(
             "DeepSeek Sparse Attention: the indexer key cache's format: auto (f32 on the CPU, bf16"
                 + " on the GPU) or fp8_e4m3 (e4m3 codes and one f32 scale per key, queries"
                 + " quantized alike; the same as --indexer-cache-dtype)")
-        String indexerCacheDtype) {
+        String indexerCacheDtype,
+    @Doc(
+            "GPU: the DeepSeek Sparse Attention indexer's wk and weights_proj as one GEMV launch"
+                + " (decode-sized steps) and its key LayerNorm, both ropes and the key's cache"
+                + " append or FP8 quantization as one launch (false: separate launches; the same"
+                + " bits)")
+        boolean indexerFusedOps,
+    @Doc(
+            "GPU: the multi-block top-k of long DeepSeek Sparse Attention score rows in three"
+                + " launches (a 12-bit histogram, the threshold bin's candidates refined, the"
+                + " ordered write; false: six radix-select launches; the same selections)")
+        boolean indexerTopkCandidates) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -130,7 +146,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true,
-          true, "auto");
+          true, "auto", true, true);
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -38,7 +38,9 @@ class KernelTuningTest {
           Map.entry("gemv-split-k", "1"),
           Map.entry("dsa-sparse-attention", "false"),
           Map.entry("moe-skip-padding-rows", "false"),
-          Map.entry("indexer-cache-dtype", "fp8_e4m3"));
+          Map.entry("indexer-cache-dtype", "fp8_e4m3"),
+          Map.entry("indexer-fused-ops", "false"),
+          Map.entry("indexer-topk-candidates", "false"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -69,6 +71,8 @@ class KernelTuningTest {
     assertThat(d.gemvRowsPerWarp()).isEqualTo(1);
     assertThat(d.gemvSplitK()).isEqualTo(4);
     assertThat(d.indexerCacheDtype()).isEqualTo("auto");
+    assertThat(d.indexerFusedOps()).isTrue();
+    assertThat(d.indexerTopkCandidates()).isTrue();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

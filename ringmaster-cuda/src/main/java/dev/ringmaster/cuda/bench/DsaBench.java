@@ -19,8 +19,12 @@ import java.util.SplittableRandom;
  * selected positions (absorb, split, combine, out-projection) on tensor and CUDA cores, and dense
  * MLA over the whole context for comparison; and the indexer over FP8 keys ({@code
  * --indexer-cache-dtype fp8_e4m3}: the query heads' quantization, scores over e4m3 codes and one
- * scale per key, and the top-k). GB/s counts the cache bytes a step must read (indexer keys of
- * every position, 256 bytes each in bf16 and 132 in FP8; selected or all latent rows).
+ * scale per key, and the top-k). The multi-block top-k shows in both forms ({@code
+ * indexer-topk-candidates}: six radix passes, or three launches over its threshold bin's
+ * candidates), also alone over fixed scores; the indexer's key preparation (its {@code wk} and
+ * {@code weights_proj} GEMVs, the key's norm, the ropes and the key's append) as separate and as
+ * fused launches ({@code indexer-fused-ops}). GB/s counts the cache bytes a step must read (indexer
+ * keys of every position, 256 bytes each in bf16 and 132 in FP8; selected or all latent rows).
  */
 final class DsaBench {
   private static final int HEADS = 64;
@@ -55,6 +59,7 @@ final class DsaBench {
           if (len == 4096) {
             indexer(b, k, s, in, false);
             indexerFp8(b, k, s, in, false);
+            DsaPrepBench.run(b, k, s, batch);
           }
         }
       }
@@ -107,6 +112,19 @@ final class DsaBench {
                   rows,
                   state.ptr(),
                   chunks);
+      Runnable topKCand =
+          () ->
+              dsa.topKCandidates(
+                  s,
+                  in.sel.ptr(),
+                  TOP_K,
+                  scores.ptr(),
+                  ld,
+                  in.positions.ptr(),
+                  0,
+                  rows,
+                  state.ptr(),
+                  chunks);
       double keyBytes = 2.0 * rows * in.len * INDEX_DIM;
       double msScores = b.time(i -> score.run());
       double msBoth =
@@ -115,12 +133,36 @@ final class DsaBench {
                 score.run();
                 topK.run();
               });
+      double msCand =
+          b.time(
+              i -> {
+                score.run();
+                topKCand.run();
+              });
       String what = tensorCores ? "tensor cores" : "CUDA cores";
       b.row(label("dsa indexer scores, " + what, in), msScores, keyBytes / (msScores * 1e6));
       b.row(
           label("dsa indexer scores + multi-block top-k, " + what, in),
           msBoth,
           keyBytes / (msBoth * 1e6));
+      b.row(
+          label("dsa indexer scores + candidate top-k, " + what, in),
+          msCand,
+          keyBytes / (msCand * 1e6));
+      if (tensorCores) {
+        // The top-k alone over the scores just computed (the bytes: one read of the scores).
+        double scoreBytes = 4.0 * rows * in.len;
+        double msMulti = b.time(i -> topK.run());
+        double msCandAlone = b.time(i -> topKCand.run());
+        b.row(
+            label("dsa top-k alone, six-pass multi-block", in),
+            msMulti,
+            scoreBytes / (msMulti * 1e6));
+        b.row(
+            label("dsa top-k alone, candidate (3 launches)", in),
+            msCandAlone,
+            scoreBytes / (msCandAlone * 1e6));
+      }
     } finally {
       dsa.useIndexerTensorCores(true);
     }
@@ -205,6 +247,26 @@ final class DsaBench {
           label("dsa indexer scores + multi-block top-k, fp8 keys, " + what, in),
           msBoth,
           keyBytes / (msBoth * 1e6));
+      double msCand =
+          b.time(
+              i -> {
+                score.run();
+                dsa.topKCandidates(
+                    s,
+                    in.sel.ptr(),
+                    TOP_K,
+                    scores.ptr(),
+                    ld,
+                    in.positions.ptr(),
+                    0,
+                    rows,
+                    state.ptr(),
+                    chunks);
+              });
+      b.row(
+          label("dsa indexer scores + candidate top-k, fp8 keys, " + what, in),
+          msCand,
+          keyBytes / (msCand * 1e6));
     } finally {
       dsa.useIndexerTensorCores(true);
     }

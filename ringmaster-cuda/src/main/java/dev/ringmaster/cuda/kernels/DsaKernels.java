@@ -10,8 +10,9 @@ import java.util.function.BiFunction;
  * key's LayerNorm, the indexer scores over the paged indexer-key cache, the top-k selection per
  * query and absorbed MLA attention over the selected positions; and the FP8 indexer-key forms
  * ({@code dsa_indexer_fp8.cu}: quantization on append and of the query heads, scores over e4m3
- * codes and scales). Part of {@link RingmasterKernels}, which loads them; use from the GPU's thread
- * only.
+ * codes and scales); the fused key norm, ropes and append ({@code dsa_indexer_fused.cu}) and the
+ * three-launch multi-block top-k ({@code dsa_topk.cu}). Part of {@link RingmasterKernels}, which
+ * loads them; use from the GPU's thread only.
  */
 public final class DsaKernels {
   /** Threads of a score block (positions scored per block and pass). */
@@ -24,6 +25,21 @@ public final class DsaKernels {
 
   /** Ints of a row's multi-block top-k state before its per-chunk counts: four histograms. */
   private static final int TOPK_STATE_INTS = 4 * 256;
+
+  /**
+   * Ints of a row's candidate top-k state before its per-chunk counts: a 4,096-bin histogram and 8
+   * control words ({@code kIdxCandHead} in dsa_topk.cu).
+   */
+  private static final int TOPK_CAND_HEAD_INTS = 4096 + 8;
+
+  /** Candidate positions a row's candidate top-k keeps ({@code kIdxCandCap}). */
+  private static final int TOPK_CAND_CAP = 16384;
+
+  /** Launches (passes) of the candidate top-k. */
+  private static final int TOPK_CAND_PASSES = 3;
+
+  /** Threads of the fused indexer key kernel (the LayerNorm's block size). */
+  private static final int NORM_THREADS = 128;
 
   /** Launches (passes) of the multi-block top-k. */
   private static final int TOPK_PASSES = 6;
@@ -42,6 +58,8 @@ public final class DsaKernels {
   private final Kernel scoresMma;
   private final Kernel topK;
   private final Kernel topKMulti;
+  private final Kernel topKCand;
+  private final Kernel qkFused;
   private final Kernel reduce;
   private final Kernel split;
   private final Kernel sparseSplit;
@@ -90,6 +108,8 @@ public final class DsaKernels {
     scoresMma = kernel.apply("rm_indexer_scores_mma", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
+    topKCand = kernel.apply("rm_indexer_topk_cand", 8);
+    qkFused = kernel.apply("rm_indexer_qk_fused", 16);
     reduce = kernel.apply("rm_indexer_reduce", 10);
     split = kernel.apply("rm_bf16_split", 4);
     sparseSplit = kernel.apply("rm_mla_sparse_split", 18);
@@ -180,7 +200,55 @@ public final class DsaKernels {
    */
   public void layerNorm(CudaStream s, long x, long gamma, long beta, int rows, int dim, float eps) {
     layerNorm.arg(0, x).arg(1, gamma).arg(2, beta).arg(3, dim).arg(4, eps);
-    layerNorm.launch(s, rows, 1, 1, 128, 0);
+    layerNorm.launch(s, rows, 1, 1, NORM_THREADS, 0);
+  }
+
+  /**
+   * The indexer's steps between its projections and its scores for {@code tokens} tokens in one
+   * launch, the same bits as {@link #layerNorm} of {@code k} ({@code gamma}, {@code beta}, {@code
+   * eps}), {@link RingmasterKernels#rope} of the first {@code ropeDim} values of the key and of
+   * every query head ({@code q [tokens, heads, dim]}), the key's append at {@code slots[t]} ({@link
+   * MlaKernels#mlaCacheAppend} into bf16 {@code keys} when {@code keyScales} is 0, else {@link
+   * #quantizeFp8} into the FP8 codes {@code keys} and {@code keyScales}) and, when {@code qScales}
+   * is not 0, {@link #quantizeFp8} of the query heads in place (their code values, scales into
+   * {@code qScales [tokens, heads]}). {@code k} and {@code q} are left as those leave them.
+   */
+  public void indexerQkFused(
+      CudaStream s,
+      long q,
+      long k,
+      long gamma,
+      long beta,
+      float eps,
+      int tokens,
+      int heads,
+      int dim,
+      int ropeDim,
+      long positions,
+      long invFreq,
+      float attnScaling,
+      boolean interleaved,
+      long keys,
+      long keyScales,
+      long slots,
+      long qScales) {
+    if (ropeDim <= 0 || ropeDim % 2 != 0 || ropeDim / 2 > NORM_THREADS || ropeDim > dim) {
+      throw new IllegalArgumentException(
+          "rope dims "
+              + ropeDim
+              + " of "
+              + dim
+              + ": the fused indexer kernel takes 2 to 256, even");
+    }
+    if (keyScales != 0 || qScales != 0) {
+      checkFp8Dim(dim);
+    }
+    int perBlock = NORM_THREADS / (ropeDim / 2);
+    Kernel f = qkFused;
+    f.arg(0, q).arg(1, k).arg(2, gamma).arg(3, beta).arg(4, eps).arg(5, heads).arg(6, dim);
+    f.arg(7, ropeDim).arg(8, positions).arg(9, invFreq).arg(10, attnScaling);
+    f.arg(11, interleaved ? 1 : 0).arg(12, keys).arg(13, keyScales).arg(14, slots).arg(15, qScales);
+    f.launch(s, tokens, 1 + (heads + perBlock - 1) / perBlock, 1, NORM_THREADS, 0);
   }
 
   /**
@@ -306,11 +374,9 @@ public final class DsaKernels {
       int rows,
       long state,
       int chunks) {
-    if (chunks < 1 || chunks > TOPK_MAX_CHUNKS) {
-      throw new IllegalArgumentException(
-          chunks + " top-k chunks per row: 1 to " + TOPK_MAX_CHUNKS + " are allowed");
-    }
-    CudaDriver.get().memsetD8Async(state, 0, topKStateBytes(rows, chunks), s.handle());
+    checkChunks(chunks);
+    CudaDriver.get()
+        .memsetD8Async(state, 0, 4L * rows * (TOPK_STATE_INTS + 2L * chunks), s.handle());
     Kernel kn = topKMulti;
     kn.arg(0, sel).arg(1, k).arg(2, scoresPtr).arg(3, ldScores).arg(4, tokenPos).arg(5, rowBase);
     kn.arg(6, state);
@@ -319,9 +385,51 @@ public final class DsaKernels {
     }
   }
 
-  /** Bytes of {@link #topKMulti}'s state for {@code rows} rows of {@code chunks} blocks. */
+  /**
+   * {@link #topKMulti}'s selections (the same bits) in three launches: a 4,096-bin histogram of the
+   * order keys' top 12 bits over each row, the candidates of its threshold bin refined by the block
+   * that finishes last, and the ordered write ({@code dsa_topk.cu}). {@code state}: device scratch
+   * of {@link #topKStateBytes}{@code (rows, chunks)} bytes, its head zeroed here (a memset the
+   * graph captures). Blocks past a row's context exit at once.
+   */
+  public void topKCandidates(
+      CudaStream s,
+      long sel,
+      int k,
+      long scoresPtr,
+      int ldScores,
+      long tokenPos,
+      int rowBase,
+      int rows,
+      long state,
+      int chunks) {
+    checkChunks(chunks);
+    long head = 4L * rows * (TOPK_CAND_HEAD_INTS + 2L * chunks);
+    CudaDriver.get().memsetD8Async(state, 0, head, s.handle());
+    Kernel kn = topKCand;
+    kn.arg(0, sel).arg(1, k).arg(2, scoresPtr).arg(3, ldScores).arg(4, tokenPos).arg(5, rowBase);
+    kn.arg(6, state);
+    for (int pass = 0; pass < TOPK_CAND_PASSES; pass++) {
+      kn.arg(7, pass).launch(s, chunks, rows, 1, TOPK_THREADS, 0);
+    }
+  }
+
+  private static void checkChunks(int chunks) {
+    if (chunks < 1 || chunks > TOPK_MAX_CHUNKS) {
+      throw new IllegalArgumentException(
+          chunks + " top-k chunks per row: 1 to " + TOPK_MAX_CHUNKS + " are allowed");
+    }
+  }
+
+  /**
+   * Bytes of the multi-block top-k's state ({@link #topKMulti} or {@link #topKCandidates}) for
+   * {@code rows} rows of {@code chunks} blocks: the larger, the candidate form's (per row a
+   * histogram, control words, two counts per chunk and {@value #TOPK_CAND_CAP} candidates).
+   */
   public static long topKStateBytes(int rows, int chunks) {
-    return 4L * rows * (TOPK_STATE_INTS + 2L * chunks);
+    long multi = TOPK_STATE_INTS + 2L * chunks;
+    long candidates = TOPK_CAND_HEAD_INTS + 2L * chunks + TOPK_CAND_CAP;
+    return 4L * rows * Math.max(multi, candidates);
   }
 
   /**

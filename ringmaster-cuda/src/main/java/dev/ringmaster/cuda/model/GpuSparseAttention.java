@@ -26,9 +26,10 @@ import java.util.List;
  * bf16 parts, high and residual, whose products are accumulated: about 16 bits of the f32 query, so
  * near-ties select as the CUDA-core kernel does), in tiles of rows whose products fit a fixed
  * scratch, then reduce them to scores. Groups of at most {@code scoreRows} rows whose contexts span
- * more than one top-k chunk take the multi-block top-k ({@link DsaKernels#topKMulti}): a decode
- * graph's rows always do (its bound is the longest context), and so do a long prefill's GEMM tiles
- * (a few rows each at 128k positions). GPU thread only.
+ * more than one top-k chunk take the multi-block top-k ({@link DsaKernels#topKCandidates}, or
+ * {@link DsaKernels#topKMulti} with {@code indexer-topk-candidates=false}): a decode graph's rows
+ * always do (its bound is the longest context), and so do a long prefill's GEMM tiles (a few rows
+ * each at 128k positions). GPU thread only.
  *
  * <p>With FP8 keys ({@code --indexer-cache-dtype fp8_e4m3}) the key is quantized as it is appended
  * (e4m3 codes and one f32 scale per position, the CPU's bytes for the same key), and a scoring step
@@ -156,6 +157,77 @@ final class GpuSparseAttention implements AutoCloseable {
       List<Run> runs) {
     DsaKernels dsa = ops.kernels.dsa();
     ops.linear(q.ptr(), act.qa.ptr(), GpuTensor.mat(iw.wqB()), n);
+    long keys = pool.indexKeysPtr(layer);
+    long keyScales = fp8 ? pool.indexScalesPtr(layer) : 0;
+    if (ops.tuning.indexerFusedOps()) {
+      // One GEMV launch for the two projections of the attention input (decode-sized steps), one
+      // launch for the key's norm, both ropes, the key's append and a scoring FP8 step's query
+      // quantization: the same bits as the separate launches below.
+      ops.linear2(
+          k.ptr(),
+          GpuTensor.mat(iw.wk()),
+          w.ptr(),
+          GpuTensor.mat(iw.weightsProj()),
+          act.normed.ptr(),
+          n);
+      dsa.indexerQkFused(
+          ops.stream,
+          q.ptr(),
+          k.ptr(),
+          GpuTensor.vec(iw.kNormWeight()),
+          GpuTensor.vec(iw.kNormBias()),
+          K_NORM_EPS,
+          n,
+          heads,
+          dim,
+          ropeDim,
+          in.positions.ptr(),
+          act.invFreq.ptr(),
+          ropeScaling,
+          interleaved,
+          keys,
+          keyScales,
+          in.slots.ptr(),
+          fp8 && select ? queryScales.ptr() : 0);
+    } else {
+      separateQk(ops, act, in, iw, n, select, keys, keyScales);
+    }
+    if (!select) {
+      return;
+    }
+    long ld = maxLen > 0 ? (maxLen + 3) & ~3L : scoreStride;
+    int group = (int) Math.max(1, Math.min(n, (long) scoreRows * scoreStride / ld));
+    if (runs == null) {
+      scoreRows(
+          ops, in, pool, keys, keyScales, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
+      return;
+    }
+    for (Run run : runs) {
+      int ctx = run.firstPos() + run.count();
+      if (run.count() >= GEMM_MIN_ROWS) {
+        gemmScores(ops, in, pool, keys, keyScales, run, ctx, group, (int) ld);
+      } else {
+        scoreRows(ops, in, pool, keys, keyScales, run.first(), run.count(), group, (int) ld, ctx);
+      }
+    }
+  }
+
+  /**
+   * The indexer's key and query preparation as separate launches ({@code indexer-fused-ops=false}):
+   * {@code wk} and {@code weights_proj} as two linears, the key's LayerNorm, the ropes of the query
+   * heads and of the key, the key's append (or FP8 quantization) and, for a scoring FP8 step, the
+   * query heads' quantization.
+   */
+  private void separateQk(
+      GpuOps ops,
+      Activations act,
+      StepInputs in,
+      IndexerWeights<GpuTensor> iw,
+      int n,
+      boolean select,
+      long keys,
+      long keyScales) {
+    DsaKernels dsa = ops.kernels.dsa();
     ops.linear(k.ptr(), act.normed.ptr(), GpuTensor.mat(iw.wk()), n);
     ops.linear(w.ptr(), act.normed.ptr(), GpuTensor.mat(iw.weightsProj()), n);
     dsa.layerNorm(
@@ -183,33 +255,13 @@ final class GpuSparseAttention implements AutoCloseable {
         interleaved);
     ops.kernels.rope(
         ops.stream, k.ptr(), dim, 0, 0, pos, invFreq, n, 1, ropeDim, ropeScaling, interleaved);
-    long keys = pool.indexKeysPtr(layer);
-    long keyScales = fp8 ? pool.indexScalesPtr(layer) : 0;
     if (fp8) {
       dsa.quantizeFp8(ops.stream, keys, keyScales, 0, k.ptr(), in.slots.ptr(), n, dim);
     } else {
       ops.kernels.mla().mlaCacheAppend(ops.stream, keys, k.ptr(), dim, in.slots.ptr(), n, dim);
     }
-    if (!select) {
-      return;
-    }
-    if (fp8) {
+    if (select && fp8) {
       dsa.quantizeFp8(ops.stream, 0, queryScales.ptr(), q.ptr(), q.ptr(), 0, n * heads, dim);
-    }
-    long ld = maxLen > 0 ? (maxLen + 3) & ~3L : scoreStride;
-    int group = (int) Math.max(1, Math.min(n, (long) scoreRows * scoreStride / ld));
-    if (runs == null) {
-      scoreRows(
-          ops, in, pool, keys, keyScales, 0, n, group, (int) ld, maxLen > 0 ? maxLen : scoreStride);
-      return;
-    }
-    for (Run run : runs) {
-      int ctx = run.firstPos() + run.count();
-      if (run.count() >= GEMM_MIN_ROWS) {
-        gemmScores(ops, in, pool, keys, keyScales, run, ctx, group, (int) ld);
-      } else {
-        scoreRows(ops, in, pool, keys, keyScales, run.first(), run.count(), group, (int) ld, ctx);
-      }
     }
   }
 
@@ -291,7 +343,19 @@ final class GpuSparseAttention implements AutoCloseable {
     DsaKernels dsa = ops.kernels.dsa();
     long pos = in.positions.ptr();
     int chunks = DsaKernels.topKChunks(contextBound);
-    if (chunks > 1 && rows <= scoreRows) {
+    if (chunks > 1 && rows <= scoreRows && ops.tuning.indexerTopkCandidates()) {
+      dsa.topKCandidates(
+          ops.stream,
+          selection.ptr(),
+          topK,
+          scores.ptr(),
+          ld,
+          pos,
+          r0,
+          rows,
+          topKState.ptr(),
+          chunks);
+    } else if (chunks > 1 && rows <= scoreRows) {
       dsa.topKMulti(
           ops.stream,
           selection.ptr(),

@@ -23,8 +23,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Query rows are the last position of each sequence and a few earlier ones, so contexts below, at
  * and above {@code topK} meet in one launch; lengths are not multiples of the block size. Both
  * forms run: CUDA-core scores, one-block top-k and CUDA-core sparse attention; tensor-core scores,
- * the multi-block top-k (at least two blocks per row) and the tensor-core sparse split kernel (bf16
- * queries: 1e-2 as the dense tensor-core kernels, against the CUDA-core form's 1e-4).
+ * the multi-block top-k (at least two blocks per row; its six-pass and its candidate form) and the
+ * tensor-core sparse split kernel (bf16 queries: 1e-2 as the dense tensor-core kernels, against the
+ * CUDA-core form's 1e-4).
  */
 @Tag("gpu")
 class DsaKernelsGpuTest {
@@ -109,10 +110,16 @@ class DsaKernelsGpuTest {
     float mlaScale = (float) (1.0 / Math.sqrt(nope + ropeDim));
     int maxBlocksF = maxBlocks;
     // Variants: [0] CUDA-core scores, one-block top-k, CUDA-core sparse attention; [1] tensor-core
-    // scores, multi-block top-k (at least two blocks per row), tensor-core sparse attention.
-    float[][] gotScores = new float[2][];
-    int[][] gotSel = new int[2][];
-    float[][] gotAttn = new float[2][];
+    // scores, multi-block top-k (at least two blocks per row), tensor-core sparse attention; [2]
+    // as [1] with the candidate form of the multi-block top-k.
+    String[] names = {
+      "CUDA cores, one-block top-k",
+      "tensor cores, six-pass multi-block top-k",
+      "tensor cores, candidate multi-block top-k"
+    };
+    float[][] gotScores = new float[3][];
+    int[][] gotSel = new int[3][];
+    float[][] gotAttn = new float[3][];
     Gpu.run(
         s -> {
           var k = Gpu.kernels();
@@ -128,8 +135,8 @@ class DsaKernelsGpuTest {
           int chunks = Math.max(2, DsaKernels.topKChunks(maxLen));
           DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(t, chunks));
           try {
-            for (int v = 0; v < 2; v++) {
-              boolean fast = v == 1;
+            for (int v = 0; v < 3; v++) {
+              boolean fast = v >= 1;
               k.dsa().useIndexerTensorCores(fast);
               k.mla().useMlaTensorCores(fast);
               assertThat(k.dsa().indexerUsesTensorCores(heads, dim)).isEqualTo(fast);
@@ -156,7 +163,20 @@ class DsaKernelsGpuTest {
                       scale,
                       headScale,
                       DsaKernels.scoreBlocks(t, maxLen, 132));
-              if (fast) {
+              if (v == 2) {
+                k.dsa()
+                    .topKCandidates(
+                        s.stream(),
+                        sel.ptr(),
+                        topK,
+                        scores.ptr(),
+                        ld,
+                        posPtr.ptr(),
+                        0,
+                        t,
+                        state.ptr(),
+                        chunks);
+              } else if (fast) {
                 k.dsa()
                     .topKMulti(
                         s.stream(),
@@ -209,9 +229,9 @@ class DsaKernelsGpuTest {
             k.mla().useMlaTensorCores(KernelTuning.defaults().mlaTensorCores());
           }
         });
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
       checkVariant(
-          v == 1 ? "tensor cores, multi-block top-k" : "CUDA cores, one-block top-k",
+          names[v],
           gotScores[v],
           gotSel[v],
           gotAttn[v],

@@ -30,9 +30,11 @@ class DsaLaunchShapesTest {
   }
 
   @Test
-  void topKStateHoldsFourHistogramsAndTwoCountsPerChunkPerRow() {
-    assertThat(DsaKernels.topKStateBytes(1, 1)).isEqualTo(4L * (1024 + 2));
-    assertThat(DsaKernels.topKStateBytes(32, 50)).isEqualTo(4L * 32 * (1024 + 100));
+  void topKStateHoldsTheCandidateFormsHistogramCountsAndCandidatesPerRow() {
+    // Per row: a 4,096-bin histogram, 8 control words, two counts per chunk, 16,384 candidates
+    // (more than the six-pass form's four 256-bin histograms and counts).
+    assertThat(DsaKernels.topKStateBytes(1, 1)).isEqualTo(4L * (4096 + 8 + 2 + 16384));
+    assertThat(DsaKernels.topKStateBytes(32, 50)).isEqualTo(4L * 32 * (4096 + 8 + 100 + 16384));
   }
 
   @Test

@@ -1,0 +1,197 @@
+// DeepSeek Sparse Attention: the multi-block top-k selection of long score rows in three launches
+// (rm_indexer_topk_cand), the same bits as rm_indexer_topk / rm_indexer_topk_multi (dsa_indexer.cu):
+// the topK highest scores' positions, ties to the earlier position, ascending, -1 past the end.
+//
+// rm_indexer_topk_multi runs the radix select as four launches of 8-bit histograms over the whole
+// row; here one wide histogram (the order keys' top 12 bits) over the row finds the threshold bin,
+// and only the positions in that bin (a small share of a long row) are refined to the exact
+// topK-th key, by the one block that finishes last:
+// - pass 0: every block adds its chunk's 4,096-bin histogram (shared first) to the row's global
+//   one; the last block to finish (a ticket taken after a memory fence) finds the bin b holding the
+//   topK-th key and how many keys of b are still to be taken (r1);
+// - pass 1: every block counts its chunk's keys in bins below b and appends the positions of its
+//   keys in bin b to the row's candidate list (warp-aggregated atomics; order irrelevant); the
+//   last block radix-selects the r1-th key of the candidates (two 10-bit passes over the low bits)
+//   = T, the topK-th key of the row, with how many keys equal to T are taken, and adds each
+//   candidate below or equal to T to its chunk's counts. A list that would overflow its capacity
+//   (a row whose scores crowd one bin) is not used: the last block then reads the whole row,
+//   filtering by the bin, for the same result.
+// - pass 2: rm_indexer_topk_multi's ordered write: each block sums the earlier chunks' counts
+//   (keys < T, keys == T), which gives its first output slot and how many keys equal to T earlier
+//   chunks took, and writes its chunk in position order (idx_write_selected).
+// State, zeroed before pass 0 (a memset the graph captures): per row kIdxCandHead + 2 * chunks
+// ints (histogram, control words, per-chunk counts), then per row kIdxCandCap ints of candidates
+// (never zeroed: only the count is trusted). Chunks as rm_indexer_topk_multi's: ceil(len /
+// gridDim.x) positions rounded up to the block size; blocks past a row's context exit.
+#pragma once
+#include "dsa_indexer.cu"
+
+constexpr int kIdxCandBits = 12;                       // order-key bits of pass 0's histogram
+constexpr int kIdxCandBins = 1 << kIdxCandBits;        // 4,096
+constexpr int kIdxCandShift = 32 - kIdxCandBits;       // the low bits left to pass 1: 20
+constexpr int kIdxCandCtrl = 8;                        // control words after the histogram
+constexpr int kIdxCandHead = kIdxCandBins + kIdxCandCtrl;
+constexpr int kIdxCandCap = 16384;                     // candidate positions per row
+constexpr int kIdxCandMaxChunks = 64;                  // blocks per row (DsaKernels.TOPK_MAX_CHUNKS)
+// Control words: tickets of passes 0 and 1, candidate count, bin b, r1, T, keys == T taken.
+enum { kCandTicket0, kCandTicket1, kCandCount, kCandBin, kCandRemaining, kCandKey, kCandTaken };
+
+static_assert(kIdxCandBins == 4 * kIdxTopkThreads, "pass 0's scan gives each thread four bins");
+static_assert(2 * 10 == kIdxCandShift, "pass 1 refines the low bits in two 10-bit passes");
+
+// Takes the block's ticket of a pass (after a fence over every thread's writes); true in the whole
+// block of the last of `blocks` blocks, which may then read what the others wrote (through L2).
+__device__ __forceinline__ bool idx_last_block(int* ticket, int blocks) {
+  __shared__ bool sLast;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) sLast = atomicAdd(ticket, 1) == blocks - 1;
+  __syncthreads();
+  if (sLast) __threadfence();
+  return sLast;
+}
+
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
+                         const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  __shared__ int hist[kIdxCandBins];
+  __shared__ int scratch[32];
+  __shared__ int sWord[2];
+  const int r = blockIdx.y, t = rowBase + r, c = blockIdx.x;
+  const int len = tokenPos[t] + 1;
+  int* out = sel + static_cast<size_t>(t) * topK;
+  if (len <= topK) {
+    if (pass == 2) {
+      for (int i = c * blockDim.x + threadIdx.x; i < topK; i += gridDim.x * blockDim.x) {
+        out[i] = i < len ? i : -1;
+      }
+    }
+    return;
+  }
+  const int per = (len + gridDim.x - 1) / gridDim.x;
+  const int chunk = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
+  const int begin = c * chunk, end = min(len, begin + chunk);
+  if (begin >= end) return;
+  const int blocks = (len + chunk - 1) / chunk;  // the blocks of this row that take a ticket
+  int* head = state + static_cast<size_t>(r) * (kIdxCandHead + 2 * gridDim.x);
+  int* ctrl = head + kIdxCandBins;
+  int* counts = ctrl + kIdxCandCtrl;  // [chunk] = (keys < T, keys == T)
+  int* cand = state + static_cast<size_t>(gridDim.y) * (kIdxCandHead + 2 * gridDim.x) +
+              static_cast<size_t>(r) * kIdxCandCap;
+  const float* row = scores + static_cast<size_t>(r) * ldScores;
+
+  if (pass == 0) {
+    for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+      atomicAdd(&hist[idx_desc_key(row[p]) >> kIdxCandShift], 1);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) {
+      if (hist[i] != 0) atomicAdd(&head[i], hist[i]);
+    }
+    if (!idx_last_block(&ctrl[kCandTicket0], blocks)) return;
+    // The bin of the topK-th smallest key: thread i scans bins 4i .. 4i+3 after the earlier ones.
+    int bins[4], own = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      bins[j] = __ldcg(&head[4 * threadIdx.x + j]);
+      own += bins[j];
+    }
+    int total;
+    int cum = block_exclusive_scan(own, scratch, &total);
+    if (cum < topK && cum + own >= topK) {
+      int j = 0;
+      while (cum + bins[j] < topK) cum += bins[j++];
+      ctrl[kCandBin] = 4 * threadIdx.x + j;
+      ctrl[kCandRemaining] = topK - cum;
+    }
+    return;
+  }
+
+  if (pass == 1) {
+    const uint32_t bin = static_cast<uint32_t>(ctrl[kCandBin]);
+    const int lane = threadIdx.x & 31;
+    int less = 0;
+    for (int p0 = begin; p0 < end; p0 += blockDim.x) {  // the same trip count in every lane
+      const int p = p0 + threadIdx.x;
+      const uint32_t b = p < end ? idx_desc_key(row[p]) >> kIdxCandShift : 0xffffffffu;
+      less += b < bin;
+      const unsigned hit = __ballot_sync(0xffffffffu, b == bin);
+      if (hit != 0) {
+        int base = 0;
+        if (lane == 0) base = atomicAdd(&ctrl[kCandCount], __popc(hit));
+        base = __shfl_sync(0xffffffffu, base, 0) + __popc(hit & ((1u << lane) - 1));
+        if (b == bin && base < kIdxCandCap) cand[base] = p;
+      }
+    }
+    int lessAll;
+    block_exclusive_scan(less, scratch, &lessAll);
+    if (threadIdx.x == 0) counts[2 * c] = lessAll;
+    if (!idx_last_block(&ctrl[kCandTicket1], blocks)) return;
+    // The r1-th smallest key among those of bin b: radix passes over bits 19-10 and 9-0, one bin
+    // a thread, reading the candidate list (or, had it overflowed, the whole row through the bin).
+    const int listed = __ldcg(&ctrl[kCandCount]);
+    const bool fromList = listed <= kIdxCandCap;
+    const int n = fromList ? listed : len;
+    uint32_t prefix = bin << kIdxCandShift, mask = 0xffffffffu << kIdxCandShift;
+    int remaining = ctrl[kCandRemaining];
+    for (int shift = 10; shift >= 0; shift -= 10) {
+      hist[threadIdx.x] = 0;
+      __syncthreads();
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const uint32_t k = idx_desc_key(row[fromList ? __ldcg(&cand[i]) : i]);
+        if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 1023u], 1);
+      }
+      __syncthreads();
+      const int own = hist[threadIdx.x];
+      int total;
+      const int cum = block_exclusive_scan(own, scratch, &total);
+      if (cum < remaining && cum + own >= remaining) {
+        sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(threadIdx.x) << shift));
+        sWord[1] = remaining - cum;
+      }
+      __syncthreads();
+      prefix = static_cast<uint32_t>(sWord[0]);
+      remaining = sWord[1];
+      mask |= 1023u << shift;
+    }
+    // prefix = T; `remaining` of the keys equal to T are taken. Each bin-b key below or equal to
+    // T counts in its chunk (hist reused: [0, chunks) below, [64, 64 + chunks) equal).
+    for (int i = threadIdx.x; i < 2 * kIdxCandMaxChunks; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const int p = fromList ? __ldcg(&cand[i]) : i;
+      const uint32_t k = idx_desc_key(row[p]);
+      if ((k >> kIdxCandShift) != bin) continue;
+      if (k < prefix) atomicAdd(&hist[p / chunk], 1);
+      if (k == prefix) atomicAdd(&hist[kIdxCandMaxChunks + p / chunk], 1);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) {
+      counts[2 * i] = __ldcg(&counts[2 * i]) + hist[i];
+      counts[2 * i + 1] = hist[kIdxCandMaxChunks + i];
+    }
+    if (threadIdx.x == 0) {
+      ctrl[kCandKey] = static_cast<int>(prefix);
+      ctrl[kCandTaken] = remaining;
+    }
+    return;
+  }
+
+  const uint32_t key = static_cast<uint32_t>(ctrl[kCandKey]);
+  const int taken = ctrl[kCandTaken];
+  int lessBefore = 0, equalBefore = 0;
+  for (int i = threadIdx.x; i < c; i += blockDim.x) {
+    lessBefore += counts[2 * i];
+    equalBefore += counts[2 * i + 1];
+  }
+  int sum;
+  block_exclusive_scan(lessBefore, scratch, &sum);
+  lessBefore = sum;
+  block_exclusive_scan(equalBefore, scratch, &sum);
+  equalBefore = sum;
+  idx_write_selected(out, row, begin, end, key, taken, equalBefore,
+                     lessBefore + min(equalBefore, taken), scratch);
+}
