@@ -19,37 +19,54 @@ __device__ __forceinline__ void gemv_group(float* y, const uint16_t* w, const fl
   }
 }
 
-// y[t, row] = w . x[t] for the n tokens, one warp: groups of up to 4 tokens, each group streaming
-// the weight row once more (a lone token keeps 8 chunks in flight per lane, a group 4).
+// y[t, row] = w . x[t] for the n tokens, one warp: groups of up to G tokens (4 or 8), each group
+// streaming the weight row once more. A lone token keeps 8 chunks in flight per lane, a group of
+// 2-4 or 5-8 tokens 4. A token's sum does not depend on its group (warp_row_dot sums a token's
+// chunks in the same order whatever NT and UNROLL), so G = 4 and G = 8 give the same bits; G = 8
+// reads each weight row once for the 5-8 rows of a verify pass or a decode batch instead of twice,
+// at the cost of registers (ptxas, sm_90: rm_gemv_bf16 72, rm_gemv_t8_bf16 94), which is why it is
+// a kernel of its own that the host takes only for more than 4 tokens.
+template <int G>
 __device__ __forceinline__ void gemv_row(float* y, const uint16_t* w, const float* x, int row,
                                          int M, int K, int n) {
-  for (int t0 = 0; t0 < n; t0 += 4) {
-    const int nt = min(4, n - t0);
+  for (int t0 = 0; t0 < n; t0 += G) {
+    const int nt = min(G, n - t0);
     if (nt == 1) {
       gemv_group<1, 8>(y, w, x, row, M, K, t0, 1);
-    } else {
+    } else if (G == 4 || nt <= 4) {
       gemv_group<4, 4>(y, w, x, row, M, K, t0, nt);
+    } else {
+      gemv_group<G, 4>(y, w, x, row, M, K, t0, nt);
     }
   }
 }
 
-// y[t, m] = sum_k W[m, k] * x[t, k] for n tokens: W bf16 [M, K] row-major, x and y f32.
-// Mapping: one warp per output row (blockDim.x / 32 rows per block, grid = ceil(M / rows-per-block));
-// lanes stride over K in 16-byte chunks (gemv_row). Larger batches belong to cuBLAS.
-RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
-  rm_pdl_prologue();
+template <int G>
+__device__ __forceinline__ void gemv_rows(float* y, const uint16_t* W, const float* x, int M, int K,
+                                          int n) {
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= M) return;
-  gemv_row(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
+  gemv_row<G>(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
 }
 
-// Two GEMVs over the same input in one launch: y1 = W1 x (M1 rows), y2 = W2 x (M2 rows), both with
-// K columns (MLA's q and kv_a projections of the normed hidden state). Saves a launch per layer at
-// batch 1, where each launch costs about as much as streaming a small matrix.
-// Mapping: as rm_gemv_bf16 over M1 + M2 rows; a warp's row picks its matrix.
-RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, const uint16_t* W2,
-                             int M2, const float* x, int K, int n) {
+// y[t, m] = sum_k W[m, k] * x[t, k] for n tokens: W bf16 [M, K] row-major, x and y f32.
+// Mapping: one warp per output row (blockDim.x / 32 rows per block, grid = ceil(M / rows-per-block));
+// lanes stride over K in 16-byte chunks (gemv_row): tokens in groups of 4 (rm_gemv_bf16) or 8
+// (rm_gemv_t8_bf16, the same bits). Larger batches belong to cuBLAS.
+RM_KERNEL void rm_gemv_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
   rm_pdl_prologue();
+  gemv_rows<4>(y, W, x, M, K, n);
+}
+
+RM_KERNEL void rm_gemv_t8_bf16(float* y, const uint16_t* W, const float* x, int M, int K, int n) {
+  rm_pdl_prologue();
+  gemv_rows<8>(y, W, x, M, K, n);
+}
+
+template <int G>
+__device__ __forceinline__ void gemv2_rows(float* y1, const uint16_t* W1, int M1, float* y2,
+                                           const uint16_t* W2, int M2, const float* x, int K,
+                                           int n) {
   int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= M1 + M2) return;
   float* y = y1;
@@ -61,7 +78,24 @@ RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, c
     W = W2;
     M = M2;
   }
-  gemv_row(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
+  gemv_row<G>(y, W + static_cast<size_t>(row) * K, x, row, M, K, n);
+}
+
+// Two GEMVs over the same input in one launch: y1 = W1 x (M1 rows), y2 = W2 x (M2 rows), both with
+// K columns (MLA's q and kv_a projections of the normed hidden state). Saves a launch per layer at
+// batch 1, where each launch costs about as much as streaming a small matrix.
+// Mapping: as rm_gemv_bf16 over M1 + M2 rows; a warp's row picks its matrix; tokens in groups of 4
+// (rm_gemv2_bf16) or 8 (rm_gemv2_t8_bf16).
+RM_KERNEL void rm_gemv2_bf16(float* y1, const uint16_t* W1, int M1, float* y2, const uint16_t* W2,
+                             int M2, const float* x, int K, int n) {
+  rm_pdl_prologue();
+  gemv2_rows<4>(y1, W1, M1, y2, W2, M2, x, K, n);
+}
+
+RM_KERNEL void rm_gemv2_t8_bf16(float* y1, const uint16_t* W1, int M1, float* y2,
+                                const uint16_t* W2, int M2, const float* x, int K, int n) {
+  rm_pdl_prologue();
+  gemv2_rows<8>(y1, W1, M1, y2, W2, M2, x, K, n);
 }
 
 // Row g of the stacked matrices [W1; W2] (M1 + M2 rows of K columns) for one token: its weights and
@@ -168,27 +202,51 @@ RM_KERNEL void rm_gemv1_splitk4_bf16(float* y1, const uint16_t* W1, int M1, floa
 // rows, as the fused gate_up weight is stored). Replaces a GEMV into a [n, 2 * inter] buffer plus
 // rm_silu_mul; the same sums and the same silu expression, so results match that pair.
 // Mapping: one warp per output column j, streaming its gate and up rows together (warp_rows_dot
-// with two rows, 4 chunks each in flight per lane).
-RM_KERNEL void rm_gemv_swiglu_bf16(float* out, const uint16_t* W, const float* x, int inter, int K,
-                                   int n) {
-  rm_pdl_prologue();
+// with two rows, 4 chunks each in flight per lane); tokens in groups of 4 (rm_gemv_swiglu_bf16) or
+// 8 (rm_gemv_swiglu_t8_bf16: the same sums, each row streamed once for 5-8 tokens).
+template <int NT>
+__device__ __forceinline__ void gemv_swiglu_group(float* out, const uint16_t* const (&rows)[2],
+                                                  const float* x, int j, int inter, int K, int t0,
+                                                  int nt) {
+  const float* xr[NT];
+#pragma unroll
+  for (int q = 0; q < NT; q++) xr[q] = x + static_cast<size_t>(t0 + (q < nt ? q : 0)) * K;
+  float acc[2][NT] = {};
+  warp_rows_dot<2, NT, 4>(rows, xr, nt, K, acc);
+#pragma unroll
+  for (int q = 0; q < NT; q++) {
+    const float g = warp_sum(acc[0][q]), u = warp_sum(acc[1][q]);
+    if (q < nt && (threadIdx.x & 31) == 0) {
+      out[static_cast<size_t>(t0 + q) * inter + j] = (g / (1.f + expf(-g))) * u;
+    }
+  }
+}
+
+template <int G>
+__device__ __forceinline__ void gemv_swiglu(float* out, const uint16_t* W, const float* x,
+                                            int inter, int K, int n) {
   const int j = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (j >= inter) return;
   const uint16_t* const rows[2] = {W + static_cast<size_t>(j) * K,
                                    W + static_cast<size_t>(inter + j) * K};
-  for (int t0 = 0; t0 < n; t0 += 4) {
-    const int nt = min(4, n - t0);
-    const float* xr[4];
-#pragma unroll
-    for (int q = 0; q < 4; q++) xr[q] = x + static_cast<size_t>(t0 + (q < nt ? q : 0)) * K;
-    float acc[2][4] = {};
-    warp_rows_dot<2, 4, 4>(rows, xr, nt, K, acc);
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const float g = warp_sum(acc[0][q]), u = warp_sum(acc[1][q]);
-      if (q < nt && (threadIdx.x & 31) == 0) {
-        out[static_cast<size_t>(t0 + q) * inter + j] = (g / (1.f + expf(-g))) * u;
-      }
+  for (int t0 = 0; t0 < n; t0 += G) {
+    const int nt = min(G, n - t0);
+    if (G == 4 || nt <= 4) {
+      gemv_swiglu_group<4>(out, rows, x, j, inter, K, t0, nt);
+    } else {
+      gemv_swiglu_group<G>(out, rows, x, j, inter, K, t0, nt);
     }
   }
+}
+
+RM_KERNEL void rm_gemv_swiglu_bf16(float* out, const uint16_t* W, const float* x, int inter, int K,
+                                   int n) {
+  rm_pdl_prologue();
+  gemv_swiglu<4>(out, W, x, inter, K, n);
+}
+
+RM_KERNEL void rm_gemv_swiglu_t8_bf16(float* out, const uint16_t* W, const float* x, int inter,
+                                      int K, int n) {
+  rm_pdl_prologue();
+  gemv_swiglu<8>(out, W, x, inter, K, n);
 }

@@ -5,9 +5,11 @@
 // (docs/cuda-performance.md, v8). Here the eight blocks of a (token, head) form a thread-block
 // cluster and exchange their pieces through distributed shared memory instead of global memory
 // and further launches:
-//   0. optionally (kv given) the step's own cache row is built here from the kv_a output, as
-//      rm_mla_kv_rope_append builds it, by the block whose split holds the new position, and
-//      written to the cache by head 0's blocks; each block rotates its head's rotary query;
+//   0. optionally (kv given) the step's new cache rows are built here from the kv_a output, as
+//      rm_mla_kv_rope_append builds them: a token's own row and those of the step's earlier
+//      tokens of its sequence (a verify pass: rows at consecutive positions), each by the block
+//      whose split holds its position; a token's own row is written to the cache by head 0's
+//      block; each block rotates its head's rotary query;
 //   1. block s absorbs latent columns [64 s, 64 s + 64) of the head's query (W_UK^T q_nope); its
 //      weight loads are issued before the programmatic-dependent-launch wait, since weights do not
 //      depend on the previous kernel; the cluster then gathers the whole absorbed query;
@@ -33,12 +35,18 @@ constexpr int kMlaFusedMaxNope = 256;
 constexpr int kMlaFusedMaxOutRows = 4;  // per warp: vDim <= 8 splits x 8 warps x 4 = 256
 constexpr int kMlaFusedTile = 64;       // positions scored per pass
 constexpr int kMlaFusedGroups = kMlaFusedThreads / (kMlaFusedLora / 8);  // position groups, pass 2
+// Most new rows of one sequence in a step that appends (kv given): MlaFusedDecode.MAX_APPEND_ROWS.
+constexpr int kMlaFusedMaxNew = 8;
 
 // kv: null when the cache already holds every position; else the step's kv_a output [T, kvStride]
 // (latent then unrotated key) whose normalised, rotated row this kernel appends at slots[t] of
 // cacheOut (== cache) with kvNorm, eps, invFreq, attnScaling and interleaved as
-// rm_mla_kv_rope_append takes them, q's rotary part then being unrotated (for one token per
-// sequence: a token's own row is the only one it cannot find in the cache).
+// rm_mla_kv_rope_append takes them, q's rotary part then being unrotated. A token finds in the
+// cache only the rows of earlier steps: its own row and those of the step's tokens just before it
+// of the same sequence at the positions just before its own (tokenSeq equal, tokenPos one less
+// each, at most kMlaFusedMaxNew rows in all) are built from kv by the blocks that read them, since
+// other blocks of this launch write them. So with kv, every sequence's tokens must be consecutive
+// in the step at consecutive positions, at most kMlaFusedMaxNew of them (the host checks).
 // out[t, h * vDim + j] = attention output of token t, head h, value dim j (as rm_mla_out_v writes
 // it); q: [T, heads, nope + ropeDim], the rotary part already rotated unless kv is given; kvB:
 // [heads * (nope + vDim), kvLora] bf16 (W_UK rows then W_UV rows per head); cache, blockTable,
@@ -67,8 +75,9 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   __shared__ float mlPart[2];               // this split's max and sum, read by the cluster
   __shared__ float ctx[kMlaFusedLora];
   __shared__ float normScratch[32];
-  // The step's own cache row (normalised latent, rotated key) as bf16, when this kernel appends it.
-  __shared__ __align__(16) uint16_t curRow[kMlaFusedLora + kMlaFusedMaxRope];
+  // The step's new cache rows of this token's sequence in this block's split (normalised latent,
+  // rotated key) as bf16, by position - newFirst, when this kernel appends.
+  __shared__ __align__(16) uint16_t curRows[kMlaFusedMaxNew][kMlaFusedLora + kMlaFusedMaxRope];
 
   cg::cluster_group cluster = cg::this_cluster();
   const int s = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
@@ -110,11 +119,23 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
   const int firstBlockIdx = begin / blockSize;
   const int firstBlock = begin < end ? table[firstBlockIdx] : 0;
   // With kv (rm_mla_kv_rope_append's work folded in): this block rotates its head's rotary query
-  // itself, and the block whose split holds the new position builds that cache row from kv's
-  // latent and key (as rm_mla_kv_rope_append writes it) and reads it from shared memory; the
-  // blocks of head 0 write it to the cache, where later steps find it.
+  // itself, and builds the step's new rows of the sequence that fall in its split (positions
+  // newFirst .. len - 1: the token's own and those of the step's tokens just before it) from kv's
+  // latent and key, as rm_mla_kv_rope_append writes them, reading them from shared memory; the
+  // block of head 0 holding the token's own row writes it to the cache, where later steps find it.
   const bool appends = kv != nullptr;
-  const bool holdsNew = appends && s == (len - 1) / chunk;
+  int newFirst = len;  // without kv every position is in the cache
+  if (appends) {
+    const int seq = tokenSeq[t];
+    int d = 0;
+    while (d + 1 < kMlaFusedMaxNew && t - d - 1 >= 0 && tokenSeq[t - d - 1] == seq &&
+           tokenPos[t - d - 1] == len - 2 - d) {
+      d++;
+    }
+    newFirst = len - 1 - d;
+  }
+  const int buildFirst = max(begin, newFirst);
+  const int builds = max(0, end - buildFirst);
   if (!appends) {
     for (int i = tid; i < ropeDim; i += kMlaFusedThreads) qs[kMlaFusedLora + i] = qr[nope + i];
   } else {
@@ -127,27 +148,35 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
       const float x1 = interleaved ? base[2 * i + 1] : base[half + i];
       qs[kMlaFusedLora + i] = x0 * c - x1 * sn;
       qs[kMlaFusedLora + half + i] = x1 * c + x0 * sn;
-      if (holdsNew) {
-        const float* key = kv + static_cast<size_t>(t) * kvStride + kMlaFusedLora;
+    }
+#pragma unroll 1
+    for (int b = 0; b < builds; b++) {  // uniform over the block: block_sum inside
+      const int p = buildFirst + b;
+      const float* src = kv + static_cast<size_t>(t - (len - 1 - p)) * kvStride;
+      uint16_t* row = curRows[p - newFirst];
+      for (int i = tid; i < half; i += kMlaFusedThreads) {
+        const float angle = static_cast<float>(p) * invFreq[i];
+        const float c = cosf(angle) * attnScaling, sn = sinf(angle) * attnScaling;
+        const float* key = src + kMlaFusedLora;
         const float k0 = interleaved ? key[2 * i] : key[i];
         const float k1 = interleaved ? key[2 * i + 1] : key[half + i];
-        curRow[kMlaFusedLora + i] = f32_to_bf16_bits(k0 * c - k1 * sn);
-        curRow[kMlaFusedLora + half + i] = f32_to_bf16_bits(k1 * c + k0 * sn);
+        row[kMlaFusedLora + i] = f32_to_bf16_bits(k0 * c - k1 * sn);
+        row[kMlaFusedLora + half + i] = f32_to_bf16_bits(k1 * c + k0 * sn);
       }
-    }
-    if (holdsNew) {
-      const float* lat = kv + static_cast<size_t>(t) * kvStride;
       float ss = 0.f;
-      for (int k = tid; k < kMlaFusedLora; k += kMlaFusedThreads) ss += lat[k] * lat[k];
+      for (int k = tid; k < kMlaFusedLora; k += kMlaFusedThreads) ss += src[k] * src[k];
       ss = block_sum(ss, normScratch);
       const float inv = 1.f / sqrtf(ss / kMlaFusedLora + eps);
       for (int k = tid; k < kMlaFusedLora; k += kMlaFusedThreads) {
-        curRow[k] = f32_to_bf16_bits(kvNorm[k] * (lat[k] * inv));
+        row[k] = f32_to_bf16_bits(kvNorm[k] * (src[k] * inv));
       }
+    }
+    if (builds > 0) {
       __syncthreads();
-      if (h == 0) {
+      if (h == 0 && end == len) {  // this split holds the token's own row
+        const uint16_t* own = curRows[len - 1 - newFirst];
         uint16_t* dst = cacheOut + static_cast<size_t>(slots[t]) * D;
-        for (int k = tid; k < D; k += kMlaFusedThreads) dst[k] = curRow[k];
+        for (int k = tid; k < D; k += kMlaFusedThreads) dst[k] = own[k];
       }
     }
   }
@@ -210,8 +239,8 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
         kv[u][1] = __ldg(reinterpret_cast<const uint4*>(row + (lane + 32) * 8));
         kv[u][2] = lane < ropeChunks ? __ldg(reinterpret_cast<const uint4*>(row + kMlaFusedLora + lane * 8))
                                      : make_uint4(0u, 0u, 0u, 0u);
-        if (holdsNew && p == len - 1) {
-          const uint4* cur = reinterpret_cast<const uint4*>(curRow);
+        if (p >= newFirst) {
+          const uint4* cur = reinterpret_cast<const uint4*>(curRows[p - newFirst]);
           kv[u][0] = cur[lane];
           kv[u][1] = cur[lane + 32];
           kv[u][2] = lane < ropeChunks ? cur[64 + lane] : make_uint4(0u, 0u, 0u, 0u);
@@ -258,8 +287,8 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
           cache +
           (static_cast<size_t>(b == firstBlockIdx ? firstBlock : table[b]) * blockSize +
            p % blockSize) * D;
-      raw[u] = holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
-                                        : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
+      raw[u] = p >= newFirst ? reinterpret_cast<const uint4*>(curRows[p - newFirst])[pc]
+                             : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
     }
     __syncthreads();
     for (int i0 = pg; i0 < n; i0 += 4 * kMlaFusedGroups) {
@@ -286,8 +315,8 @@ RM_KERNEL void __cluster_dims__(kMlaFusedSplits, 1, 1) __launch_bounds__(kMlaFus
               cache +
               (static_cast<size_t>(b == firstBlockIdx ? firstBlock : table[b]) * blockSize +
                p % blockSize) * D;
-          raw[u] = holdsNew && p == len - 1 ? reinterpret_cast<const uint4*>(curRow)[pc]
-                                            : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
+          raw[u] = p >= newFirst ? reinterpret_cast<const uint4*>(curRows[p - newFirst])[pc]
+                                 : __ldg(reinterpret_cast<const uint4*>(row + pc * 8));
         }
       }
     }

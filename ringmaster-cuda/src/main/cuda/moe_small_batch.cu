@@ -18,10 +18,11 @@
 
 // logits[t, m] = W[m] . x[t] (bf16 W [E, K]) for `tokens` tokens, then route_token for each token;
 // with offsets non-null, then rm_moe_align's grouping of the pairs by expert (same outputs).
-// Mapping: as rm_gemv_bf16 (a warp per logit row; blocks of rm_moe_route's size); every block takes a ticket
-// after its rows are written (threadfence first), and the block that takes the last one routes all
-// tokens (the block's threads as rm_moe_route's; dynamic shared memory 12 * E bytes), aligns, and
-// resets the counter for the next launch. `counter` is one int, zero before the first launch.
+// Mapping: as rm_gemv_bf16 (a warp per logit row, tokens in groups of `group`; blocks of
+// rm_moe_route's size); every block takes a ticket after its rows are written (threadfence
+// first), and the block that takes the last one routes all tokens (the block's threads as
+// rm_moe_route's; dynamic shared memory 12 * E bytes), aligns, and resets the counter for the
+// next launch. `counter` is one int, zero before the first launch.
 // Greedy selections are routed by the block's first warp alone (route_token_warp), which also
 // aligns up to 32 pairs (align_pairs_warp): no barrier between the ticket and the end.
 // liveTokens (null: all): tokens at or past *liveTokens are a graph bucket's padding rows and
@@ -31,12 +32,17 @@ RM_KERNEL void rm_router_route(float* logits, int* experts, float* weights, unsi
                                const float* bias, int numExperts, int topK, int scoring,
                                int selection, int numGroups, int topKGroups, int normTopK,
                                float routedScaling, int* offsets, int* sortedPairs,
-                               int* activeExperts, int* activeCount, const int* liveTokens) {
+                               int* activeExperts, int* activeCount, const int* liveTokens,
+                               int group) {
   rm_pdl_prologue();
   __shared__ bool last;
   const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row < numExperts) {
-    gemv_row(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
+    if (group == 8) {
+      gemv_row<8>(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
+    } else {
+      gemv_row<4>(logits, W + static_cast<size_t>(row) * K, x, row, numExperts, K, tokens);
+    }
   }
   __threadfence();  // this thread's logits are visible device-wide before the block's ticket
   __syncthreads();

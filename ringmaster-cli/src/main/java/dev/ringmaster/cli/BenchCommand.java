@@ -181,8 +181,9 @@ final class BenchCommand implements Runnable {
         names = "--profile",
         description =
             "GPU: time one eagerly launched step per batch size and prefill chunk by op group (the"
-                + " per-kernel breakdown: attention, experts, norms, collectives, ...); printed,"
-                + " and in --json as profile_ms.")
+                + " per-kernel breakdown: attention, experts, norms, collectives, ...), and with"
+                + " --speculative-num-draft-tokens one verify pass per length over the repeating"
+                + " text; printed, and in --json as profile_ms.")
     boolean profile;
 
     @Override

@@ -42,6 +42,8 @@ import java.util.stream.Collectors;
  * @param mlaFusedTokens most tokens of a step whose MLA attention runs as one fused launch
  * @param mlaFusedMaxContext longest context for which a step takes the fused MLA launch
  * @param mlaFusedAppend the fused MLA launch also appends the step's cache rows
+ * @param mlaFusedVerify a verify pass's rows (several of one sequence) may take the fused MLA
+ *     launch
  * @param mlaPrefillGemm MLA prefill attention as cuBLAS GEMMs over the gathered context
  * @param mlaExpandedPrefill MLA prefill in the expanded form where its scratch holds the context
  * @param mlaTensorCores MLA decode partials on tensor cores where the shape allows
@@ -51,6 +53,7 @@ import java.util.stream.Collectors;
  * @param moeDownRowsPerWarp output rows per warp of the CUDA-core MoE down projection
  * @param gemvRowsPerWarp output rows per warp of the one-token GEMV (when not split over K)
  * @param gemvSplitK warps sharing one row of the one-token GEMV
+ * @param gemvTokenGroup most tokens of a bf16 GEMV pass that stream each weight row once (4 or 8)
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
@@ -88,6 +91,11 @@ public record KernelTuning(
         int mlaFusedMaxContext,
     @Doc("GPU: the fused MLA launch also builds and appends the step's cache rows")
         boolean mlaFusedAppend,
+    @Doc(
+            "GPU: a verify pass (up to 8 rows of one sequence at consecutive positions) takes the"
+                + " fused MLA launch where its step size does (mla-fused-tokens); false: the"
+                + " separate kernels")
+        boolean mlaFusedVerify,
     @Doc("GPU: MLA prefill attention as cuBLAS GEMMs over each sequence's gathered context")
         boolean mlaPrefillGemm,
     @Doc("GPU: MLA prefill in the expanded form where its scratch holds the context")
@@ -105,6 +113,10 @@ public record KernelTuning(
     @Doc("GPU: output rows per warp of the one-token GEMV when not split over K: 1, 2 or 4")
         int gemvRowsPerWarp,
     @Doc("GPU: warps sharing one row of the one-token GEMV: 1 (off), 2 or 4") int gemvSplitK,
+    @Doc(
+            "GPU: most tokens of one pass of the bf16 GEMVs (dense projections, SwiGLU, router),"
+                + " each pass streaming the weights once: 4 or 8 (the same results)")
+        int gemvTokenGroup,
     @Doc(
             "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
                 + " to every position (dense attention, for speed comparisons; not the model)")
@@ -145,8 +157,8 @@ public record KernelTuning(
 
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
-          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true,
-          true, "auto", true, true);
+          0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
+          8, true, true, "auto", true, true);
 
   private static final List<Key> KEYS = buildKeys();
 
@@ -172,6 +184,10 @@ public record KernelTuning(
     oneTwoOrFour("moe-down-rows-per-warp", moeDownRowsPerWarp);
     oneTwoOrFour("gemv-rows-per-warp", gemvRowsPerWarp);
     oneTwoOrFour("gemv-split-k", gemvSplitK);
+    if (gemvTokenGroup != 4 && gemvTokenGroup != 8) {
+      throw new IllegalArgumentException(
+          "kernel option gemv-token-group must be 4 or 8, got " + gemvTokenGroup);
+    }
     try {
       indexerCacheDtype = IndexerCacheDtype.parse(indexerCacheDtype).cliName();
     } catch (IllegalArgumentException e) {

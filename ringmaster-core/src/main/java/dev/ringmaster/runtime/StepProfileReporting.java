@@ -13,4 +13,12 @@ public interface StepProfileReporting {
    * milliseconds per op group (GPU time, in launch order). Empty when profiling is off.
    */
   Map<String, Map<String, Double>> takeStepProfiles();
+
+  /**
+   * Profiles verify passes (steps with several tokens of one sequence) from now on, the first of
+   * each shape, recorded under a name that ends with {@code label} (what the passes run over, such
+   * as {@code "repeating text"}); {@code null} stops it. Models that profile no verify passes
+   * ignore it.
+   */
+  default void profileVerifyPasses(String label) {}
 }

@@ -27,6 +27,7 @@ class KernelTuningTest {
           Map.entry("mla-fused-tokens", "0"),
           Map.entry("mla-fused-max-context", "4096"),
           Map.entry("mla-fused-append", "false"),
+          Map.entry("mla-fused-verify", "false"),
           Map.entry("mla-prefill-gemm", "false"),
           Map.entry("mla-expanded-prefill", "false"),
           Map.entry("mla-tensor-cores", "false"),
@@ -36,6 +37,7 @@ class KernelTuningTest {
           Map.entry("moe-down-rows-per-warp", "2"),
           Map.entry("gemv-rows-per-warp", "4"),
           Map.entry("gemv-split-k", "1"),
+          Map.entry("gemv-token-group", "4"),
           Map.entry("dsa-sparse-attention", "false"),
           Map.entry("moe-skip-padding-rows", "false"),
           Map.entry("indexer-cache-dtype", "fp8_e4m3"),
@@ -59,6 +61,7 @@ class KernelTuningTest {
     assertThat(d.mlaFusedTokens()).isEqualTo(1);
     assertThat(d.mlaFusedMaxContext()).isEqualTo(1024);
     assertThat(d.mlaFusedAppend()).isTrue();
+    assertThat(d.mlaFusedVerify()).isTrue();
     assertThat(d.mlaPrefillGemm()).isTrue();
     assertThat(d.mlaExpandedPrefill()).isTrue();
     assertThat(d.dsaSparseAttention()).isTrue();
@@ -70,6 +73,7 @@ class KernelTuningTest {
     assertThat(d.moeDownRowsPerWarp()).isEqualTo(4);
     assertThat(d.gemvRowsPerWarp()).isEqualTo(1);
     assertThat(d.gemvSplitK()).isEqualTo(4);
+    assertThat(d.gemvTokenGroup()).isEqualTo(8);
     assertThat(d.indexerCacheDtype()).isEqualTo("auto");
     assertThat(d.indexerFusedOps()).isTrue();
     assertThat(d.indexerTopkCandidates()).isTrue();
@@ -149,6 +153,7 @@ class KernelTuningTest {
       {"mla-fused-tokens=-1", "mla-fused-tokens must be at least 0, got -1"},
       {"mla-stages=3", "mla-stages must be 1 or 2, got 3"},
       {"gemv-split-k=3", "gemv-split-k must be 1, 2 or 4, got 3"},
+      {"gemv-token-group=6", "gemv-token-group must be 4 or 8, got 6"},
       {"gemv-rows-per-warp=8", "gemv-rows-per-warp must be 1, 2 or 4, got 8"},
       {"moe-down-rows-per-warp=0", "moe-down-rows-per-warp must be 1, 2 or 4, got 0"},
       {"moe-mma-min-tokens=0", "moe-mma-min-tokens must be at least 1, got 0"},

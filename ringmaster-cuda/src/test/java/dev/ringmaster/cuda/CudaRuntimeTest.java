@@ -11,6 +11,9 @@ import org.junit.jupiter.api.Test;
 
 /** Runs everywhere, CI included: the build's kernel record and the probe on this machine. */
 class CudaRuntimeTest {
+  /** A fatbin entry's flag bit for a compressed payload. */
+  private static final long FATBIN_COMPRESSED = 0x8000;
+
   @Test
   void kernelsAreOnTheClasspathExactlyWhenNvccBuiltThem() {
     String nvcc = KernelImage.nvccVersion();
@@ -23,13 +26,33 @@ class CudaRuntimeTest {
       // A fatbin container starts with the magic 0xBA55ED50 (little-endian).
       int magic = ByteBuffer.wrap(fatbin).order(ByteOrder.LITTLE_ENDIAN).getInt(0);
       assertThat(magic).isEqualTo(0xBA55ED50);
-      String text = new String(fatbin, StandardCharsets.ISO_8859_1);
-      for (String kernel :
-          new String[] {
-            "rm_gemv_bf16", "rm_moe_gate_up", "rm_mla_decode_split", "rm_sample_rows"
-          }) {
-        assertThat(text).contains(kernel);
+      // The container's entries (PTX, SASS per target) chain to its end. nvcc compresses an entry
+      // past a size (the sm_90 SASS crossed it near 10 MB); every uncompressed entry names the
+      // kernels in its text.
+      ByteBuffer bb = ByteBuffer.wrap(fatbin).order(ByteOrder.LITTLE_ENDIAN);
+      int headerSize = Short.toUnsignedInt(bb.getShort(6));
+      long end = headerSize + bb.getLong(8);
+      assertThat(end).isEqualTo(fatbin.length);
+      int entries = 0;
+      for (long off = headerSize; off < end; entries++) {
+        int entryHeader = bb.getInt((int) off + 4);
+        long payload = bb.getLong((int) off + 8);
+        long flags = bb.getLong((int) off + 0x28);
+        assertThat(off + entryHeader + payload).isLessThanOrEqualTo(end);
+        if ((flags & FATBIN_COMPRESSED) == 0) {
+          String text =
+              new String(
+                  fatbin, (int) off + entryHeader, (int) payload, StandardCharsets.ISO_8859_1);
+          for (String kernel :
+              new String[] {
+                "rm_gemv_bf16", "rm_moe_gate_up", "rm_mla_decode_split", "rm_sample_rows"
+              }) {
+            assertThat(text).as("entry %d", entries).contains(kernel);
+          }
+        }
+        off += entryHeader + payload;
       }
+      assertThat(entries).isPositive();
     }
   }
 

@@ -428,7 +428,9 @@ public final class OneBatchBenchmark {
    * state (attention over equal values returns that value, layer after layer), so every row of a
    * sequence routes to the same experts and a pass costs what its extra rows cost, not the extra
    * experts that distinct tokens bring in. Returns the median decode step, then the median pass per
-   * entry of {@code draftTokens}; each pass rolled back, after untimed ones.
+   * entry of {@code draftTokens}; each pass rolled back, after untimed ones. A model that profiles
+   * ({@link StepProfileReporting}, {@code --profile}) profiles the first of these passes of each
+   * length, under a name ending in "repeating text".
    */
   static double[] timeRepeating(
       LanguageModel model,
@@ -444,10 +446,14 @@ public final class OneBatchBenchmark {
     }
     Prompts prompt = Prompts.of(b, inputLen, (s, i) -> token[s]);
     KvCache[] caches = newCaches(model, b);
+    StepProfileReporting profiled = model instanceof StepProfileReporting p ? p : null;
     try {
       model.forwardGreedy(prompt.tokens(), prompt.layout(), caches, prompt.lastRows());
       double[] out = new double[draftTokens.size() + 1];
       out[0] = medianPassMs(model, caches, token, 1, passes, true);
+      if (profiled != null) {
+        profiled.profileVerifyPasses("repeating text");
+      }
       for (int i = 0; i < draftTokens.size(); i++) {
         int rowsPerSeq = draftTokens.get(i) + 1;
         int[] tokens = new int[b * rowsPerSeq];
@@ -458,6 +464,9 @@ public final class OneBatchBenchmark {
       }
       return out;
     } finally {
+      if (profiled != null) {
+        profiled.profileVerifyPasses(null);
+      }
       closeAll(caches);
     }
   }

@@ -27,6 +27,8 @@ class OneBatchProfileTest {
       implements StepProfileReporting {
     private final Map<String, Map<String, Double>> taken = new LinkedHashMap<>();
     private final Map<Integer, Integer> callsByTokens = new LinkedHashMap<>();
+    private final List<String> verifyLabels = new java.util.ArrayList<>();
+    private String verifyLabel;
 
     Profiled(LanguageModel lm) {
       super(lm);
@@ -36,8 +38,17 @@ class OneBatchProfileTest {
     @Override
     public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
       taken.putIfAbsent("step of " + tokens.length + " tokens", Map.of("ops", 0.5));
+      if (verifyLabel != null) {
+        taken.putIfAbsent("verify of " + tokens.length + " tokens, " + verifyLabel, Map.of());
+      }
       callsByTokens.merge(tokens.length, 1, Integer::sum);
       return super.forward(tokens, layout, caches, logitRows);
+    }
+
+    @Override
+    public void profileVerifyPasses(String label) {
+      verifyLabel = label;
+      verifyLabels.add(String.valueOf(label));
     }
 
     @Override
@@ -60,6 +71,26 @@ class OneBatchProfileTest {
       assertThat(rs.get(0).profileMs()).containsOnlyKeys("step of 3 tokens", "step of 1 tokens");
       assertThat(rs.get(1).profileMs()).containsOnlyKeys("step of 6 tokens", "step of 2 tokens");
       assertThat(rs.get(1).profileMs().get("step of 2 tokens")).containsEntry("ops", 0.5);
+    }
+  }
+
+  /** Verify passes are profiled over the repeating text only, and land in their batch's result. */
+  @Test
+  void verifyPassesAreProfiledOverTheRepeatingText() throws Exception {
+    try (Profiled m =
+        new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
+      List<OneBatchBenchmark.Result> rs =
+          OneBatchBenchmark.run(
+              m,
+              List.of(1),
+              3,
+              2,
+              7,
+              new OneBatchBenchmark.Warmup(1, 1),
+              List.of(2),
+              new PrintStream(new ByteArrayOutputStream()));
+      assertThat(m.verifyLabels).containsExactly("repeating text", "null");
+      assertThat(rs.get(0).profileMs()).containsKey("verify of 3 tokens, repeating text");
     }
   }
 

@@ -18,6 +18,12 @@ public final class MlaFusedDecode {
   /** Blocks per (token, head): the cluster size and the number of KV splits. */
   public static final int SPLITS = 8;
 
+  /**
+   * Most tokens of one sequence in a step that {@link Append}s (kMlaFusedMaxNew): the rows a token
+   * must build itself, its own and those of the step's tokens before it in its sequence.
+   */
+  public static final int MAX_APPEND_ROWS = 8;
+
   private final Kernel fused;
 
   MlaFusedDecode(BiFunction<String, Integer, Kernel> kernel) {
@@ -104,8 +110,12 @@ public final class MlaFusedDecode {
    * latent then its unrotated rotary key (kv_a's output), normalised with {@code kvNorm} and {@code
    * eps}, rotated at the token's position ({@code invFreq}, {@code attnScaling}, {@code
    * interleaved}) and written at {@code slots[i]}. The query's rotary part is then read unrotated.
-   * For steps with one token per sequence (a token's own row is the only one it cannot read from
-   * the cache).
+   * A token cannot read from the cache the rows this launch writes: its own, and in a verify pass
+   * those of the step's tokens before it in its sequence, which it builds from {@code kv} as well.
+   * It finds them as the tokens just before it with its sequence and the positions just before its
+   * own, so each sequence's tokens must be consecutive in the step, at consecutive positions, at
+   * most {@link #MAX_APPEND_ROWS} of them (the caller's to ensure: a longer run would read rows
+   * another block is still writing).
    */
   public record Append(
       long kv,

@@ -24,16 +24,20 @@ public final class RingmasterKernels implements AutoCloseable {
   private final Kernel rmsNorm;
   private final Kernel rope;
   private final Kernel gemv;
+  private final Kernel gemvT8;
   private final Fp8Kernels fp8;
   private final Nvfp4Kernels nvfp4;
   private final Kernel gemv2;
+  private final Kernel gemv2T8;
   private final Kernel gemv1R2;
   private final Kernel gemv1R4;
   private final Kernel gemv1SplitK2;
   private final Kernel gemv1SplitK4;
   private int gemvRowsPerWarp;
   private int gemvSplitK;
+  private int gemvTokenGroup;
   private final Kernel gemvSwiglu;
+  private final Kernel gemvSwigluT8;
   private final Kernel argmax;
   private final List<Kernel> all = new ArrayList<>();
   private final MoeKernels moe;
@@ -52,7 +56,8 @@ public final class RingmasterKernels implements AutoCloseable {
   /**
    * Loads the fatbin into the current context; {@code tuning} gives the kernel variants ({@code
    * pdl}, {@code mla-tensor-cores}, {@code mla-stages}, {@code moe-mma-min-tokens}, {@code
-   * moe-down-rows-per-warp}, {@code gemv-rows-per-warp}, {@code gemv-split-k}).
+   * moe-down-rows-per-warp}, {@code gemv-rows-per-warp}, {@code gemv-split-k}, {@code
+   * gemv-token-group}).
    */
   public RingmasterKernels(KernelTuning tuning) {
     driver = CudaDriver.get();
@@ -65,6 +70,8 @@ public final class RingmasterKernels implements AutoCloseable {
     rope = kernel("rm_rope", 9);
     gemv = kernel("rm_gemv_bf16", 6);
     gemv2 = kernel("rm_gemv2_bf16", 9);
+    gemvT8 = kernel("rm_gemv_t8_bf16", 6);
+    gemv2T8 = kernel("rm_gemv2_t8_bf16", 9);
     gemv1R2 = kernel("rm_gemv1_r2_bf16", 8);
     gemv1R4 = kernel("rm_gemv1_r4_bf16", 8);
     gemv1SplitK2 = kernel("rm_gemv1_splitk2_bf16", 8);
@@ -72,11 +79,13 @@ public final class RingmasterKernels implements AutoCloseable {
     useGemvRowsPerWarp(tuning.gemvRowsPerWarp());
     useGemvSplitK(tuning.gemvSplitK());
     gemvSwiglu = kernel("rm_gemv_swiglu_bf16", 6);
+    gemvSwigluT8 = kernel("rm_gemv_swiglu_t8_bf16", 6);
+    useGemvTokenGroup(tuning.gemvTokenGroup());
     moe = new MoeKernels(this::kernel, tuning);
     mla = new MlaKernels(this::kernel, tuning);
     dsa = new DsaKernels(this::kernel, mla);
     argmax = kernel("rm_argmax", 3);
-    smallBatchMoe = new SmallBatchMoe(this::kernel);
+    smallBatchMoe = new SmallBatchMoe(this::kernel, this::gemvTokenGroup);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
     fp8 = new Fp8Kernels(this::kernel);
     nvfp4 = new Nvfp4Kernels(this::kernel);
@@ -230,14 +239,16 @@ public final class RingmasterKernels implements AutoCloseable {
 
   /**
    * {@code y[t, m] = W[m, :] . x[t, :]} for {@code n} tokens (bf16 W [M, K], f32 x, y). A lone
-   * token runs the variant {@link #useGemvSplitK} or {@link #useGemvRowsPerWarp} chose, if any.
+   * token runs the variant {@link #useGemvSplitK} or {@link #useGemvRowsPerWarp} chose, if any;
+   * more tokens pass over the weights in groups of {@link #useGemvTokenGroup}.
    */
   public void gemv(CudaStream s, long y, long w, long x, int m, int k, int n) {
     if (n == 1 && gemvOneToken(s, y, w, m, y, w, 0, x, k)) {
       return;
     }
-    gemv.arg(0, y).arg(1, w).arg(2, x).arg(3, m).arg(4, k).arg(5, n);
-    gemv.launch(s, blocks(m, 4), 1, 1, 128, 0);
+    Kernel f = groupsOfEight(n) ? gemvT8 : gemv;
+    f.arg(0, y).arg(1, w).arg(2, x).arg(3, m).arg(4, k).arg(5, n);
+    f.launch(s, blocks(m, 4), 1, 1, 128, 0);
   }
 
   /**
@@ -250,8 +261,39 @@ public final class RingmasterKernels implements AutoCloseable {
     if (n == 1 && gemvOneToken(s, y1, w1, m1, y2, w2, m2, x, k)) {
       return;
     }
-    gemv2.arg(0, y1).arg(1, w1).arg(2, m1).arg(3, y2).arg(4, w2).arg(5, m2);
-    gemv2.arg(6, x).arg(7, k).arg(8, n).launch(s, blocks((long) m1 + m2, 4), 1, 1, 128, 0);
+    Kernel f = groupsOfEight(n) ? gemv2T8 : gemv2;
+    f.arg(0, y1).arg(1, w1).arg(2, m1).arg(3, y2).arg(4, w2).arg(5, m2);
+    f.arg(6, x).arg(7, k).arg(8, n).launch(s, blocks((long) m1 + m2, 4), 1, 1, 128, 0);
+  }
+
+  /**
+   * Whether {@code n} tokens take the kernels that pass over the weights in groups of 8: only past
+   * 4 tokens, where groups of 4 would stream the weights more than once (up to 4 tokens both are
+   * the same code, and the groups-of-4 kernels use fewer registers).
+   */
+  private boolean groupsOfEight(int n) {
+    return gemvTokenGroup == 8 && n > 4;
+  }
+
+  /**
+   * Most tokens of one pass over the weights of {@link #gemv}, {@link #gemv2}, {@link #gemvSwiglu}
+   * and the router GEMV of {@link SmallBatchMoe#routerRoute}: 4 or 8 (default; {@code
+   * gemv-token-group}). Each pass streams every weight row once, so 5-8 tokens (a verify pass of
+   * 4-7 drafts, a decode batch of 5-8) read the weights once with 8 and twice with 4. A token's sum
+   * is the same whichever group holds it (the same per-lane order), so the output is bit-identical
+   * either way. Read at each launch, so a graph captures the choice made then. For benchmarks and
+   * tests.
+   */
+  public void useGemvTokenGroup(int tokens) {
+    if (tokens != 4 && tokens != 8) {
+      throw new IllegalArgumentException("GEMV token group must be 4 or 8, not " + tokens);
+    }
+    gemvTokenGroup = tokens;
+  }
+
+  /** Most tokens of one pass over the weights of the bf16 GEMVs (4 or 8). */
+  public int gemvTokenGroup() {
+    return gemvTokenGroup;
   }
 
   /**
@@ -325,11 +367,13 @@ public final class RingmasterKernels implements AutoCloseable {
   /**
    * A SwiGLU gate|up GEMV with the activation fused: {@code out[t, j] = silu(W[j] . x[t]) *
    * (W[inter + j] . x[t])} for {@code n} tokens, {@code W} bf16 {@code [2 * inter, k]}; equal to
-   * {@link #gemv} into a {@code [n, 2 * inter]} buffer followed by {@link #siluMul}.
+   * {@link #gemv} into a {@code [n, 2 * inter]} buffer followed by {@link #siluMul}. Tokens in
+   * groups of {@link #useGemvTokenGroup}.
    */
   public void gemvSwiglu(CudaStream s, long out, long w, long x, int inter, int k, int n) {
-    gemvSwiglu.arg(0, out).arg(1, w).arg(2, x).arg(3, inter).arg(4, k).arg(5, n);
-    gemvSwiglu.launch(s, blocks(inter, 4), 1, 1, 128, 0);
+    Kernel f = groupsOfEight(n) ? gemvSwigluT8 : gemvSwiglu;
+    f.arg(0, out).arg(1, w).arg(2, x).arg(3, inter).arg(4, k).arg(5, n);
+    f.launch(s, blocks(inter, 4), 1, 1, 128, 0);
   }
 
   /** {@code out[r] = argmax logits[r, :]} (lowest index on ties) for {@code rows} rows. */

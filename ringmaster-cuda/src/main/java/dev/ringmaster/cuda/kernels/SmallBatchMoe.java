@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.kernels;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
 import java.util.function.BiFunction;
+import java.util.function.IntSupplier;
 
 /**
  * The MoE layer of the smallest decode steps ({@code moe_small_batch.cu}) in three launches instead
@@ -19,9 +20,12 @@ public final class SmallBatchMoe {
   private final Kernel routerRoute;
   private final Kernel gateUpPairs;
   private final Kernel downSum;
+  private final IntSupplier gemvTokenGroup;
 
-  SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel) {
-    routerRoute = kernel.apply("rm_router_route", 22);
+  /** {@code gemvTokenGroup}: the router GEMV's tokens per pass, read at each launch (4 or 8). */
+  SmallBatchMoe(BiFunction<String, Integer, Kernel> kernel, IntSupplier gemvTokenGroup) {
+    this.gemvTokenGroup = gemvTokenGroup;
+    routerRoute = kernel.apply("rm_router_route", 23);
     gateUpPairs = kernel.apply("rm_moe_gate_up_pairs", 7);
     downSum = kernel.apply("rm_moe_down_sum", 10);
   }
@@ -74,6 +78,7 @@ public final class SmallBatchMoe {
     routerRoute.arg(17, align ? ws.offsets.ptr() : 0L).arg(18, align ? ws.sortedPairs.ptr() : 0L);
     routerRoute.arg(19, align ? ws.activeExperts.ptr() : 0L);
     routerRoute.arg(20, align ? ws.activeCount.ptr() : 0L).arg(21, liveTokens);
+    routerRoute.arg(22, gemvTokenGroup.getAsInt());
     // The routing block's threads are rm_moe_route's (same softmax sums); a warp per logit row.
     int threads = MoeKernels.routingThreads(r.numExperts());
     int warps = threads / 32;

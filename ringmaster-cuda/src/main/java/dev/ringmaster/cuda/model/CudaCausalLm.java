@@ -4,6 +4,7 @@ import dev.ringmaster.backend.cpu.model.CausalLm;
 import dev.ringmaster.cuda.CudaProbe;
 import dev.ringmaster.cuda.CudaRuntime;
 import dev.ringmaster.cuda.GpuThread;
+import dev.ringmaster.cuda.kernels.MlaFusedDecode;
 import dev.ringmaster.cuda.kernels.MlaKernels;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.ModelConfigParser;
@@ -53,6 +54,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   private final boolean ownsThreadAndStore;
   private final ModelDeviceParts parts;
   private final StepProfiles profiles = new StepProfiles();
+  private volatile String verifyProfileLabel; // null: verify passes are not profiled
   private CausalLm hostDrafts; // the checkpoint on the CPU, for drafters: loaded on first use
 
   private CudaCausalLm(
@@ -332,6 +334,13 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     GpuKvCache[] seqCaches = step.caches();
     boolean decodeShaped = step.decodeShaped();
     boolean oneEach = step.oneTokenEach();
+    // A verify pass's rows may take the fused MLA launch: it builds the step's rows of a sequence
+    // itself where it appends them (MlaFusedDecode.Append), for runs of consecutive positions.
+    boolean fusedVerify =
+        !oneEach
+            && options.tuning().mlaFusedVerify()
+            && step.consecutivePositions()
+            && step.mostTokensPerSeq() <= MlaFusedDecode.MAX_APPEND_ROWS;
     int numSeqs = layout.numSeqs();
     Object out =
         gpu.call(
@@ -341,7 +350,15 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               try {
                 return decodeShaped
                     ? decodeOnGpu(
-                        tokens, layout, seqCaches, rows, greedy, sampling, oneEach, hidden)
+                        tokens,
+                        layout,
+                        seqCaches,
+                        rows,
+                        greedy,
+                        sampling,
+                        oneEach,
+                        fusedVerify,
+                        hidden)
                     : prefillOnGpu(tokens, layout, seqCaches, rows, greedy, sampling, hidden);
               } finally {
                 parts.stack.captureHiddenInto(null);
@@ -365,9 +382,12 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
    * A decode-shaped step: every token one row of the decode kernels (its sequence's block table
    * row, its own position and slot), replayed from the decode graph of the smallest captured size
    * that holds the step's tokens, or eager past the largest. Several tokens of one sequence (a
-   * verify pass) are appended to the cache before any row attends, and each attends causally up to
-   * its own position; the fused MLA launch, which appends a row only for the token that reads it,
-   * is left out of such steps. A step that captures layer inputs runs eagerly.
+   * verify pass) each attend causally up to their own position: the separate MLA kernels append
+   * every row before any row attends; the fused launch, where {@code fusedVerify} lets it take the
+   * step, builds the step's rows of a sequence in every block that reads them. A step that captures
+   * layer inputs runs eagerly. With profiling on, the first one-token-each step of each padded
+   * size, and the first verify pass of each shape while {@link #profileVerifyPasses} names them,
+   * are also run eagerly under the profiler.
    */
   private Object decodeOnGpu(
       int[] tokens,
@@ -377,6 +397,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
       boolean greedy,
       SamplingBatch sampling,
       boolean oneEach,
+      boolean fusedVerify,
       StepHiddenStates hidden) {
     int n = tokens.length;
     boolean eager = hidden != null && !hidden.capture().isFinal();
@@ -407,24 +428,36 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     }
     parts.inputs.upload(parts.stream, padded, n, ids, pos, seq, slots, table, padded);
     boolean longContext = maxLen > parts.denseContextLimit();
-    boolean unfused = longContext || !oneEach;
+    boolean unfused = longContext || !(oneEach || fusedVerify);
     parts.stack.useSparseAttention(parts.dsa != null && longContext, 0, null);
     if (hidden != null) {
       hidden.chunk(0, n);
     }
-    if (oneEach && options.profile() && profiles.first(-padded)) {
-      profileDecode(padded, longContext ? 0 : parts.mlaFusedTokens, longContext);
+    int fusedTokens = unfused ? 0 : parts.mlaFusedTokens;
+    // Sparse-attention models keep their second graph set for long contexts; the others' second set
+    // (sizes up to the fused limit, captured unfused) serves long contexts and the verify passes
+    // the
+    // fused launch does not take.
+    boolean secondSet = parts.dsa != null ? longContext : unfused;
+    String verifyLabel = verifyProfileLabel;
+    if (oneEach && options.profile() && profiles.first("decode bs=" + padded)) {
+      profileDecode("decode bs=" + padded, padded, fusedTokens, secondSet);
+    } else if (!oneEach && options.profile() && verifyLabel != null) {
+      String what =
+          String.format(
+              "verify %d rows of %d sequences (bs=%d step), %s",
+              n, layout.numSeqs(), padded, verifyLabel);
+      if (profiles.first(what)) {
+        profileDecode(what, padded, fusedTokens, secondSet);
+      }
     }
     if (bucket > 0) {
-      // Sparse-attention models keep their second set for long contexts; the others' second set
-      // (sizes up to the fused limit, captured unfused) serves long contexts and verify passes.
-      parts.graphs.replay(bucket, parts.dsa != null ? longContext : unfused, parts.stream);
+      parts.graphs.replay(bucket, secondSet, parts.stream);
       if (parts.collectives != null) {
         parts.collectives.replayed(bucket);
       }
     } else {
-      parts.stack.decodeStep(
-          padded, parts.decodeSplits(padded), unfused ? 0 : parts.mlaFusedTokens);
+      parts.stack.decodeStep(padded, parts.decodeSplits(padded), fusedTokens);
     }
     if (hidden != null) {
       hidden.finalRows(parts.act.normed, parts.stream);
@@ -437,10 +470,14 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     return parts.readback.collect(rows, 0, greedy, rows.length);
   }
 
-  /** Profiles an eager decode step of {@code bs} rows, then times it as it really runs. */
-  private void profileDecode(int bs, int fusedTokens, boolean longContext) {
+  /**
+   * Profiles an eager decode-shaped step of {@code bs} rows as {@code what}, then times it as it
+   * really runs ({@code secondSet}: from the second graph set, {@link DecodeGraphSets#replay}).
+   */
+  private void profileDecode(String what, int bs, int fusedTokens, boolean secondSet) {
     int bucket = parts.graphs.bucketFor(bs);
     profiles.profileDecode(
+        what,
         parts.stack,
         parts.stream,
         bs,
@@ -449,7 +486,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         bucket == bs,
         () -> {
           if (bucket == bs) {
-            parts.graphs.replay(bs, longContext, parts.stream);
+            parts.graphs.replay(bs, secondSet, parts.stream);
           } else {
             parts.stack.decodeStep(bs, parts.decodeSplits(bs), fusedTokens);
           }
@@ -511,7 +548,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
               ? parts.gqa.splits(len, maxLen, parts.sms)
               : MlaKernels.mlaSplits(
                   len, parts.localHeads(), maxLen, parts.sms, parts.act.mla.splitLimit(len));
-      // The fused MLA launch appends only the row of the token that reads it: one token a sequence.
+      // Prefill chunks take the fused MLA launch for one token a sequence only.
       int fusedTokens = maxLen > parts.denseContextLimit() || !oneEach ? 0 : parts.mlaFusedTokens;
       boolean sparse = parts.dsa != null && maxLen > parts.denseContextLimit();
       parts.stack.useSparseAttention(
@@ -531,7 +568,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
         parts.stack.usePrefillSegments(parts.segments, parts.mlaPrefill);
       }
       try {
-        if (options.profile() && c0 == 0 && profiles.first(len)) {
+        if (options.profile() && c0 == 0 && profiles.first("prefill chunk of " + len + " tokens")) {
           // An unprofiled pass first, so the profile shows warm launches (cuBLAS picks and loads
           // its kernels on a shape's first call). Running the chunk twice is idempotent: the
           // second pass appends the same cache rows and computes the same outputs.
@@ -625,5 +662,10 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
   @Override
   public java.util.Map<String, java.util.Map<String, Double>> takeStepProfiles() {
     return profiles.take();
+  }
+
+  @Override
+  public void profileVerifyPasses(String label) {
+    verifyProfileLabel = label;
   }
 }

@@ -11,8 +11,16 @@ import dev.ringmaster.runtime.KvCache;
  * @param decodeShaped whether every sequence brings 1 to {@link CudaCausalLm#FEW_TOKENS_PER_SEQ}
  *     tokens and all fit the logits buffer (then every token is one row of the decode kernels)
  * @param oneTokenEach whether no sequence brings more than one token
+ * @param mostTokensPerSeq the most new tokens one sequence brings
+ * @param consecutivePositions whether every sequence's new tokens sit at consecutive positions (a
+ *     chain's verify pass; a tree's siblings share a position)
  */
-record StepArguments(GpuKvCache[] caches, boolean decodeShaped, boolean oneTokenEach) {
+record StepArguments(
+    GpuKvCache[] caches,
+    boolean decodeShaped,
+    boolean oneTokenEach,
+    int mostTokensPerSeq,
+    boolean consecutivePositions) {
 
   /**
    * Checks a step's sizes, caches (from {@code pool}, each holding exactly the positions before its
@@ -46,6 +54,7 @@ record StepArguments(GpuKvCache[] caches, boolean decodeShaped, boolean oneToken
     GpuKvCache[] seqCaches = new GpuKvCache[numSeqs];
     boolean fewTokens = n <= logitRows;
     int mostPerSeq = 0;
+    boolean consecutive = true;
     for (int s = 0; s < numSeqs; s++) {
       int start = layout.seqStart()[s];
       int end = layout.seqStart()[s + 1];
@@ -69,6 +78,9 @@ record StepArguments(GpuKvCache[] caches, boolean decodeShaped, boolean oneToken
                   + " but its cache holds "
                   + caches[s].length());
         }
+        for (int i = start; i < end; i++) {
+          consecutive &= layout.positions()[i] == first + (i - start);
+        }
         int last = layout.positions()[end - 1];
         if (last >= inputs.maxBlocksPerSeq * pool.blockSize()) {
           throw new IllegalArgumentException(
@@ -88,6 +100,6 @@ record StepArguments(GpuKvCache[] caches, boolean decodeShaped, boolean oneToken
         throw new IllegalArgumentException("logit row " + r + " outside 0.." + (n - 1));
       }
     }
-    return new StepArguments(seqCaches, fewTokens, mostPerSeq == 1);
+    return new StepArguments(seqCaches, fewTokens, mostPerSeq == 1, mostPerSeq, consecutive);
   }
 }

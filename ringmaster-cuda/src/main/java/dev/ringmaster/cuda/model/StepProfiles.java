@@ -14,13 +14,13 @@ import java.util.Set;
  * on the GPU thread, and handed out to the benchmark (any thread) by {@link #take}.
  */
 final class StepProfiles {
-  private final Set<Integer> profiledSizes = new HashSet<>();
+  private final Set<String> profiledSteps = new HashSet<>();
   private final Map<String, Map<String, Double>> profiles =
       Collections.synchronizedMap(new LinkedHashMap<>());
 
-  /** Whether a step shape (a signed size key) is profiled for the first time; notes it. */
-  boolean first(int sizeKey) {
-    return profiledSizes.add(sizeKey);
+  /** Whether a step (by its profile name) is profiled for the first time; notes it. */
+  boolean first(String what) {
+    return profiledSteps.add(what);
   }
 
   /** Records the profile of step {@code what}. */
@@ -38,11 +38,13 @@ final class StepProfiles {
   }
 
   /**
-   * Prints where an eager decode step of {@code bs} rows spends its GPU time, and the step's time
-   * as it runs for real ({@code asRun}: the graph replay when captured, else the eager step). Both
-   * runs write the same cache entries.
+   * Prints where an eager decode-shaped step of {@code bs} rows (a decode step or a verify pass,
+   * named {@code what}) spends its GPU time, and the step's time as it runs for real ({@code
+   * asRun}: the graph replay when captured, else the eager step). Both runs write the same cache
+   * entries.
    */
   void profileDecode(
+      String what,
       GpuModelOps stack,
       CudaStream stream,
       int bs,
@@ -53,8 +55,8 @@ final class StepProfiles {
     stack.beginProfile();
     stack.decodeStep(bs, splits, fusedTokens);
     Map<String, Double> groups = stack.endProfile();
-    put("decode bs=" + bs, groups);
-    String line = StepProfiler.format("decode bs=" + bs, groups);
+    put(what, groups);
+    String line = StepProfiler.format(what, groups);
     try (CudaEvent start = CudaEvent.create();
         CudaEvent end = CudaEvent.create()) {
       start.record(stream);
@@ -62,9 +64,7 @@ final class StepProfiles {
       end.record(stream);
       end.synchronize();
       String same = replayed ? "as a graph replay" : "eager, unprofiled";
-      put(
-          "decode bs=" + bs + " (same step " + same + ")",
-          Map.of("total", (double) end.millisSince(start)));
+      put(what + " (same step " + same + ")", Map.of("total", (double) end.millisSince(start)));
       System.err.printf(
           Locale.ROOT, "%s%n  same step %s: %.3f ms%n", line, same, end.millisSince(start));
     }

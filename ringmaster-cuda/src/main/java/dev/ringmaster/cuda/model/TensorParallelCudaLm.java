@@ -391,4 +391,12 @@ public final class TensorParallelCudaLm
     }
     return ranks.get(0).takeStepProfiles();
   }
+
+  /** Every rank profiles the same verify passes (their eager runs issue the same collectives). */
+  @Override
+  public void profileVerifyPasses(String label) {
+    for (CudaCausalLm rank : ranks) {
+      rank.profileVerifyPasses(label);
+    }
+  }
 }

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.DType;
 import dev.ringmaster.model.random.RandomModelWriter;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KernelTuning;
+import dev.ringmaster.runtime.KvCache;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +22,11 @@ import org.junit.jupiter.api.io.TempDir;
  * small elsewhere (hidden 512, 4 heads, 2 dense layers: no routing near-ties), and compares the
  * GPU's logits with the CPU engine's (bf16 cache, teacher forced) for a short prompt, whose steps
  * replay the fused graph, and a prompt longer than the fused launch's context limit, whose steps
- * replay the graph captured without it.
+ * replay the graph captured without it. A verify pass (5 rows of one sequence beside a decode row
+ * of another, in the 8-row graph captured with the fused launch: {@code mla-fused-tokens=8}) gives
+ * the logits of one-token steps over the same tokens, through the fused launch ({@code
+ * mla-fused-verify}, within 1e-3: the same attention, GEMV sums associated differently at one
+ * token) and through the separate kernels (within 2e-2: bf16 probabilities on tensor cores).
  */
 @Tag("gpu")
 class FusedMlaModelGpuTest {
@@ -50,6 +57,87 @@ class FusedMlaModelGpuTest {
           len, STEPS, worst);
       assertThat(worst).as("relative logits difference, prompt of " + len).isLessThan(2e-2);
     }
+  }
+
+  @Test
+  void verifyRowsThroughTheFusedLaunchMatchOneTokenSteps() throws IOException {
+    Path dir = v2LiteAttentionModel(tmp);
+    SplittableRandom r = new SplittableRandom(12);
+    int[] prompt = r.ints(30, 2, 512).toArray();
+    int[] drafts = r.ints(5, 2, 512).toArray();
+    int[] other = r.ints(20, 2, 512).toArray();
+    int otherNext = 7;
+    int vocab = 512;
+    KernelTuning fused8 = KernelTuning.defaults().with("mla-fused-tokens", 8);
+    for (boolean fusedVerify : new boolean[] {true, false}) {
+      CudaModelOptions o =
+          CudaCausalLmGpuTest.exact().withTuning(fused8.with("mla-fused-verify", fusedVerify));
+      try (CudaCausalLm lm = CudaCausalLm.load(dir, o)) {
+        // One-token steps: the prompt, then each draft alone; the other sequence's next token.
+        float[][] want = new float[drafts.length + 1][];
+        try (KvCache c = lm.newCache();
+            KvCache d = lm.newCache()) {
+          prefill(lm, prompt, c);
+          for (int i = 0; i < drafts.length; i++) {
+            want[i] =
+                lm.forward(
+                    new int[] {drafts[i]},
+                    BatchLayout.single(1, prompt.length + i),
+                    new KvCache[] {c},
+                    new int[] {0});
+          }
+          prefill(lm, other, d);
+          want[drafts.length] =
+              lm.forward(
+                  new int[] {otherNext},
+                  BatchLayout.single(1, other.length),
+                  new KvCache[] {d},
+                  new int[] {0});
+        }
+        // The verify pass: the drafts as 5 rows of one sequence, the other sequence's token beside.
+        float[] got;
+        try (KvCache c = lm.newCache();
+            KvCache d = lm.newCache()) {
+          prefill(lm, prompt, c);
+          prefill(lm, other, d);
+          int[] tokens = new int[drafts.length + 1];
+          int[] pos = new int[drafts.length + 1];
+          for (int i = 0; i < drafts.length; i++) {
+            tokens[i] = drafts[i];
+            pos[i] = prompt.length + i;
+          }
+          tokens[drafts.length] = otherNext;
+          pos[drafts.length] = other.length;
+          int[] rows = java.util.stream.IntStream.range(0, tokens.length).toArray();
+          got =
+              lm.forward(
+                  tokens,
+                  new BatchLayout(new int[] {0, drafts.length, drafts.length + 1}, pos),
+                  new KvCache[] {c, d},
+                  rows);
+        }
+        double worst = 0;
+        for (int i = 0; i <= drafts.length; i++) {
+          float[] row = java.util.Arrays.copyOfRange(got, i * vocab, (i + 1) * vocab);
+          worst = Math.max(worst, CudaCausalLmGpuTest.relDiff(row, want[i]));
+        }
+        System.out.printf(
+            "verify rows (mla-fused-verify=%s) vs one-token steps: worst relative logits diff"
+                + " %.2e%n",
+            fusedVerify, worst);
+        assertThat(worst)
+            .as("verify rows vs one-token steps, mla-fused-verify=" + fusedVerify)
+            .isLessThan(fusedVerify ? 1e-3 : 2e-2);
+      }
+    }
+  }
+
+  private static void prefill(CudaCausalLm lm, int[] prompt, KvCache cache) {
+    lm.forward(
+        prompt,
+        BatchLayout.single(prompt.length, 0),
+        new KvCache[] {cache},
+        new int[] {prompt.length - 1});
   }
 
   /**
