@@ -17,11 +17,13 @@ __device__ __forceinline__ void rope_read_pair(const float* base, int i, int hal
 }
 
 // Writes pair i rotated, de-interleaved: base[i] and base[half + i]. Every pair of the rotation
-// must have been read first (the de-interleaved write lands on other pairs' inputs).
+// must have been read first (the de-interleaved write lands on other pairs' inputs). Each product
+// rounded before the sum (no FMA contraction, as the CPU reference computes it): the compiler
+// would otherwise contract the expression differently in each kernel that inlines it.
 __device__ __forceinline__ void rope_write_pair(float* base, int i, int half, float x0, float x1,
                                                 float c, float s) {
-  base[i] = x0 * c - x1 * s;
-  base[half + i] = x1 * c + x0 * s;
+  base[i] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+  base[half + i] = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
 }
 
 // Rotates `dim` values at x[t*tokenStride + h*headStride + offset ...] for position positions[t].
