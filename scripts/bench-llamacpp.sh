@@ -2,20 +2,23 @@
 # CPU A/B against llama.cpp on this machine, on the embedded model (bf16, converted to GGUF by
 # llama.cpp's own converter): the reference of docs/cpu-performance.md.
 #
-# Usage: scripts/bench-llamacpp.sh OUT_DIR [ROUNDS] [THREADS]
+# Usage: scripts/bench-llamacpp.sh OUT_DIR [ROUNDS] [THREADS] [MODEL_DIR] [GEN_LEN]
+#   MODEL_DIR: a DeepSeek-V2/V3 checkpoint (default models/sotu-moe, the embedded model);
+#   GEN_LEN: decode steps timed per batch size (default 64).
 #
 # llama.cpp comes from the npm registry: the node-llama-cpp package carries the llama.cpp source it
 # was released with (a git bundle), which is built here for this CPU (cmake, -DGGML_NATIVE=ON;
 # llama-bench, llama-batched-bench, llama-simple). Everything goes under .cache/llama.cpp.
 # Each round runs, one after the other: llama-bench (prefill of 128 tokens, decode of 64 at
-# batch 1), llama-batched-bench (128-token prompts, 64 decode steps, 1, 4 and 16 sequences) and
-# `ringmaster bench one-batch --batch-size 1,4,16 --input-len 128 --output-len 64`. Before the
-# rounds, 32 greedy tokens of both engines are compared. OUT_DIR gets every raw output and
+# batch 1), llama-batched-bench (128-token prompts, GEN_LEN decode steps, 1, 4 and 16 sequences)
+# and `ringmaster bench one-batch --batch-size 1,4,16 --input-len 128 --output-len GEN_LEN`. Before
+# the rounds, 32 greedy tokens of both engines are compared. OUT_DIR gets every raw output and
 # summary.json (medians per figure). Run it on a quiet machine: both engines use every thread
 # they are given, and another process on a core shows up as noise in both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="$1" rounds="${2:-5}" threads="${3:-2}"
+out="$1" rounds="${2:-5}" threads="${3:-2}" model="${4:-$root/models/sotu-moe}" gen="${5:-64}"
+model="$(cd "$model" && pwd)"
 mkdir -p "$out"
 cache="$root/.cache/llama.cpp"
 src="$cache/src" bin="$cache/src/build/bin"
@@ -34,20 +37,23 @@ if [ ! -x "$bin/llama-batched-bench" ] || [ ! -x "$bin/llama-bench" ] || [ ! -x 
     > "$cache/build.log"
 fi
 
-gguf="$cache/sotu-moe-bf16.gguf"
-if [ ! -f "$gguf" ] || [ "$root/models/sotu-moe/model.safetensors" -nt "$gguf" ]; then
+name="$(basename "$model")"
+gguf="$cache/$name-bf16.gguf"
+if [ ! -f "$gguf" ] || [ -n "$(find "$model" -name '*.safetensors' -newer "$gguf")" ]; then
   bash "$root/scripts/python-env.sh"
-  hf="$cache/sotu-moe-hf"
+  hf="$cache/$name-hf"
   rm -rf "$hf" && mkdir -p "$hf"
-  cp "$root"/models/sotu-moe/{config.json,generation_config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$hf/"
+  for f in "$model"/*.json "$model"/*.safetensors; do ln -s "$f" "$hf/"; done
+  rm "$hf/config.json" && cp "$model/config.json" "$hf/"
   # transformers' DeepseekV3 routes by sigmoid scores with a correction bias (its config has no
   # field for it); llama.cpp's converter reads the original checkpoints' scoring_func, and without
-  # it llama.cpp would route by softmax.
+  # it llama.cpp would route a deepseek_v3 model by softmax.
   "$root/.venv/bin/python" - "$hf/config.json" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c["scoring_func"] = "sigmoid"
-c["topk_method"] = "noaux_tc"
+if c["model_type"] == "deepseek_v3":
+    c.setdefault("scoring_func", "sigmoid")
+    c.setdefault("topk_method", "noaux_tc")
 json.dump(c, open(sys.argv[1], "w"), indent=2)
 EOF
   # The converter knows pre-tokenizers by a hash of their output; this tokenizer splits as
@@ -70,10 +76,16 @@ EOF
 fi
 
 prompt="We the people"
-"$bin/llama-simple" -m "$gguf" -n 32 "$prompt" 2>/dev/null | sed 's/^<|bos|>//' > "$out/greedy-llamacpp.txt"
-"$root/ringmaster" generate "$prompt" --max-new-tokens 32 --temperature 0 --cpu-threads "$threads" \
-  2>/dev/null > "$out/greedy-ringmaster.txt"
-if diff -q <(tr -d '\n' < "$out/greedy-llamacpp.txt") <(tr -d '\n' < "$out/greedy-ringmaster.txt") > /dev/null; then
+"$bin/llama-simple" -m "$gguf" -n 32 "$prompt" 2>/dev/null > "$out/greedy-llamacpp.txt"
+"$root/ringmaster" generate --model "$model" "$prompt" --max-new-tokens 32 --temperature 0 \
+  --cpu-threads "$threads" 2>/dev/null > "$out/greedy-ringmaster.txt"
+# llama-simple prints special tokens (the BOS, for one) and ringmaster's text leaves them out.
+if python3 - "$out/greedy-llamacpp.txt" "$out/greedy-ringmaster.txt" <<'EOF'
+import re, sys
+a, b = (re.sub(r"<[|\uff5c][^<>]*[|\uff5c]>|\s", "", open(f).read()) for f in sys.argv[1:])
+sys.exit(0 if a == b else 1)
+EOF
+then
   echo "greedy: 32 tokens of '$prompt' equal in both engines" >&2
 else
   echo "greedy: the engines differ on '$prompt':" >&2
@@ -81,11 +93,11 @@ else
 fi
 
 for round in $(seq 1 "$rounds"); do
-  "$bin/llama-bench" -m "$gguf" -p 128 -n 64 -t "$threads" -r 3 -o jsonl 2>/dev/null \
+  "$bin/llama-bench" -m "$gguf" -p 128 -n "$gen" -t "$threads" -r 3 -o jsonl 2>/dev/null \
     > "$out/llama-bench-$round.jsonl"
-  "$bin/llama-batched-bench" -m "$gguf" -c 4096 -npp 128 -ntg 64 -npl 1,4,16 -t "$threads" \
+  "$bin/llama-batched-bench" -m "$gguf" -c 4096 -npp 128 -ntg "$gen" -npl 1,4,16 -t "$threads" \
     --output-format jsonl 2>/dev/null | grep '^{' > "$out/llama-batched-$round.jsonl"
-  "$root/ringmaster" bench one-batch --batch-size 1,4,16 --input-len 128 --output-len 64 \
+  "$root/ringmaster" bench one-batch --model "$model" --batch-size 1,4,16 --input-len 128 --output-len "$gen" \
     --cpu-threads "$threads" --json 2>/dev/null > "$out/ringmaster-$round.json"
   echo "round $round of $rounds done (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 done
