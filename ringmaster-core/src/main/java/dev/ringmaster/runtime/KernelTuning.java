@@ -51,6 +51,8 @@ import java.util.stream.Collectors;
  * @param moeDownRowsPerWarp output rows per warp of the CUDA-core MoE down projection
  * @param gemvRowsPerWarp output rows per warp of the one-token GEMV (when not split over K)
  * @param gemvSplitK warps sharing one row of the one-token GEMV
+ * @param quantOneToken a lone token's FP8 and NVFP4 GEMVs and CUDA-core experts take the one-token
+ *     kernels
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
@@ -101,6 +103,10 @@ public record KernelTuning(
         int gemvRowsPerWarp,
     @Doc("GPU: warps sharing one row of the one-token GEMV: 1 (off), 2 or 4") int gemvSplitK,
     @Doc(
+            "GPU: a lone token's FP8 and NVFP4 GEMVs, SwiGLU GEMVs and CUDA-core routed experts take"
+                + " the one-token kernels (bit-identical; false: the general kernels)")
+        boolean quantOneToken,
+    @Doc(
             "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
                 + " to every position (dense attention, for speed comparisons; not the model)")
         boolean dsaSparseAttention,
@@ -130,7 +136,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, 1, 0, 8, 4, 1, 4, true,
-          true, "auto");
+          true, true, "auto");
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -36,6 +36,7 @@ class KernelTuningTest {
           Map.entry("moe-down-rows-per-warp", "2"),
           Map.entry("gemv-rows-per-warp", "4"),
           Map.entry("gemv-split-k", "1"),
+          Map.entry("quant-one-token", "false"),
           Map.entry("dsa-sparse-attention", "false"),
           Map.entry("moe-skip-padding-rows", "false"),
           Map.entry("indexer-cache-dtype", "fp8_e4m3"));
@@ -68,6 +69,7 @@ class KernelTuningTest {
     assertThat(d.moeDownRowsPerWarp()).isEqualTo(4);
     assertThat(d.gemvRowsPerWarp()).isEqualTo(1);
     assertThat(d.gemvSplitK()).isEqualTo(4);
+    assertThat(d.quantOneToken()).isTrue();
     assertThat(d.indexerCacheDtype()).isEqualTo("auto");
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
