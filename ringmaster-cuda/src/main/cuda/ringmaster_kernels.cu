@@ -13,6 +13,7 @@
 #include "fp8_linear_mma.cu"
 #include "nvfp4_weights.cu"
 #include "nvfp4_moe_mma.cu"
+#include "quant_one_token.cu"
 #include "mla_attention.cu"
 #include "mla_mma.cu"
 #include "mla_decode_fused.cu"

@@ -54,6 +54,8 @@ import java.util.stream.Collectors;
  * @param gemvRowsPerWarp output rows per warp of the one-token GEMV (when not split over K)
  * @param gemvSplitK warps sharing one row of the one-token GEMV
  * @param gemvTokenGroup most tokens of a bf16 GEMV pass that stream each weight row once (4 or 8)
+ * @param quantOneToken a lone token's FP8 and NVFP4 GEMVs and CUDA-core experts take the one-token
+ *     kernels
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
@@ -117,6 +119,9 @@ public record KernelTuning(
             "GPU: most tokens of one pass of the bf16 GEMVs (dense projections, SwiGLU, router),"
                 + " each pass streaming the weights once: 4 or 8 (the same results)")
         int gemvTokenGroup,
+            "GPU: a lone token's FP8 and NVFP4 GEMVs, SwiGLU GEMVs and CUDA-core routed experts take"
+                + " the one-token kernels (bit-identical; false: the general kernels)")
+        boolean quantOneToken,
     @Doc(
             "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
                 + " to every position (dense attention, for speed comparisons; not the model)")
@@ -158,7 +163,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, "auto", true, true);
+          8, true, true, true, "auto", true, true);
 
   private static final List<Key> KEYS = buildKeys();
 

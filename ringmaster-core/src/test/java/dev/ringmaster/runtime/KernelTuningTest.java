@@ -38,6 +38,7 @@ class KernelTuningTest {
           Map.entry("gemv-rows-per-warp", "4"),
           Map.entry("gemv-split-k", "1"),
           Map.entry("gemv-token-group", "4"),
+          Map.entry("quant-one-token", "false"),
           Map.entry("dsa-sparse-attention", "false"),
           Map.entry("moe-skip-padding-rows", "false"),
           Map.entry("indexer-cache-dtype", "fp8_e4m3"),
@@ -74,6 +75,7 @@ class KernelTuningTest {
     assertThat(d.gemvRowsPerWarp()).isEqualTo(1);
     assertThat(d.gemvSplitK()).isEqualTo(4);
     assertThat(d.gemvTokenGroup()).isEqualTo(8);
+    assertThat(d.quantOneToken()).isTrue();
     assertThat(d.indexerCacheDtype()).isEqualTo("auto");
     assertThat(d.indexerFusedOps()).isTrue();
     assertThat(d.indexerTopkCandidates()).isTrue();

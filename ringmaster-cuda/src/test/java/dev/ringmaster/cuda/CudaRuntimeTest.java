@@ -53,6 +53,8 @@ class CudaRuntimeTest {
         off += entryHeader + payload;
       }
       assertThat(entries).isPositive();
+      // Each entry's header names its source in plain text, compressed or not.
+      assertThat(new String(fatbin, StandardCharsets.ISO_8859_1)).contains("ringmaster_kernels.cu");
     }
   }
 

@@ -15,8 +15,17 @@ public final class Fp8Kernels {
   /** Rows of the stack per warp of {@code rm_gemv_fp8} (kFp8GemvRowsPerWarp). */
   private static final int GEMV_ROWS_PER_WARP = 2;
 
+  /** Rows of the stack per warp of {@code rm_gemv1_fp8} (kQ1Fp8GemvRows). */
+  private static final int GEMV1_ROWS_PER_WARP = 2;
+
+  /** Output columns per warp of {@code rm_gemv_swiglu1_fp8} (kQ1Fp8SwigluCols). */
+  private static final int SWIGLU1_COLS_PER_WARP = 2;
+
   private final Kernel gemv;
   private final Kernel gemvSwiglu;
+  private final Kernel gemv1;
+  private final Kernel gemvSwiglu1;
+  private boolean oneToken;
 
   /**
    * Most tokens for which a dense FP8 linear beyond the GEMV runs on tensor cores ({@link
@@ -40,12 +49,31 @@ public final class Fp8Kernels {
   private final Kernel linearMma;
   private final Kernel sumSplits;
 
-  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel) {
+  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken) {
     gemv = kernel.apply("rm_gemv_fp8", 13);
     gemvSwiglu = kernel.apply("rm_gemv_swiglu_fp8", 7);
+    gemv1 = kernel.apply("rm_gemv1_fp8", 12);
+    gemvSwiglu1 = kernel.apply("rm_gemv_swiglu1_fp8", 6);
+    this.oneToken = oneToken;
     dequant = kernel.apply("rm_dequant_fp8_bf16", 6);
     linearMma = kernel.apply("rm_linear_mma_fp8", 9);
     sumSplits = kernel.apply("rm_sum_splits", 4);
+  }
+
+  /**
+   * Whether a lone token's {@link #gemv}, {@link #gemv2} and {@link #gemvSwiglu} run the one-token
+   * kernels ({@code quant_one_token.cu}: several rows a warp, 16 loads of 16 bytes in flight per
+   * lane, registers of the one-token path alone) instead of the general ones; the outputs are bit
+   * for bit the same. Read at each launch, so a graph captures the choice made then; the kernel
+   * option {@code quant-one-token} sets it. For benchmarks and tests.
+   */
+  public void useOneTokenKernels(boolean on) {
+    oneToken = on;
+  }
+
+  /** Whether a lone token takes the one-token kernels ({@link #useOneTokenKernels}). */
+  public boolean oneTokenKernels() {
+    return oneToken;
   }
 
   /**
@@ -162,7 +190,7 @@ public final class Fp8Kernels {
   /**
    * {@code y[n, m] = x[n, k] . W^T} with {@code W} e4m3 {@code [m, k]} ({@code codes}) and its
    * block scales, for a few tokens (a warp per 2 rows, each group of 4 tokens streaming the rows
-   * again).
+   * again; a lone token: {@link #useOneTokenKernels}).
    */
   public void gemv(
       CudaStream s, long y, long codes, long scales, int partRows, long x, int m, int k, int n) {
@@ -188,6 +216,13 @@ public final class Fp8Kernels {
       long x,
       int k,
       int n) {
+    if (n == 1 && oneToken) {
+      gemv1.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, partRows1).arg(4, m1);
+      gemv1.arg(5, y2).arg(6, codes2).arg(7, scales2).arg(8, partRows2).arg(9, m2);
+      gemv1.arg(10, x).arg(11, k);
+      gemv1.launch(s, RingmasterKernels.blocks(m1 + m2, 4 * GEMV1_ROWS_PER_WARP), 1, 1, 128, 0);
+      return;
+    }
     gemv.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, partRows1).arg(4, m1);
     gemv.arg(5, y2).arg(6, codes2).arg(7, scales2).arg(8, partRows2).arg(9, m2);
     gemv.arg(10, x).arg(11, k).arg(12, n);
@@ -196,10 +231,17 @@ public final class Fp8Kernels {
 
   /**
    * {@code out[n, inter] = silu(x . G^T) * (x . U^T)} for the FP8 gate|up matrix {@code [G; U]}
-   * ({@code [2 * inter, k]}, scales in parts of {@code inter} rows), a warp per output column.
+   * ({@code [2 * inter, k]}, scales in parts of {@code inter} rows), a warp per output column (a
+   * lone token: per 2 columns, {@link #useOneTokenKernels}).
    */
   public void gemvSwiglu(
       CudaStream s, long out, long codes, long scales, long x, int inter, int k, int n) {
+    if (n == 1 && oneToken) {
+      gemvSwiglu1.arg(0, out).arg(1, codes).arg(2, scales).arg(3, x).arg(4, inter).arg(5, k);
+      gemvSwiglu1.launch(
+          s, RingmasterKernels.blocks(inter, 4 * SWIGLU1_COLS_PER_WARP), 1, 1, 128, 0);
+      return;
+    }
     gemvSwiglu.arg(0, out).arg(1, codes).arg(2, scales).arg(3, x).arg(4, inter).arg(5, k);
     gemvSwiglu.arg(6, n).launch(s, RingmasterKernels.blocks(inter, 4), 1, 1, 128, 0);
   }

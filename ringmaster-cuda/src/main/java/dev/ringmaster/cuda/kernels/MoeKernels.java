@@ -105,7 +105,16 @@ public final class MoeKernels {
   private final Kernel moeDownMmaFp8;
   private final Kernel moeGateUpMma8Fp8;
   private final Kernel moeDownMma8Fp8;
+  private final Kernel moeGateUp1Fp8;
+  private final Kernel moeDown1Fp8;
+  private boolean oneTokenFp8;
   private int moeMmaMinTokens;
+
+  /** Intermediate rows per warp of {@code rm_moe_gate_up1_fp8} (kQ1Fp8GateUpCols). */
+  private static final int FP8_GATE_UP1_ROWS_PER_WARP = 2;
+
+  /** Output rows per warp of {@code rm_moe_down1_fp8} (kQ1Fp8DownRows). */
+  private static final int FP8_DOWN1_ROWS_PER_WARP = 4;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
     route = kernel.apply("rm_moe_route", 13);
@@ -129,6 +138,9 @@ public final class MoeKernels {
     moeDownMmaFp8 = kernel.apply("rm_moe_down_mma_fp8", 11);
     moeGateUpMma8Fp8 = kernel.apply("rm_moe_gate_up_mma8_fp8", 11);
     moeDownMma8Fp8 = kernel.apply("rm_moe_down_mma8_fp8", 11);
+    moeGateUp1Fp8 = kernel.apply("rm_moe_gate_up1_fp8", 11);
+    moeDown1Fp8 = kernel.apply("rm_moe_down1_fp8", 11);
+    oneTokenFp8 = tuning.quantOneToken();
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
   }
 
@@ -335,9 +347,9 @@ public final class MoeKernels {
    * hidden} rows). With {@code tensorCores} (needs {@link #moeMmaSupports}) the tensor-core kernels
    * ({@code fp8_moe_mma.cu}: passes of up to {@link #moeMmaFp8PassTokens} tokens, activations and
    * the intermediate rounded to bf16, codes decoded exactly), else the CUDA-core ones (f32
-   * activations, each expert's rows streamed once per 8 of its pairs). The pairs' rows are left in
-   * {@link MoeWorkspace#pairRowsPtr()}; with {@code aligned} (CUDA-core kernels only), {@code ws}
-   * already holds them grouped.
+   * activations, each expert's rows streamed once per 8 of its pairs; one token: {@link
+   * #useOneTokenFp8Experts}). The pairs' rows are left in {@link MoeWorkspace#pairRowsPtr()}; with
+   * {@code aligned} (CUDA-core kernels only), {@code ws} already holds them grouped.
    */
   public void moeExpertPairsFp8(
       CudaStream s,
@@ -424,19 +436,41 @@ public final class MoeKernels {
     int active =
         aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
     boolean narrow = passTokens == MOE_MMA_FP8_NARROW_PASS_TOKENS;
-    Kernel gateUp = tensorCores ? (narrow ? moeGateUpMma8Fp8 : moeGateUpMmaFp8) : moeGateUpFp8;
-    Kernel down = tensorCores ? (narrow ? moeDownMma8Fp8 : moeDownMmaFp8) : moeDownFp8;
+    boolean one = !tensorCores && n == 1 && oneTokenFp8;
+    Kernel gateUp =
+        tensorCores
+            ? (narrow ? moeGateUpMma8Fp8 : moeGateUpMmaFp8)
+            : one ? moeGateUp1Fp8 : moeGateUpFp8;
+    Kernel down =
+        tensorCores ? (narrow ? moeDownMma8Fp8 : moeDownMmaFp8) : one ? moeDown1Fp8 : moeDownFp8;
     int rowsPerBlock = tensorCores ? MMA_ROWS_PER_BLOCK : 4;
     int threads = tensorCores ? MMA_THREADS : 128;
+    int gateUpRows = one ? 4 * FP8_GATE_UP1_ROWS_PER_WARP : rowsPerBlock;
+    int downRows = one ? 4 * FP8_DOWN1_ROWS_PER_WARP : rowsPerBlock;
     gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());
     gateUp.arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
     gateUp.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter).arg(10, ws.topK);
-    gateUp.launch(s, blocks(inter, rowsPerBlock), active, 1, threads, 0);
+    gateUp.launch(s, blocks(inter, gateUpRows), active, 1, threads, 0);
     down.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, ws.h.ptr()).arg(4, weights);
     down.arg(5, ws.offsets.ptr()).arg(6, ws.sortedPairs.ptr());
     down.arg(7, ws.activeExperts.ptr()).arg(8, ws.activeCount.ptr());
     down.arg(9, hidden).arg(10, inter);
-    down.launch(s, blocks(hidden, rowsPerBlock), active, 1, threads, 0);
+    down.launch(s, blocks(hidden, downRows), active, 1, threads, 0);
+  }
+
+  /**
+   * Whether a lone token's CUDA-core FP8 experts ({@link #moeExpertPairsFp8}) run the one-token
+   * kernels ({@code rm_moe_gate_up1_fp8} / {@code rm_moe_down1_fp8}: 2 intermediate rows and 4
+   * output rows a warp) instead of the general ones; bit for bit the same rows. Read at each
+   * launch; the kernel option {@code quant-one-token} sets it. For benchmarks and tests.
+   */
+  public void useOneTokenFp8Experts(boolean on) {
+    oneTokenFp8 = on;
+  }
+
+  /** Whether a lone token's FP8 experts take the one-token kernels. */
+  public boolean oneTokenFp8Experts() {
+    return oneTokenFp8;
   }
 
   /**

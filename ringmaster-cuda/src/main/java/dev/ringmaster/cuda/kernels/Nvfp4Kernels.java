@@ -28,8 +28,25 @@ public final class Nvfp4Kernels {
   private static final int MMA_ROWS_PER_BLOCK = 64;
   private static final int MMA_THREADS = 128;
 
+  /** Rows per warp of {@code rm_gemv1_nvfp4} (kQ1Nvfp4GemvRows). */
+  private static final int GEMV1_ROWS_PER_WARP = 4;
+
+  /** Output columns per warp of {@code rm_gemv_swiglu1_nvfp4} (kQ1Nvfp4SwigluCols). */
+  private static final int SWIGLU1_COLS_PER_WARP = 2;
+
+  /** Intermediate rows per warp of {@code rm_moe_gate_up1_nvfp4} (kQ1Nvfp4GateUpCols). */
+  private static final int GATE_UP1_ROWS_PER_WARP = 2;
+
+  /** Output rows per warp of {@code rm_moe_down1_nvfp4} (kQ1Nvfp4DownRows). */
+  private static final int DOWN1_ROWS_PER_WARP = 4;
+
   private final Kernel gemv;
   private final Kernel gemvSwiglu;
+  private final Kernel gemv1;
+  private final Kernel gemvSwiglu1;
+  private final Kernel gateUp1;
+  private final Kernel down1;
+  private boolean oneToken;
   private final Kernel dequant;
   private final Kernel gateUp;
   private final Kernel down;
@@ -38,9 +55,14 @@ public final class Nvfp4Kernels {
   private final Kernel gateUpMma8;
   private final Kernel downMma8;
 
-  Nvfp4Kernels(BiFunction<String, Integer, Kernel> kernel) {
+  Nvfp4Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken) {
     gemv = kernel.apply("rm_gemv_nvfp4", 15);
     gemvSwiglu = kernel.apply("rm_gemv_swiglu_nvfp4", 8);
+    gemv1 = kernel.apply("rm_gemv1_nvfp4", 14);
+    gemvSwiglu1 = kernel.apply("rm_gemv_swiglu1_nvfp4", 7);
+    gateUp1 = kernel.apply("rm_moe_gate_up1_nvfp4", 12);
+    down1 = kernel.apply("rm_moe_down1_nvfp4", 12);
+    this.oneToken = oneToken;
     dequant = kernel.apply("rm_dequant_nvfp4_bf16", 7);
     gateUp = kernel.apply("rm_moe_gate_up_nvfp4", 12);
     down = kernel.apply("rm_moe_down_nvfp4", 12);
@@ -48,6 +70,22 @@ public final class Nvfp4Kernels {
     downMma = kernel.apply("rm_moe_down_mma_nvfp4", 12);
     gateUpMma8 = kernel.apply("rm_moe_gate_up_mma8_nvfp4", 12);
     downMma8 = kernel.apply("rm_moe_down_mma8_nvfp4", 12);
+  }
+
+  /**
+   * Whether a lone token's GEMVs ({@link #gemv}, {@link #gemv2}, {@link #gemvSwiglu}) and CUDA-core
+   * routed experts ({@link #moeExpertPairs} of one token) run the one-token kernels ({@code
+   * quant_one_token.cu}: several rows a warp, registers of the one-token path alone) instead of the
+   * general ones; the outputs are bit for bit the same. Read at each launch; the kernel option
+   * {@code quant-one-token} sets it. For benchmarks and tests.
+   */
+  public void useOneTokenKernels(boolean on) {
+    oneToken = on;
+  }
+
+  /** Whether a lone token takes the one-token kernels ({@link #useOneTokenKernels}). */
+  public boolean oneTokenKernels() {
+    return oneToken;
   }
 
   /**
@@ -90,6 +128,13 @@ public final class Nvfp4Kernels {
       long x,
       int k,
       int n) {
+    if (n == 1 && oneToken) {
+      gemv1.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, globals1).arg(4, partRows1);
+      gemv1.arg(5, m1).arg(6, y2).arg(7, codes2).arg(8, scales2).arg(9, globals2);
+      gemv1.arg(10, partRows2).arg(11, m2).arg(12, x).arg(13, k);
+      gemv1.launch(s, blocks(m1 + m2, 4 * GEMV1_ROWS_PER_WARP), 1, 1, 128, 0);
+      return;
+    }
     gemv.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, globals1).arg(4, partRows1).arg(5, m1);
     gemv.arg(6, y2).arg(7, codes2).arg(8, scales2).arg(9, globals2).arg(10, partRows2);
     gemv.arg(11, m2).arg(12, x).arg(13, k).arg(14, n);
@@ -111,6 +156,12 @@ public final class Nvfp4Kernels {
       int inter,
       int k,
       int n) {
+    if (n == 1 && oneToken) {
+      gemvSwiglu1.arg(0, out).arg(1, codes).arg(2, scales).arg(3, globals).arg(4, x);
+      gemvSwiglu1.arg(5, inter).arg(6, k);
+      gemvSwiglu1.launch(s, blocks(inter, 4 * SWIGLU1_COLS_PER_WARP), 1, 1, 128, 0);
+      return;
+    }
     gemvSwiglu.arg(0, out).arg(1, codes).arg(2, scales).arg(3, globals).arg(4, x);
     gemvSwiglu.arg(5, inter).arg(6, k).arg(7, n).launch(s, blocks(inter, 4), 1, 1, 128, 0);
   }
@@ -198,7 +249,7 @@ public final class Nvfp4Kernels {
    * pairs' rows are left in {@link MoeWorkspace#pairRowsPtr()}. With {@code tensorCores} (needs
    * {@link MoeKernels#moeMmaSupports}) the tensor-core kernels in passes of {@code passTokens}
    * ({@link #moeMmaPassTokens}), else the CUDA-core ones (f32 activations; {@code aligned}: {@code
-   * ws} already holds the pairs grouped by expert).
+   * ws} already holds the pairs grouped by expert; one token: {@link #useOneTokenKernels}).
    */
   public void moeExpertPairs(
       CudaStream s,
@@ -240,18 +291,21 @@ public final class Nvfp4Kernels {
     }
     int active = Math.min(n * ws.topK, ws.numExperts);
     boolean narrow = passTokens == MOE_MMA_NARROW_PASS_TOKENS;
-    Kernel gu = tensorCores ? (narrow ? gateUpMma8 : gateUpMma) : gateUp;
-    Kernel dn = tensorCores ? (narrow ? downMma8 : downMma) : down;
+    boolean one = !tensorCores && n == 1 && oneToken;
+    Kernel gu = tensorCores ? (narrow ? gateUpMma8 : gateUpMma) : one ? gateUp1 : gateUp;
+    Kernel dn = tensorCores ? (narrow ? downMma8 : downMma) : one ? down1 : down;
     int rowsPerBlock = tensorCores ? MMA_ROWS_PER_BLOCK : 4;
     int threads = tensorCores ? MMA_THREADS : 128;
+    int gateUpRows = one ? 4 * GATE_UP1_ROWS_PER_WARP : rowsPerBlock;
+    int downRows = one ? 4 * DOWN1_ROWS_PER_WARP : rowsPerBlock;
     gu.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, g13).arg(4, x).arg(5, ws.offsets.ptr());
     gu.arg(6, ws.sortedPairs.ptr()).arg(7, ws.activeExperts.ptr());
     gu.arg(8, ws.activeCount.ptr()).arg(9, hidden).arg(10, inter).arg(11, ws.topK);
-    gu.launch(s, blocks(inter, rowsPerBlock), active, 1, threads, 0);
+    gu.launch(s, blocks(inter, gateUpRows), active, 1, threads, 0);
     dn.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, g2).arg(4, ws.h.ptr()).arg(5, weights);
     dn.arg(6, ws.offsets.ptr()).arg(7, ws.sortedPairs.ptr());
     dn.arg(8, ws.activeExperts.ptr()).arg(9, ws.activeCount.ptr());
     dn.arg(10, hidden).arg(11, inter);
-    dn.launch(s, blocks(hidden, rowsPerBlock), active, 1, threads, 0);
+    dn.launch(s, blocks(hidden, downRows), active, 1, threads, 0);
   }
 }

@@ -57,7 +57,7 @@ public final class RingmasterKernels implements AutoCloseable {
    * Loads the fatbin into the current context; {@code tuning} gives the kernel variants ({@code
    * pdl}, {@code mla-tensor-cores}, {@code mla-stages}, {@code moe-mma-min-tokens}, {@code
    * moe-down-rows-per-warp}, {@code gemv-rows-per-warp}, {@code gemv-split-k}, {@code
-   * gemv-token-group}).
+   * gemv-token-group}, {@code quant-one-token}).
    */
   public RingmasterKernels(KernelTuning tuning) {
     driver = CudaDriver.get();
@@ -87,11 +87,28 @@ public final class RingmasterKernels implements AutoCloseable {
     argmax = kernel("rm_argmax", 3);
     smallBatchMoe = new SmallBatchMoe(this::kernel, this::gemvTokenGroup);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
-    fp8 = new Fp8Kernels(this::kernel);
-    nvfp4 = new Nvfp4Kernels(this::kernel);
+    fp8 = new Fp8Kernels(this::kernel, tuning.quantOneToken());
+    nvfp4 = new Nvfp4Kernels(this::kernel, tuning.quantOneToken());
     setProgrammaticDependentLaunch(tuning.pdl());
     gqaAttention = new GqaAttention(this::kernel);
     deviceSampler = new DeviceSampler(this::kernel);
+  }
+
+  /**
+   * Whether a lone token's FP8 and NVFP4 GEMVs and CUDA-core routed experts run the one-token
+   * kernels (bit-identical to the general ones; the kernel option {@code quant-one-token}): sets
+   * {@link Fp8Kernels#useOneTokenKernels}, {@link Nvfp4Kernels#useOneTokenKernels} and {@link
+   * MoeKernels#useOneTokenFp8Experts} together. Read at each launch. For benchmarks and tests.
+   */
+  public void useQuantOneToken(boolean on) {
+    fp8.useOneTokenKernels(on);
+    nvfp4.useOneTokenKernels(on);
+    moe.useOneTokenFp8Experts(on);
+  }
+
+  /** Whether the quantized one-token kernels are chosen ({@link #useQuantOneToken}). */
+  public boolean quantOneToken() {
+    return fp8.oneTokenKernels();
   }
 
   /** The MoE kernels (routing, experts, combine), loaded with these. */
