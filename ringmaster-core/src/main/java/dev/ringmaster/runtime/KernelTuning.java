@@ -119,6 +119,7 @@ public record KernelTuning(
             "GPU: most tokens of one pass of the bf16 GEMVs (dense projections, SwiGLU, router),"
                 + " each pass streaming the weights once: 4 or 8 (the same results)")
         int gemvTokenGroup,
+    @Doc(
             "GPU: a lone token's FP8 and NVFP4 GEMVs, SwiGLU GEMVs and CUDA-core routed experts take"
                 + " the one-token kernels (bit-identical; false: the general kernels)")
         boolean quantOneToken,
