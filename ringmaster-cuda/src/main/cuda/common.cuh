@@ -58,6 +58,20 @@ __device__ __forceinline__ uint4 load_stream_u4(const uint16_t* p) {
   return __ldcs(reinterpret_cast<const uint4*>(p));
 }
 
+// v[0..16) = p[0..16) (16-byte aligned activations) as four read-only float4 loads: the
+// activation chunk that the FP8 and NVFP4 GEMV kernels multiply with 16 decoded weights.
+__device__ __forceinline__ void load_f32x16(const float* p, float (&v)[16]) {
+  const float4* p4 = reinterpret_cast<const float4*>(p);
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const float4 a = __ldg(p4 + q);
+    v[4 * q] = a.x;
+    v[4 * q + 1] = a.y;
+    v[4 * q + 2] = a.z;
+    v[4 * q + 3] = a.w;
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

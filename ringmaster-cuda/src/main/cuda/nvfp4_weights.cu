@@ -109,17 +109,8 @@ __device__ __forceinline__ void warp_rows_dot_nvfp4(const uint8_t* const (&w)[R]
 #pragma unroll
           for (int j = 0; j < NT; j++) {
             if (j < nt) {
-              const float4* xp =
-                  reinterpret_cast<const float4*>(xr[j] + static_cast<size_t>(cc) * 32 + 16 * half);
               float xv[16];
-#pragma unroll
-              for (int q = 0; q < 4; q++) {
-                const float4 a = __ldg(xp + q);
-                xv[4 * q] = a.x;
-                xv[4 * q + 1] = a.y;
-                xv[4 * q + 2] = a.z;
-                xv[4 * q + 3] = a.w;
-              }
+              load_f32x16(xr[j] + static_cast<size_t>(cc) * 32 + 16 * half, xv);
 #pragma unroll
               for (int r = 0; r < R; r++) {
                 float d = 0.f;

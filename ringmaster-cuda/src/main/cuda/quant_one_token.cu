@@ -54,16 +54,8 @@ __device__ __forceinline__ void fp8_rows_dot1(const uint8_t* const (&w)[R],
       for (int u = 0; u < U; u++) {
         const int cc = c + LANES * u;
         if (cc >= chunks) break;
-        const float4* xp = reinterpret_cast<const float4*>(x + static_cast<size_t>(cc) * 16);
         float xv[16];
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-          const float4 a = __ldg(xp + q);
-          xv[4 * q] = a.x;
-          xv[4 * q + 1] = a.y;
-          xv[4 * q + 2] = a.z;
-          xv[4 * q + 3] = a.w;
-        }
+        load_f32x16(x + static_cast<size_t>(cc) * 16, xv);
 #pragma unroll
         for (int r = 0; r < R; r++) {
           float wf[16];
@@ -118,17 +110,8 @@ __device__ __forceinline__ void nvfp4_rows_dot1(const uint8_t* const (&w)[R],
         if (cc >= chunks) break;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-          const float4* xp =
-              reinterpret_cast<const float4*>(x + static_cast<size_t>(cc) * 32 + 16 * half);
           float xv[16];
-#pragma unroll
-          for (int q = 0; q < 4; q++) {
-            const float4 a = __ldg(xp + q);
-            xv[4 * q] = a.x;
-            xv[4 * q + 1] = a.y;
-            xv[4 * q + 2] = a.z;
-            xv[4 * q + 3] = a.w;
-          }
+          load_f32x16(x + static_cast<size_t>(cc) * 32 + 16 * half, xv);
 #pragma unroll
           for (int r = 0; r < R; r++) {
             float wf[16];
