@@ -379,6 +379,28 @@ __device__ __forceinline__ void idx_follow_histograms(const int* hists, int pass
   *remainingOut = sRemaining;
 }
 
+// Block c's chunk of a row of a multi-block top-k launch (rm_indexer_topk_multi,
+// rm_indexer_topk_cand): ceil(len / gridDim.x) positions rounded up to the block size, [begin,
+// end). A row no longer than topK selects all of its positions: the launch's writing pass
+// (writePass) writes them, -1 past the end, and no block takes a chunk. Returns whether the block
+// has positions to take (false: it exits).
+__device__ __forceinline__ bool topk_row_chunk(int* out, int topK, int len, int c, bool writePass,
+                                               int* chunk, int* begin, int* end) {
+  if (len <= topK) {
+    if (writePass) {
+      for (int i = c * blockDim.x + threadIdx.x; i < topK; i += gridDim.x * blockDim.x) {
+        out[i] = i < len ? i : -1;
+      }
+    }
+    return false;
+  }
+  const int per = (len + gridDim.x - 1) / gridDim.x;
+  *chunk = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
+  *begin = c * *chunk;
+  *end = min(len, *begin + *chunk);
+  return *begin < *end;
+}
+
 RM_KERNEL void rm_indexer_topk_multi(int* sel, int topK, const float* scores, int ldScores,
                                      const int* tokenPos, int rowBase, int* state, int pass) {
   rm_pdl_prologue();
@@ -387,18 +409,9 @@ RM_KERNEL void rm_indexer_topk_multi(int* sel, int topK, const float* scores, in
   const int r = blockIdx.y, t = rowBase + r, c = blockIdx.x;
   const int len = tokenPos[t] + 1;
   int* out = sel + static_cast<size_t>(t) * topK;
-  if (len <= topK) {
-    if (pass == 5) {
-      for (int i = c * blockDim.x + threadIdx.x; i < topK; i += gridDim.x * blockDim.x) {
-        out[i] = i < len ? i : -1;
-      }
-    }
-    return;
-  }
-  const int per = (len + gridDim.x - 1) / gridDim.x;
-  const int chunk = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
-  const int begin = c * chunk, end = min(len, begin + chunk);
-  if (begin >= end) return;  // pass 5 reads this chunk's counts: pass 4 left them zero
+  int chunk, begin, end;
+  // A block without a chunk exits: pass 5 reads its chunk's counts, which pass 4 left zero.
+  if (!topk_row_chunk(out, topK, len, c, pass == 5, &chunk, &begin, &end)) return;
   int* rowState = state + static_cast<size_t>(r) * (kIdxTopkState + 2 * gridDim.x);
   int* counts = rowState + kIdxTopkState;  // [chunk] = (keys < T, keys == T)
   const float* row = scores + static_cast<size_t>(r) * ldScores;

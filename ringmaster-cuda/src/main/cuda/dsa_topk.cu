@@ -61,18 +61,8 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
   const int r = blockIdx.y, t = rowBase + r, c = blockIdx.x;
   const int len = tokenPos[t] + 1;
   int* out = sel + static_cast<size_t>(t) * topK;
-  if (len <= topK) {
-    if (pass == 2) {
-      for (int i = c * blockDim.x + threadIdx.x; i < topK; i += gridDim.x * blockDim.x) {
-        out[i] = i < len ? i : -1;
-      }
-    }
-    return;
-  }
-  const int per = (len + gridDim.x - 1) / gridDim.x;
-  const int chunk = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
-  const int begin = c * chunk, end = min(len, begin + chunk);
-  if (begin >= end) return;
+  int chunk, begin, end;
+  if (!topk_row_chunk(out, topK, len, c, pass == 2, &chunk, &begin, &end)) return;
   const int blocks = (len + chunk - 1) / chunk;  // the blocks of this row that take a ticket
   int* head = state + static_cast<size_t>(r) * (kIdxCandHead + 2 * gridDim.x);
   int* ctrl = head + kIdxCandBins;
