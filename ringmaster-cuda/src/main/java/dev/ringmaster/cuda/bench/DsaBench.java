@@ -99,56 +99,11 @@ final class DsaBench {
                   scale,
                   headScale,
                   blocks);
-      Runnable topK =
-          () ->
-              dsa.topKMulti(
-                  s,
-                  in.sel.ptr(),
-                  TOP_K,
-                  scores.ptr(),
-                  ld,
-                  in.positions.ptr(),
-                  0,
-                  rows,
-                  state.ptr(),
-                  chunks);
-      Runnable topKCand =
-          () ->
-              dsa.topKCandidates(
-                  s,
-                  in.sel.ptr(),
-                  TOP_K,
-                  scores.ptr(),
-                  ld,
-                  in.positions.ptr(),
-                  0,
-                  rows,
-                  state.ptr(),
-                  chunks);
+      Runnable topK = topK(dsa, s, in, scores, ld, state, chunks, false);
+      Runnable topKCand = topK(dsa, s, in, scores, ld, state, chunks, true);
       double keyBytes = 2.0 * rows * in.len * INDEX_DIM;
-      double msScores = b.time(i -> score.run());
-      double msBoth =
-          b.time(
-              i -> {
-                score.run();
-                topK.run();
-              });
-      double msCand =
-          b.time(
-              i -> {
-                score.run();
-                topKCand.run();
-              });
-      String what = tensorCores ? "tensor cores" : "CUDA cores";
-      b.row(label("dsa indexer scores, " + what, in), msScores, keyBytes / (msScores * 1e6));
-      b.row(
-          label("dsa indexer scores + multi-block top-k, " + what, in),
-          msBoth,
-          keyBytes / (msBoth * 1e6));
-      b.row(
-          label("dsa indexer scores + candidate top-k, " + what, in),
-          msCand,
-          keyBytes / (msCand * 1e6));
+      scoreRows(
+          b, in, tensorCores ? "tensor cores" : "CUDA cores", keyBytes, score, topK, topKCand);
       if (tensorCores) {
         // The top-k alone over the scores just computed (the bytes: one read of the scores).
         double scoreBytes = 4.0 * rows * in.len;
@@ -221,55 +176,91 @@ final class DsaBench {
                 blocks);
           };
       double keyBytes = (double) rows * in.len * (INDEX_DIM + 4);
-      double msScores = b.time(i -> score.run());
-      double msBoth =
-          b.time(
-              i -> {
-                score.run();
-                dsa.topKMulti(
-                    s,
-                    in.sel.ptr(),
-                    TOP_K,
-                    scores.ptr(),
-                    ld,
-                    in.positions.ptr(),
-                    0,
-                    rows,
-                    state.ptr(),
-                    chunks);
-              });
-      String what = tensorCores ? "tensor cores" : "CUDA cores";
-      b.row(
-          label("dsa indexer scores, fp8 keys, " + what, in),
-          msScores,
-          keyBytes / (msScores * 1e6));
-      b.row(
-          label("dsa indexer scores + multi-block top-k, fp8 keys, " + what, in),
-          msBoth,
-          keyBytes / (msBoth * 1e6));
-      double msCand =
-          b.time(
-              i -> {
-                score.run();
-                dsa.topKCandidates(
-                    s,
-                    in.sel.ptr(),
-                    TOP_K,
-                    scores.ptr(),
-                    ld,
-                    in.positions.ptr(),
-                    0,
-                    rows,
-                    state.ptr(),
-                    chunks);
-              });
-      b.row(
-          label("dsa indexer scores + candidate top-k, fp8 keys, " + what, in),
-          msCand,
-          keyBytes / (msCand * 1e6));
+      scoreRows(
+          b,
+          in,
+          "fp8 keys, " + (tensorCores ? "tensor cores" : "CUDA cores"),
+          keyBytes,
+          score,
+          topK(dsa, s, in, scores, ld, state, chunks, false),
+          topK(dsa, s, in, scores, ld, state, chunks, true));
     } finally {
       dsa.useIndexerTensorCores(true);
     }
+  }
+
+  /**
+   * Times the scores alone, then followed by each top-k form, and writes the three rows ({@code
+   * what}: the keys' and kernels' kind, e.g. "tensor cores").
+   */
+  private static void scoreRows(
+      KernelBench b,
+      Inputs in,
+      String what,
+      double keyBytes,
+      Runnable score,
+      Runnable multi,
+      Runnable candidates) {
+    double msScores = b.time(i -> score.run());
+    double msMulti =
+        b.time(
+            i -> {
+              score.run();
+              multi.run();
+            });
+    double msCand =
+        b.time(
+            i -> {
+              score.run();
+              candidates.run();
+            });
+    b.row(label("dsa indexer scores, " + what, in), msScores, keyBytes / (msScores * 1e6));
+    b.row(
+        label("dsa indexer scores + multi-block top-k, " + what, in),
+        msMulti,
+        keyBytes / (msMulti * 1e6));
+    b.row(
+        label("dsa indexer scores + candidate top-k, " + what, in),
+        msCand,
+        keyBytes / (msCand * 1e6));
+  }
+
+  /** The multi-block top-k of the bench's score rows: six passes, or the candidate form. */
+  private static Runnable topK(
+      DsaKernels dsa,
+      CudaStream s,
+      Inputs in,
+      DeviceBuffer scores,
+      int ld,
+      DeviceBuffer state,
+      int chunks,
+      boolean candidates) {
+    int rows = in.batch;
+    return candidates
+        ? () ->
+            dsa.topKCandidates(
+                s,
+                in.sel.ptr(),
+                TOP_K,
+                scores.ptr(),
+                ld,
+                in.positions.ptr(),
+                0,
+                rows,
+                state.ptr(),
+                chunks)
+        : () ->
+            dsa.topKMulti(
+                s,
+                in.sel.ptr(),
+                TOP_K,
+                scores.ptr(),
+                ld,
+                in.positions.ptr(),
+                0,
+                rows,
+                state.ptr(),
+                chunks);
   }
 
   private static void sparse(
