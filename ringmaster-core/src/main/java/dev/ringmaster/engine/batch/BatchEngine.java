@@ -623,9 +623,11 @@ public final class BatchEngine implements AutoCloseable {
    * Runs one step's inputs and chooses the next token of each row that samples, with the sampling
    * rows in {@link #sampling}: through {@link LanguageModel#forwardGreedy} when every row takes the
    * argmax of its raw logits without logprobs (a device computes it where the logits are), else
-   * {@link LanguageModel#forwardSample}. A step with drafts in {@code [from, to)} takes every
-   * requested row's logits with {@link LanguageModel#forward} and samples its plain rows on the
-   * CPU. A failed forward leaves the caches as they were.
+   * {@link LanguageModel#forwardSample}. A step with drafts in {@code [from, to)} also goes through
+   * {@link LanguageModel#forwardGreedy} when its plain rows and drafts are all decided by raw
+   * argmax (every requested row's argmax comes back); otherwise it takes every requested row's
+   * logits with {@link LanguageModel#forward} and samples its plain rows on the CPU. A failed
+   * forward leaves the caches as they were.
    */
   private StepOutput forward(Step step, int from, int to, Step.Inputs in, boolean rawGreedy) {
     int[] before = new int[in.caches().length];
@@ -639,6 +641,16 @@ public final class BatchEngine implements AutoCloseable {
             model.forwardHidden(
                 in.tokens(), in.layout(), in.caches(), in.logitRows(), speculation.hiddenCapture());
         return new StepOutput(sampleRows(step, from, to, out.logits()), out.logits(), out.hidden());
+      }
+      if (step.hasDrafts(from, to) && rawGreedy && speculation.argmaxOnly(step, from, to)) {
+        // Every row takes its raw argmax: the backend picks it where the logits are.
+        int[] argmax = model.forwardGreedy(in.tokens(), in.layout(), in.caches(), in.logitRows());
+        int[] plain = step.plainLogitRows(from, to);
+        int[] tokens = new int[plain.length];
+        for (int r = 0; r < plain.length; r++) {
+          tokens[r] = argmax[plain[r]];
+        }
+        return new StepOutput(SampledTokens.tokensOnly(tokens), null, null, argmax);
       }
       if (step.hasDrafts(from, to)) {
         float[] logits = model.forward(in.tokens(), in.layout(), in.caches(), in.logitRows());

@@ -179,15 +179,35 @@ final class SpeculativeDrafts implements AutoCloseable {
   }
 
   /**
-   * Verifies row {@code i}'s draft against its logits ({@code draft + 1} rows from {@code
-   * logitRow}) and returns the tokens that stand: the accepted drafts and the target's own token.
+   * Whether every draft of rows {@code [from, to)} is verified by the target's raw argmax alone
+   * ({@link DraftVerifier#argmaxOnly}), so the step's forward may return argmax rows.
    */
-  int[] verify(Step step, int i, float[] logits, int logitRow) {
+  boolean argmaxOnly(Step step, int from, int to) {
+    for (int i = from; i < to; i++) {
+      if (step.draft(i) != null && !state(step.seqs().get(i)).verifier().argmaxOnly()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Verifies row {@code i}'s draft against its rows of {@code out} ({@code draft + 1} rows from
+   * {@code logitRow}: argmax tokens where the forward returned them, else logits) and returns the
+   * tokens that stand: the accepted drafts and the target's own token.
+   */
+  int[] verify(Step step, int i, StepOutput out, int logitRow) {
     Sequence s = step.seqs().get(i);
     Draft d = step.draft(i);
     int rows = d.length() + 1;
-    float[] own = Arrays.copyOfRange(logits, logitRow * vocab, (logitRow + rows) * vocab);
-    DraftVerifier.Outcome o = state(s).verifier().verify(d, own, s.generated());
+    DraftVerifier verifier = state(s).verifier();
+    DraftVerifier.Outcome o;
+    if (out.argmax() != null) {
+      o = verifier.verifyArgmax(d, out.argmax(), logitRow);
+    } else {
+      float[] own = Arrays.copyOfRange(out.logits(), logitRow * vocab, (logitRow + rows) * vocab);
+      o = verifier.verify(d, own, s.generated());
+    }
     controller.observe(d.length(), o.accepted());
     int[] run = Arrays.copyOf(d.tokens(), o.accepted() + 1);
     run[o.accepted()] = o.token();

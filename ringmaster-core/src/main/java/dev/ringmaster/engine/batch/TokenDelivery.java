@@ -52,7 +52,7 @@ final class TokenDelivery {
         continue;
       }
       if (step.draft(i) != null) {
-        int[] run = speculation.verify(step, i, out.logits(), logitRow);
+        int[] run = speculation.verify(step, i, out, logitRow);
         if (out.hidden() != null) {
           // The last token's row and the accepted drafts' rows stand.
           speculation.observeHidden(s, step.starts()[i], out.hidden(), first, run.length);

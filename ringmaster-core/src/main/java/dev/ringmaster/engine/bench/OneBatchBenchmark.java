@@ -32,8 +32,9 @@ public final class OneBatchBenchmark {
   /**
    * What a speculative verify pass of {@code draftTokens} drafts costs at one batch size: every
    * sequence extends by the draft tokens plus one over its cached context ({@code input-len +
-   * output-len} tokens), with logits for every new row as the batch engine verifies them, and is
-   * then rolled back; timed after untimed passes of the same shape, median of the timed ones.
+   * output-len} tokens), with the argmax of every new row as the batch engine verifies greedy
+   * drafts (the device picks them; logits stay where they are), and is then rolled back; timed
+   * after untimed passes of the same shape, median of the timed ones.
    *
    * @param draftTokens draft tokens per sequence (the pass runs one more per sequence)
    * @param medianMs median verify pass latency
@@ -474,8 +475,8 @@ public final class OneBatchBenchmark {
   /**
    * Median latency of {@code passes} steps that extend every sequence by {@code rowsPerSeq} of
    * {@code tokens} over its cache, each rolled back, after {@link #VERIFY_WARMUP_PASSES} untimed
-   * ones: greedy tokens of the last row per sequence when {@code greedy} (a decode step), else
-   * logits for every row (a verify pass).
+   * ones: the greedy token of the last row per sequence when {@code greedy} (a decode step), else
+   * of every row (a verify pass of greedy drafts, as the batch engine runs it).
    */
   private static double medianPassMs(
       LanguageModel model,
@@ -503,11 +504,7 @@ public final class OneBatchBenchmark {
     double[] ms = new double[passes];
     for (int pass = -VERIFY_WARMUP_PASSES; pass < passes; pass++) {
       long t0 = System.nanoTime();
-      if (greedy) {
-        model.forwardGreedy(tokens, layout, caches, rows);
-      } else {
-        model.forward(tokens, layout, caches, rows);
-      }
+      model.forwardGreedy(tokens, layout, caches, rows);
       double took = (System.nanoTime() - t0) / 1e6;
       if (pass >= 0) {
         ms[pass] = took;

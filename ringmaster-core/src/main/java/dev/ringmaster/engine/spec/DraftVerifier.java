@@ -49,6 +49,37 @@ public final class DraftVerifier {
   }
 
   /**
+   * Whether the target's raw argmax of each row decides the outcome (greedy, no logit bias), so a
+   * backend may take the argmax where the logits are ({@link #verifyArgmax}) instead of returning
+   * them.
+   */
+  public boolean argmaxOnly() {
+    return target.greedy() && target.params().logitBias().isEmpty();
+  }
+
+  /**
+   * {@link #verify} for an {@link #argmaxOnly} target from the rows' argmax tokens ({@code
+   * argmax[off + i]} for row {@code i} of {@code draft.length() + 1}; lowest id on ties, as {@link
+   * RowDistribution#argmax}): the same outcome as verifying the rows' logits.
+   */
+  public Outcome verifyArgmax(Draft draft, int[] argmax, int off) {
+    if (!argmaxOnly()) {
+      throw new IllegalStateException("the target samples or biases its logits: verify logits");
+    }
+    int k = draft.length();
+    if (argmax.length < off + k + 1) {
+      throw new IllegalArgumentException(
+          "verifying " + k + " draft tokens needs " + (k + 1) + " argmax rows from " + off);
+    }
+    for (int i = 0; i < k; i++) {
+      if (argmax[off + i] != draft.tokens()[i]) {
+        return new Outcome(i, argmax[off + i]);
+      }
+    }
+    return new Outcome(k, argmax[off + k]);
+  }
+
+  /**
    * Verifies {@code draft} against {@code logits} ({@code draft.length() + 1} rows of the vocab).
    *
    * @param firstOutputIndex index among the sequence's outputs of the first draft position's token

@@ -174,8 +174,18 @@ public final class SpeculativeGenerator {
         int start = cache.length();
         // The rows of the last token and the drafts: their hidden states are final once accepted.
         float[][] hidden = new float[1][];
-        logits = forward(drafter, tokens, BatchLayout.single(n + 1, start), cache, rows, hidden);
-        DraftVerifier.Outcome outcome = verifier.verify(draft, logits, produced);
+        DraftVerifier.Outcome outcome;
+        if (verifier.argmaxOnly() && !drafter.needsHidden()) {
+          // Greedy: the backend takes each row's argmax where the logits are (on a GPU, only
+          // k + 1 token ids come back), as a plain greedy decode step does.
+          int[] argmax =
+              target.forwardGreedy(
+                  tokens, BatchLayout.single(n + 1, start), new KvCache[] {cache}, rows);
+          outcome = verifier.verifyArgmax(draft, argmax, 0);
+        } else {
+          logits = forward(drafter, tokens, BatchLayout.single(n + 1, start), cache, rows, hidden);
+          outcome = verifier.verify(draft, logits, produced);
+        }
         if (hidden[0] != null) {
           drafter.observeHidden(start, hidden[0], 0, 1 + outcome.accepted());
         }

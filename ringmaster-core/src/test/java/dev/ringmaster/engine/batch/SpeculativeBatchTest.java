@@ -9,7 +9,10 @@ import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
 import dev.ringmaster.engine.spec.SpeculativeConfig;
 import dev.ringmaster.engine.spec.SpeculativePolicy;
+import dev.ringmaster.runtime.LanguageModel;
 import dev.ringmaster.testing.RepoPaths;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -17,7 +20,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -76,7 +81,7 @@ class SpeculativeBatchTest {
 
   /** Runs every prompt at once and checks that every block comes back after a flush. */
   static Run run(
-      CausalLm lm,
+      LanguageModel lm,
       BatchConfig cfg,
       ServingSpeculation spec,
       List<int[]> prompts,
@@ -147,6 +152,70 @@ class SpeculativeBatchTest {
     if (draft.endsWith("/draft")) {
       assertThat(s.acceptedTokens()).as("and some rejected").isLessThan(s.draftTokens());
     }
+  }
+
+  /** {@code lm} behind a proxy that counts the calls of each method (close is not passed on). */
+  private static LanguageModel counting(LanguageModel lm, Map<String, AtomicInteger> calls) {
+    return (LanguageModel)
+        Proxy.newProxyInstance(
+            LanguageModel.class.getClassLoader(),
+            new Class<?>[] {LanguageModel.class},
+            (proxy, method, args) -> {
+              calls.computeIfAbsent(method.getName(), k -> new AtomicInteger()).incrementAndGet();
+              if (method.getName().equals("close")) {
+                return null;
+              }
+              try {
+                return method.invoke(lm, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
+  }
+
+  @Test
+  void greedyDraftsAreVerifiedFromArgmaxRowsAndBiasedOnesFromLogits() throws Exception {
+    CausalLm lm = MODELS.get("models/sotu-moe");
+    List<int[]> prompts = prompts(lm.config().vocabSize(), 6);
+    BatchConfig cfg = new BatchConfig(8, 64, 32, PAGE, 4096);
+    Run plain = run(lm, cfg, null, prompts, i -> greedy(20), i -> new Collector());
+    Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    Run fast =
+        run(
+            counting(lm, calls),
+            cfg,
+            always("NGRAM", null, 4),
+            prompts,
+            i -> greedy(20),
+            i -> new Collector());
+    for (int i = 0; i < prompts.size(); i++) {
+      assertThat(fast.outputs().get(i)).as("request %d", i).containsExactly(plain.outputs().get(i));
+    }
+    assertThat(fast.spec().acceptedTokens()).isPositive();
+    assertThat(calls.get("forwardGreedy").get()).isPositive();
+    assertThat(calls.get("forward")).as("no step took logits back").isNull();
+
+    // A logit bias changes the argmax: its drafts are verified from the logits, and the outputs
+    // still equal plain decoding's with the same bias.
+    IntFunction<SamplingParams> biased =
+        i -> greedy(20).withLogitBias(Map.of(prompts.get(i)[0], 3.0f));
+    Run plainBiased = run(lm, cfg, null, prompts, biased, i -> new Collector());
+    calls.clear();
+    Run fastBiased =
+        run(
+            counting(lm, calls),
+            cfg,
+            always("NGRAM", null, 4),
+            prompts,
+            biased,
+            i -> new Collector());
+    for (int i = 0; i < prompts.size(); i++) {
+      assertThat(fastBiased.outputs().get(i))
+          .as("biased request %d", i)
+          .containsExactly(plainBiased.outputs().get(i));
+    }
+    assertThat(fastBiased.spec().draftTokens()).isPositive();
+    assertThat(calls.get("forward").get()).as("verify steps took logits").isPositive();
   }
 
   @ParameterizedTest(name = "{0}")
