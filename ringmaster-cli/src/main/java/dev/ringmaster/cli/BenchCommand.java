@@ -151,10 +151,20 @@ final class BenchCommand implements Runnable {
         paramLabel = "K",
         description =
             "Also time a speculative verify pass of K draft tokens per sequence at each batch size"
-                + " (each sequence extends by K + 1 tokens over its cached context with logits for"
-                + " every row, then rolls back), e.g. 2,4,8; printed in decode steps, and in --json"
-                + " as verify (default: none).")
+                + " (each sequence extends by K + 1 tokens over its cached context with the argmax"
+                + " of every row, as greedy drafts are verified, then rolls back), e.g. 2,4,8;"
+                + " printed in decode steps, and in --json as verify (default: none).")
     List<Integer> draftTokens = List.of();
+
+    @Option(
+        names = "--shared-prefix",
+        description =
+            "Give every sequence of a batch the same prompt, prefilled once and its KV pages"
+                + " shared by all (as the radix cache shares a common prefix), so that long"
+                + " contexts at large batch sizes can be timed; the prefill figures are that one"
+                + " prompt's, warm-up rounds prefill one KV page per sequence. --input-len must be"
+                + " whole KV pages; not with --speculative-num-draft-tokens.")
+    boolean sharedPrefix;
 
     @Option(names = "--history", description = "Append the results to this history file (JSONL).")
     Path history;
@@ -162,7 +172,7 @@ final class BenchCommand implements Runnable {
     /** What the verify columns mean, printed under their table. */
     static final String VERIFY_NOTE =
         "verify: K draft tokens per sequence, every sequence extended by K + 1 tokens over its"
-            + " cached context (logits for every row) and rolled back; decode steps = verify ms /"
+            + " cached context (the argmax of every row) and rolled back; decode steps = verify ms /"
             + " the batch size's decode ms/step; repeating: the same over a prompt of one token"
             + " repeated, drafts repeating it (n-gram drafts of a repeating text: every row of a"
             + " sequence routes to the same experts), against a decode step of that text";
@@ -202,6 +212,11 @@ final class BenchCommand implements Runnable {
         FlagChecks.atLeast("--speculative-num-draft-tokens", k, 1);
         mostDrafts = Math.max(mostDrafts, k);
       }
+      if (sharedPrefix && !draftTokens.isEmpty()) {
+        throw new UserError(
+            "--shared-prefix does not time verify passes: drop --speculative-num-draft-tokens or"
+                + " --shared-prefix");
+      }
       Path dir = DefaultModel.resolve(model);
       FlagChecks.fitsContext(dir, "--input-len plus --output-len", (long) inputLen + outputLen);
       if (mostDrafts > 0) {
@@ -238,7 +253,15 @@ final class BenchCommand implements Runnable {
                 warmupRounds, warmupDecodeSteps);
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
-                lm, batchSizes, inputLen, outputLen, seed, warmup, draftTokens, System.err);
+                lm,
+                batchSizes,
+                inputLen,
+                outputLen,
+                seed,
+                warmup,
+                draftTokens,
+                sharedPrefix,
+                System.err);
         ObjectMapper m =
             new ObjectMapper()
                 .setPropertyNamingStrategy(
@@ -263,6 +286,7 @@ final class BenchCommand implements Runnable {
           node.put("moe_a2a_backend", engine.parallel().a2a().cliName());
         }
         node.set("warmup", m.valueToTree(warmup));
+        node.put("shared_prefix", sharedPrefix);
         node.set("results", m.valueToTree(results));
         List<String> rooflineText =
             roofline(
@@ -326,6 +350,7 @@ final class BenchCommand implements Runnable {
               "ringmaster bench one-batch "
                   + engine.describe()
                   + (profile ? " --profile" : "")
+                  + (sharedPrefix ? " --shared-prefix" : "")
                   + " --batch-size "
                   + batchSizes.stream().map(String::valueOf).collect(Collectors.joining(","))
                   + " --input-len "

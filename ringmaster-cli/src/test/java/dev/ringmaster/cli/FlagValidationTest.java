@@ -57,6 +57,13 @@ class FlagValidationTest {
     refused("--output-len", "bench", "one-batch", "--output-len", "-2");
     refused("--warmup-rounds", "bench", "one-batch", "--warmup-rounds", "0");
     refused("--warmup-decode-steps", "bench", "one-batch", "--warmup-decode-steps", "-1");
+    refused(
+        "--shared-prefix",
+        "bench",
+        "one-batch",
+        "--shared-prefix",
+        "--speculative-num-draft-tokens",
+        "2");
   }
 
   @Test

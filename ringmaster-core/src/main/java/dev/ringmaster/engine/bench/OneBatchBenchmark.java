@@ -254,6 +254,36 @@ public final class OneBatchBenchmark {
       Warmup warmup,
       List<Integer> draftTokens,
       PrintStream log) {
+    return run(model, batchSizes, inputLen, outputLen, seed, warmup, draftTokens, false, log);
+  }
+
+  /**
+   * {@link #run(LanguageModel, List, int, int, long, Warmup, List, PrintStream)}; with {@code
+   * sharedPrefix} every sequence of a batch has the same prompt, prefilled once and its KV pages
+   * shared by all ({@link SharedPrefix}: the timed prefill is that one sequence's, and warm-up
+   * rounds prefill prompts of one KV page), so that long contexts at large batch sizes can be
+   * timed.
+   *
+   * @throws IllegalArgumentException with {@code sharedPrefix} where {@code inputLen} is not whole
+   *     KV pages or draft lengths are given
+   */
+  public static List<Result> run(
+      LanguageModel model,
+      List<Integer> batchSizes,
+      int inputLen,
+      int outputLen,
+      long seed,
+      Warmup warmup,
+      List<Integer> draftTokens,
+      boolean sharedPrefix,
+      PrintStream log) {
+    if (sharedPrefix) {
+      SharedPrefix.check(model, inputLen);
+      if (!draftTokens.isEmpty()) {
+        throw new IllegalArgumentException(
+            "--shared-prefix does not time verify passes: drop --speculative-num-draft-tokens");
+      }
+    }
     int vocab = model.config().vocabSize();
     int mostDrafts = 0;
     for (int k : draftTokens) {
@@ -292,15 +322,20 @@ public final class OneBatchBenchmark {
     List<Result> results = new ArrayList<>();
     SplittableRandom random = new SplittableRandom(seed);
     for (int b : batchSizes) {
-      Prompts prompts = Prompts.of(b, inputLen, (s, i) -> random.nextInt(vocab));
+      int promptRows = sharedPrefix ? 1 : b;
+      Prompts prompts = Prompts.of(promptRows, inputLen, (s, i) -> random.nextInt(vocab));
       KvCache[] caches = newCaches(model, b);
-      warmUp(model, prompts.tokens(), prompts.layout(), prompts.lastRows(), inputLen, warmup);
+      int warmLen = sharedPrefix ? SharedPrefix.pageSize(model, inputLen) : inputLen;
+      Prompts warm = sharedPrefix ? Prompts.of(b, warmLen, (s, i) -> (s + 7 * i) % vocab) : prompts;
+      warmUp(model, warm.tokens(), warm.layout(), warm.lastRows(), warmLen, warmup);
       if (model instanceof StepProfileReporting p) {
         p.takeStepProfiles(); // the profile of a batch size is that of its timed steps
       }
       long t0 = System.nanoTime();
       int[] next =
-          model.forwardGreedy(prompts.tokens(), prompts.layout(), caches, prompts.lastRows());
+          sharedPrefix
+              ? SharedPrefix.prefill(model, caches, prompts.tokens(), random)
+              : model.forwardGreedy(prompts.tokens(), prompts.layout(), caches, prompts.lastRows());
       double prefillMs = (System.nanoTime() - t0) / 1e6;
       int[] seqStarts = new int[b + 1];
       int[] rows = new int[b];
@@ -370,7 +405,7 @@ public final class OneBatchBenchmark {
               inputLen,
               outputLen,
               prefillMs,
-              b * inputLen * 1000.0 / prefillMs,
+              promptRows * inputLen * 1000.0 / prefillMs,
               median,
               b * 1000.0 / median,
               collectives,
