@@ -10,7 +10,7 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8 | dsa]
+#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8 | dsa | dsascores]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          rows: only the GEMV / expert down-projection variants,
@@ -22,7 +22,9 @@
 #                                          prefill paths; gqa: only the grouped-query
 #                                          attention kernels; sampling: only the device sampler;
 #                                          fp8: only the FP8 routed-expert kernels; dsa: only
-#                                          the DeepSeek Sparse Attention kernels, GLM-5 shape)
+#                                          the DeepSeek Sparse Attention kernels, GLM-5 shape;
+#                                          dsascores: only its indexer scores, streaming and
+#                                          tiled reference kernels side by side)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]
 #                                          on the GPU machine: topology, AUTO table, and the
 #                                          collective benchmark over NCCL and the peer kernels

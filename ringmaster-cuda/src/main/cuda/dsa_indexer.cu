@@ -88,126 +88,214 @@ RM_KERNEL void rm_indexer_scores(float* scores, int ldScores, const float* q, co
   }
 }
 
-constexpr int kIdxMmaTile = 64;  // positions per tile of rm_indexer_scores_mma
-constexpr int kIdxMmaThreads = 256;
+// The cache slot of position p of a sequence (its block-table row).
+__device__ __forceinline__ size_t idx_slot(const int* table, int p, int blockSize) {
+  return static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize;
+}
 
-// Shared-memory layout of rm_indexer_scores_mma in bytes (parts 128-byte aligned): the query's high
-// and residual bf16 parts [N][dim + 8] (N = heads rounded up to 16, zero rows past heads), two key
-// tiles [64][dim + 8] bf16 (the next one loads while this one is computed), the f32 dot tile
-// [64][N + 4] and the head weights [N].
+// The tensor-core score kernels (rm_indexer_scores_mma, rm_indexer_scores_fp8_mma) stream the keys:
+// every warp owns its own positions (kIdxWarpRows per step) and its own ring of key stages in
+// shared memory, so no block barrier stands between the copies, the MMAs and the head reduction;
+// only the row's query and head weights are staged once per block. kIdxScoreMaxWarps warps per
+// block and one block per SM fill the SM's shared memory with stages in flight (DsaKernels picks
+// the warps that fit: fewer for 64 heads or a smaller shared memory).
+constexpr int kIdxWarpRows = 32;       // positions a warp scores per step: two 16-row MMA tiles
+constexpr int kIdxWarpMTiles = kIdxWarpRows / 16;
+constexpr int kIdxMaxNTiles = 4;       // heads <= 64: all heads' accumulators held at once
+constexpr int kIdxScoreMaxWarps = 8;
+constexpr int kIdxBf16Stages = 3;      // bf16 key tiles per warp (two in flight while one is used)
+
+// Shared-memory layout of rm_indexer_scores_mma in bytes (parts 128-byte aligned; DsaKernels'
+// scoreMmaSharedBytes mirrors it): the query's high and residual bf16 parts [N][dim + 8] (N =
+// heads rounded up to 16, zero rows past heads), the head weights [N], then per warp
+// kIdxBf16Stages stages, each a key tile [32][dim + 8] bf16 that, once its MMAs have read it,
+// holds the warp's f32 dots [32][N + 4] for the head reduction.
 struct IdxMmaSmem {
-  int ldk, ldc, n, qHi, qLo, keys, keyStride, dots, weights, total;
-  __host__ __device__ IdxMmaSmem(int heads, int dim) {
+  int ldk, ldc, n, qHi, qLo, weights, ring, stage, total;
+  __host__ __device__ IdxMmaSmem(int heads, int dim, int warps) {
     auto up = [](int b) { return (b + 127) & ~127; };
     n = (heads + 15) & ~15;
     ldk = dim + 8;
     ldc = n + 4;
     qHi = 0;
     qLo = qHi + up(n * ldk * 2);
-    keys = qLo + up(n * ldk * 2);
-    keyStride = up(kIdxMmaTile * ldk * 2);
-    dots = keys + 2 * keyStride;
-    weights = dots + up(kIdxMmaTile * ldc * 4);
-    total = weights + n * 4;
+    weights = qLo + up(n * ldk * 2);
+    ring = weights + up(n * 4);
+    const int keyBytes = kIdxWarpRows * ldk * 2, dotBytes = kIdxWarpRows * ldc * 4;
+    stage = up(keyBytes > dotBytes ? keyBytes : dotBytes);
+    total = ring + warps * kIdxBf16Stages * stage;
   }
 };
 
-// Starts copying the indexer keys of positions p0 .. p0+63 (zeros from len on) into ks, as one
-// cp.async group.
-__device__ __forceinline__ void idx_issue_keys(__nv_bfloat16* ks, int ldk, const uint16_t* keys,
-                                               const int* table, int p0, int len, int dim,
-                                               int blockSize) {
-  const int vecPerRow = dim / 8;
-  for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
-    const int row = i / vecPerRow, c = i - row * vecPerRow, p = p0 + row;
-    const bool ok = p < len;
-    const uint16_t* src =
-        ok ? keys + (static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize) * dim
-           : keys;
-    mla_cp_async16(ks + row * ldk + 8 * c, src + 8 * c, ok);
+// Starts one warp's copy of the rows of positions p0 .. p0+31 (p0 < len; zeros from len on) into
+// dst (row stride ld bytes; rowBytes, a multiple of 16, from src + slot * rowBytes) by cp.async,
+// without committing the group. One block-table read per lane, its slot shuffled to the lanes that
+// copy that row; consecutive lanes copy consecutive 16 bytes. Returns the slot of position p0 +
+// lane (0 from len on).
+__device__ __forceinline__ int idx_warp_copy(unsigned char* dst, int ld, const unsigned char* src,
+                                             int rowBytes, const int* table, int p0, int len,
+                                             int blockSize) {
+  const int lane = threadIdx.x & 31, p = p0 + lane;
+  const int slot = p < len ? table[p / blockSize] * blockSize + p % blockSize : 0;
+  const int vec = rowBytes / 16;
+  for (int i = lane; i < kIdxWarpRows * vec; i += 32) {
+    const int row = i / vec, c = i - row * vec;
+    const size_t s = static_cast<size_t>(__shfl_sync(0xffffffffu, slot, row));
+    const bool ok = p0 + row < len;
+    mla_cp_async16(dst + row * ld + 16 * c, ok ? src + s * rowBytes + 16 * c : src, ok);
+  }
+  return slot;
+}
+
+// One cp.async group per warp step: the bf16 key rows of positions p0 .. p0+31 into a stage (an
+// empty group from len on, so that every step commits one).
+__device__ __forceinline__ void idx_warp_issue_keys(unsigned char* stage, int ldk,
+                                                    const uint16_t* keys, const int* table, int p0,
+                                                    int len, int dim, int blockSize) {
+  if (p0 < len) {
+    idx_warp_copy(stage, ldk * 2, reinterpret_cast<const unsigned char*>(keys), dim * 2, table, p0,
+                  len, blockSize);
   }
   mla_cp_async_commit();
 }
 
-// rm_indexer_scores on tensor cores, the same contract (dim % 16 == 0). The query is staged as two
-// bf16 parts, hi = bf16(q) and lo = bf16(q - hi), whose products with the bf16 keys accumulate in
-// f32: about 16 significant bits of the f32 query (8 with hi alone), so scores stay within ~1e-5 of
-// the CUDA-core kernel's and near-ties select alike. Mapping: grid (position blocks, rows), 8
-// warps; a block exits at once when its first tile lies past the row's context (a graph's fixed
-// grid covers the longest context), else stages the row's query and weights and strides over tiles
-// of 64 positions by the grid: the tile's key rows arrive by cp.async through the block table
-// (zeros past the context; the next tile's copy overlaps this tile's math), warps compute the 64 x N dot tile by WMMA (tile w, w+8, ...: 16
-// positions x 16 heads, hi then lo per k step), and threads 0..63 reduce their position's heads in
-// head order: sum_h (w[h] * headScale) * relu(dot * scale).
-RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
+// One warp's dot products of its 32 key rows ks (row stride ldk) with the query's N = 16 * nTiles
+// heads (qHi and, when qLo is non-null, qLo: [N][ldk], col-major B operands), stored as f32 [32][N]
+// at dots (row stride ldc), which may overlay ks. Every 16 x 16 accumulator takes its k steps in
+// order, hi then lo per step, from zero: the products and sums of a single-tile WMMA loop.
+__device__ __forceinline__ void idx_warp_dots(float* dots, int ldc, const __nv_bfloat16* ks,
+                                              int ldk, const __nv_bfloat16* qHi,
+                                              const __nv_bfloat16* qLo, int nTiles, int dim) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kIdxWarpMTiles][kIdxMaxNTiles];
+#pragma unroll
+  for (int m = 0; m < kIdxWarpMTiles; m++) {
+#pragma unroll
+    for (int n = 0; n < kIdxMaxNTiles; n++) {
+      if (n < nTiles) wmma::fill_fragment(acc[m][n], 0.f);
+    }
+  }
+  for (int k0 = 0; k0 < dim; k0 += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[kIdxWarpMTiles];
+#pragma unroll
+    for (int m = 0; m < kIdxWarpMTiles; m++) {
+      wmma::load_matrix_sync(a[m], ks + 16 * m * ldk + k0, ldk);
+    }
+#pragma unroll
+    for (int n = 0; n < kIdxMaxNTiles; n++) {
+      if (n < nTiles) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+        wmma::load_matrix_sync(b, qHi + 16 * n * ldk + k0, ldk);
+#pragma unroll
+        for (int m = 0; m < kIdxWarpMTiles; m++) wmma::mma_sync(acc[m][n], a[m], b, acc[m][n]);
+        if (qLo != nullptr) {
+          wmma::load_matrix_sync(b, qLo + 16 * n * ldk + k0, ldk);
+#pragma unroll
+          for (int m = 0; m < kIdxWarpMTiles; m++) wmma::mma_sync(acc[m][n], a[m], b, acc[m][n]);
+        }
+      }
+    }
+  }
+  __syncwarp();  // every lane's fragment loads of ks are done: the dots may overwrite it
+#pragma unroll
+  for (int m = 0; m < kIdxWarpMTiles; m++) {
+#pragma unroll
+    for (int n = 0; n < kIdxMaxNTiles; n++) {
+      if (n < nTiles) {
+        wmma::store_matrix_sync(dots + 16 * m * ldc + 16 * n, acc[m][n], ldc, wmma::mem_row_major);
+      }
+    }
+  }
+  __syncwarp();
+}
+
+// sum_h ws[h] * relu(dots[h] * scale) (kScaled) or sum_h ws[h] * relu(dots[h]) over h = 0 ..
+// heads-1 in order, for one lane's row of dots (16-byte aligned): 16-byte reads, which an odd
+// number of 16-byte units per row (N + 4 floats) keeps free of bank conflicts across 32 rows.
+template <bool kScaled>
+__device__ __forceinline__ float idx_reduce_heads(const float* dots, const float* ws, int heads,
+                                                  float scale) {
+  auto term = [&](int h, float dot) { return ws[h] * fmaxf(kScaled ? dot * scale : dot, 0.f); };
+  float sum = 0.f;
+  int h = 0;
+  for (; h + 4 <= heads; h += 4) {
+    const float4 d = *reinterpret_cast<const float4*>(dots + h);
+    sum += term(h, d.x);
+    sum += term(h + 1, d.y);
+    sum += term(h + 2, d.z);
+    sum += term(h + 3, d.w);
+  }
+  for (; h < heads; h++) sum += term(h, dots[h]);
+  return sum;
+}
+
+// rm_indexer_scores on tensor cores, the same contract (dim % 16 == 0, heads <= 64). The query is
+// staged as two bf16 parts, hi = bf16(q) and lo = bf16(q - hi), whose products with the bf16 keys
+// accumulate in f32: about 16 significant bits of the f32 query (8 with hi alone), so scores stay
+// within ~1e-5 of the CUDA-core kernel's and near-ties select alike.
+// Mapping: grid (position blocks, rows), blockDim.x / 32 warps (at most kIdxScoreMaxWarps); a
+// block exits at once when its first step lies past the row's context (a graph's fixed grid covers
+// the longest context). Block b's warp w scores positions p0 = (b * warps + w) * 32, striding by
+// gridDim.x * warps * 32: the warp keeps kIdxBf16Stages - 1 of its key tiles in flight by cp.async
+// (zeros past the context) while it computes one, its 32 x N dots by WMMA (idx_warp_dots), and
+// each lane reduces one position's heads in head order: sum_h (w[h] * headScale) * relu(dot *
+// scale).
+RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32)
     rm_indexer_scores_mma(float* scores, int ldScores, const float* q, const float* w,
                           const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
                           const int* tokenSeq, const int* tokenPos, int rowBase, int heads, int dim,
                           int blockSize, float scale, float headScale) {
   rm_pdl_prologue();
-  using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char idxMmaSmem[];
   const int r = blockIdx.y, t = rowBase + r;
   const int len = tokenPos[t] + 1;
-  if (blockIdx.x * kIdxMmaTile >= len) return;
-  const IdxMmaSmem L(heads, dim);
+  const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (blockIdx.x * warps * kIdxWarpRows >= len) return;
+  const IdxMmaSmem L(heads, dim, warps);
   __nv_bfloat16* qHi = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qHi);
   __nv_bfloat16* qLo = reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.qLo);
-  auto keyTile = [&](int buf) {
-    return reinterpret_cast<__nv_bfloat16*>(idxMmaSmem + L.keys + buf * L.keyStride);
-  };
-  float* dots = reinterpret_cast<float*>(idxMmaSmem + L.dots);
   float* ws = reinterpret_cast<float*>(idxMmaSmem + L.weights);
+  unsigned char* ring = idxMmaSmem + L.ring + warp * kIdxBf16Stages * L.stage;
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
-  const int step = gridDim.x * kIdxMmaTile;
-  idx_issue_keys(keyTile(0), L.ldk, keys, table, blockIdx.x * kIdxMmaTile, len, dim, blockSize);
+  const int step = gridDim.x * warps * kIdxWarpRows;
+  const int first = (blockIdx.x * warps + warp) * kIdxWarpRows;
+  // The first stages' copies run while the block stages the query.
+  for (int i = 0; i < kIdxBf16Stages - 1; i++) {
+    idx_warp_issue_keys(ring + i * L.stage, L.ldk, keys, table, first + i * step, len, dim,
+                        blockSize);
+  }
   const float* qr = q + static_cast<size_t>(t) * heads * dim;
-  for (int i = threadIdx.x; i < L.n * dim; i += blockDim.x) {
+#pragma unroll 4
+  for (int i = 4 * threadIdx.x; i < L.n * dim; i += 4 * blockDim.x) {
     const int h = i / dim, d = i - h * dim;
-    const float v = h < heads ? qr[i] : 0.f;
-    const uint16_t hi = f32_to_bf16_bits(v);
-    qHi[h * L.ldk + d] = __ushort_as_bfloat16(hi);
-    qLo[h * L.ldk + d] = __ushort_as_bfloat16(f32_to_bf16_bits(v - bf16_bits_to_f32(hi)));
+    const float4 v4 = h < heads ? *reinterpret_cast<const float4*>(qr + i) : float4{0, 0, 0, 0};
+    const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const uint16_t hi = f32_to_bf16_bits(v[j]);
+      qHi[h * L.ldk + d + j] = __ushort_as_bfloat16(hi);
+      qLo[h * L.ldk + d + j] = __ushort_as_bfloat16(f32_to_bf16_bits(v[j] - bf16_bits_to_f32(hi)));
+    }
   }
   for (int h = threadIdx.x; h < L.n; h += blockDim.x) {
     ws[h] = h < heads ? w[static_cast<size_t>(t) * heads + h] * headScale : 0.f;
   }
+  __syncthreads();  // the only block barrier: the query and weights are staged
   float* out = scores + static_cast<size_t>(r) * ldScores;
-  const int warp = threadIdx.x >> 5;
-  const int nTiles = L.n / 16, tiles = (kIdxMmaTile / 16) * nTiles;
-  int buf = 0;
-  for (int p0 = blockIdx.x * kIdxMmaTile; p0 < len; p0 += step, buf ^= 1) {
-    __syncthreads();  // the other key buffer and the dots are no longer read (the query is staged)
-    if (p0 + step < len) {
-      idx_issue_keys(keyTile(buf ^ 1), L.ldk, keys, table, p0 + step, len, dim, blockSize);
-      mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
-    } else {
-      mla_cp_async_wait<0>();
-    }
-    __syncthreads();
-    const __nv_bfloat16* ks = keyTile(buf);
-    for (int tile = warp; tile < tiles; tile += kIdxMmaThreads / 32) {
-      const int m = tile % (kIdxMmaTile / 16), n = tile / (kIdxMmaTile / 16);
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-      wmma::fill_fragment(c, 0.f);
-      for (int k0 = 0; k0 < dim; k0 += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, ks + 16 * m * L.ldk + k0, L.ldk);
-        wmma::load_matrix_sync(b, qHi + 16 * n * L.ldk + k0, L.ldk);
-        wmma::mma_sync(c, a, b, c);
-        wmma::load_matrix_sync(b, qLo + 16 * n * L.ldk + k0, L.ldk);
-        wmma::mma_sync(c, a, b, c);
-      }
-      wmma::store_matrix_sync(dots + 16 * m * L.ldc + 16 * n, c, L.ldc, wmma::mem_row_major);
-    }
-    __syncthreads();
-    if (threadIdx.x < kIdxMmaTile && p0 + threadIdx.x < len) {
-      const float* dr = dots + threadIdx.x * L.ldc;
-      float sum = 0.f;
-      for (int h = 0; h < heads; h++) sum += ws[h] * fmaxf(dr[h] * scale, 0.f);
-      out[p0 + threadIdx.x] = sum;
-    }
+  int i = 0;
+  for (int p0 = first; p0 < len; p0 += step, i++) {
+    mla_cp_async_wait<kIdxBf16Stages - 2>();  // this step's group is complete
+    __syncwarp();                             // and visible to the whole warp
+    // The stage the previous step used (its reads finished before that step's last __syncwarp).
+    idx_warp_issue_keys(ring + (i + kIdxBf16Stages - 1) % kIdxBf16Stages * L.stage, L.ldk, keys,
+                        table, p0 + (kIdxBf16Stages - 1) * step, len, dim, blockSize);
+    unsigned char* stage = ring + i % kIdxBf16Stages * L.stage;
+    float* dots = reinterpret_cast<float*>(stage);
+    idx_warp_dots(dots, L.ldc, reinterpret_cast<const __nv_bfloat16*>(stage), L.ldk, qHi, qLo,
+                  L.n / 16, dim);
+    const float sum = idx_reduce_heads<true>(dots + lane * L.ldc, ws, heads, scale);
+    if (p0 + lane < len) out[p0 + lane] = sum;
+    __syncwarp();  // the stage is read: a later step's copy may overwrite it
   }
 }
 

@@ -52,11 +52,6 @@ RM_KERNEL void rm_indexer_fp8_quantize(uint8_t* codes, float* scales, float* dec
                        x + static_cast<size_t>(r) * dim, dst, dim);
 }
 
-// The cache slot of position p of a sequence (its block-table row).
-__device__ __forceinline__ size_t idx_slot(const int* table, int p, int blockSize) {
-  return static_cast<size_t>(table[p / blockSize]) * blockSize + p % blockSize;
-}
-
 // rm_indexer_scores over FP8 keys: q holds the query heads' code values ([tokens, heads, dim],
 // rm_indexer_fp8_quantize's decoded output) and qScale their scales [tokens, heads]; codes and
 // kScales are one layer's key cache. Writes scores[r, p] for p <= tokenPos[t] as the header says.
@@ -107,95 +102,113 @@ RM_KERNEL void rm_indexer_scores_fp8(float* scores, int ldScores, const float* q
   }
 }
 
-// Shared-memory layout of rm_indexer_scores_fp8_mma in bytes (parts 128-byte aligned): the query
-// codes as bf16 [N][dim + 8] (N = heads rounded up to 16, zero rows past heads), two raw e4m3 key
-// tiles [64][dim] (the next one arrives by cp.async while this one is used), the tile's keys as
-// bf16 [64][dim + 8], the f32 dot tile [64][N + 4] and the head weights [N].
+constexpr int kIdxFp8Stages = 4;  // raw e4m3 key tiles per warp (three in flight while one is used)
+
+// Shared-memory layout of rm_indexer_scores_fp8_mma in bytes (parts 128-byte aligned; DsaKernels'
+// scoreFp8MmaSharedBytes mirrors it): the query codes as bf16 [N][dim + 8] (N = heads rounded up
+// to 16, zero rows past heads), the head weights [N], then per warp kIdxFp8Stages raw stages (e4m3
+// codes [32][dim] and the 32 positions' key scales) and one work tile: the step's keys widened to
+// bf16 [32][dim + 8], then, once the MMAs have read them, the f32 dots [32][N + 4].
 struct IdxFp8MmaSmem {
-  int ldk, ldc, n, q, raw, rawStride, keys, dots, weights, total;
-  __host__ __device__ IdxFp8MmaSmem(int heads, int dim) {
+  int ldk, ldc, n, q, weights, ring, rawScales, rawStage, work, warpBytes, total;
+  __host__ __device__ IdxFp8MmaSmem(int heads, int dim, int warps) {
     auto up = [](int b) { return (b + 127) & ~127; };
     n = (heads + 15) & ~15;
     ldk = dim + 8;
     ldc = n + 4;
     q = 0;
-    raw = q + up(n * ldk * 2);
-    rawStride = up(kIdxMmaTile * dim);
-    keys = raw + 2 * rawStride;
-    dots = keys + up(kIdxMmaTile * ldk * 2);
-    weights = dots + up(kIdxMmaTile * ldc * 4);
-    total = weights + n * 4;
+    weights = q + up(n * ldk * 2);
+    ring = weights + up(n * 4);
+    rawScales = up(kIdxWarpRows * dim);
+    rawStage = rawScales + up(kIdxWarpRows * 4);
+    const int keyBytes = kIdxWarpRows * ldk * 2, dotBytes = kIdxWarpRows * ldc * 4;
+    work = kIdxFp8Stages * rawStage;
+    warpBytes = work + up(keyBytes > dotBytes ? keyBytes : dotBytes);
+    total = ring + warps * warpBytes;
   }
 };
 
-// Starts copying the codes of positions p0 .. p0+63 (zeros from len on) into raw ([64][dim]
-// bytes), as one cp.async group.
-__device__ __forceinline__ void idx_issue_fp8_keys(uint8_t* raw, const uint8_t* codes,
-                                                   const int* table, int p0, int len, int dim,
-                                                   int blockSize) {
-  const int vecPerRow = dim / 16;
-  for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
-    const int row = i / vecPerRow, c = i - row * vecPerRow, p = p0 + row;
-    const bool ok = p < len;
-    const uint8_t* src = ok ? codes + idx_slot(table, p, blockSize) * dim : codes;
-    mla_cp_async16(raw + row * dim + 16 * c, src + 16 * c, ok);
+// 4-byte asynchronous global -> shared copy, zero-filled without a read when !ok.
+__device__ __forceinline__ void idx_cp_async4(void* dst, const void* src, bool ok) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
+               "r"(ok ? 4 : 0));
+}
+
+// One cp.async group per warp step: the codes and scales of positions p0 .. p0+31 into a raw
+// stage (an empty group from len on, so that every step commits one).
+__device__ __forceinline__ void idx_warp_issue_fp8_keys(unsigned char* stage, int scalesAt,
+                                                        const uint8_t* codes, const float* kScales,
+                                                        const int* table, int p0, int len,
+                                                        int dim, int blockSize) {
+  if (p0 < len) {
+    const int slot = idx_warp_copy(stage, dim, codes, dim, table, p0, len, blockSize);
+    const int lane = threadIdx.x & 31;
+    const bool ok = p0 + lane < len;
+    idx_cp_async4(stage + scalesAt + 4 * lane, ok ? kScales + slot : kScales, ok);
   }
   mla_cp_async_commit();
 }
 
-// rm_indexer_scores_fp8 on tensor cores, the same contract (dim % 16 == 0). The code values are
-// exact in bf16, so one bf16 WMMA per k step gives the products exactly, accumulated in f32.
-// Mapping as rm_indexer_scores_mma: grid (position blocks, rows), 8 warps; per tile of 64 positions
-// the raw codes arrive by cp.async (the next tile's copy overlaps this tile's work), are widened to
-// bf16 in shared memory, warps compute the 64 x N dot tile by WMMA, and threads 0..63 reduce their
+// rm_indexer_scores_fp8 on tensor cores, the same contract (dim % 16 == 0, heads <= 64). The code
+// values are exact in bf16, so one bf16 WMMA per k step gives the products exactly, accumulated in
+// f32. Mapping as rm_indexer_scores_mma: per step a warp's 32 positions arrive as raw codes and
+// scales by cp.async (kIdxFp8Stages - 1 steps in flight), the warp widens the codes to bf16 in its
+// work tile, computes the 32 x N dots there by WMMA (idx_warp_dots) and each lane reduces one
 // position's heads in head order: ks[p] * sum_h ws[h] * relu(dot).
-RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
+RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32)
     rm_indexer_scores_fp8_mma(float* scores, int ldScores, const float* q, const float* qScale,
                               const float* w, const uint8_t* codes, const float* kScales,
                               const int* blockTable, int maxBlocksPerSeq, const int* tokenSeq,
                               const int* tokenPos, int rowBase, int heads, int dim, int blockSize,
                               float scale, float headScale) {
   rm_pdl_prologue();
-  using namespace nvcuda;
   extern __shared__ __align__(128) unsigned char idxFp8MmaSmem[];
   const int r = blockIdx.y, t = rowBase + r;
   const int len = tokenPos[t] + 1;
-  if (blockIdx.x * kIdxMmaTile >= len) return;
-  const IdxFp8MmaSmem L(heads, dim);
+  const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (blockIdx.x * warps * kIdxWarpRows >= len) return;
+  const IdxFp8MmaSmem L(heads, dim, warps);
   __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(idxFp8MmaSmem + L.q);
-  auto rawTile = [&](int buf) { return idxFp8MmaSmem + L.raw + buf * L.rawStride; };
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(idxFp8MmaSmem + L.keys);
-  float* dots = reinterpret_cast<float*>(idxFp8MmaSmem + L.dots);
   float* ws = reinterpret_cast<float*>(idxFp8MmaSmem + L.weights);
+  unsigned char* ring = idxFp8MmaSmem + L.ring + warp * L.warpBytes;
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(ring + L.work);
+  float* dots = reinterpret_cast<float*>(ring + L.work);
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
-  const int step = gridDim.x * kIdxMmaTile;
-  idx_issue_fp8_keys(rawTile(0), codes, table, blockIdx.x * kIdxMmaTile, len, dim, blockSize);
+  const int step = gridDim.x * warps * kIdxWarpRows;
+  const int first = (blockIdx.x * warps + warp) * kIdxWarpRows;
+  for (int i = 0; i < kIdxFp8Stages - 1; i++) {
+    idx_warp_issue_fp8_keys(ring + i * L.rawStage, L.rawScales, codes, kScales, table,
+                            first + i * step, len, dim, blockSize);
+  }
   const float* qr = q + static_cast<size_t>(t) * heads * dim;
-  for (int i = threadIdx.x; i < L.n * dim; i += blockDim.x) {
+#pragma unroll 4
+  for (int i = 4 * threadIdx.x; i < L.n * dim; i += 4 * blockDim.x) {
     const int h = i / dim, d = i - h * dim;
-    qs[h * L.ldk + d] = __float2bfloat16_rn(h < heads ? qr[i] : 0.f);
+    const float4 v = h < heads ? *reinterpret_cast<const float4*>(qr + i) : float4{0, 0, 0, 0};
+    qs[h * L.ldk + d] = __float2bfloat16_rn(v.x);
+    qs[h * L.ldk + d + 1] = __float2bfloat16_rn(v.y);
+    qs[h * L.ldk + d + 2] = __float2bfloat16_rn(v.z);
+    qs[h * L.ldk + d + 3] = __float2bfloat16_rn(v.w);
   }
   for (int h = threadIdx.x; h < L.n; h += blockDim.x) {
     const size_t th = static_cast<size_t>(t) * heads + h;
     ws[h] = h < heads ? w[th] * headScale * qScale[th] * scale : 0.f;
   }
+  __syncthreads();  // the only block barrier: the query and weights are staged
   float* out = scores + static_cast<size_t>(r) * ldScores;
-  const int warp = threadIdx.x >> 5;
-  const int nTiles = L.n / 16, tiles = (kIdxMmaTile / 16) * nTiles;
   const int vecPerRow = dim / 8;
-  int buf = 0;
-  for (int p0 = blockIdx.x * kIdxMmaTile; p0 < len; p0 += step, buf ^= 1) {
-    __syncthreads();  // the other raw tile, the bf16 keys and the dots are no longer read
-    if (p0 + step < len) {
-      idx_issue_fp8_keys(rawTile(buf ^ 1), codes, table, p0 + step, len, dim, blockSize);
-      mla_cp_async_wait<1>();  // this tile's group is complete, the next one may still run
-    } else {
-      mla_cp_async_wait<0>();
-    }
-    __syncthreads();
-    const uint8_t* raw = rawTile(buf);
-    for (int i = threadIdx.x; i < kIdxMmaTile * vecPerRow; i += blockDim.x) {
-      const int row = i / vecPerRow, c = i - row * vecPerRow;
+  int i = 0;
+  for (int p0 = first; p0 < len; p0 += step, i++) {
+    mla_cp_async_wait<kIdxFp8Stages - 2>();  // this step's group is complete
+    __syncwarp();                            // and visible to the whole warp
+    // The raw stage the previous step used (read before that step's last __syncwarp).
+    idx_warp_issue_fp8_keys(ring + (i + kIdxFp8Stages - 1) % kIdxFp8Stages * L.rawStage,
+                            L.rawScales, codes, kScales, table, p0 + (kIdxFp8Stages - 1) * step,
+                            len, dim, blockSize);
+    const unsigned char* raw = ring + i % kIdxFp8Stages * L.rawStage;
+    for (int j = lane; j < kIdxWarpRows * vecPerRow; j += 32) {
+      const int row = j / vecPerRow, c = j - row * vecPerRow;
       const uint2 v = *reinterpret_cast<const uint2*>(raw + row * dim + 8 * c);
       float f[8];
       e4m3x4_to_f32(v.x, f);
@@ -207,28 +220,12 @@ RM_KERNEL void __launch_bounds__(kIdxMmaThreads)
       packed.w = f32_to_bf16_bits(f[6]) | (static_cast<uint32_t>(f32_to_bf16_bits(f[7])) << 16);
       *reinterpret_cast<uint4*>(ks + row * L.ldk + 8 * c) = packed;
     }
-    __syncthreads();
-    for (int tile = warp; tile < tiles; tile += kIdxMmaThreads / 32) {
-      const int m = tile % (kIdxMmaTile / 16), n = tile / (kIdxMmaTile / 16);
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-      wmma::fill_fragment(c, 0.f);
-      for (int k0 = 0; k0 < dim; k0 += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, ks + 16 * m * L.ldk + k0, L.ldk);
-        wmma::load_matrix_sync(b, qs + 16 * n * L.ldk + k0, L.ldk);
-        wmma::mma_sync(c, a, b, c);
-      }
-      wmma::store_matrix_sync(dots + 16 * m * L.ldc + 16 * n, c, L.ldc, wmma::mem_row_major);
-    }
-    __syncthreads();
-    const int p = p0 + threadIdx.x;
-    if (threadIdx.x < kIdxMmaTile && p < len) {
-      const float* dr = dots + threadIdx.x * L.ldc;
-      float sum = 0.f;
-      for (int h = 0; h < heads; h++) sum += ws[h] * fmaxf(dr[h], 0.f);
-      out[p] = sum * kScales[idx_slot(table, p, blockSize)];
-    }
+    __syncwarp();  // the widened keys are visible to the whole warp
+    idx_warp_dots(dots, L.ldc, ks, L.ldk, qs, nullptr, L.n / 16, dim);
+    const float sum = idx_reduce_heads<false>(dots + lane * L.ldc, ws, heads, 0.f);
+    const float kScale = reinterpret_cast<const float*>(raw + L.rawScales)[lane];
+    if (p0 + lane < len) out[p0 + lane] = sum * kScale;
+    __syncwarp();  // the raw stage and the work tile are read
   }
 }
 

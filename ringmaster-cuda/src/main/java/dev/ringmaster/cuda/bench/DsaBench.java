@@ -23,8 +23,11 @@ import java.util.SplittableRandom;
  * indexer-topk-candidates}: six radix passes, or three launches over its threshold bin's
  * candidates), also alone over fixed scores; the indexer's key preparation (its {@code wk} and
  * {@code weights_proj} GEMVs, the key's norm, the ropes and the key's append) as separate and as
- * fused launches ({@code indexer-fused-ops}). GB/s counts the cache bytes a step must read (indexer
- * keys of every position, 256 bytes each in bf16 and 132 in FP8; selected or all latent rows).
+ * fused launches ({@code indexer-fused-ops}). The tensor-core scores also run on the tiled
+ * reference kernels ({@link DsaKernels#useTiledScoreKernels}, their own grid) for an A/B in one
+ * process; {@link #runScores} gives only those score rows. GB/s counts the cache bytes a step must
+ * read (indexer keys of every position, 256 bytes each in bf16 and 132 in FP8; selected or all
+ * latent rows).
  */
 final class DsaBench {
   private static final int HEADS = 64;
@@ -56,11 +59,123 @@ final class DsaBench {
           dense(b, k, s, in);
           indexer(b, k, s, in, true);
           indexerFp8(b, k, s, in, true);
+          scoresAb(b, k, s, in, false);
           if (len == 4096) {
             indexer(b, k, s, in, false);
             indexerFp8(b, k, s, in, false);
             DsaPrepBench.run(b, k, s, batch);
           }
+        }
+      }
+    }
+  }
+
+  /**
+   * Adds only the tensor-core score rows, streaming and tiled reference kernels side by side (bf16
+   * and FP8 keys), at batch 1 (contexts 4k, 32k, 128k) and batch 32 (4k, 32k).
+   */
+  static void runScores(KernelBench b, RingmasterKernels k, CudaStream s) {
+    int[][] shapes = {{1, 4096}, {1, 32768}, {1, 131072}, {32, 4096}, {32, 32768}};
+    for (int[] shape : shapes) {
+      try (Inputs in = new Inputs(b, s, shape[0], shape[1])) {
+        scoresAb(b, k, s, in, true);
+      }
+    }
+  }
+
+  /**
+   * The tensor-core scores alone on the tiled reference kernels (the grid {@link
+   * DsaKernels#tiledScoreBlocks} gives them) and, with {@code streaming}, on the streaming ones
+   * ({@link DsaKernels#scoreBlocks}), over bf16 and FP8 keys; both grids sized for {@value
+   * #GRAPH_CONTEXT} positions as a decode graph's.
+   */
+  private static void scoresAb(
+      KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean streaming) {
+    DsaKernels dsa = k.dsa();
+    int rows = in.batch;
+    int ld = GRAPH_CONTEXT;
+    long slots = (long) rows * in.blocksPerSeq * BLOCK;
+    float scale = (float) (1 / Math.sqrt(INDEX_DIM));
+    float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));
+    try (DeviceBuffer codes = b.randomFp8Codes(slots * INDEX_DIM);
+        DeviceBuffer kScales = DeviceBuffer.allocate(4L * slots);
+        DeviceBuffer qCodes = DeviceBuffer.allocate(4L * rows * INDEX_HEADS * INDEX_DIM);
+        DeviceBuffer qScales = DeviceBuffer.allocate(4L * rows * INDEX_HEADS);
+        DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld)) {
+      CudaDriver.get().memsetD32Async(kScales.ptr(), Float.floatToIntBits(1f), slots, s.handle());
+      dsa.quantizeFp8(
+          s, 0, qScales.ptr(), qCodes.ptr(), in.indexQ.ptr(), 0, rows * INDEX_HEADS, INDEX_DIM);
+      for (boolean tiled : streaming ? new boolean[] {false, true} : new boolean[] {true}) {
+        int blocks =
+            tiled
+                ? DsaKernels.tiledScoreBlocks(rows, GRAPH_CONTEXT, SMS)
+                : DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+        dsa.useTiledScoreKernels(tiled);
+        try {
+          double msBf16 =
+              b.time(
+                  i ->
+                      dsa.scores(
+                          s,
+                          scores.ptr(),
+                          ld,
+                          in.indexQ.ptr(),
+                          in.indexW.ptr(),
+                          in.keys.ptr(),
+                          in.table.ptr(),
+                          in.blocksPerSeq,
+                          in.seqs.ptr(),
+                          in.positions.ptr(),
+                          0,
+                          rows,
+                          INDEX_HEADS,
+                          INDEX_DIM,
+                          BLOCK,
+                          scale,
+                          headScale,
+                          blocks));
+          double msFp8 =
+              b.time(
+                  i ->
+                      dsa.scoresFp8(
+                          s,
+                          scores.ptr(),
+                          ld,
+                          qCodes.ptr(),
+                          qScales.ptr(),
+                          in.indexW.ptr(),
+                          codes.ptr(),
+                          kScales.ptr(),
+                          in.table.ptr(),
+                          in.blocksPerSeq,
+                          in.seqs.ptr(),
+                          in.positions.ptr(),
+                          0,
+                          rows,
+                          INDEX_HEADS,
+                          INDEX_DIM,
+                          BLOCK,
+                          scale,
+                          headScale,
+                          blocks));
+          String kernel =
+              String.format(
+                  Locale.ROOT,
+                  "%s kernel, %d blocks per row",
+                  tiled ? "tiled reference" : "streaming",
+                  blocks);
+          double bf16Bytes = 2.0 * rows * in.len * INDEX_DIM;
+          double fp8Bytes = (double) rows * in.len * (INDEX_DIM + 4);
+          b.row(
+              label("dsa indexer scores alone, tensor cores, " + kernel, in),
+              msBf16,
+              bf16Bytes / (msBf16 * 1e6));
+          b.row(
+              label("dsa indexer scores alone, fp8 keys, tensor cores, " + kernel, in),
+              msFp8,
+              fp8Bytes / (msFp8 * 1e6));
+        } finally {
+          dsa.useTiledScoreKernels(false);
         }
       }
     }

@@ -50,7 +50,8 @@ public final class KernelBench {
    * {@code prefill} only the MLA prefill rows; {@code fp8} only the FP8 routed-expert rows ({@link
    * Fp8ExpertBench}); {@code gqa} only the grouped-query attention rows ({@link GqaBench}); {@code
    * sampling} only the device sampler's rows ({@link SamplerBench}); {@code dsa} only the DeepSeek
-   * Sparse Attention rows in the GLM-5 shape ({@link DsaBench}).
+   * Sparse Attention rows in the GLM-5 shape ({@link DsaBench}); {@code dsascores} only its indexer
+   * score rows, streaming and tiled reference kernels side by side.
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
@@ -58,7 +59,7 @@ public final class KernelBench {
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
           "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa |"
-              + " sampling | fp8 | dsa]");
+              + " sampling | fp8 | dsa | dsascores]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -104,6 +105,11 @@ public final class KernelBench {
               }
               if (args.length > 0 && args[0].equals("fp8")) {
                 Fp8ExpertBench.run(b, k, s);
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("dsascores")) {
+                DsaBench.runScores(b, k, s);
                 b.print();
                 return;
               }

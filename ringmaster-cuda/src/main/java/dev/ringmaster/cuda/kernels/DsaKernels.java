@@ -11,15 +11,43 @@ import java.util.function.BiFunction;
  * query and absorbed MLA attention over the selected positions; and the FP8 indexer-key forms
  * ({@code dsa_indexer_fp8.cu}: quantization on append and of the query heads, scores over e4m3
  * codes and scales); the fused key norm, ropes and append ({@code dsa_indexer_fused.cu}) and the
- * three-launch multi-block top-k ({@code dsa_topk.cu}). Part of {@link RingmasterKernels}, which
- * loads them; use from the GPU's thread only.
+ * three-launch multi-block top-k ({@code dsa_topk.cu}); the tiled reference score kernels ({@code
+ * dsa_scores_tiled.cu}, for tests and benchmarks). Part of {@link RingmasterKernels}, which loads
+ * them; use from the GPU's thread only.
  */
 public final class DsaKernels {
-  /** Threads of a score block (positions scored per block and pass). */
+  /** Threads of a CUDA-core score block (positions scored per block and pass). */
   private static final int SCORE_THREADS = 128;
 
-  /** Positions per tile of the tensor-core score kernel. */
-  private static final int SCORE_MMA_TILE = 64;
+  /**
+   * CUDA-core score blocks per position block of {@link #scoreBlocks}: that kernel keeps no key
+   * stages, so three of its small blocks share an SM where one streaming block fills it.
+   */
+  private static final int SCORE_CUDA_CORE_BLOCKS = 3;
+
+  /**
+   * Positions a warp of the tensor-core score kernels scores per step ({@code kIdxWarpRows} in
+   * dsa_indexer.cu).
+   */
+  private static final int SCORE_WARP_ROWS = 32;
+
+  /** Most warps of a tensor-core score block ({@code kIdxScoreMaxWarps}). */
+  private static final int SCORE_MAX_WARPS = 8;
+
+  /** Key stages per warp of the bf16 tensor-core score kernel ({@code kIdxBf16Stages}). */
+  private static final int SCORE_BF16_STAGES = 3;
+
+  /** Raw key stages per warp of the FP8 tensor-core score kernel ({@code kIdxFp8Stages}). */
+  private static final int SCORE_FP8_STAGES = 4;
+
+  /** Most heads of the tensor-core score kernels ({@code 16 * kIdxMaxNTiles}). */
+  private static final int SCORE_MMA_MAX_HEADS = 64;
+
+  /** Positions per block step of the tiled reference score kernels ({@code kIdxTiledTile}). */
+  private static final int SCORE_TILED_TILE = 64;
+
+  /** Threads of a tiled reference score block ({@code kIdxTiledThreads}). */
+  private static final int SCORE_TILED_THREADS = 256;
 
   private static final int TOPK_THREADS = 1024;
 
@@ -66,12 +94,17 @@ public final class DsaKernels {
   private final Kernel fp8Quantize;
   private final Kernel scoresFp8;
   private final Kernel scoresFp8Mma;
+  private final Kernel scoresMmaTiled;
+  private final Kernel scoresFp8MmaTiled;
   private final Kernel fp8Gather;
   private final Kernel reduceFp8;
   private final MlaKernels mla;
   private boolean indexerTensorCores = true;
+  private boolean tiledScores;
   private final SharedOptIn scoreMmaShared;
   private final SharedOptIn scoreFp8MmaShared;
+  private final SharedOptIn scoreMmaTiledShared;
+  private final SharedOptIn scoreFp8MmaTiledShared;
 
   /** A kernel's dynamic shared-memory opt-in: the largest size granted, the smallest refused. */
   private static final class SharedOptIn {
@@ -118,8 +151,12 @@ public final class DsaKernels {
     scoresFp8Mma = kernel.apply("rm_indexer_scores_fp8_mma", 17);
     fp8Gather = kernel.apply("rm_indexer_fp8_gather", 7);
     reduceFp8 = kernel.apply("rm_indexer_reduce_fp8", 12);
+    scoresMmaTiled = kernel.apply("rm_indexer_scores_mma_tiled", 15);
+    scoresFp8MmaTiled = kernel.apply("rm_indexer_scores_fp8_mma_tiled", 17);
     scoreMmaShared = new SharedOptIn(scoresMma);
     scoreFp8MmaShared = new SharedOptIn(scoresFp8Mma);
+    scoreMmaTiledShared = new SharedOptIn(scoresMmaTiled);
+    scoreFp8MmaTiledShared = new SharedOptIn(scoresFp8MmaTiled);
     this.mla = mla;
   }
 
@@ -148,11 +185,21 @@ public final class DsaKernels {
   }
 
   /**
-   * Chooses the tensor-core score kernel (default, where {@code index_head_dim % 16 == 0}) or the
-   * CUDA-core one; both compute the same scores to about 1e-5. For tests and benchmarks.
+   * Chooses the tensor-core score kernel (default, where {@code index_head_dim % 16 == 0} and at
+   * most 64 heads) or the CUDA-core one; both compute the same scores to about 1e-5. For tests and
+   * benchmarks.
    */
   public void useIndexerTensorCores(boolean on) {
     indexerTensorCores = on;
+  }
+
+  /**
+   * Runs the tensor-core scores ({@link #scores}, {@link #scoresFp8}) on the tiled reference
+   * kernels ({@code dsa_scores_tiled.cu}: a 64-position tile per block step) instead of the
+   * streaming ones; the scores are the same bits. For the equality test and the benchmark's A/B.
+   */
+  public void useTiledScoreKernels(boolean on) {
+    tiledScores = on;
   }
 
   /** Whether {@link #scores} runs on tensor cores for {@code heads} x {@code dim} queries. */
@@ -165,30 +212,76 @@ public final class DsaKernels {
    * {@code heads} x {@code dim} queries.
    */
   public boolean indexerUsesTensorCores(int heads, int dim, boolean fp8) {
-    if (!indexerTensorCores || dim % 16 != 0) {
+    if (!indexerTensorCores || dim % 16 != 0 || heads > SCORE_MMA_MAX_HEADS) {
       return false;
     }
-    return fp8
-        ? scoreFp8MmaShared.allows(scoreFp8MmaSharedBytes(heads, dim))
-        : scoreMmaShared.allows(scoreMmaSharedBytes(heads, dim));
+    return tiledScores
+        ? (fp8 ? scoreFp8MmaTiledShared : scoreMmaTiledShared)
+            .allows(tiledSharedBytes(heads, dim, fp8))
+        : scoreMmaWarps(heads, dim, fp8) > 0;
   }
 
-  private static int scoreMmaSharedBytes(int heads, int dim) {
-    // Mirrors IdxMmaSmem in dsa_indexer.cu: query hi and lo parts and two key tiles (bf16, row
-    // stride dim + 8), the f32 dot tile (row stride N + 4) and N weights; parts 128-byte aligned.
-    int n = (heads + 15) & ~15;
-    int ldk = dim + 8;
-    int bytes = 2 * up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * ldk * 2);
-    return bytes + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
+  /**
+   * Warps of a streaming tensor-core score block for {@code heads} x {@code dim} queries: the most,
+   * up to {@value #SCORE_MAX_WARPS}, whose shared memory the device grants (0: none fits). One such
+   * block per SM holds that SM's shared memory.
+   */
+  private int scoreMmaWarps(int heads, int dim, boolean fp8) {
+    SharedOptIn optIn = fp8 ? scoreFp8MmaShared : scoreMmaShared;
+    for (int warps = SCORE_MAX_WARPS; warps >= 1; warps--) {
+      int bytes =
+          fp8 ? scoreFp8MmaSharedBytes(heads, dim, warps) : scoreMmaSharedBytes(heads, dim, warps);
+      if (optIn.allows(bytes)) {
+        return warps;
+      }
+    }
+    return 0;
   }
 
-  private static int scoreFp8MmaSharedBytes(int heads, int dim) {
-    // Mirrors IdxFp8MmaSmem in dsa_indexer_fp8.cu: the query codes in bf16 (row stride dim + 8),
-    // two raw e4m3 key tiles, one bf16 key tile, the f32 dot tile (row stride N + 4) and N weights.
+  /**
+   * Shared memory of a bf16 streaming score block of {@code warps} warps. Mirrors IdxMmaSmem in
+   * dsa_indexer.cu: the query's hi and lo parts [N][dim + 8] bf16 (N = heads rounded up to 16) and
+   * N weights, then per warp {@value #SCORE_BF16_STAGES} stages, each the larger of a key tile
+   * [32][dim + 8] bf16 and the f32 dots [32][N + 4] that overlay it; parts 128-byte aligned.
+   */
+  static int scoreMmaSharedBytes(int heads, int dim, int warps) {
     int n = (heads + 15) & ~15;
     int ldk = dim + 8;
-    int bytes = up128(n * ldk * 2) + 2 * up128(SCORE_MMA_TILE * dim);
-    return bytes + up128(SCORE_MMA_TILE * ldk * 2) + up128(SCORE_MMA_TILE * (n + 4) * 4) + n * 4;
+    int head = 2 * up128(n * ldk * 2) + up128(n * 4);
+    int stage = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
+    return head + warps * SCORE_BF16_STAGES * stage;
+  }
+
+  /**
+   * Shared memory of an FP8 streaming score block of {@code warps} warps. Mirrors IdxFp8MmaSmem in
+   * dsa_indexer_fp8.cu: the query codes [N][dim + 8] bf16 and N weights, then per warp {@value
+   * #SCORE_FP8_STAGES} raw stages (codes [32][dim] and 32 f32 scales) and one work tile, the larger
+   * of the widened keys [32][dim + 8] bf16 and the f32 dots [32][N + 4]; parts 128-byte aligned.
+   */
+  static int scoreFp8MmaSharedBytes(int heads, int dim, int warps) {
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int head = up128(n * ldk * 2) + up128(n * 4);
+    int raw = up128(SCORE_WARP_ROWS * dim) + up128(SCORE_WARP_ROWS * 4);
+    int work = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
+    return head + warps * (SCORE_FP8_STAGES * raw + work);
+  }
+
+  /**
+   * Shared memory of a tiled reference score block. Mirrors IdxTiledSmem (bf16: query hi and lo
+   * parts, two key tiles) and IdxFp8TiledSmem (FP8: query codes, two raw tiles, one bf16 key tile)
+   * in dsa_scores_tiled.cu, then the f32 dot tile [64][N + 4] and N weights.
+   */
+  private static int tiledSharedBytes(int heads, int dim, boolean fp8) {
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int bytes =
+        fp8
+            ? up128(n * ldk * 2)
+                + 2 * up128(SCORE_TILED_TILE * dim)
+                + up128(SCORE_TILED_TILE * ldk * 2)
+            : 2 * up128(n * ldk * 2) + 2 * up128(SCORE_TILED_TILE * ldk * 2);
+    return bytes + up128(SCORE_TILED_TILE * (n + 4) * 4) + n * 4;
   }
 
   private static int up128(int b) {
@@ -277,27 +370,48 @@ public final class DsaKernels {
       float headScale,
       int positionBlocks) {
     boolean mma = indexerUsesTensorCores(heads, dim);
-    Kernel k = mma ? scoresMma : scores;
+    Kernel k = mma ? (tiledScores ? scoresMmaTiled : scoresMma) : scores;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, w).arg(4, keys).arg(5, blockTable);
     k.arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos).arg(9, rowBase).arg(10, heads);
     k.arg(11, dim).arg(12, blockSize).arg(13, scale).arg(14, headScale);
-    if (mma) {
-      k.launch(s, positionBlocks, rows, 1, 256, scoreMmaSharedBytes(heads, dim));
+    if (mma && tiledScores) {
+      k.launch(
+          s, positionBlocks, rows, 1, SCORE_TILED_THREADS, tiledSharedBytes(heads, dim, false));
+    } else if (mma) {
+      int warps = scoreMmaWarps(heads, dim, false);
+      k.launch(s, positionBlocks, rows, 1, 32 * warps, scoreMmaSharedBytes(heads, dim, warps));
     } else {
-      k.launch(s, positionBlocks, rows, 1, SCORE_THREADS, scoreSharedBytes(heads, dim));
+      k.launch(
+          s,
+          SCORE_CUDA_CORE_BLOCKS * positionBlocks,
+          rows,
+          1,
+          SCORE_THREADS,
+          scoreSharedBytes(heads, dim));
     }
   }
 
   /**
-   * Position blocks of {@link #scores} for {@code rows} rows of at most {@code maxLen} positions:
-   * enough for a few waves on {@code sms} SMs, never more than the positions need (blocks past a
-   * row's context exit at once, so a graph captured for a long context costs little on a short
-   * one).
+   * Position blocks per row of {@link #scores} and {@link #scoresFp8} for {@code rows} rows of at
+   * most {@code maxLen} positions: one resident wave of the streaming tensor-core kernels (one
+   * block per SM, {@code sms} SMs, rounded down so that no second wave trails), never more than the
+   * positions need at {@value #SCORE_MAX_WARPS} warps of 32 positions (blocks past a row's context
+   * exit at once, so a graph captured for a long context costs little on a short one). Every block
+   * stages its row's query, so more blocks than a wave re-read it for nothing.
    */
   public static int scoreBlocks(int rows, long maxLen, int sms) {
-    long byLength = (maxLen + SCORE_MMA_TILE - 1) / SCORE_MMA_TILE;
-    // About one resident wave of the tensor-core kernel (3 blocks per SM): every block stages the
-    // row's query, so more blocks than that re-read it for nothing.
+    long perBlock = (long) SCORE_MAX_WARPS * SCORE_WARP_ROWS;
+    long byLength = (maxLen + perBlock - 1) / perBlock;
+    long wanted = Math.max(1, (long) sms / Math.max(rows, 1));
+    return (int) Math.max(1, Math.min(byLength, wanted));
+  }
+
+  /**
+   * {@link #scoreBlocks} for the tiled reference kernels ({@link #useTiledScoreKernels}): about one
+   * resident wave of them (3 blocks per SM), never more than their 64-position tiles need.
+   */
+  public static int tiledScoreBlocks(int rows, long maxLen, int sms) {
+    long byLength = (maxLen + SCORE_TILED_TILE - 1) / SCORE_TILED_TILE;
     long wanted = Math.max(1, 3L * sms / Math.max(rows, 1));
     return (int) Math.max(1, Math.min(byLength, wanted));
   }
@@ -491,15 +605,24 @@ public final class DsaKernels {
       int positionBlocks) {
     checkFp8Dim(dim);
     boolean mma = indexerUsesTensorCores(heads, dim, true);
-    Kernel k = mma ? scoresFp8Mma : scoresFp8;
+    Kernel k = mma ? (tiledScores ? scoresFp8MmaTiled : scoresFp8Mma) : scoresFp8;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, qScale).arg(4, w).arg(5, codes);
     k.arg(6, kScales).arg(7, blockTable).arg(8, maxBlocksPerSeq).arg(9, tokenSeq);
     k.arg(10, tokenPos).arg(11, rowBase).arg(12, heads).arg(13, dim).arg(14, blockSize);
     k.arg(15, scale).arg(16, headScale);
-    if (mma) {
-      k.launch(s, positionBlocks, rows, 1, 256, scoreFp8MmaSharedBytes(heads, dim));
+    if (mma && tiledScores) {
+      k.launch(s, positionBlocks, rows, 1, SCORE_TILED_THREADS, tiledSharedBytes(heads, dim, true));
+    } else if (mma) {
+      int warps = scoreMmaWarps(heads, dim, true);
+      k.launch(s, positionBlocks, rows, 1, 32 * warps, scoreFp8MmaSharedBytes(heads, dim, warps));
     } else {
-      k.launch(s, positionBlocks, rows, 1, SCORE_THREADS, scoreSharedBytes(heads, dim));
+      k.launch(
+          s,
+          SCORE_CUDA_CORE_BLOCKS * positionBlocks,
+          rows,
+          1,
+          SCORE_THREADS,
+          scoreSharedBytes(heads, dim));
     }
   }
 

@@ -7,16 +7,45 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The launch shapes of the DSA kernels, computed on the host (no GPU): score blocks sized to one
- * resident wave and never more than the positions need, top-k blocks per row by context, and the
- * multi-block top-k's state.
+ * resident wave and never more than the positions need, the streaming score kernels' shared memory,
+ * top-k blocks per row by context, and the multi-block top-k's state.
  */
 class DsaLaunchShapesTest {
   @Test
   void scoreBlocksCoverOneWaveOrThePositions() {
-    assertThat(DsaKernels.scoreBlocks(1, 202_752, 132)).isEqualTo(396);
-    assertThat(DsaKernels.scoreBlocks(32, 202_752, 132)).isEqualTo(12);
-    assertThat(DsaKernels.scoreBlocks(1, 100, 132)).isEqualTo(2);
+    // One streaming block per SM, rounded down per row (no trailing second wave).
+    assertThat(DsaKernels.scoreBlocks(1, 202_752, 132)).isEqualTo(132);
+    assertThat(DsaKernels.scoreBlocks(32, 202_752, 132)).isEqualTo(4);
+    assertThat(DsaKernels.scoreBlocks(5, 202_752, 132)).isEqualTo(26);
+    // A block covers 8 warps x 32 positions per step: 100 positions need one.
+    assertThat(DsaKernels.scoreBlocks(1, 100, 132)).isEqualTo(1);
+    assertThat(DsaKernels.scoreBlocks(1, 4096, 132)).isEqualTo(16);
     assertThat(DsaKernels.scoreBlocks(1000, 1 << 20, 132)).isEqualTo(1);
+    // The tiled reference kernels: three blocks per SM, 64-position tiles.
+    assertThat(DsaKernels.tiledScoreBlocks(1, 202_752, 132)).isEqualTo(396);
+    assertThat(DsaKernels.tiledScoreBlocks(32, 202_752, 132)).isEqualTo(12);
+    assertThat(DsaKernels.tiledScoreBlocks(1, 100, 132)).isEqualTo(2);
+  }
+
+  @Test
+  void streamingScoreBlocksFitAnH200sSharedMemory() {
+    int h200 = 227 * 1024; // the most dynamic shared memory a block may opt into on sm_90
+    // GLM-5 (32 heads x 128): the query's hi and lo parts (2 x 32 x 136 x 2 bytes), 32 weights,
+    // 8 warps x 3 stages of 32 key rows x 136 bf16.
+    assertThat(DsaKernels.scoreMmaSharedBytes(32, 128, 8))
+        .isEqualTo(2 * 8704 + 128 + 8 * 3 * 8704)
+        .isLessThanOrEqualTo(h200);
+    // DeepSeek-V3.2 (64 heads x 128): 7 warps fit, 8 do not.
+    assertThat(DsaKernels.scoreMmaSharedBytes(64, 128, 7)).isLessThanOrEqualTo(h200);
+    assertThat(DsaKernels.scoreMmaSharedBytes(64, 128, 8)).isGreaterThan(h200);
+    // A stage is the larger of the key tile and the f32 dots that overlay it: 16 dims, 16 heads.
+    assertThat(DsaKernels.scoreMmaSharedBytes(16, 16, 1))
+        .isEqualTo(2 * 768 + 128 + 3 * Math.max(32 * 24 * 2, 32 * 20 * 4));
+    // FP8: the query codes, 4 raw stages (4 KiB codes + 128 bytes of scales) and a work tile.
+    assertThat(DsaKernels.scoreFp8MmaSharedBytes(32, 128, 8))
+        .isEqualTo(8704 + 128 + 8 * (4 * (4096 + 128) + 8704))
+        .isLessThanOrEqualTo(h200);
+    assertThat(DsaKernels.scoreFp8MmaSharedBytes(64, 128, 8)).isLessThanOrEqualTo(h200);
   }
 
   @Test
