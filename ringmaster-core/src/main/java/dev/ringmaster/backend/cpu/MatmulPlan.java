@@ -21,6 +21,8 @@ final class MatmulPlan {
   private static final int ROW_QUANTUM = 16;
 
   private final RowKernel[] kernels;
+  // Each quantized job's in-register kernel, else null (also on the scratch-block path).
+  private final QuantizedRowKernel[] quantized;
   private final CpuMatmul.Job[] jobs;
   // Each bf16 job's weights in the packed layout of its kernel, else null.
   private final MemorySegment[] packed;
@@ -34,6 +36,7 @@ final class MatmulPlan {
 
   private MatmulPlan(
       RowKernel[] kernels,
+      QuantizedRowKernel[] quantized,
       CpuMatmul.Job[] jobs,
       MemorySegment[] packed,
       int[][] xOffsets,
@@ -44,6 +47,7 @@ final class MatmulPlan {
       boolean parallel,
       double cost) {
     this.kernels = kernels;
+    this.quantized = quantized;
     this.jobs = jobs;
     this.packed = packed;
     this.xOffsets = xOffsets;
@@ -71,6 +75,7 @@ final class MatmulPlan {
       }
     }
     RowKernel[] kernels = new RowKernel[jobs.length];
+    QuantizedRowKernel[] quantized = new QuantizedRowKernel[jobs.length];
     MemorySegment[] packed = new MemorySegment[jobs.length];
     int[][] xOffsets = new int[jobs.length][];
     int[][] outOffsets = new int[jobs.length][];
@@ -80,8 +85,12 @@ final class MatmulPlan {
     for (int j = 0; j < jobs.length; j++) {
       CpuMatmul.Job job = jobs[j];
       CpuMatmul.checkSegment(job.w().data());
-      // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
-      kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
+      if (job.w().quantized() && !context.scratchDequantization()) {
+        quantized[j] = context.quantizedKernel(job.w().dtype());
+      } else {
+        // The scratch-block path decodes rows to f32 (QuantizedRows), then uses the f32 kernel.
+        kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
+      }
       shared &= pool.canShare(job.w().data());
       if (job.w().dtype() == DType.BF16 && !job.w().quantized()) {
         // The packed copy outlives the mapping; a closed model must still fail as it did.
@@ -135,6 +144,7 @@ final class MatmulPlan {
     }
     return new MatmulPlan(
         kernels,
+        quantized,
         jobs,
         packed,
         xOffsets,
@@ -165,6 +175,11 @@ final class MatmulPlan {
   void runChunk(int i) {
     int j = chunkJob[i];
     CpuMatmul.Job job = jobs[j];
+    if (quantized[j] != null) {
+      quantized[j].rows(
+          job.w(), chunkStart[i], chunkEnd[i], job.x(), xOffsets[j], job.out(), outOffsets[j]);
+      return;
+    }
     if (job.w().quantized()) {
       QuantizedRows.rows(
           kernels[j],

@@ -3,10 +3,11 @@ package dev.ringmaster.backend.cpu;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The matmul over a quantized matrix: a group of rows is dequantized into an f32 scratch block
- * (sized to stay in cache), then the f32 {@link RowKernel} multiplies it with every token. Each
- * weight row is decoded once per call whatever the number of tokens, and every (row, token) result
- * is the f32 kernel's on the decoded row, so results do not depend on threads, groups or batch.
+ * The matmul over a quantized matrix by way of f32: a group of rows is dequantized into an f32
+ * scratch block (sized to stay in cache), then the f32 {@link RowKernel} multiplies it with every
+ * token. Products run the in-register kernels ({@link Fp8RowKernelTemplate}, {@link
+ * Nvfp4RowKernelTemplate}), which give the same bits; this form is kept for benchmarks to compare
+ * against ({@link CpuKernelContext#withScratchDequantization}) and as the definition in tests.
  */
 final class QuantizedRows {
   /** Bytes of decoded rows held at once. */
