@@ -64,11 +64,11 @@ final class BenchCommand implements Runnable {
     Integer threads;
 
     @Option(
-        names = "--scratch-dequantization",
+        names = "--reference-dequantization",
         description =
-            "Time quantized weights by decoding rows to an f32 scratch block for the f32 kernel"
-                + " instead of the in-register kernels (same results; for A/B comparisons).")
-    boolean scratchDequantization;
+            "Decode quantized rows with the scalar reference decoder instead of the vector"
+                + " decoders (same results; for A/B comparisons).")
+    boolean referenceDequantization;
 
     @Option(names = "--json", description = "Print only the JSON report.")
     boolean json;
@@ -91,7 +91,7 @@ final class BenchCommand implements Runnable {
               d.bandwidthBufferBytes(),
               d.includeEmulated(),
               threads != null ? threads : d.threads(),
-              scratchDequantization);
+              referenceDequantization);
       CpuMatmulBenchmark.Report report = CpuMatmulBenchmark.run(o, System.err);
       String js = CpuMatmulBenchmark.json(report);
       if (json) {

@@ -23,7 +23,7 @@ public final class CpuKernelContext implements AutoCloseable {
   private final int vectorBits;
   private final CpuThreadPool pool;
   private final boolean shared;
-  private final boolean scratchDequantization;
+  private final boolean referenceDequantization;
   // The kernels by dtype ordinal, looked up once: plans ask for them on every product.
   private final RowKernel[] kernels = new RowKernel[DType.values().length];
   private final QuantizedRowKernel[] quantizedKernels =
@@ -45,7 +45,7 @@ public final class CpuKernelContext implements AutoCloseable {
   }
 
   private CpuKernelContext(
-      int vectorBits, int threads, boolean shared, boolean scratchDequantization) {
+      int vectorBits, int threads, boolean shared, boolean referenceDequantization) {
     this.vectorBits = checkVectorBits(vectorBits == 0 ? preferredVectorBits() : vectorBits);
     if (threads < 0) {
       throw new IllegalArgumentException(
@@ -53,16 +53,15 @@ public final class CpuKernelContext implements AutoCloseable {
     }
     this.pool = new CpuThreadPool(threads == 0 ? cores() : threads);
     this.shared = shared;
-    this.scratchDequantization = scratchDequantization;
+    this.referenceDequantization = referenceDequantization;
   }
 
   /**
    * For benchmarks only: a context (with its own pool, as {@link #CpuKernelContext(int, int)})
-   * whose products over quantized weights decode a group of rows into an f32 scratch block and run
-   * the f32 kernel over it, the form the in-register kernels replaced. Its results are the same
-   * bits.
+   * whose products over quantized weights decode rows with the scalar {@link Dequantizer} into a
+   * heap block, the form the vector decoders replaced. Its results are the same bits.
    */
-  public static CpuKernelContext withScratchDequantization(int vectorBits, int threads) {
+  public static CpuKernelContext withReferenceDequantization(int vectorBits, int threads) {
     return new CpuKernelContext(vectorBits, threads, false, true);
   }
 
@@ -131,7 +130,7 @@ public final class CpuKernelContext implements AutoCloseable {
     return k;
   }
 
-  /** The in-register kernel for quantized codes of {@code dtype} (F8_E4M3 or U8). */
+  /** The vector row decoder for quantized codes of {@code dtype} (F8_E4M3 or U8). */
   QuantizedRowKernel quantizedKernel(DType dtype) {
     QuantizedRowKernel k = quantizedKernels[dtype.ordinal()];
     if (k == null) {
@@ -142,10 +141,10 @@ public final class CpuKernelContext implements AutoCloseable {
   }
 
   /**
-   * Whether quantized products take the scratch-block path ({@link #withScratchDequantization}).
+   * Whether quantized rows take the scalar reference decode ({@link #withReferenceDequantization}).
    */
-  boolean scratchDequantization() {
-    return scratchDequantization;
+  boolean referenceDequantization() {
+    return referenceDequantization;
   }
 
   CpuThreadPool pool() {

@@ -21,7 +21,7 @@ final class MatmulPlan {
   private static final int ROW_QUANTUM = 16;
 
   private final RowKernel[] kernels;
-  // Each quantized job's in-register kernel, else null (also on the scratch-block path).
+  // Each quantized job's row decoder, else null (also for the reference decode).
   private final QuantizedRowKernel[] quantized;
   private final CpuMatmul.Job[] jobs;
   // Each bf16 job's weights in the packed layout of its kernel, else null.
@@ -85,11 +85,10 @@ final class MatmulPlan {
     for (int j = 0; j < jobs.length; j++) {
       CpuMatmul.Job job = jobs[j];
       CpuMatmul.checkSegment(job.w().data());
-      if (job.w().quantized() && !context.scratchDequantization()) {
+      // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
+      kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
+      if (job.w().quantized() && !context.referenceDequantization()) {
         quantized[j] = context.quantizedKernel(job.w().dtype());
-      } else {
-        // The scratch-block path decodes rows to f32 (QuantizedRows), then uses the f32 kernel.
-        kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
       }
       shared &= pool.canShare(job.w().data());
       if (job.w().dtype() == DType.BF16 && !job.w().quantized()) {
@@ -175,13 +174,9 @@ final class MatmulPlan {
   void runChunk(int i) {
     int j = chunkJob[i];
     CpuMatmul.Job job = jobs[j];
-    if (quantized[j] != null) {
-      quantized[j].rows(
-          job.w(), chunkStart[i], chunkEnd[i], job.x(), xOffsets[j], job.out(), outOffsets[j]);
-      return;
-    }
     if (job.w().quantized()) {
       QuantizedRows.rows(
+          quantized[j],
           kernels[j],
           job.w(),
           chunkStart[i],

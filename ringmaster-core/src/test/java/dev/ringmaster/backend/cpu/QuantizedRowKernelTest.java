@@ -15,11 +15,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The in-register kernels for FP8 and NVFP4 weights against their definition, bit for bit: every
- * code and scale decodes as {@link Dequantizer} decodes it (raw bits, NaN codes and signed zeros
- * included), and every product equals the f32 kernel's on the dequantized rows ({@link
- * QuantizedRows}, the scratch-block path) for 1 to 9 tokens, odd sizes, partial FP8 blocks, any row
- * range, gathered token lists and several threads, at every vector width.
+ * The vector decoders of FP8 and NVFP4 weights against their definition, bit for bit: every code
+ * and scale decodes as {@link Dequantizer} decodes it (raw bits, NaN codes and signed zeros
+ * included), and every product equals the one with the scalar reference decode for 1 to 9 tokens,
+ * odd sizes, partial FP8 blocks, any row range, gathered token lists and several threads, at every
+ * vector width.
  */
 class QuantizedRowKernelTest {
   /** Scales with special cases: overflow of the products, subnormal products, zero, signs. */
@@ -132,7 +132,7 @@ class QuantizedRowKernelTest {
     try (Arena arena = Arena.ofShared();
         CpuKernelContext one = new CpuKernelContext(bits, 1);
         CpuKernelContext three = new CpuKernelContext(bits, 3);
-        CpuKernelContext scratch = CpuKernelContext.withScratchDequantization(bits, 1)) {
+        CpuKernelContext reference = CpuKernelContext.withReferenceDequantization(bits, 1)) {
       List<CpuMatrix> matrices = new ArrayList<>();
       // Partial FP8 blocks in both directions, columns that are not a multiple of the lanes.
       for (int[] shape : new int[][] {{300, 257}, {5, 64}, {130, 129}, {129, 3}, {1, 385}}) {
@@ -148,7 +148,7 @@ class QuantizedRowKernelTest {
         for (int n = 1; n <= 9; n++) {
           float[] x = TestMatrices.randomInputs(n * w.cols(), n + 31L * w.rows());
           float[] want = new float[n * w.rows()];
-          CpuMatmul.matmul(scratch, want, x, n, w);
+          CpuMatmul.matmul(reference, want, x, n, w);
           for (CpuKernelContext kernels : new CpuKernelContext[] {one, three}) {
             float[] got = new float[n * w.rows()];
             CpuMatmul.matmul(kernels, got, x, n, w);
@@ -175,7 +175,8 @@ class QuantizedRowKernelTest {
         float[] x = TestMatrices.randomInputs(n * cols, 3);
         float[] all = new float[n * rows];
         CpuMatmul.matmul(kernels, all, x, n, w);
-        QuantizedRowKernel kernel = kernels.quantizedKernel(w.dtype());
+        QuantizedRowKernel decoder = kernels.quantizedKernel(w.dtype());
+        RowKernel f32 = kernels.kernel(DType.F32);
         // Gathered, repeated and reordered tokens, over row ranges that start and end anywhere.
         int[] tokens = {7, 0, 10, 3, 3, 9};
         for (int[] range : new int[][] {{0, rows}, {3, 17}, {127, 131}, {128, 129}, {250, 261}}) {
@@ -187,7 +188,7 @@ class QuantizedRowKernelTest {
               outOffsets[t] = t * rows;
             }
             float[] out = new float[count * rows];
-            kernel.rows(w, range[0], range[1], x, xOffsets, out, outOffsets);
+            QuantizedRows.rows(decoder, f32, w, range[0], range[1], x, xOffsets, out, outOffsets);
             for (int t = 0; t < count; t++) {
               for (int r = range[0]; r < range[1]; r++) {
                 assertThat(Float.floatToRawIntBits(out[t * rows + r]))
@@ -203,11 +204,11 @@ class QuantizedRowKernelTest {
 
   @ParameterizedTest
   @ValueSource(ints = {128, 256})
-  void nanCodesAndScalesGiveNanWhereTheScratchPathDoes(int bits) {
+  void nanCodesAndScalesGiveNanWhereTheReferenceDoes(int bits) {
     SplittableRandom random = new SplittableRandom(5);
     try (Arena arena = Arena.ofShared();
         CpuKernelContext kernels = new CpuKernelContext(bits, 1);
-        CpuKernelContext scratch = CpuKernelContext.withScratchDequantization(bits, 1)) {
+        CpuKernelContext reference = CpuKernelContext.withReferenceDequantization(bits, 1)) {
       CpuMatrix fp8 = fp8Block(arena, random, 40, 150, true);
       MemorySegment packed = arena.allocate(40L * 64 / 2);
       for (long i = 0; i < packed.byteSize(); i++) {
@@ -223,7 +224,7 @@ class QuantizedRowKernelTest {
           float[] x = TestMatrices.randomInputs(n * w.cols(), n);
           float[] want = new float[n * w.rows()];
           float[] got = new float[n * w.rows()];
-          CpuMatmul.matmul(scratch, want, x, n, w);
+          CpuMatmul.matmul(reference, want, x, n, w);
           CpuMatmul.matmul(kernels, got, x, n, w);
           // NaN payloads may differ by the order a compiled FMA takes its operands.
           assertThat(got).containsExactly(want);

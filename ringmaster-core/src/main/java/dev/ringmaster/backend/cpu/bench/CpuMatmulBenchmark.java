@@ -60,9 +60,8 @@ public final class CpuMatmulBenchmark {
    * @param bandwidthBufferBytes buffer for the memory bandwidth measure, far above the caches
    * @param includeEmulated also time widths the CPU only emulates
    * @param threads kernel threads, the calling thread included; 0 for one per core
-   * @param scratchDequantization time quantized weights by the path that decodes rows to an f32
-   *     scratch block for the f32 kernel ({@link CpuKernelContext#withScratchDequantization}), to
-   *     compare with the in-register kernels
+   * @param referenceDequantization time quantized weights with rows decoded by the scalar reference
+   *     ({@link CpuKernelContext#withReferenceDequantization}), to compare with the vector decoders
    */
   public record Options(
       List<Integer> vectorBits,
@@ -73,7 +72,7 @@ public final class CpuMatmulBenchmark {
       long bandwidthBufferBytes,
       boolean includeEmulated,
       int threads,
-      boolean scratchDequantization) {
+      boolean referenceDequantization) {
     /** bf16 and f32; 4096x4096 and 11008x4096; n = 1 and 8; every width; 1 s per case. */
     public static Options defaults() {
       return new Options(
@@ -118,7 +117,7 @@ public final class CpuMatmulBenchmark {
    *
    * @param cores available processors
    * @param threads kernel threads
-   * @param scratchDequantization whether quantized weights took the scratch-block path
+   * @param referenceDequantization whether quantized rows took the scalar reference decode
    * @param preferredVectorBits widest width the CPU runs natively
    * @param memoryBandwidthGbPerSecond read bandwidth, all threads
    * @param oneThreadBandwidthGbPerSecond read bandwidth, one thread
@@ -128,7 +127,7 @@ public final class CpuMatmulBenchmark {
   public record Report(
       int cores,
       int threads,
-      boolean scratchDequantization,
+      boolean referenceDequantization,
       int preferredVectorBits,
       double memoryBandwidthGbPerSecond,
       double oneThreadBandwidthGbPerSecond,
@@ -173,8 +172,8 @@ public final class CpuMatmulBenchmark {
               continue;
             }
             try (CpuKernelContext kernels =
-                options.scratchDequantization()
-                    ? CpuKernelContext.withScratchDequantization(bits, threads)
+                options.referenceDequantization()
+                    ? CpuKernelContext.withReferenceDequantization(bits, threads)
                     : new CpuKernelContext(bits, threads)) {
               for (int n : options.tokens()) {
                 double ms = medianMillis(kernels, w, n, options.secondsPerCase());
@@ -203,7 +202,7 @@ public final class CpuMatmulBenchmark {
     return new Report(
         cores,
         threads,
-        options.scratchDequantization(),
+        options.referenceDequantization(),
         preferred,
         bandwidth.allThreads(),
         bandwidth.oneThread(),
@@ -223,7 +222,9 @@ public final class CpuMatmulBenchmark {
             report.preferredVectorBits(),
             report.memoryBandwidthGbPerSecond(),
             report.oneThreadBandwidthGbPerSecond(),
-            report.scratchDequantization() ? ", quantized weights by f32 scratch blocks" : ""));
+            report.referenceDequantization()
+                ? ", quantized rows by the scalar reference decode"
+                : ""));
     s.append(
         String.format(
             Locale.ROOT,
@@ -259,7 +260,7 @@ public final class CpuMatmulBenchmark {
    * Runs with default options, printing progress, the table and the JSON. Flags: {@code --bits
    * 128,256}, {@code --dtypes bf16,f32,f16,fp8-block,fp8-tensor,nvfp4}, {@code --shapes
    * 4096x4096,11008x4096}, {@code --n 1,8}, {@code --seconds 1}, {@code --threads 16}, {@code
-   * --emulated}, {@code --scratch-dequantization}.
+   * --emulated}, {@code --reference-dequantization}.
    */
   public static void main(String[] args) {
     Options o = parse(args);
@@ -278,15 +279,15 @@ public final class CpuMatmulBenchmark {
     double seconds = d.secondsPerCase();
     boolean emulated = d.includeEmulated();
     int threads = d.threads();
-    boolean scratch = d.scratchDequantization();
+    boolean reference = d.referenceDequantization();
     for (int i = 0; i < args.length; i++) {
       String flag = args[i];
       if (flag.equals("--emulated")) {
         emulated = true;
         continue;
       }
-      if (flag.equals("--scratch-dequantization")) {
-        scratch = true;
+      if (flag.equals("--reference-dequantization")) {
+        reference = true;
         continue;
       }
       if (i + 1 >= args.length) {
@@ -313,7 +314,7 @@ public final class CpuMatmulBenchmark {
         d.bandwidthBufferBytes(),
         emulated,
         threads,
-        scratch);
+        reference);
   }
 
   private static String row(Result r) {

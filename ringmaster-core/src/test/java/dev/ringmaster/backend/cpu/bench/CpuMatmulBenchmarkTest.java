@@ -43,7 +43,7 @@ class CpuMatmulBenchmarkTest {
 
   @Test
   void timesQuantizedFormatsByEitherPath() {
-    for (boolean scratch : new boolean[] {false, true}) {
+    for (boolean reference : new boolean[] {false, true}) {
       CpuMatmulBenchmark.Report report =
           CpuMatmulBenchmark.run(
               new CpuMatmulBenchmark.Options(
@@ -55,9 +55,9 @@ class CpuMatmulBenchmarkTest {
                   16L << 20,
                   false,
                   1,
-                  scratch),
+                  reference),
               null);
-      assertThat(report.scratchDequantization()).isEqualTo(scratch);
+      assertThat(report.referenceDequantization()).isEqualTo(reference);
       assertThat(report.results())
           .extracting(CpuMatmulBenchmark.Result::dtype)
           .containsExactly("fp8-tensor", "fp8-tensor", "nvfp4", "nvfp4");
@@ -79,13 +79,13 @@ class CpuMatmulBenchmarkTest {
               "8x16",
               "--threads",
               "3",
-              "--scratch-dequantization"
+              "--reference-dequantization"
             });
     assertThat(o.threads()).isEqualTo(3);
     assertThat(o.vectorBits()).containsExactly(128, 256);
     assertThat(o.dtypes())
         .containsExactly(WeightFormat.F16, WeightFormat.NVFP4, WeightFormat.FP8_TENSOR);
-    assertThat(o.scratchDequantization()).isTrue();
+    assertThat(o.referenceDequantization()).isTrue();
     assertThat(o.tokens()).containsExactly(1, 2);
     assertThat(o.shapes()).containsExactly(new CpuMatmulBenchmark.Shape(8, 16));
   }
