@@ -8,12 +8,13 @@ import java.util.List;
  * This is the hot loop of CPU inference (weight streaming), so it is vectorised and parallel.
  *
  * <p>Weights are read straight from their segment in their own dtype and widened to f32 in
- * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded in registers too,
- * with the bits of the f32 path on the dequantized matrix. Each weight row is read from memory once
- * per call whatever the number of tokens, so a batch of tokens costs little more than one token.
- * Output rows are split into chunks run on the thread pool of the caller's {@link
- * CpuKernelContext}; products too small to repay a parallel region stay on the calling thread
- * ({@link ParallelCostModel}). Results do not depend on the thread count or on the batch size.
+ * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded to f32 in vectors a
+ * group of rows at a time, exactly as {@link Dequantizer} decodes them, and then take the f32 path.
+ * Each weight row is read from memory once per call whatever the number of tokens, so a batch of
+ * tokens costs little more than one token. Output rows are split into chunks run on the thread pool
+ * of the caller's {@link CpuKernelContext}; products too small to repay a parallel region stay on
+ * the calling thread ({@link ParallelCostModel}). Results do not depend on the thread count or on
+ * the batch size.
  */
 public final class CpuMatmul {
   private CpuMatmul() {}
