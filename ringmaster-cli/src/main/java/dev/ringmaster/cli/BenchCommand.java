@@ -1,8 +1,8 @@
 package dev.ringmaster.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ringmaster.backend.DType;
 import dev.ringmaster.backend.cpu.bench.CpuMatmulBenchmark;
+import dev.ringmaster.backend.cpu.bench.WeightFormat;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -41,7 +41,11 @@ final class BenchCommand implements Runnable {
     @Option(names = "--bits", split = ",", description = "Vector widths (default 128,256,512).")
     List<Integer> bits;
 
-    @Option(names = "--dtypes", split = ",", description = "Weight dtypes (default bf16,f32).")
+    @Option(
+        names = "--dtypes",
+        split = ",",
+        description =
+            "Weight formats: f32, bf16, f16, fp8-block, fp8-tensor, nvfp4 (default bf16,f32).")
     List<String> dtypes;
 
     @Option(
@@ -59,6 +63,13 @@ final class BenchCommand implements Runnable {
     @Option(names = "--threads", description = "Kernel threads (default: all cores).")
     Integer threads;
 
+    @Option(
+        names = "--reference-dequantization",
+        description =
+            "Decode quantized rows with the scalar reference decoder instead of the vector"
+                + " decoders (same results; for A/B comparisons).")
+    boolean referenceDequantization;
+
     @Option(names = "--json", description = "Print only the JSON report.")
     boolean json;
 
@@ -71,7 +82,7 @@ final class BenchCommand implements Runnable {
       CpuMatmulBenchmark.Options o =
           new CpuMatmulBenchmark.Options(
               bits != null ? bits : d.vectorBits(),
-              dtypes != null ? dtypes.stream().map(DType::parse).toList() : d.dtypes(),
+              dtypes != null ? dtypes.stream().map(WeightFormat::parse).toList() : d.dtypes(),
               shapes != null
                   ? shapes.stream().map(CpuMatmulBenchmark.Shape::parse).toList()
                   : d.shapes(),
@@ -79,7 +90,8 @@ final class BenchCommand implements Runnable {
               seconds,
               d.bandwidthBufferBytes(),
               d.includeEmulated(),
-              threads != null ? threads : d.threads());
+              threads != null ? threads : d.threads(),
+              referenceDequantization);
       CpuMatmulBenchmark.Report report = CpuMatmulBenchmark.run(o, System.err);
       String js = CpuMatmulBenchmark.json(report);
       if (json) {

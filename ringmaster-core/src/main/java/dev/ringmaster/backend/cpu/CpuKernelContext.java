@@ -23,8 +23,11 @@ public final class CpuKernelContext implements AutoCloseable {
   private final int vectorBits;
   private final CpuThreadPool pool;
   private final boolean shared;
+  private final boolean referenceDequantization;
   // The kernels by dtype ordinal, looked up once: plans ask for them on every product.
   private final RowKernel[] kernels = new RowKernel[DType.values().length];
+  private final QuantizedRowKernel[] quantizedKernels =
+      new QuantizedRowKernel[DType.values().length];
 
   /**
    * A context with its own pool.
@@ -34,10 +37,15 @@ public final class CpuKernelContext implements AutoCloseable {
    * @param threads threads of a parallel region, the calling thread included, or 0 for one per core
    */
   public CpuKernelContext(int vectorBits, int threads) {
-    this(vectorBits, threads, false);
+    this(vectorBits, threads, false, false);
   }
 
   private CpuKernelContext(int vectorBits, int threads, boolean shared) {
+    this(vectorBits, threads, shared, false);
+  }
+
+  private CpuKernelContext(
+      int vectorBits, int threads, boolean shared, boolean referenceDequantization) {
     this.vectorBits = checkVectorBits(vectorBits == 0 ? preferredVectorBits() : vectorBits);
     if (threads < 0) {
       throw new IllegalArgumentException(
@@ -45,6 +53,16 @@ public final class CpuKernelContext implements AutoCloseable {
     }
     this.pool = new CpuThreadPool(threads == 0 ? cores() : threads);
     this.shared = shared;
+    this.referenceDequantization = referenceDequantization;
+  }
+
+  /**
+   * For benchmarks only: a context (with its own pool, as {@link #CpuKernelContext(int, int)})
+   * whose products over quantized weights decode rows with the scalar {@link Dequantizer} into a
+   * heap block, the form the vector decoders replaced. Its results are the same bits.
+   */
+  public static CpuKernelContext withReferenceDequantization(int vectorBits, int threads) {
+    return new CpuKernelContext(vectorBits, threads, false, true);
   }
 
   /** The process-wide context: preferred width, one thread per core; never closed. */
@@ -110,6 +128,23 @@ public final class CpuKernelContext implements AutoCloseable {
       kernels[dtype.ordinal()] = k; // racy but idempotent: the cache returns one kernel per spec
     }
     return k;
+  }
+
+  /** The vector row decoder for quantized codes of {@code dtype} (F8_E4M3 or U8). */
+  QuantizedRowKernel quantizedKernel(DType dtype) {
+    QuantizedRowKernel k = quantizedKernels[dtype.ordinal()];
+    if (k == null) {
+      k = RowKernels.quantized(vectorBits, dtype);
+      quantizedKernels[dtype.ordinal()] = k; // racy but idempotent, as for kernel()
+    }
+    return k;
+  }
+
+  /**
+   * Whether quantized rows take the scalar reference decode ({@link #withReferenceDequantization}).
+   */
+  boolean referenceDequantization() {
+    return referenceDequantization;
   }
 
   CpuThreadPool pool() {

@@ -8,12 +8,13 @@ import java.util.List;
  * This is the hot loop of CPU inference (weight streaming), so it is vectorised and parallel.
  *
  * <p>Weights are read straight from their segment in their own dtype and widened to f32 in
- * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded to f32 a group of
- * rows at a time and then take the f32 path. Each weight row is read from memory once per call
- * whatever the number of tokens, so a batch of tokens costs little more than one token. Output rows
- * are split into chunks run on the thread pool of the caller's {@link CpuKernelContext}; products
- * too small to repay a parallel region stay on the calling thread ({@link ParallelCostModel}).
- * Results do not depend on the thread count or on the batch size.
+ * registers; sums accumulate in f32. Quantized weights (FP8, NVFP4) are decoded to f32 in vectors a
+ * group of rows at a time, exactly as {@link Dequantizer} decodes them, and then take the f32 path.
+ * Each weight row is read from memory once per call whatever the number of tokens, so a batch of
+ * tokens costs little more than one token. Output rows are split into chunks run on the thread pool
+ * of the caller's {@link CpuKernelContext}; products too small to repay a parallel region stay on
+ * the calling thread ({@link ParallelCostModel}). Results do not depend on the thread count or on
+ * the batch size.
  */
 public final class CpuMatmul {
   private CpuMatmul() {}
@@ -110,7 +111,8 @@ public final class CpuMatmul {
       throw new IndexOutOfBoundsException("row " + row + " of " + w.rows());
     }
     if (w.quantized()) {
-      Dequantizer.row(w, row, dst, dstOffset);
+      checkSegment(w.data());
+      kernels.quantizedKernel(w.dtype()).decodeRow(w, row, dst, dstOffset);
       return;
     }
     checkSegment(w.data());

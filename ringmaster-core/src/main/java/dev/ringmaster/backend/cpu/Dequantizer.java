@@ -8,7 +8,8 @@ import java.lang.foreign.ValueLayout;
 /**
  * Decodes rows of quantized {@link CpuMatrix} to f32, exactly as {@link Quantization} defines (one
  * f32 multiply per element for FP8; for NVFP4 the scale product first, then one multiply). The
- * reference of every quantized kernel, and the first stage of the CPU matmul on quantized weights.
+ * reference of every quantized kernel; the CPU matmul's vector decoders ({@code
+ * Fp8RowKernelTemplate}, {@code Nvfp4RowKernelTemplate}) give its bits.
  */
 public final class Dequantizer {
   private static final float[] FP8 = Fp8E4m3.table();

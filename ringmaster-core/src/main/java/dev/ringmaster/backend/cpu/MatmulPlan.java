@@ -21,6 +21,8 @@ final class MatmulPlan {
   private static final int ROW_QUANTUM = 16;
 
   private final RowKernel[] kernels;
+  // Each quantized job's row decoder, else null (also for the reference decode).
+  private final QuantizedRowKernel[] quantized;
   private final CpuMatmul.Job[] jobs;
   // Each bf16 job's weights in the packed layout of its kernel, else null.
   private final MemorySegment[] packed;
@@ -34,6 +36,7 @@ final class MatmulPlan {
 
   private MatmulPlan(
       RowKernel[] kernels,
+      QuantizedRowKernel[] quantized,
       CpuMatmul.Job[] jobs,
       MemorySegment[] packed,
       int[][] xOffsets,
@@ -44,6 +47,7 @@ final class MatmulPlan {
       boolean parallel,
       double cost) {
     this.kernels = kernels;
+    this.quantized = quantized;
     this.jobs = jobs;
     this.packed = packed;
     this.xOffsets = xOffsets;
@@ -71,6 +75,7 @@ final class MatmulPlan {
       }
     }
     RowKernel[] kernels = new RowKernel[jobs.length];
+    QuantizedRowKernel[] quantized = new QuantizedRowKernel[jobs.length];
     MemorySegment[] packed = new MemorySegment[jobs.length];
     int[][] xOffsets = new int[jobs.length][];
     int[][] outOffsets = new int[jobs.length][];
@@ -82,6 +87,9 @@ final class MatmulPlan {
       CpuMatmul.checkSegment(job.w().data());
       // Quantized weights are decoded to f32 rows first (QuantizedRows), then use the f32 kernel.
       kernels[j] = context.kernel(job.w().quantized() ? DType.F32 : job.w().dtype());
+      if (job.w().quantized() && !context.referenceDequantization()) {
+        quantized[j] = context.quantizedKernel(job.w().dtype());
+      }
       shared &= pool.canShare(job.w().data());
       if (job.w().dtype() == DType.BF16 && !job.w().quantized()) {
         // The packed copy outlives the mapping; a closed model must still fail as it did.
@@ -135,6 +143,7 @@ final class MatmulPlan {
     }
     return new MatmulPlan(
         kernels,
+        quantized,
         jobs,
         packed,
         xOffsets,
@@ -167,6 +176,7 @@ final class MatmulPlan {
     CpuMatmul.Job job = jobs[j];
     if (job.w().quantized()) {
       QuantizedRows.rows(
+          quantized[j],
           kernels[j],
           job.w(),
           chunkStart[i],

@@ -8,10 +8,12 @@ import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuMatrix;
 import dev.ringmaster.backend.cpu.Numerics;
+import dev.ringmaster.backend.cpu.Quantization;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -19,9 +21,10 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 
 /**
- * Weight-streaming speed of {@link CpuMatmul#matmul}: for each dtype, shape, vector width and batch
- * size, the median time of one call and the weight bytes it streams per second, next to the
- * machine's measured memory read bandwidth.
+ * Weight-streaming speed of {@link CpuMatmul#matmul}: for each weight format (float dtypes, FP8,
+ * NVFP4), shape, vector width and batch size, the median time of one call and the weight bytes
+ * (codes and scales) it streams per second, next to the machine's measured memory read bandwidth.
+ * Quantized weights are random finite codes with scales of typical size.
  *
  * <p>Widths wider than the CPU's SIMD units are emulated by the Vector API, orders of magnitude
  * slower; they are listed as skipped unless asked for.
@@ -50,34 +53,38 @@ public final class CpuMatmulBenchmark {
    * What to measure.
    *
    * @param vectorBits widths to try (128, 256, 512)
-   * @param dtypes weight dtypes
+   * @param dtypes weight formats
    * @param shapes weight shapes
    * @param tokens batch sizes
    * @param secondsPerCase timed seconds per case (after a warm-up), at least 5 calls
    * @param bandwidthBufferBytes buffer for the memory bandwidth measure, far above the caches
    * @param includeEmulated also time widths the CPU only emulates
    * @param threads kernel threads, the calling thread included; 0 for one per core
+   * @param referenceDequantization time quantized weights with rows decoded by the scalar reference
+   *     ({@link CpuKernelContext#withReferenceDequantization}), to compare with the vector decoders
    */
   public record Options(
       List<Integer> vectorBits,
-      List<DType> dtypes,
+      List<WeightFormat> dtypes,
       List<Shape> shapes,
       List<Integer> tokens,
       double secondsPerCase,
       long bandwidthBufferBytes,
       boolean includeEmulated,
-      int threads) {
+      int threads,
+      boolean referenceDequantization) {
     /** bf16 and f32; 4096x4096 and 11008x4096; n = 1 and 8; every width; 1 s per case. */
     public static Options defaults() {
       return new Options(
           List.of(128, 256, 512),
-          List.of(DType.BF16, DType.F32),
+          List.of(WeightFormat.BF16, WeightFormat.F32),
           List.of(new Shape(4096, 4096), new Shape(11008, 4096)),
           List.of(1, 8),
           1.0,
           1L << 30,
           false,
-          0);
+          0,
+          false);
     }
   }
 
@@ -87,7 +94,7 @@ public final class CpuMatmulBenchmark {
    * @param cores available processors
    * @param threads kernel threads
    * @param vectorBits vector width used
-   * @param dtype weight dtype
+   * @param dtype weight format
    * @param shape weight shape, rows x cols
    * @param n tokens per call
    * @param ms median milliseconds per call
@@ -110,6 +117,7 @@ public final class CpuMatmulBenchmark {
    *
    * @param cores available processors
    * @param threads kernel threads
+   * @param referenceDequantization whether quantized rows took the scalar reference decode
    * @param preferredVectorBits widest width the CPU runs natively
    * @param memoryBandwidthGbPerSecond read bandwidth, all threads
    * @param oneThreadBandwidthGbPerSecond read bandwidth, one thread
@@ -119,6 +127,7 @@ public final class CpuMatmulBenchmark {
   public record Report(
       int cores,
       int threads,
+      boolean referenceDequantization,
       int preferredVectorBits,
       double memoryBandwidthGbPerSecond,
       double oneThreadBandwidthGbPerSecond,
@@ -154,7 +163,7 @@ public final class CpuMatmulBenchmark {
                 + " bits), too slow to time");
       }
     }
-    for (DType dtype : options.dtypes()) {
+    for (WeightFormat dtype : options.dtypes()) {
       for (Shape shape : options.shapes()) {
         try (Arena arena = Arena.ofShared()) {
           CpuMatrix w = randomMatrix(arena, dtype, shape);
@@ -162,16 +171,19 @@ public final class CpuMatmulBenchmark {
             if (bits > preferred && !options.includeEmulated()) {
               continue;
             }
-            try (CpuKernelContext kernels = new CpuKernelContext(bits, threads)) {
+            try (CpuKernelContext kernels =
+                options.referenceDequantization()
+                    ? CpuKernelContext.withReferenceDequantization(bits, threads)
+                    : new CpuKernelContext(bits, threads)) {
               for (int n : options.tokens()) {
                 double ms = medianMillis(kernels, w, n, options.secondsPerCase());
-                double gbs = w.data().byteSize() / (ms * 1e6);
+                double gbs = weightBytes(w) / (ms * 1e6);
                 Result r =
                     new Result(
                         cores,
                         threads,
                         bits,
-                        dtype.name().toLowerCase(Locale.ROOT),
+                        dtype.label(),
                         shape.toString(),
                         n,
                         ms,
@@ -188,7 +200,14 @@ public final class CpuMatmulBenchmark {
       }
     }
     return new Report(
-        cores, threads, preferred, bandwidth.allThreads(), bandwidth.oneThread(), results, skipped);
+        cores,
+        threads,
+        options.referenceDequantization(),
+        preferred,
+        bandwidth.allThreads(),
+        bandwidth.oneThread(),
+        results,
+        skipped);
   }
 
   /** The results as an aligned text table. */
@@ -197,16 +216,19 @@ public final class CpuMatmulBenchmark {
     s.append(
         String.format(
             Locale.ROOT,
-            "cores %d, threads %d, native vector bits %d, memory read %.1f GB/s (1 thread %.1f)%n",
+            "cores %d, threads %d, native vector bits %d, memory read %.1f GB/s (1 thread %.1f)%s%n",
             report.cores(),
             report.threads(),
             report.preferredVectorBits(),
             report.memoryBandwidthGbPerSecond(),
-            report.oneThreadBandwidthGbPerSecond()));
+            report.oneThreadBandwidthGbPerSecond(),
+            report.referenceDequantization()
+                ? ", quantized rows by the scalar reference decode"
+                : ""));
     s.append(
         String.format(
             Locale.ROOT,
-            "%5s %5s %11s %3s %9s %7s %6s%n",
+            "%5s %10s %11s %3s %9s %7s %6s%n",
             "bits",
             "dtype",
             "shape",
@@ -236,8 +258,9 @@ public final class CpuMatmulBenchmark {
 
   /**
    * Runs with default options, printing progress, the table and the JSON. Flags: {@code --bits
-   * 128,256}, {@code --dtypes bf16,f32,f16}, {@code --shapes 4096x4096,11008x4096}, {@code --n
-   * 1,8}, {@code --seconds 1}, {@code --threads 16}, {@code --emulated}.
+   * 128,256}, {@code --dtypes bf16,f32,f16,fp8-block,fp8-tensor,nvfp4}, {@code --shapes
+   * 4096x4096,11008x4096}, {@code --n 1,8}, {@code --seconds 1}, {@code --threads 16}, {@code
+   * --emulated}, {@code --reference-dequantization}.
    */
   public static void main(String[] args) {
     Options o = parse(args);
@@ -250,16 +273,21 @@ public final class CpuMatmulBenchmark {
   static Options parse(String[] args) {
     Options d = Options.defaults();
     List<Integer> bits = d.vectorBits();
-    List<DType> dtypes = d.dtypes();
+    List<WeightFormat> dtypes = d.dtypes();
     List<Shape> shapes = d.shapes();
     List<Integer> tokens = d.tokens();
     double seconds = d.secondsPerCase();
     boolean emulated = d.includeEmulated();
     int threads = d.threads();
+    boolean reference = d.referenceDequantization();
     for (int i = 0; i < args.length; i++) {
       String flag = args[i];
       if (flag.equals("--emulated")) {
         emulated = true;
+        continue;
+      }
+      if (flag.equals("--reference-dequantization")) {
+        reference = true;
         continue;
       }
       if (i + 1 >= args.length) {
@@ -269,7 +297,7 @@ public final class CpuMatmulBenchmark {
       List<String> items = Arrays.stream(value.split(",")).map(String::strip).toList();
       switch (flag) {
         case "--bits" -> bits = items.stream().map(Integer::parseInt).toList();
-        case "--dtypes" -> dtypes = items.stream().map(DType::parse).toList();
+        case "--dtypes" -> dtypes = items.stream().map(WeightFormat::parse).toList();
         case "--shapes" -> shapes = items.stream().map(Shape::parse).toList();
         case "--n" -> tokens = items.stream().map(Integer::parseInt).toList();
         case "--seconds" -> seconds = Double.parseDouble(value);
@@ -278,13 +306,21 @@ public final class CpuMatmulBenchmark {
       }
     }
     return new Options(
-        bits, dtypes, shapes, tokens, seconds, d.bandwidthBufferBytes(), emulated, threads);
+        bits,
+        dtypes,
+        shapes,
+        tokens,
+        seconds,
+        d.bandwidthBufferBytes(),
+        emulated,
+        threads,
+        reference);
   }
 
   private static String row(Result r) {
     return String.format(
         Locale.ROOT,
-        "%5d %5s %11s %3d %9.3f %7.1f %5.0f%%",
+        "%5d %10s %11s %3d %9.3f %7.1f %5.0f%%",
         r.vectorBits(),
         r.dtype(),
         r.shape(),
@@ -316,13 +352,64 @@ public final class CpuMatmulBenchmark {
     return sorted[sorted.length / 2] / 1e6;
   }
 
-  private static CpuMatrix randomMatrix(Arena arena, DType dtype, Shape shape) {
+  private static CpuMatrix randomMatrix(Arena arena, WeightFormat format, Shape shape) {
     long count = (long) shape.rows() * shape.cols();
-    MemorySegment data = arena.allocate(count * dtype.bytes(), 64);
     SplittableRandom random = new SplittableRandom(count);
-    for (long i = 0; i < count; i++) {
-      Numerics.store(data, dtype, i, (float) random.nextDouble(-1, 1));
+    if (!format.quantized()) {
+      DType dtype = DType.valueOf(format.name());
+      MemorySegment data = arena.allocate(count * dtype.bytes(), 64);
+      for (long i = 0; i < count; i++) {
+        Numerics.store(data, dtype, i, (float) random.nextDouble(-1, 1));
+      }
+      return new CpuMatrix(data, dtype, shape.rows(), shape.cols());
     }
-    return new CpuMatrix(data, dtype, shape.rows(), shape.cols());
+    int rows = shape.rows();
+    int cols = shape.cols();
+    if (format == WeightFormat.NVFP4) {
+      if (cols % Quantization.NVFP4_GROUP != 0) {
+        throw new IllegalArgumentException("NVFP4 needs a multiple of 16 columns, got " + shape);
+      }
+      MemorySegment packed = randomBytes(arena, count / 2, random, 0, 256);
+      // e4m3 scale codes 0x20..0x5f: 2^-3 to 2^4, as a quantizer's block maxima give.
+      MemorySegment scales = randomBytes(arena, count / 16, random, 0x20, 0x60);
+      return new CpuMatrix(packed, DType.U8, rows, cols, new Quantization.Nvfp4(scales, 3.7e-4f));
+    }
+    // Finite e4m3 codes: 0x7f and 0xff are NaN.
+    MemorySegment codes = randomBytes(arena, count, random, 0, 255);
+    for (long i = 0; i < count; i++) {
+      if ((codes.get(ValueLayout.JAVA_BYTE, i) & 0x7f) == 0x7f) {
+        codes.set(ValueLayout.JAVA_BYTE, i, (byte) 0x7e);
+      }
+    }
+    if (format == WeightFormat.FP8_TENSOR) {
+      return new CpuMatrix(codes, DType.F8_E4M3, rows, cols, new Quantization.Fp8Tensor(2.2e-3f));
+    }
+    int blockCols = (cols + Quantization.FP8_BLOCK - 1) / Quantization.FP8_BLOCK;
+    int blocks = (rows + Quantization.FP8_BLOCK - 1) / Quantization.FP8_BLOCK * blockCols;
+    MemorySegment scales = arena.allocate(blocks * 4L, 64);
+    for (int i = 0; i < blocks; i++) {
+      scales.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextDouble(1e-3, 1e-2));
+    }
+    return new CpuMatrix(
+        codes, DType.F8_E4M3, rows, cols, new Quantization.Fp8Block(scales, blockCols));
+  }
+
+  private static MemorySegment randomBytes(
+      Arena arena, long count, SplittableRandom random, int from, int to) {
+    MemorySegment bytes = arena.allocate(count, 64);
+    for (long i = 0; i < count; i++) {
+      bytes.set(ValueLayout.JAVA_BYTE, i, (byte) random.nextInt(from, to));
+    }
+    return bytes;
+  }
+
+  /** The bytes a product streams: the elements or codes, and any scales. */
+  private static long weightBytes(CpuMatrix w) {
+    return w.data().byteSize()
+        + switch (w.quant()) {
+          case Quantization.Fp8Block b -> b.scales().byteSize();
+          case Quantization.Nvfp4 n -> n.scales().byteSize();
+          case null, default -> 0;
+        };
   }
 }
