@@ -9,10 +9,11 @@ import dev.ringmaster.engine.spec.SpeculationSnapshot;
 import dev.ringmaster.engine.spec.SpeculativeAlgorithm;
 import dev.ringmaster.engine.spec.SpeculativeConfig;
 import dev.ringmaster.engine.spec.SpeculativePolicy;
+import dev.ringmaster.runtime.BatchLayout;
+import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.testing.ForwardingLanguageModel;
 import dev.ringmaster.testing.RepoPaths;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -20,7 +21,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
@@ -154,23 +154,29 @@ class SpeculativeBatchTest {
     }
   }
 
-  /** {@code lm} behind a proxy that counts the calls of each method (close is not passed on). */
-  private static LanguageModel counting(LanguageModel lm, Map<String, AtomicInteger> calls) {
-    return (LanguageModel)
-        Proxy.newProxyInstance(
-            LanguageModel.class.getClassLoader(),
-            new Class<?>[] {LanguageModel.class},
-            (proxy, method, args) -> {
-              calls.computeIfAbsent(method.getName(), k -> new AtomicInteger()).incrementAndGet();
-              if (method.getName().equals("close")) {
-                return null;
-              }
-              try {
-                return method.invoke(lm, args);
-              } catch (InvocationTargetException e) {
-                throw e.getCause();
-              }
-            });
+  /** {@code lm} counting its logits and argmax forwards; closing it leaves {@code lm} open. */
+  private static final class Counting extends ForwardingLanguageModel {
+    final AtomicInteger forwards = new AtomicInteger();
+    final AtomicInteger greedyForwards = new AtomicInteger();
+
+    Counting(LanguageModel lm) {
+      super(lm);
+    }
+
+    @Override
+    public float[] forward(int[] tokens, BatchLayout layout, KvCache[] caches, int[] logitRows) {
+      forwards.incrementAndGet();
+      return inner.forward(tokens, layout, caches, logitRows);
+    }
+
+    @Override
+    public int[] forwardGreedy(int[] tokens, BatchLayout layout, KvCache[] caches, int[] rows) {
+      greedyForwards.incrementAndGet();
+      return inner.forwardGreedy(tokens, layout, caches, rows);
+    }
+
+    @Override
+    public void close() {}
   }
 
   @Test
@@ -179,43 +185,31 @@ class SpeculativeBatchTest {
     List<int[]> prompts = prompts(lm.config().vocabSize(), 6);
     BatchConfig cfg = new BatchConfig(8, 64, 32, PAGE, 4096);
     Run plain = run(lm, cfg, null, prompts, i -> greedy(20), i -> new Collector());
-    Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    Counting counted = new Counting(lm);
     Run fast =
-        run(
-            counting(lm, calls),
-            cfg,
-            always("NGRAM", null, 4),
-            prompts,
-            i -> greedy(20),
-            i -> new Collector());
+        run(counted, cfg, always("NGRAM", null, 4), prompts, i -> greedy(20), i -> new Collector());
     for (int i = 0; i < prompts.size(); i++) {
       assertThat(fast.outputs().get(i)).as("request %d", i).containsExactly(plain.outputs().get(i));
     }
     assertThat(fast.spec().acceptedTokens()).isPositive();
-    assertThat(calls.get("forwardGreedy").get()).isPositive();
-    assertThat(calls.get("forward")).as("no step took logits back").isNull();
+    assertThat(counted.greedyForwards.get()).isPositive();
+    assertThat(counted.forwards.get()).as("no step took logits back").isZero();
 
     // A logit bias changes the argmax: its drafts are verified from the logits, and the outputs
     // still equal plain decoding's with the same bias.
     IntFunction<SamplingParams> biased =
         i -> greedy(20).withLogitBias(Map.of(prompts.get(i)[0], 3.0f));
     Run plainBiased = run(lm, cfg, null, prompts, biased, i -> new Collector());
-    calls.clear();
+    Counting countedBiased = new Counting(lm);
     Run fastBiased =
-        run(
-            counting(lm, calls),
-            cfg,
-            always("NGRAM", null, 4),
-            prompts,
-            biased,
-            i -> new Collector());
+        run(countedBiased, cfg, always("NGRAM", null, 4), prompts, biased, i -> new Collector());
     for (int i = 0; i < prompts.size(); i++) {
       assertThat(fastBiased.outputs().get(i))
           .as("biased request %d", i)
           .containsExactly(plainBiased.outputs().get(i));
     }
     assertThat(fastBiased.spec().draftTokens()).isPositive();
-    assertThat(calls.get("forward").get()).as("verify steps took logits").isPositive();
+    assertThat(countedBiased.forwards.get()).as("verify steps took logits").isPositive();
   }
 
   @ParameterizedTest(name = "{0}")
