@@ -66,6 +66,9 @@ import java.util.stream.Collectors;
  * @param indexerTopkCandidates the multi-block top-k of long DSA score rows in three launches (one
  *     wide histogram, its threshold bin's candidates refined, the ordered write) instead of six
  *     radix passes (the same selections)
+ * @param dsaDenseDecode DeepSeek Sparse Attention models decode with dense attention while their
+ *     prefill stays sparse (to time dense decode at contexts whose dense prefill would take too
+ *     long; not the model)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -146,7 +149,12 @@ public record KernelTuning(
             "GPU: the multi-block top-k of long DeepSeek Sparse Attention score rows in three"
                 + " launches (a 12-bit histogram, the threshold bin's candidates refined, the"
                 + " ordered write; false: six radix-select launches; the same selections)")
-        boolean indexerTopkCandidates) {
+        boolean indexerTopkCandidates,
+    @Doc(
+            "GPU: DeepSeek Sparse Attention models decode with dense attention over every position"
+                + " while prefill stays sparse (to time dense decode at long contexts without a"
+                + " dense prefill; not the model)")
+        boolean dsaDenseDecode) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -164,7 +172,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, "auto", true, true);
+          8, true, true, true, "auto", true, true, false);
 
   private static final List<Key> KEYS = buildKeys();
 

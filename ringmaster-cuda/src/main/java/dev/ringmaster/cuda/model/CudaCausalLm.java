@@ -429,7 +429,7 @@ public final class CudaCausalLm implements LanguageModel, StepProfileReporting {
     parts.inputs.upload(parts.stream, padded, n, ids, pos, seq, slots, table, padded);
     boolean longContext = maxLen > parts.denseContextLimit();
     boolean unfused = longContext || !(oneEach || fusedVerify);
-    parts.stack.useSparseAttention(parts.dsa != null && longContext, 0, null);
+    parts.stack.useSparseAttention(parts.sparseDecode() && longContext, 0, null);
     if (hidden != null) {
       hidden.chunk(0, n);
     }

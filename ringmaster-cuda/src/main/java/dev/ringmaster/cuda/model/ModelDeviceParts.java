@@ -280,7 +280,7 @@ final class ModelDeviceParts {
               }
             },
             bs -> {
-              stack.useSparseAttention(sparseAttention, 0, null);
+              stack.useSparseAttention(sparseDecode(), 0, null);
               stack.decodeStep(bs, decodeSplits(bs), 0);
             },
             reportsProgress);
@@ -316,6 +316,14 @@ final class ModelDeviceParts {
         pool.capacityTokens(),
         options.blockSize(),
         CudaDriverAccess.memoryInfo()[0]);
+  }
+
+  /**
+   * Whether decode steps past {@link #denseContextLimit} attend sparsely: sparse attention models
+   * do, unless the kernel option {@code dsa-dense-decode} keeps sparse attention to prefill.
+   */
+  boolean sparseDecode() {
+    return dsa != null && !options.tuning().dsaDenseDecode();
   }
 
   /**
