@@ -232,6 +232,17 @@ final class DsaBench {
             label("dsa top-k alone, candidate (3 launches)", in),
             msCandAlone,
             scoreBytes / (msCandAlone * 1e6));
+        // Fewer blocks a row where many rows fill the GPU (the same selections at any count).
+        for (int fewer : new int[] {32, 16, 8, 4}) {
+          if (fewer < chunks && rows > 1) {
+            Runnable cand = topK(dsa, s, in, scores, ld, state, fewer, true);
+            double ms = b.time(i -> cand.run());
+            b.row(
+                label("dsa top-k alone, candidate, " + fewer + " chunks a row", in),
+                ms,
+                scoreBytes / (ms * 1e6));
+          }
+        }
       }
     } finally {
       dsa.useIndexerTensorCores(true);

@@ -75,6 +75,9 @@ public final class DsaKernels {
   /** Positions per block the multi-block top-k aims at (a few of its block's 1,024 threads). */
   private static final int TOPK_CHUNK = 4096;
 
+  /** Resident multi-block top-k blocks an SM (of 1,024 threads) that topKChunks aims at. */
+  private static final int TOPK_BLOCKS_PER_SM = 2;
+
   /** Most blocks per row of the multi-block top-k. */
   public static final int TOPK_MAX_CHUNKS = 64;
 
@@ -552,6 +555,18 @@ public final class DsaKernels {
    */
   public static int topKChunks(long maxLen) {
     return (int) Math.max(1, Math.min(TOPK_MAX_CHUNKS, (maxLen + TOPK_CHUNK - 1) / TOPK_CHUNK));
+  }
+
+  /**
+   * {@link #topKChunks(long)} for {@code rows} rows on {@code sms} SMs: never more blocks a row
+   * than {@value #TOPK_BLOCKS_PER_SM} resident blocks an SM spread over the rows need, since at
+   * many rows the blocks' fixed costs (the histogram's merge, the tickets) outweigh a shorter
+   * chunk. A row that spans several chunks keeps at least two (the multi-block forms). The
+   * selections do not depend on the count.
+   */
+  public static int topKChunks(long maxLen, int rows, int sms) {
+    long wanted = ((long) TOPK_BLOCKS_PER_SM * sms + rows - 1) / Math.max(rows, 1);
+    return (int) Math.min(topKChunks(maxLen), Math.max(2, wanted));
   }
 
   /**

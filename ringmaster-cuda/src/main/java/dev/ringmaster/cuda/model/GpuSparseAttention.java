@@ -342,7 +342,7 @@ final class GpuSparseAttention implements AutoCloseable {
   private void select(GpuOps ops, StepInputs in, int ld, int r0, int rows, long contextBound) {
     DsaKernels dsa = ops.kernels.dsa();
     long pos = in.positions.ptr();
-    int chunks = DsaKernels.topKChunks(contextBound);
+    int chunks = DsaKernels.topKChunks(contextBound, rows, sms);
     if (chunks > 1 && rows <= scoreRows && ops.tuning.indexerTopkCandidates()) {
       dsa.topKCandidates(
           ops.stream,

@@ -59,6 +59,15 @@ class DsaLaunchShapesTest {
   }
 
   @Test
+  void topKChunksFallWithTheRowsToTwoResidentBlocksAnSm() {
+    assertThat(DsaKernels.topKChunks(131_072, 1, 132)).isEqualTo(32);
+    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(33);
+    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(9);
+    assertThat(DsaKernels.topKChunks(202_752, 1024, 132)).isEqualTo(2);
+    assertThat(DsaKernels.topKChunks(4096, 1024, 132)).isEqualTo(1);
+  }
+
+  @Test
   void topKStateHoldsTheCandidateFormsHistogramCountsAndCandidatesPerRow() {
     // Per row: a 4,096-bin histogram, 8 control words, two counts per chunk, 16,384 candidates
     // (more than the six-pass form's four 256-bin histograms and counts).
