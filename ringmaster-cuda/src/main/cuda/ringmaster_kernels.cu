@@ -21,6 +21,7 @@
 #include "dsa_indexer_fp8.cu"
 #include "dsa_indexer_fused.cu"
 #include "dsa_scores_tiled.cu"
+#include "dsa_scores_regs.cu"
 #include "dsa_topk.cu"
 #include "gqa_attention.cu"
 #include "sampling.cu"

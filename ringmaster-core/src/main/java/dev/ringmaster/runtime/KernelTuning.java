@@ -69,6 +69,8 @@ import java.util.stream.Collectors;
  * @param dsaDenseDecode DeepSeek Sparse Attention models decode with dense attention while their
  *     prefill stays sparse (to time dense decode at contexts whose dense prefill would take too
  *     long; not the model)
+ * @param indexerScoresRegisters the DSA indexer's bf16 tensor-core scores keep each warp's query
+ *     fragments in registers where the shape allows (heads <= 32, dim <= 128; the same bits)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -154,7 +156,12 @@ public record KernelTuning(
             "GPU: DeepSeek Sparse Attention models decode with dense attention over every position"
                 + " while prefill stays sparse (to time dense decode at long contexts without a"
                 + " dense prefill; not the model)")
-        boolean dsaDenseDecode) {
+        boolean dsaDenseDecode,
+    @Doc(
+            "GPU: the DeepSeek Sparse Attention indexer's bf16 tensor-core scores hold each warp's"
+                + " query fragments in registers where at most 32 heads of at most 128 dims allow"
+                + " (false: re-read from shared memory per step; the same bits)")
+        boolean indexerScoresRegisters) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -172,7 +179,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, "auto", true, true, false);
+          8, true, true, true, "auto", true, true, false, true);
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -44,7 +44,8 @@ class KernelTuningTest {
           Map.entry("indexer-cache-dtype", "fp8_e4m3"),
           Map.entry("indexer-fused-ops", "false"),
           Map.entry("indexer-topk-candidates", "false"),
-          Map.entry("dsa-dense-decode", "true"));
+          Map.entry("dsa-dense-decode", "true"),
+          Map.entry("indexer-scores-registers", "false"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -81,6 +82,7 @@ class KernelTuningTest {
     assertThat(d.indexerFusedOps()).isTrue();
     assertThat(d.indexerTopkCandidates()).isTrue();
     assertThat(d.dsaDenseDecode()).isFalse();
+    assertThat(d.indexerScoresRegisters()).isTrue();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

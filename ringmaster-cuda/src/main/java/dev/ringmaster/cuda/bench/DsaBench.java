@@ -71,11 +71,12 @@ final class DsaBench {
   }
 
   /**
-   * Adds only the tensor-core score rows, streaming and tiled reference kernels side by side (bf16
-   * and FP8 keys), at batch 1 (contexts 4k, 32k, 128k) and batch 32 (4k, 32k).
+   * Adds only the tensor-core score rows, the streaming kernels (bf16: query fragments in registers
+   * and re-read from shared memory) and the tiled reference ones side by side (bf16 and FP8 keys),
+   * at batch 1 and 32 and contexts 4k, 32k and 128k.
    */
   static void runScores(KernelBench b, RingmasterKernels k, CudaStream s) {
-    int[][] shapes = {{1, 4096}, {1, 32768}, {1, 131072}, {32, 4096}, {32, 32768}};
+    int[][] shapes = {{1, 4096}, {1, 32768}, {1, 131072}, {32, 4096}, {32, 32768}, {32, 131072}};
     for (int[] shape : shapes) {
       try (Inputs in = new Inputs(b, s, shape[0], shape[1])) {
         scoresAb(b, k, s, in, true);
@@ -86,8 +87,9 @@ final class DsaBench {
   /**
    * The tensor-core scores alone on the tiled reference kernels (the grid {@link
    * DsaKernels#tiledScoreBlocks} gives them) and, with {@code streaming}, on the streaming ones
-   * ({@link DsaKernels#scoreBlocks}), over bf16 and FP8 keys; both grids sized for {@value
-   * #GRAPH_CONTEXT} positions as a decode graph's.
+   * ({@link DsaKernels#scoreBlocks}), over bf16 and FP8 keys, the bf16 streaming scores both with
+   * the query fragments in registers and without ({@link DsaKernels#useRegisterScoreKernel}); every
+   * grid sized for {@value #GRAPH_CONTEXT} positions as a decode graph's.
    */
   private static void scoresAb(
       KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean streaming) {
@@ -105,12 +107,17 @@ final class DsaBench {
       CudaDriver.get().memsetD32Async(kScales.ptr(), Float.floatToIntBits(1f), slots, s.handle());
       dsa.quantizeFp8(
           s, 0, qScales.ptr(), qCodes.ptr(), in.indexQ.ptr(), 0, rows * INDEX_HEADS, INDEX_DIM);
-      for (boolean tiled : streaming ? new boolean[] {false, true} : new boolean[] {true}) {
+      boolean registers = dsa.registerScoreKernel();
+      // 0: streaming, query fragments in registers (bf16 only); 1: streaming; 2: tiled reference.
+      for (int variant = streaming ? 0 : 2; variant < 3; variant++) {
+        boolean tiled = variant == 2;
+        boolean regs = variant == 0;
         int blocks =
             tiled
                 ? DsaKernels.tiledScoreBlocks(rows, GRAPH_CONTEXT, SMS)
                 : DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
         dsa.useTiledScoreKernels(tiled);
+        dsa.useRegisterScoreKernel(regs);
         try {
           double msBf16 =
               b.time(
@@ -135,34 +142,36 @@ final class DsaBench {
                           headScale,
                           blocks));
           double msFp8 =
-              b.time(
-                  i ->
-                      dsa.scoresFp8(
-                          s,
-                          scores.ptr(),
-                          ld,
-                          qCodes.ptr(),
-                          qScales.ptr(),
-                          in.indexW.ptr(),
-                          codes.ptr(),
-                          kScales.ptr(),
-                          in.table.ptr(),
-                          in.blocksPerSeq,
-                          in.seqs.ptr(),
-                          in.positions.ptr(),
-                          0,
-                          rows,
-                          INDEX_HEADS,
-                          INDEX_DIM,
-                          BLOCK,
-                          scale,
-                          headScale,
-                          blocks));
+              regs
+                  ? Double.NaN
+                  : b.time(
+                      i ->
+                          dsa.scoresFp8(
+                              s,
+                              scores.ptr(),
+                              ld,
+                              qCodes.ptr(),
+                              qScales.ptr(),
+                              in.indexW.ptr(),
+                              codes.ptr(),
+                              kScales.ptr(),
+                              in.table.ptr(),
+                              in.blocksPerSeq,
+                              in.seqs.ptr(),
+                              in.positions.ptr(),
+                              0,
+                              rows,
+                              INDEX_HEADS,
+                              INDEX_DIM,
+                              BLOCK,
+                              scale,
+                              headScale,
+                              blocks));
           String kernel =
               String.format(
                   Locale.ROOT,
                   "%s kernel, %d blocks per row",
-                  tiled ? "tiled reference" : "streaming",
+                  tiled ? "tiled reference" : regs ? "streaming (query in registers)" : "streaming",
                   blocks);
           double bf16Bytes = 2.0 * rows * in.len * INDEX_DIM;
           double fp8Bytes = (double) rows * in.len * (INDEX_DIM + 4);
@@ -170,12 +179,15 @@ final class DsaBench {
               label("dsa indexer scores alone, tensor cores, " + kernel, in),
               msBf16,
               bf16Bytes / (msBf16 * 1e6));
-          b.row(
-              label("dsa indexer scores alone, fp8 keys, tensor cores, " + kernel, in),
-              msFp8,
-              fp8Bytes / (msFp8 * 1e6));
+          if (!regs) {
+            b.row(
+                label("dsa indexer scores alone, fp8 keys, tensor cores, " + kernel, in),
+                msFp8,
+                fp8Bytes / (msFp8 * 1e6));
+          }
         } finally {
           dsa.useTiledScoreKernels(false);
+          dsa.useRegisterScoreKernel(registers);
         }
       }
     }

@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.kernels;
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.function.BiFunction;
 
 /**
@@ -12,8 +13,9 @@ import java.util.function.BiFunction;
  * ({@code dsa_indexer_fp8.cu}: quantization on append and of the query heads, scores over e4m3
  * codes and scales); the fused key norm, ropes and append ({@code dsa_indexer_fused.cu}) and the
  * three-launch multi-block top-k ({@code dsa_topk.cu}); the tiled reference score kernels ({@code
- * dsa_scores_tiled.cu}, for tests and benchmarks). Part of {@link RingmasterKernels}, which loads
- * them; use from the GPU's thread only.
+ * dsa_scores_tiled.cu}, for tests and benchmarks); the bf16 scores with the query's fragments in
+ * registers ({@code dsa_scores_regs.cu}). Part of {@link RingmasterKernels}, which loads them; use
+ * from the GPU's thread only.
  */
 public final class DsaKernels {
   /** Threads of a CUDA-core score block (positions scored per block and pass). */
@@ -42,6 +44,12 @@ public final class DsaKernels {
 
   /** Most heads of the tensor-core score kernels ({@code 16 * kIdxMaxNTiles}). */
   private static final int SCORE_MMA_MAX_HEADS = 64;
+
+  /** Most heads of the register-fragment score kernel ({@code 8 * kIdxRegN8}). */
+  private static final int SCORE_REGS_MAX_HEADS = 32;
+
+  /** Largest dim of the register-fragment score kernel ({@code 16 * kIdxRegKSteps}). */
+  private static final int SCORE_REGS_MAX_DIM = 128;
 
   /** Positions per block step of the tiled reference score kernels ({@code kIdxTiledTile}). */
   private static final int SCORE_TILED_TILE = 64;
@@ -87,6 +95,7 @@ public final class DsaKernels {
   private final Kernel layerNorm;
   private final Kernel scores;
   private final Kernel scoresMma;
+  private final Kernel scoresMmaRegs;
   private final Kernel topK;
   private final Kernel topKMulti;
   private final Kernel topKCand;
@@ -104,7 +113,9 @@ public final class DsaKernels {
   private final MlaKernels mla;
   private boolean indexerTensorCores = true;
   private boolean tiledScores;
+  private boolean registerScores;
   private final SharedOptIn scoreMmaShared;
+  private final SharedOptIn scoreMmaRegsShared;
   private final SharedOptIn scoreFp8MmaShared;
   private final SharedOptIn scoreMmaTiledShared;
   private final SharedOptIn scoreFp8MmaTiledShared;
@@ -138,10 +149,11 @@ public final class DsaKernels {
     }
   }
 
-  DsaKernels(BiFunction<String, Integer, Kernel> kernel, MlaKernels mla) {
+  DsaKernels(BiFunction<String, Integer, Kernel> kernel, MlaKernels mla, KernelTuning tuning) {
     layerNorm = kernel.apply("rm_layernorm", 5);
     scores = kernel.apply("rm_indexer_scores", 15);
     scoresMma = kernel.apply("rm_indexer_scores_mma", 15);
+    scoresMmaRegs = kernel.apply("rm_indexer_scores_mma_regs", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     topKCand = kernel.apply("rm_indexer_topk_cand", 8);
@@ -157,10 +169,12 @@ public final class DsaKernels {
     scoresMmaTiled = kernel.apply("rm_indexer_scores_mma_tiled", 15);
     scoresFp8MmaTiled = kernel.apply("rm_indexer_scores_fp8_mma_tiled", 17);
     scoreMmaShared = new SharedOptIn(scoresMma);
+    scoreMmaRegsShared = new SharedOptIn(scoresMmaRegs);
     scoreFp8MmaShared = new SharedOptIn(scoresFp8Mma);
     scoreMmaTiledShared = new SharedOptIn(scoresMmaTiled);
     scoreFp8MmaTiledShared = new SharedOptIn(scoresFp8MmaTiled);
     this.mla = mla;
+    registerScores = tuning.indexerScoresRegisters();
   }
 
   /**
@@ -205,6 +219,35 @@ public final class DsaKernels {
     tiledScores = on;
   }
 
+  /**
+   * Runs the streaming bf16 tensor-core scores on the kernel that keeps each warp's query fragments
+   * in registers ({@code rm_indexer_scores_mma_regs}) where at most {@value #SCORE_REGS_MAX_HEADS}
+   * heads of at most {@value #SCORE_REGS_MAX_DIM} dims allow, else on {@code
+   * rm_indexer_scores_mma}; the scores are the same bits. The constructor's tuning sets it ({@code
+   * indexer-scores-registers}). For tests and benchmarks.
+   */
+  public void useRegisterScoreKernel(boolean on) {
+    registerScores = on;
+  }
+
+  /** Whether the register-fragment score kernel is chosen ({@link #useRegisterScoreKernel}). */
+  public boolean registerScoreKernel() {
+    return registerScores;
+  }
+
+  /**
+   * Whether {@link #scores} of {@code heads} x {@code dim} queries runs on the register-fragment
+   * kernel ({@link #useRegisterScoreKernel}).
+   */
+  public boolean indexerScoresUseRegisters(int heads, int dim) {
+    return registerScores
+        && !tiledScores
+        && heads <= SCORE_REGS_MAX_HEADS
+        && dim <= SCORE_REGS_MAX_DIM
+        && indexerUsesTensorCores(heads, dim, false)
+        && streamingWarps(scoreMmaRegsShared, heads, dim, false) > 0;
+  }
+
   /** Whether {@link #scores} runs on tensor cores for {@code heads} x {@code dim} queries. */
   public boolean indexerUsesTensorCores(int heads, int dim) {
     return indexerUsesTensorCores(heads, dim, false);
@@ -230,7 +273,14 @@ public final class DsaKernels {
    * block per SM holds that SM's shared memory.
    */
   private int scoreMmaWarps(int heads, int dim, boolean fp8) {
-    SharedOptIn optIn = fp8 ? scoreFp8MmaShared : scoreMmaShared;
+    return streamingWarps(fp8 ? scoreFp8MmaShared : scoreMmaShared, heads, dim, fp8);
+  }
+
+  /**
+   * {@link #scoreMmaWarps} for the kernel of {@code optIn} (the register kernel's layout is the
+   * same).
+   */
+  private static int streamingWarps(SharedOptIn optIn, int heads, int dim, boolean fp8) {
     for (int warps = SCORE_MAX_WARPS; warps >= 1; warps--) {
       int bytes =
           fp8 ? scoreFp8MmaSharedBytes(heads, dim, warps) : scoreMmaSharedBytes(heads, dim, warps);
@@ -242,10 +292,11 @@ public final class DsaKernels {
   }
 
   /**
-   * Shared memory of a bf16 streaming score block of {@code warps} warps. Mirrors IdxMmaSmem in
-   * dsa_indexer.cu: the query's hi and lo parts [N][dim + 8] bf16 (N = heads rounded up to 16) and
-   * N weights, then per warp {@value #SCORE_BF16_STAGES} stages, each the larger of a key tile
-   * [32][dim + 8] bf16 and the f32 dots [32][N + 4] that overlay it; parts 128-byte aligned.
+   * Shared memory of a bf16 streaming score block of {@code warps} warps (rm_indexer_scores_mma and
+   * rm_indexer_scores_mma_regs). Mirrors IdxMmaSmem in dsa_indexer.cu: the query's hi and lo parts
+   * [N][dim + 8] bf16 (N = heads rounded up to 16) and N weights, then per warp {@value
+   * #SCORE_BF16_STAGES} stages, each the larger of a key tile [32][dim + 8] bf16 and the f32 dots
+   * [32][N + 4] that overlay it; parts 128-byte aligned.
    */
   static int scoreMmaSharedBytes(int heads, int dim, int warps) {
     int n = (heads + 15) & ~15;
@@ -373,7 +424,8 @@ public final class DsaKernels {
       float headScale,
       int positionBlocks) {
     boolean mma = indexerUsesTensorCores(heads, dim);
-    Kernel k = mma ? (tiledScores ? scoresMmaTiled : scoresMma) : scores;
+    boolean regs = mma && indexerScoresUseRegisters(heads, dim);
+    Kernel k = mma ? (tiledScores ? scoresMmaTiled : regs ? scoresMmaRegs : scoresMma) : scores;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, w).arg(4, keys).arg(5, blockTable);
     k.arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos).arg(9, rowBase).arg(10, heads);
     k.arg(11, dim).arg(12, blockSize).arg(13, scale).arg(14, headScale);
@@ -381,7 +433,10 @@ public final class DsaKernels {
       k.launch(
           s, positionBlocks, rows, 1, SCORE_TILED_THREADS, tiledSharedBytes(heads, dim, false));
     } else if (mma) {
-      int warps = scoreMmaWarps(heads, dim, false);
+      int warps =
+          regs
+              ? streamingWarps(scoreMmaRegsShared, heads, dim, false)
+              : scoreMmaWarps(heads, dim, false);
       k.launch(s, positionBlocks, rows, 1, 32 * warps, scoreMmaSharedBytes(heads, dim, warps));
     } else {
       k.launch(

@@ -83,7 +83,7 @@ public final class RingmasterKernels implements AutoCloseable {
     useGemvTokenGroup(tuning.gemvTokenGroup());
     moe = new MoeKernels(this::kernel, tuning);
     mla = new MlaKernels(this::kernel, tuning);
-    dsa = new DsaKernels(this::kernel, mla);
+    dsa = new DsaKernels(this::kernel, mla, tuning);
     argmax = kernel("rm_argmax", 3);
     smallBatchMoe = new SmallBatchMoe(this::kernel, this::gemvTokenGroup);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);

@@ -14,14 +14,17 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The streaming tensor-core indexer score kernels (rm_indexer_scores_mma,
+ * The streaming tensor-core indexer score kernels (rm_indexer_scores_mma, its register-fragment
+ * form rm_indexer_scores_mma_regs where at most 32 heads of at most 128 dims allow, and
  * rm_indexer_scores_fp8_mma) give the tiled reference kernels' scores bit for bit ({@link
- * DsaKernels#useTiledScoreKernels}), over bf16 and FP8 keys in random paged caches (blocks in
- * shuffled order), for any grid: one block per row (every warp strides through many steps), the
- * decode grid ({@link DsaKernels#scoreBlocks}) and a wider one whose trailing blocks exit at once.
- * Head counts that are not multiples of 16 or of 4 exercise the padded heads and the reduction's
- * tail; contexts shorter than one warp's 32 positions, between steps and longer than a sweep of the
- * grid meet in one launch. Entries past a row's context stay as they were (NaN).
+ * DsaKernels#useTiledScoreKernels}, {@link DsaKernels#useRegisterScoreKernel}), over bf16 and FP8
+ * keys in random paged caches (blocks in shuffled order), for any grid: one block per row (every
+ * warp strides through many steps), the decode grid ({@link DsaKernels#scoreBlocks}) and a wider
+ * one whose trailing blocks exit at once. Head counts that are not multiples of 16 or of 4 exercise
+ * the padded heads and the reduction's tail; contexts shorter than one warp's 32 positions, between
+ * steps and longer than a sweep of the grid meet in one launch; GLM-5's 32 x 128 runs up to 130,000
+ * positions. Shapes past the register kernel's (48 and 64 heads) take rm_indexer_scores_mma with
+ * the option on. Entries past a row's context stay as they were (NaN).
  */
 @Tag("gpu")
 class DsaScoresEqualityGpuTest {
@@ -32,6 +35,10 @@ class DsaScoresEqualityGpuTest {
     "13,64,16,1000;64;65;3",
     "20,128,64,3000;31;2049;100",
     "32,128,64,70001;4096",
+    "32,128,64,130000;129999;64;65;1",
+    "32,128,16,100003;33;31;2",
+    "16,128,32,5001;777",
+    "24,96,64,9999;256;257",
     "48,64,64,5001",
     "64,128,64,40000;7"
   })
@@ -89,8 +96,12 @@ class DsaScoresEqualityGpuTest {
     int maxBlocksF = maxBlocks;
     int decodeGrid = DsaKernels.scoreBlocks(t, maxLen, 132);
     int[] grids = {1, decodeGrid, 4 * decodeGrid + 3};
-    // [fp8][run]: run 0 the tiled reference, 1 .. the streaming kernel on each grid.
-    float[][][] got = new float[2][1 + grids.length][];
+    // [fp8][run]: run 0 the tiled reference, 1 .. the streaming kernel on each grid (bf16: first
+    // with the query re-read from shared memory, then with it in registers where the shape allows;
+    // the FP8 kernel has one form and runs twice).
+    int runs = 1 + 2 * grids.length;
+    boolean registersFit = heads <= 32 && dim <= 128;
+    float[][][] got = new float[2][runs][];
     Gpu.run(
         s -> {
           var k = Gpu.kernels();
@@ -109,10 +120,18 @@ class DsaScoresEqualityGpuTest {
               .quantizeFp8(
                   s.stream(), 0, qScales.ptr(), qCodes.ptr(), qPtr.ptr(), 0, t * heads, dim);
           try {
-            for (int run = 0; run <= grids.length; run++) {
+            for (int run = 0; run < runs; run++) {
               boolean tiled = run == 0;
-              int grid = tiled ? DsaKernels.tiledScoreBlocks(t, maxLen, 132) : grids[run - 1];
+              boolean registers = run > grids.length;
+              int grid =
+                  tiled
+                      ? DsaKernels.tiledScoreBlocks(t, maxLen, 132)
+                      : grids[(run - 1) % grids.length];
               k.dsa().useTiledScoreKernels(tiled);
+              k.dsa().useRegisterScoreKernel(registers);
+              assertThat(k.dsa().indexerScoresUseRegisters(heads, dim))
+                  .as("register kernel taken, run %d", run)
+                  .isEqualTo(registers && registersFit);
               assertThat(k.dsa().indexerUsesTensorCores(heads, dim, false)).isTrue();
               assertThat(k.dsa().indexerUsesTensorCores(heads, dim, true)).isTrue();
               DeviceBuffer bf16Scores = s.poisoned((long) t * ld);
@@ -164,6 +183,7 @@ class DsaScoresEqualityGpuTest {
             }
           } finally {
             k.dsa().useTiledScoreKernels(false);
+            k.dsa().useRegisterScoreKernel(true);
           }
         });
     for (int fp8 = 0; fp8 < 2; fp8++) {
@@ -171,11 +191,16 @@ class DsaScoresEqualityGpuTest {
       for (int i = 0; i < t; i++) {
         int len = tokenPos[i] + 1;
         int[] want = bits(got[fp8][0], i * ld, len);
-        for (int run = 1; run <= grids.length; run++) {
+        for (int run = 1; run < runs; run++) {
           String what =
               String.format(
-                  "%s keys, query %d (context %d), streaming grid %d, seed %d",
-                  keyKind, i, len, grids[run - 1], r.seed());
+                  "%s keys, query %d (context %d), streaming%s grid %d, seed %d",
+                  keyKind,
+                  i,
+                  len,
+                  run > grids.length && fp8 == 0 && registersFit ? " (query in registers)" : "",
+                  grids[(run - 1) % grids.length],
+                  r.seed());
           assertThat(bits(got[fp8][run], i * ld, len)).as(what).containsExactly(want);
           assertThat(firstNumber(got[fp8][run], i * ld + len, i * ld + ld))
               .as("%s: first entry past the context that was written", what)
