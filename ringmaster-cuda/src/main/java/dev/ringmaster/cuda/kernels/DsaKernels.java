@@ -84,7 +84,7 @@ public final class DsaKernels {
   private static final int TOPK_CHUNK = 4096;
 
   /** Resident multi-block top-k blocks an SM (of 1,024 threads) that topKChunks aims at. */
-  private static final int TOPK_BLOCKS_PER_SM = 2;
+  private static final int TOPK_BLOCKS_PER_SM = 1;
 
   /** Most blocks per row of the multi-block top-k. */
   public static final int TOPK_MAX_CHUNKS = 64;
@@ -614,10 +614,10 @@ public final class DsaKernels {
 
   /**
    * {@link #topKChunks(long)} for {@code rows} rows on {@code sms} SMs: never more blocks a row
-   * than {@value #TOPK_BLOCKS_PER_SM} resident blocks an SM spread over the rows need, since at
-   * many rows the blocks' fixed costs (the histogram's merge, the tickets) outweigh a shorter
-   * chunk. A row that spans several chunks keeps at least two (the multi-block forms). The
-   * selections do not depend on the count.
+   * than one block an SM spread over the rows needs, since at many rows the blocks' fixed costs
+   * (the histogram's merge, the tickets) outweigh a shorter chunk (on one H200 at batch 32 and
+   * 128k: 4 chunks a row 136 us, 8 150, 16 164, 50 220). A row that spans several chunks keeps at
+   * least two (the multi-block forms). The selections do not depend on the count.
    */
   public static int topKChunks(long maxLen, int rows, int sms) {
     long wanted = ((long) TOPK_BLOCKS_PER_SM * sms + rows - 1) / Math.max(rows, 1);

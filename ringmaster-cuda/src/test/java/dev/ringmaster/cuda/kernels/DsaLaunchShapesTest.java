@@ -59,10 +59,10 @@ class DsaLaunchShapesTest {
   }
 
   @Test
-  void topKChunksFallWithTheRowsToTwoResidentBlocksAnSm() {
+  void topKChunksFallWithTheRowsToOneBlockAnSm() {
     assertThat(DsaKernels.topKChunks(131_072, 1, 132)).isEqualTo(32);
-    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(33);
-    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(9);
+    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(17);
+    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(5);
     assertThat(DsaKernels.topKChunks(202_752, 1024, 132)).isEqualTo(2);
     assertThat(DsaKernels.topKChunks(4096, 1024, 132)).isEqualTo(1);
   }
