@@ -10,7 +10,8 @@ import java.util.Map;
 public interface StepProfileReporting {
   /**
    * The profiles recorded since the last call, in the order they were taken: step name to
-   * milliseconds per op group (GPU time, in launch order). Empty when profiling is off.
+   * milliseconds per op group (GPU time, in launch order). Empty when profiling is off. After a
+   * call, the next step of each shape is profiled again.
    */
   Map<String, Map<String, Double>> takeStepProfiles();
 

@@ -10,8 +10,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The per-op-group profiles of {@code bench one-batch --profile}: each step shape is profiled once,
- * on the GPU thread, and handed out to the benchmark (any thread) by {@link #take}.
+ * The per-op-group profiles of {@code bench one-batch --profile}: each step shape is profiled once
+ * between two {@link #take}s, on the GPU thread, and handed out to the benchmark (any thread) by
+ * {@link #take}.
  */
 final class StepProfiles {
   private final Set<String> profiledSteps = new HashSet<>();
@@ -20,7 +21,9 @@ final class StepProfiles {
 
   /** Whether a step (by its profile name) is profiled for the first time; notes it. */
   boolean first(String what) {
-    return profiledSteps.add(what);
+    synchronized (profiles) {
+      return profiledSteps.add(what);
+    }
   }
 
   /** Records the profile of step {@code what}. */
@@ -28,11 +31,16 @@ final class StepProfiles {
     profiles.put(what, groups);
   }
 
-  /** The profiles recorded since the last call, in the order they were taken. */
+  /**
+   * The profiles recorded since the last call, in the order they were taken; every step shape is
+   * profiled again at its next occurrence (a benchmark takes after its warm-up, whose steps may
+   * have other contexts than the timed ones).
+   */
   Map<String, Map<String, Double>> take() {
     synchronized (profiles) {
       Map<String, Map<String, Double>> out = new LinkedHashMap<>(profiles);
       profiles.clear();
+      profiledSteps.clear();
       return out;
     }
   }
