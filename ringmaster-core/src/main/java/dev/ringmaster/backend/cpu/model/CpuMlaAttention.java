@@ -65,6 +65,9 @@ final class CpuMlaAttention {
 
   private final int threads;
 
+  /** Per head, the offsets of its W_UK rows in kv_b_proj. */
+  private final int[][] ukRows;
+
   /** The attention of a rank holding {@code heads} of the model's heads, on {@code kernels}. */
   CpuMlaAttention(CpuKernelContext kernels, ModelConfig cfg, int heads, RopeTable rope) {
     this.pairs = new CostedLoop(kernels);
@@ -81,6 +84,12 @@ final class CpuMlaAttention {
       s = s * m * m;
     }
     this.scale = (float) s;
+    this.ukRows = new int[heads][nope];
+    for (int h = 0; h < heads; h++) {
+      for (int d = 0; d < nope; d++) {
+        ukRows[h][d] = (h * (nope + vDim) + d) * kvLora;
+      }
+    }
   }
 
   /**
@@ -104,11 +113,13 @@ final class CpuMlaAttention {
     int kvaWidth = kvLora + ropeDim;
     CpuOps.rmsNorm(kva, 0, t, kvLora, kvaWidth, kvANorm, LATENT_NORM_EPS);
     float[] scratch = new float[Math.max(ropeDim, 1)];
+    // One evaluation of the position's cosines and sines for its key and all its heads.
+    float[] cs = new float[Math.max(ropeDim, 1)];
     for (int i = 0; i < t; i++) {
-      int pos = layout.positions()[i];
-      rope.rotate(kva, i * kvaWidth + kvLora, pos, scratch);
+      rope.angles(layout.positions()[i], cs);
+      rope.rotate(kva, i * kvaWidth + kvLora, cs, scratch);
       for (int h = 0; h < heads; h++) {
-        rope.rotate(q, (i * heads + h) * qkDim + nope, pos, scratch);
+        rope.rotate(q, (i * heads + h) * qkDim + nope, cs, scratch);
       }
     }
     // Append the new latents and rotary keys to each sequence's cache.
@@ -139,11 +150,28 @@ final class CpuMlaAttention {
         VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s], stride);
       }
     }
+    // Offsets of positions 0..longest-1 in a latent cache, shared by every pair that attends to
+    // all its positions; the per-pair buffers are made once per task, not per pair.
+    int maxLen = 0;
+    int widest = 0;
+    for (int i = 0; i < t; i++) {
+      int len =
+          selected == null || selected[i] == null ? layout.positions()[i] + 1 : selected[i].length;
+      maxLen = Math.max(maxLen, len);
+      widest = Math.max(widest, strides[seqOf[i]]);
+    }
+    int longest = maxLen;
+    int[] denseOffs = new int[longest];
+    for (int j = 0; j < longest; j++) {
+      denseOffs[j] = j * kvLora;
+    }
+    int scoreSize = Math.max(longest, widest);
     AttentionSplit split = AttentionSplit.of(t, heads, threads);
     pairs.run(
         split.tasks(),
         cost(layout, selected),
         task -> {
+          PairBuffers buffers = new PairBuffers(kvLora, scoreSize, longest, denseOffs);
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;
             int h = job % heads;
@@ -161,7 +189,8 @@ final class CpuMlaAttention {
                 attn,
                 latentCols[s],
                 ropeCols[s],
-                strides[s]);
+                strides[s],
+                buffers);
           }
         });
     return attn;
@@ -182,6 +211,26 @@ final class CpuMlaAttention {
             + layout.numTokens() * (double) (nope + vDim) * kvLora);
   }
 
+  /**
+   * One task's buffers for its pairs: the query latent, scores and latent context of a pair, and
+   * the offsets of the attended positions' latents ({@code dense} when it attends to all).
+   */
+  private static final class PairBuffers {
+    final float[] qLat;
+    final float[] ctx;
+    final float[] scores;
+    final int[] selectedOffs;
+    final int[] dense;
+
+    PairBuffers(int kvLora, int scoreSize, int longest, int[] dense) {
+      this.qLat = new float[kvLora];
+      this.ctx = new float[kvLora];
+      this.scores = new float[scoreSize];
+      this.selectedOffs = new int[longest];
+      this.dense = dense;
+    }
+  }
+
   private void attendOne(
       float[] q,
       int i,
@@ -194,27 +243,22 @@ final class CpuMlaAttention {
       float[] attn,
       float[] latentCols,
       float[] ropeCols,
-      int stride) {
+      int stride,
+      PairBuffers buffers) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
     int rowBase = h * (nope + vDim);
     // q_lat = W_UK[h]^T q_nope
-    float[] qLat = new float[kvLora];
-    int[] ukRows = new int[nope];
-    for (int d = 0; d < nope; d++) {
-      ukRows[d] = (rowBase + d) * kvLora;
-    }
-    VectorMath.axpyRows(q, qOff, kvB, ukRows, nope, qLat, 0, kvLora);
+    float[] qLat = buffers.qLat;
+    java.util.Arrays.fill(qLat, 0f);
+    VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
-    float[] scores;
-    int[] latentOffs = new int[len];
+    float[] scores = buffers.scores;
+    int[] latentOffs;
     if (sel == null) {
-      for (int j = 0; j < len; j++) {
-        latentOffs[j] = j * kvLora;
-      }
-      scores = new float[stride];
+      latentOffs = buffers.dense;
       VectorMath.scoresT(
           qLat,
           0,
@@ -229,11 +273,12 @@ final class CpuMlaAttention {
           scale,
           scores);
     } else {
-      scores = new float[len];
+      latentOffs = buffers.selectedOffs;
       selectedScores(q, qOff, qLat, sel, latents, ropeKeys, latentOffs, scores);
     }
     CpuOps.softmax(scores, 0, len);
-    float[] ctx = new float[kvLora];
+    float[] ctx = buffers.ctx;
+    java.util.Arrays.fill(ctx, 0f);
     VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
     int outOff = (i * heads + h) * vDim;
     int d = 0;
