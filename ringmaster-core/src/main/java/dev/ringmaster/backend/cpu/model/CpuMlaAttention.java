@@ -177,6 +177,23 @@ final class CpuMlaAttention {
             int h = job % heads;
             int[] sel = selected == null ? null : selected[i];
             int s = seqOf[i];
+            if (sel == null && h + 1 < heads && job + 1 < split.endJob(task)) {
+              // Two heads of one token over all its positions: one pass over the latents.
+              attendTwo(
+                  q,
+                  i,
+                  h,
+                  layout.positions()[i],
+                  caches[s].a(layer),
+                  kvB,
+                  attn,
+                  latentCols[s],
+                  ropeCols[s],
+                  strides[s],
+                  buffers);
+              job++;
+              continue;
+            }
             attendOne(
                 q,
                 i,
@@ -219,6 +236,9 @@ final class CpuMlaAttention {
     final float[] qLat;
     final float[] ctx;
     final float[] scores;
+    final float[] qLat2;
+    final float[] ctx2;
+    final float[] scores2;
     final int[] selectedOffs;
     final int[] dense;
 
@@ -226,8 +246,82 @@ final class CpuMlaAttention {
       this.qLat = new float[kvLora];
       this.ctx = new float[kvLora];
       this.scores = new float[scoreSize];
+      this.qLat2 = new float[kvLora];
+      this.ctx2 = new float[kvLora];
+      this.scores2 = new float[scoreSize];
       this.selectedOffs = new int[longest];
       this.dense = dense;
+    }
+  }
+
+  /**
+   * {@link #attendOne} of heads {@code h} and {@code h + 1} of token {@code i} over all its
+   * positions, the same bits: scores and softmax per head, then both latent contexts in one pass
+   * over the latents ({@link VectorMath#axpyRows2}), then each value projection.
+   */
+  private void attendTwo(
+      float[] q,
+      int i,
+      int h,
+      int pos,
+      float[] latents,
+      float[] kvB,
+      float[] attn,
+      float[] latentCols,
+      float[] ropeCols,
+      int stride,
+      PairBuffers buffers) {
+    int len = pos + 1;
+    denseScores(q, i, h, len, kvB, latentCols, ropeCols, stride, buffers.qLat, buffers.scores);
+    denseScores(
+        q, i, h + 1, len, kvB, latentCols, ropeCols, stride, buffers.qLat2, buffers.scores2);
+    java.util.Arrays.fill(buffers.ctx, 0f);
+    java.util.Arrays.fill(buffers.ctx2, 0f);
+    VectorMath.axpyRows2(
+        buffers.scores,
+        buffers.scores2,
+        latents,
+        buffers.dense,
+        len,
+        buffers.ctx,
+        buffers.ctx2,
+        kvLora);
+    valueProjection(buffers.ctx, i, h, kvB, attn);
+    valueProjection(buffers.ctx2, i, h + 1, kvB, attn);
+  }
+
+  /** Head {@code h}'s query latent, then its softmaxed scores over positions {@code 0..len-1}. */
+  private void denseScores(
+      float[] q,
+      int i,
+      int h,
+      int len,
+      float[] kvB,
+      float[] latentCols,
+      float[] ropeCols,
+      int stride,
+      float[] qLat,
+      float[] scores) {
+    int qOff = (i * heads + h) * (nope + ropeDim);
+    java.util.Arrays.fill(qLat, 0f);
+    VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
+    VectorMath.scoresT(
+        qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, stride, len, scale, scores);
+    CpuOps.softmax(scores, 0, len);
+  }
+
+  /** Head {@code h}'s output {@code W_UV[h] ctx} into {@code attn}, four rows per reduction. */
+  private void valueProjection(float[] ctx, int i, int h, float[] kvB, float[] attn) {
+    int rowBase = h * (nope + vDim);
+    int outOff = (i * heads + h) * vDim;
+    int d = 0;
+    for (; d + 4 <= vDim; d += 4) {
+      int uv = (rowBase + nope + d) * kvLora;
+      VectorMath.dot4(
+          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
+    }
+    for (; d < vDim; d++) {
+      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
     }
   }
 
@@ -247,7 +341,6 @@ final class CpuMlaAttention {
       PairBuffers buffers) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
-    int rowBase = h * (nope + vDim);
     // q_lat = W_UK[h]^T q_nope
     float[] qLat = buffers.qLat;
     java.util.Arrays.fill(qLat, 0f);
@@ -280,16 +373,7 @@ final class CpuMlaAttention {
     float[] ctx = buffers.ctx;
     java.util.Arrays.fill(ctx, 0f);
     VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
-    int outOff = (i * heads + h) * vDim;
-    int d = 0;
-    for (; d + 4 <= vDim; d += 4) {
-      int uv = (rowBase + nope + d) * kvLora;
-      VectorMath.dot4(
-          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
-    }
-    for (; d < vDim; d++) {
-      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
-    }
+    valueProjection(ctx, i, h, kvB, attn);
   }
 
   /** Scores against the selected positions {@code sel}, four per lane reduction. */
