@@ -468,6 +468,27 @@ public final class VectorMath {
     }
   }
 
+  /**
+   * {@code y[yOff + i] += x[xOff + i] * a} for {@code i < n}, the product rounded before the sum (a
+   * multiply, then an add: the bits of the scalar statement, unlike {@link #axpy}).
+   */
+  public static void addScaled(float a, float[] x, int xOff, float[] y, int yOff, int n) {
+    int bound = F.loopBound(n);
+    int i = 0;
+    if (bound > 0) {
+      FloatVector av = FloatVector.broadcast(F, a);
+      for (; i < bound; i += LANES) {
+        FloatVector.fromArray(F, x, xOff + i)
+            .mul(av)
+            .add(FloatVector.fromArray(F, y, yOff + i))
+            .intoArray(y, yOff + i);
+      }
+    }
+    for (; i < n; i++) {
+      y[yOff + i] += x[xOff + i] * a;
+    }
+  }
+
   /** {@code y[yOff + i] += a * x[xOff + i]} for {@code i < n}, each as one fused multiply-add. */
   public static void axpy(float a, float[] x, int xOff, float[] y, int yOff, int n) {
     int bound = F.loopBound(n);

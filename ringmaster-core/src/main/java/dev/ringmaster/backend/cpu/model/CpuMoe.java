@@ -3,6 +3,7 @@ package dev.ringmaster.backend.cpu.model;
 import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.ExpertPlacement;
 import dev.ringmaster.model.arch.RankContext;
 import java.util.ArrayList;
@@ -302,9 +303,7 @@ final class CpuMoe {
         }
         float w = weights[base + j];
         int yo = rows[base + j] != null && rowOffsets != null ? rowOffsets[base + j] : 0;
-        for (int d = 0; d < hidden; d++) {
-          out[o + d] += y[yo + d] * w;
-        }
+        VectorMath.addScaled(w, y, yo, out, o, hidden);
       }
     }
   }
