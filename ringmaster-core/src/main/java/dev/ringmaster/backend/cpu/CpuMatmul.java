@@ -102,6 +102,18 @@ public final class CpuMatmul {
   }
 
   /**
+   * Runs {@code jobs} on the calling thread, asking nothing of the pool or its cost model: for
+   * products inside the tasks of a region that is already parallel (each task a whole small MLP).
+   * The results are those of {@link #matmulMany}.
+   */
+  public static void matmulHere(CpuKernelContext kernels, List<Job> jobs) {
+    MatmulPlan plan = MatmulPlan.of(jobs, kernels, false);
+    for (int i = 0; i < plan.chunks(); i++) {
+      plan.runChunk(i);
+    }
+  }
+
+  /**
    * Converts row {@code row} of {@code w} to f32 into {@code dst} from {@code dstOffset}, exactly
    * (an embedding lookup), with the kernel of {@code kernels}' vector width.
    */

@@ -60,6 +60,14 @@ final class MatmulPlan {
   }
 
   static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuKernelContext context) {
+    return of(jobList, context, true);
+  }
+
+  /**
+   * The plan of {@code jobList}; with {@code mayShare} false it runs on the calling thread and asks
+   * nothing of the cost model (a product inside a task of a parallel region).
+   */
+  static MatmulPlan of(List<CpuMatmul.Job> jobList, CpuKernelContext context, boolean mayShare) {
     CpuThreadPool pool = context.pool();
     int threads = pool.threads();
     // A plain loop, not a stream: decode steps build hundreds of plans per token.
@@ -114,7 +122,7 @@ final class MatmulPlan {
     int chunks = 0;
     int[] perJob = new int[jobs.length];
     int[] rowsPerChunk = new int[jobs.length];
-    boolean serial = threads == 1 || !shared || !pool.costModel().parallel(total);
+    boolean serial = !mayShare || threads == 1 || !shared || !pool.costModel().parallel(total);
     double target = total / ((double) threads * CHUNKS_PER_THREAD);
     for (int j = 0; j < jobs.length; j++) {
       int rows = jobs[j].w().rows();

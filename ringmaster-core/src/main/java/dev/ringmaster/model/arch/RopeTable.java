@@ -116,12 +116,36 @@ public final class RopeTable {
    * unchanged.
    */
   public void rotate(float[] x, int off, int pos, float[] scratch) {
+    float[] cs = new float[dim];
+    angles(pos, cs);
+    rotate(x, off, cs, scratch);
+  }
+
+  /**
+   * The cosines and sines of position {@code pos}'s angles, times {@link #attentionScaling}, into
+   * {@code cs[0 .. dim/2)} and {@code cs[dim/2 .. dim)}: what {@link #rotate(float[], int, float[],
+   * float[])} takes, so that the heads of one token share one evaluation of the trigonometric
+   * functions (a prefill's rotations spent most of their time in them).
+   */
+  public void angles(int pos, float[] cs) {
+    int half = dim / 2;
+    for (int i = 0; i < half; i++) {
+      float angle = (float) pos * invFreq[i];
+      cs[i] = (float) Math.cos(angle) * attentionScaling;
+      cs[half + i] = (float) Math.sin(angle) * attentionScaling;
+    }
+  }
+
+  /**
+   * {@link #rotate(float[], int, int, float[])} with the position's {@link #angles} given, the same
+   * bits; {@code scratch} holds at least {@code dim} floats.
+   */
+  public void rotate(float[] x, int off, float[] cs, float[] scratch) {
     int half = dim / 2;
     if (interleaved) {
       for (int i = 0; i < half; i++) {
-        float angle = (float) pos * invFreq[i];
-        float c = (float) Math.cos(angle) * attentionScaling;
-        float s = (float) Math.sin(angle) * attentionScaling;
+        float c = cs[i];
+        float s = cs[half + i];
         float x0 = x[off + 2 * i];
         float x1 = x[off + 2 * i + 1];
         scratch[i] = x0 * c - x1 * s;
@@ -129,9 +153,8 @@ public final class RopeTable {
       }
     } else {
       for (int i = 0; i < half; i++) {
-        float angle = (float) pos * invFreq[i];
-        float c = (float) Math.cos(angle) * attentionScaling;
-        float s = (float) Math.sin(angle) * attentionScaling;
+        float c = cs[i];
+        float s = cs[half + i];
         float x0 = x[off + i];
         float x1 = x[off + half + i];
         scratch[i] = x0 * c - x1 * s;

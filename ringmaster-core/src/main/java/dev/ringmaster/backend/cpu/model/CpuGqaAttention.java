@@ -50,13 +50,14 @@ final class CpuGqaAttention {
     int t = layout.numTokens();
     int kvWidth = kvHeads * headDim;
     float[] scratch = new float[headDim];
+    float[] cs = new float[rope.dim()];
     for (int i = 0; i < t; i++) {
-      int pos = layout.positions()[i];
+      rope.angles(layout.positions()[i], cs);
       for (int h = 0; h < heads; h++) {
-        rope.rotate(q, (i * heads + h) * headDim, pos, scratch);
+        rope.rotate(q, (i * heads + h) * headDim, cs, scratch);
       }
       for (int h = 0; h < kvHeads; h++) {
-        rope.rotate(k, (i * kvHeads + h) * headDim, pos, scratch);
+        rope.rotate(k, (i * kvHeads + h) * headDim, cs, scratch);
       }
     }
     KvCache.storeNewTokens(layout, caches, layer, k, kvWidth, 0, v, kvWidth, 0);

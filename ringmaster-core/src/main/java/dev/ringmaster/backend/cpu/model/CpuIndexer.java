@@ -75,12 +75,13 @@ final class CpuIndexer {
     float[] gamma = CpuTensor.vector(w.kNormWeight());
     float[] beta = CpuTensor.vector(w.kNormBias());
     float[] scratch = new float[rope.dim()];
+    float[] cs = new float[rope.dim()];
     for (int i = 0; i < t; i++) {
       layerNorm(k, i * dim, gamma, beta);
-      int pos = layout.positions()[i];
-      rope.rotate(k, i * dim, pos, scratch);
+      rope.angles(layout.positions()[i], cs);
+      rope.rotate(k, i * dim, cs, scratch);
       for (int h = 0; h < heads; h++) {
-        rope.rotate(q, (i * heads + h) * dim, pos, scratch);
+        rope.rotate(q, (i * heads + h) * dim, cs, scratch);
       }
     }
     KvCache.storeIndexerKeys(layout, caches, layer, k);

@@ -65,6 +65,9 @@ final class CpuMlaAttention {
 
   private final int threads;
 
+  /** Per head, the offsets of its W_UK rows in kv_b_proj. */
+  private final int[][] ukRows;
+
   /** The attention of a rank holding {@code heads} of the model's heads, on {@code kernels}. */
   CpuMlaAttention(CpuKernelContext kernels, ModelConfig cfg, int heads, RopeTable rope) {
     this.pairs = new CostedLoop(kernels);
@@ -81,6 +84,12 @@ final class CpuMlaAttention {
       s = s * m * m;
     }
     this.scale = (float) s;
+    this.ukRows = new int[heads][nope];
+    for (int h = 0; h < heads; h++) {
+      for (int d = 0; d < nope; d++) {
+        ukRows[h][d] = (h * (nope + vDim) + d) * kvLora;
+      }
+    }
   }
 
   /**
@@ -104,11 +113,13 @@ final class CpuMlaAttention {
     int kvaWidth = kvLora + ropeDim;
     CpuOps.rmsNorm(kva, 0, t, kvLora, kvaWidth, kvANorm, LATENT_NORM_EPS);
     float[] scratch = new float[Math.max(ropeDim, 1)];
+    // One evaluation of the position's cosines and sines for its key and all its heads.
+    float[] cs = new float[Math.max(ropeDim, 1)];
     for (int i = 0; i < t; i++) {
-      int pos = layout.positions()[i];
-      rope.rotate(kva, i * kvaWidth + kvLora, pos, scratch);
+      rope.angles(layout.positions()[i], cs);
+      rope.rotate(kva, i * kvaWidth + kvLora, cs, scratch);
       for (int h = 0; h < heads; h++) {
-        rope.rotate(q, (i * heads + h) * qkDim + nope, pos, scratch);
+        rope.rotate(q, (i * heads + h) * qkDim + nope, cs, scratch);
       }
     }
     // Append the new latents and rotary keys to each sequence's cache.
@@ -139,16 +150,50 @@ final class CpuMlaAttention {
         VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s], stride);
       }
     }
+    // Offsets of positions 0..longest-1 in a latent cache, shared by every pair that attends to
+    // all its positions; the per-pair buffers are made once per task, not per pair.
+    int maxLen = 0;
+    int widest = 0;
+    for (int i = 0; i < t; i++) {
+      int len =
+          selected == null || selected[i] == null ? layout.positions()[i] + 1 : selected[i].length;
+      maxLen = Math.max(maxLen, len);
+      widest = Math.max(widest, strides[seqOf[i]]);
+    }
+    int longest = maxLen;
+    int[] denseOffs = new int[longest];
+    for (int j = 0; j < longest; j++) {
+      denseOffs[j] = j * kvLora;
+    }
+    int scoreSize = Math.max(longest, widest);
     AttentionSplit split = AttentionSplit.of(t, heads, threads);
     pairs.run(
         split.tasks(),
         cost(layout, selected),
         task -> {
+          PairBuffers buffers = new PairBuffers(kvLora, scoreSize, longest, denseOffs);
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
             int i = job / heads;
             int h = job % heads;
             int[] sel = selected == null ? null : selected[i];
             int s = seqOf[i];
+            if (sel == null && h + 1 < heads && job + 1 < split.endJob(task)) {
+              // Two heads of one token over all its positions: one pass over the latents.
+              attendTwo(
+                  q,
+                  i,
+                  h,
+                  layout.positions()[i],
+                  caches[s].a(layer),
+                  kvB,
+                  attn,
+                  latentCols[s],
+                  ropeCols[s],
+                  strides[s],
+                  buffers);
+              job++;
+              continue;
+            }
             attendOne(
                 q,
                 i,
@@ -161,7 +206,8 @@ final class CpuMlaAttention {
                 attn,
                 latentCols[s],
                 ropeCols[s],
-                strides[s]);
+                strides[s],
+                buffers);
           }
         });
     return attn;
@@ -182,6 +228,103 @@ final class CpuMlaAttention {
             + layout.numTokens() * (double) (nope + vDim) * kvLora);
   }
 
+  /**
+   * One task's buffers for its pairs: the query latent, scores and latent context of a pair, and
+   * the offsets of the attended positions' latents ({@code dense} when it attends to all).
+   */
+  private static final class PairBuffers {
+    final float[] qLat;
+    final float[] ctx;
+    final float[] scores;
+    final float[] qLat2;
+    final float[] ctx2;
+    final float[] scores2;
+    final int[] selectedOffs;
+    final int[] dense;
+
+    PairBuffers(int kvLora, int scoreSize, int longest, int[] dense) {
+      this.qLat = new float[kvLora];
+      this.ctx = new float[kvLora];
+      this.scores = new float[scoreSize];
+      this.qLat2 = new float[kvLora];
+      this.ctx2 = new float[kvLora];
+      this.scores2 = new float[scoreSize];
+      this.selectedOffs = new int[longest];
+      this.dense = dense;
+    }
+  }
+
+  /**
+   * {@link #attendOne} of heads {@code h} and {@code h + 1} of token {@code i} over all its
+   * positions, the same bits: scores and softmax per head, then both latent contexts in one pass
+   * over the latents ({@link VectorMath#axpyRows2}), then each value projection.
+   */
+  private void attendTwo(
+      float[] q,
+      int i,
+      int h,
+      int pos,
+      float[] latents,
+      float[] kvB,
+      float[] attn,
+      float[] latentCols,
+      float[] ropeCols,
+      int stride,
+      PairBuffers buffers) {
+    int len = pos + 1;
+    denseScores(q, i, h, len, kvB, latentCols, ropeCols, stride, buffers.qLat, buffers.scores);
+    denseScores(
+        q, i, h + 1, len, kvB, latentCols, ropeCols, stride, buffers.qLat2, buffers.scores2);
+    java.util.Arrays.fill(buffers.ctx, 0f);
+    java.util.Arrays.fill(buffers.ctx2, 0f);
+    VectorMath.axpyRows2(
+        buffers.scores,
+        buffers.scores2,
+        latents,
+        buffers.dense,
+        len,
+        buffers.ctx,
+        buffers.ctx2,
+        kvLora);
+    valueProjection(buffers.ctx, i, h, kvB, attn);
+    valueProjection(buffers.ctx2, i, h + 1, kvB, attn);
+  }
+
+  /** Head {@code h}'s query latent, then its softmaxed scores over positions {@code 0..len-1}. */
+  private void denseScores(
+      float[] q,
+      int i,
+      int h,
+      int len,
+      float[] kvB,
+      float[] latentCols,
+      float[] ropeCols,
+      int stride,
+      float[] qLat,
+      float[] scores) {
+    int qOff = (i * heads + h) * (nope + ropeDim);
+    java.util.Arrays.fill(qLat, 0f);
+    VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
+    VectorMath.scoresT(
+        qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, stride, len, scale, scores);
+    CpuOps.softmax(scores, 0, len);
+  }
+
+  /** Head {@code h}'s output {@code W_UV[h] ctx} into {@code attn}, four rows per reduction. */
+  private void valueProjection(float[] ctx, int i, int h, float[] kvB, float[] attn) {
+    int rowBase = h * (nope + vDim);
+    int outOff = (i * heads + h) * vDim;
+    int d = 0;
+    for (; d + 4 <= vDim; d += 4) {
+      int uv = (rowBase + nope + d) * kvLora;
+      VectorMath.dot4(
+          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
+    }
+    for (; d < vDim; d++) {
+      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
+    }
+  }
+
   private void attendOne(
       float[] q,
       int i,
@@ -194,27 +337,21 @@ final class CpuMlaAttention {
       float[] attn,
       float[] latentCols,
       float[] ropeCols,
-      int stride) {
+      int stride,
+      PairBuffers buffers) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
-    int rowBase = h * (nope + vDim);
     // q_lat = W_UK[h]^T q_nope
-    float[] qLat = new float[kvLora];
-    int[] ukRows = new int[nope];
-    for (int d = 0; d < nope; d++) {
-      ukRows[d] = (rowBase + d) * kvLora;
-    }
-    VectorMath.axpyRows(q, qOff, kvB, ukRows, nope, qLat, 0, kvLora);
+    float[] qLat = buffers.qLat;
+    java.util.Arrays.fill(qLat, 0f);
+    VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
-    float[] scores;
-    int[] latentOffs = new int[len];
+    float[] scores = buffers.scores;
+    int[] latentOffs;
     if (sel == null) {
-      for (int j = 0; j < len; j++) {
-        latentOffs[j] = j * kvLora;
-      }
-      scores = new float[stride];
+      latentOffs = buffers.dense;
       VectorMath.scoresT(
           qLat,
           0,
@@ -229,22 +366,14 @@ final class CpuMlaAttention {
           scale,
           scores);
     } else {
-      scores = new float[len];
+      latentOffs = buffers.selectedOffs;
       selectedScores(q, qOff, qLat, sel, latents, ropeKeys, latentOffs, scores);
     }
     CpuOps.softmax(scores, 0, len);
-    float[] ctx = new float[kvLora];
+    float[] ctx = buffers.ctx;
+    java.util.Arrays.fill(ctx, 0f);
     VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
-    int outOff = (i * heads + h) * vDim;
-    int d = 0;
-    for (; d + 4 <= vDim; d += 4) {
-      int uv = (rowBase + nope + d) * kvLora;
-      VectorMath.dot4(
-          ctx, 0, kvB, uv, uv + kvLora, uv + 2 * kvLora, uv + 3 * kvLora, kvLora, attn, outOff + d);
-    }
-    for (; d < vDim; d++) {
-      attn[outOff + d] = VectorMath.dot(kvB, (rowBase + nope + d) * kvLora, ctx, 0, kvLora);
-    }
+    valueProjection(ctx, i, h, kvB, attn);
   }
 
   /** Scores against the selected positions {@code sel}, four per lane reduction. */

@@ -39,6 +39,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
     private final CpuGqaAttention gqa;
     private final CpuIndexer indexer;
     private final CpuMoe[] moe;
+    private final MlpTasks mlpTasks;
 
     /** The blocks over the weights {@code w} of rank {@code rank}, run on {@code kernels}. */
     Blocks(ModelConfig cfg, RankContext rank, ModelWeights<CpuTensor> w, CpuKernelContext kernels) {
@@ -55,6 +56,7 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
               ? null
               : new CpuGqaAttention(
                   kernels, heads, rank.share(cfg.numKvHeads()), cfg.headDim(), rope);
+      this.mlpTasks = new MlpTasks(kernels);
       List<LayerWeights<CpuTensor>> layers = w.layers();
       this.moe = new CpuMoe[layers.size()];
       for (int l = 0; l < moe.length; l++) {
@@ -89,7 +91,8 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
           w.shared() == null ? null : dense(w.shared()),
           m.topK(),
           cfg.hiddenSize(),
-          a2a ? rank : null);
+          a2a ? rank : null,
+          mlpTasks);
     }
   }
 
@@ -318,7 +321,11 @@ final class CpuModelOps implements ModelOps<CpuTensor> {
   @Override
   public void denseMlp(Act out, Act x, FeedForwardWeights.Dense<CpuTensor> w) {
     float[] o = new float[n() * hidden];
-    dense(w).forward(o, acts.get(x), n());
+    if (n() >= MlpTasks.MIN_TOKENS) {
+      blocks.mlpTasks.forward(dense(w), o, acts.get(x), n());
+    } else {
+      dense(w).forward(o, acts.get(x), n());
+    }
     acts.put(out, o);
   }
 

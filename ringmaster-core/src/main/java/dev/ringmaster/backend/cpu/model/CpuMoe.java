@@ -3,6 +3,7 @@ package dev.ringmaster.backend.cpu.model;
 import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuMatmul;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.ExpertPlacement;
 import dev.ringmaster.model.arch.RankContext;
 import java.util.ArrayList;
@@ -31,6 +32,7 @@ final class CpuMoe {
   private final int hidden;
   private final RankContext a2a;
   private final CpuKernelContext kernels;
+  private final MlpTasks tasks;
 
   /**
    * Creates the layer.
@@ -45,6 +47,7 @@ final class CpuMoe {
    * @param topK experts per token
    * @param hidden hidden size
    * @param a2a the rank context when tokens are dispatched by all-to-all, else null
+   * @param tasks runs the experts of many-token steps as block tasks
    */
   CpuMoe(
       CpuKernelContext kernels,
@@ -55,7 +58,8 @@ final class CpuMoe {
       DenseMlp shared,
       int topK,
       int hidden,
-      RankContext a2a) {
+      RankContext a2a,
+      MlpTasks tasks) {
     this.kernels = kernels;
     this.router = router;
     this.experts = experts;
@@ -65,6 +69,7 @@ final class CpuMoe {
     this.topK = topK;
     this.hidden = hidden;
     this.a2a = a2a;
+    this.tasks = tasks;
   }
 
   /** Whether the output is complete on every rank (all-to-all dispatch), not a partial sum. */
@@ -90,9 +95,13 @@ final class CpuMoe {
     float[] weights = new float[n * topK];
     router.route(x, n, chosen, weights);
     Arrays.fill(out, 0, n * hidden, 0f);
+    if (n >= MlpTasks.MIN_TOKENS) {
+      forwardBlocks(out, x, n, chosen, weights);
+      return;
+    }
     float[] sharedOut = fusesShared() ? new float[n * hidden] : null;
     float[][] expertOut = runExperts(x, n, chosen, sharedOut);
-    combine(out, 0, n, chosen, weights, expertOut, null);
+    combine(out, 0, n, chosen, weights, expertOut, null, null);
     if (sharedOut != null) {
       for (int i = 0; i < n * hidden; i++) {
         out[i] += sharedOut[i];
@@ -111,6 +120,68 @@ final class CpuMoe {
         && shared.gate().bias() == null
         && shared.up().bias() == null
         && shared.down().bias() == null;
+  }
+
+  /**
+   * {@link #forward} of a many-token step: every local expert's tokens, and all tokens for the
+   * shared experts, in blocks of {@link MlpTasks#BLOCK} run as the tasks of one region, each a
+   * whole SwiGLU of its block; then the same combine, in ascending expert order, and the shared
+   * output added last, as in the two-region form.
+   */
+  private void forwardBlocks(float[] out, float[] x, int n, int[] chosen, float[] weights) {
+    int slots = n * topK;
+    int[] count = new int[experts.length + 1];
+    for (int slot = 0; slot < slots; slot++) {
+      int local = localSlot(chosen[slot]);
+      if (local >= 0) {
+        count[local + 1]++;
+      }
+    }
+    int blockCount = 0;
+    for (int e = 0; e < experts.length; e++) {
+      blockCount += (count[e + 1] + MlpTasks.BLOCK - 1) / MlpTasks.BLOCK;
+      count[e + 1] += count[e];
+    }
+    int sharedBlocks = shared == null ? 0 : (n + MlpTasks.BLOCK - 1) / MlpTasks.BLOCK;
+    int[] slotsByExpert = new int[count[experts.length]];
+    int[] fill = Arrays.copyOf(count, experts.length);
+    for (int slot = 0; slot < slots; slot++) {
+      int local = localSlot(chosen[slot]);
+      if (local >= 0) {
+        slotsByExpert[fill[local]++] = slot;
+      }
+    }
+    MlpTasks.Block[] blocks = new MlpTasks.Block[blockCount + sharedBlocks];
+    float[][] rowOf = new float[slots][];
+    int[] rowOffset = new int[slots];
+    int k = 0;
+    for (int e = 0; e < experts.length; e++) {
+      for (int b = count[e]; b < count[e + 1]; b += MlpTasks.BLOCK) {
+        int m = Math.min(MlpTasks.BLOCK, count[e + 1] - b);
+        int[] rows = new int[m];
+        float[] y = new float[m * hidden];
+        for (int r = 0; r < m; r++) {
+          int slot = slotsByExpert[b + r];
+          rows[r] = slot / topK;
+          rowOf[slot] = y;
+          rowOffset[slot] = r * hidden;
+        }
+        blocks[k++] = new MlpTasks.Block(experts[e], rows, y);
+      }
+    }
+    for (int b = 0; b < sharedBlocks; b++) {
+      int[] rows = MlpTasks.rows(b * MlpTasks.BLOCK, Math.min(n, (b + 1) * MlpTasks.BLOCK));
+      blocks[k++] = new MlpTasks.Block(shared, rows, new float[rows.length * hidden]);
+    }
+    tasks.run(blocks, x);
+    combine(out, 0, n, chosen, weights, rowOf, rowOffset, null);
+    for (int b = 0; b < sharedBlocks; b++) {
+      float[] s = blocks[blockCount + b].out();
+      int o = b * MlpTasks.BLOCK * hidden;
+      for (int i = 0; i < s.length; i++) {
+        out[o + i] += s[i];
+      }
+    }
   }
 
   /**
@@ -199,7 +270,8 @@ final class CpuMoe {
 
   /**
    * Adds each token's weighted expert outputs in ascending expert order. Rows come from {@code
-   * rows[slot]}, or, when {@code remote} is given, from {@code remote[slot]} for experts elsewhere.
+   * rows[slot]} (from {@code rowOffsets[slot]} where given), or, when {@code remote} is given, from
+   * {@code remote[slot]} for experts elsewhere.
    */
   private void combine(
       float[] out,
@@ -208,6 +280,7 @@ final class CpuMoe {
       int[] chosen,
       float[] weights,
       float[][] rows,
+      int[] rowOffsets,
       float[][] remote) {
     int[] order = new int[topK];
     for (int t = 0; t < n; t++) {
@@ -229,9 +302,8 @@ final class CpuMoe {
           continue;
         }
         float w = weights[base + j];
-        for (int d = 0; d < hidden; d++) {
-          out[o + d] += y[d] * w;
-        }
+        int yo = rows[base + j] != null && rowOffsets != null ? rowOffsets[base + j] : 0;
+        VectorMath.addScaled(w, y, yo, out, o, hidden);
       }
     }
   }
@@ -335,7 +407,7 @@ final class CpuMoe {
       rows[slotOrder[i]] = Arrays.copyOfRange(back, i * hidden, (i + 1) * hidden);
     }
     float[] local = new float[per * hidden];
-    combine(local, 0, mine, chosen, weights, rows, null);
+    combine(local, 0, mine, chosen, weights, rows, null, null);
     if (shared != null && mine > 0) {
       float[] s = new float[mine * hidden];
       shared.forward(s, xs, mine);

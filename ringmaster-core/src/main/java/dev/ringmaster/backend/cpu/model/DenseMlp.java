@@ -20,4 +20,28 @@ public record DenseMlp(Linear gate, Linear up, Linear down) {
     CpuOps.siluMul(g, g, u, n * inter);
     down.apply(out, g, n);
   }
+
+  /**
+   * The MLP's output for rows {@code xRows} of {@code x} into {@code out} ({@code [xRows.length,
+   * hidden]}), all on the calling thread: one task of {@link MlpTasks}. The results are those of
+   * {@link #forward} on the same rows.
+   */
+  void forwardRowsHere(float[] out, float[] x, int[] xRows) {
+    int m = xRows.length;
+    int inter = gate.out();
+    float[] g = new float[m * inter];
+    float[] u = new float[m * inter];
+    Linear.applyBothRowsHere(gate, g, up, u, x, xRows);
+    CpuOps.siluMul(g, g, u, m * inter);
+    int[] rows = new int[m];
+    for (int t = 0; t < m; t++) {
+      rows[t] = t;
+    }
+    down.applyRowsHere(out, g, rows);
+  }
+
+  /** Multiply-adds of one token through the MLP. */
+  double macsPerToken() {
+    return (double) gate.in() * (gate.out() + up.out()) + (double) down.in() * down.out();
+  }
 }

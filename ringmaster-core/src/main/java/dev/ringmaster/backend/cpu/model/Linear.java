@@ -43,6 +43,27 @@ public record Linear(CpuMatrix weight, float[] bias, CpuKernelContext kernels) {
     b.addBias(outB, n);
   }
 
+  /**
+   * {@code out[t, out] = x[xRows[t], in] · W^T + b} on the calling thread, for the tasks of a
+   * region that is already parallel; the results are those of {@link #apply} on those rows.
+   */
+  void applyRowsHere(float[] out, float[] x, int[] xRows) {
+    CpuMatmul.matmulHere(kernels, List.of(new CpuMatmul.Job(weight, x, xRows, out)));
+    addBias(out, xRows.length);
+  }
+
+  /** {@link #applyRowsHere} of two linears to the same rows of {@code x} (gate and up). */
+  static void applyBothRowsHere(
+      Linear a, float[] outA, Linear b, float[] outB, float[] x, int[] xRows) {
+    CpuMatmul.matmulHere(
+        a.kernels,
+        List.of(
+            new CpuMatmul.Job(a.weight, x, xRows, outA),
+            new CpuMatmul.Job(b.weight, x, xRows, outB)));
+    a.addBias(outA, xRows.length);
+    b.addBias(outB, xRows.length);
+  }
+
   private void addBias(float[] out, int n) {
     if (bias != null) {
       int o = weight.rows();
