@@ -25,7 +25,10 @@ public final class Fp8Kernels {
   private final Kernel gemvSwiglu;
   private final Kernel gemv1;
   private final Kernel gemvSwiglu1;
+  private final Kernel gemv1WeightsFirst;
+  private final Kernel gemvSwiglu1WeightsFirst;
   private boolean oneToken;
+  private boolean weightsFirst;
 
   /**
    * Most tokens for which a dense FP8 linear beyond the GEMV runs on tensor cores ({@link
@@ -49,12 +52,15 @@ public final class Fp8Kernels {
   private final Kernel linearMma;
   private final Kernel sumSplits;
 
-  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken) {
+  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken, boolean weightsFirst) {
     gemv = kernel.apply("rm_gemv_fp8", 13);
     gemvSwiglu = kernel.apply("rm_gemv_swiglu_fp8", 7);
     gemv1 = kernel.apply("rm_gemv1_fp8", 12);
     gemvSwiglu1 = kernel.apply("rm_gemv_swiglu1_fp8", 6);
+    gemv1WeightsFirst = kernel.apply("rm_gemv1_fp8_wf", 12);
+    gemvSwiglu1WeightsFirst = kernel.apply("rm_gemv_swiglu1_fp8_wf", 6);
     this.oneToken = oneToken;
+    this.weightsFirst = weightsFirst;
     dequant = kernel.apply("rm_dequant_fp8_bf16", 6);
     linearMma = kernel.apply("rm_linear_mma_fp8", 9);
     sumSplits = kernel.apply("rm_sum_splits", 4);
@@ -74,6 +80,23 @@ public final class Fp8Kernels {
   /** Whether a lone token takes the one-token kernels ({@link #useOneTokenKernels}). */
   public boolean oneTokenKernels() {
     return oneToken;
+  }
+
+  /**
+   * Whether the one-token kernels issue each lane's code and scale loads before the
+   * programmatic-launch wait where a row is one group of chunks a lane (K up to 2048), so that
+   * their DRAM latency overlaps the previous kernel ({@code rm_gemv1_fp8_wf}, {@code
+   * rm_gemv_swiglu1_fp8_wf}; weights are never written, activations are read after the wait); the
+   * outputs are bit for bit the same. Read at each launch; the kernel option {@code
+   * quant-weights-first} sets it. For benchmarks and tests.
+   */
+  public void useWeightsFirst(boolean on) {
+    weightsFirst = on;
+  }
+
+  /** Whether the one-token kernels load weights before the wait ({@link #useWeightsFirst}). */
+  public boolean weightsFirst() {
+    return weightsFirst;
   }
 
   /**
@@ -217,6 +240,7 @@ public final class Fp8Kernels {
       int k,
       int n) {
     if (n == 1 && oneToken) {
+      Kernel gemv1 = weightsFirst ? gemv1WeightsFirst : this.gemv1;
       gemv1.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, partRows1).arg(4, m1);
       gemv1.arg(5, y2).arg(6, codes2).arg(7, scales2).arg(8, partRows2).arg(9, m2);
       gemv1.arg(10, x).arg(11, k);
@@ -237,6 +261,7 @@ public final class Fp8Kernels {
   public void gemvSwiglu(
       CudaStream s, long out, long codes, long scales, long x, int inter, int k, int n) {
     if (n == 1 && oneToken) {
+      Kernel gemvSwiglu1 = weightsFirst ? gemvSwiglu1WeightsFirst : this.gemvSwiglu1;
       gemvSwiglu1.arg(0, out).arg(1, codes).arg(2, scales).arg(3, x).arg(4, inter).arg(5, k);
       gemvSwiglu1.launch(
           s, RingmasterKernels.blocks(inter, 4 * SWIGLU1_COLS_PER_WARP), 1, 1, 128, 0);

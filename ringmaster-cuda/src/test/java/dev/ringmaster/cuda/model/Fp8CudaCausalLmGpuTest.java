@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.model;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.cpu.model.CausalLm;
+import dev.ringmaster.runtime.KernelTuning;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -83,6 +84,40 @@ class Fp8CudaCausalLmGpuTest {
       } else {
         assertThat(eq[0]).as("greedy tokens equal to the CPU's").isGreaterThanOrEqualTo(16);
       }
+    }
+  }
+
+  /**
+   * The one-token FP8 variants, shared experts inside the routed experts' launches ({@code
+   * moe-shared-fused}) and weights before the launch wait ({@code quant-weights-first}), change no
+   * bit of a greedy run (decode steps, graphs included) against both off.
+   */
+  @Test
+  void oneTokenFp8VariantsChangeNoBitOfTheLogits() throws IOException {
+    Path dir = quantizedFixture("deepseek_v3_fp8");
+    int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
+    KernelTuning on = KernelTuning.defaults();
+    assertThat(on.moeSharedFused() && on.quantWeightsFirst()).as("defaults").isTrue();
+    KernelTuning off = on.with("moe-shared-fused", false).with("quant-weights-first", false);
+    CudaCausalLmGpuTest.Run[] runs = new CudaCausalLmGpuTest.Run[2];
+    KernelTuning[] tunings = {off, on};
+    for (int i = 0; i < 2; i++) {
+      try (CudaCausalLm lm =
+          CudaCausalLm.load(dir, CudaCausalLmGpuTest.exact().withTuning(tunings[i]))) {
+        runs[i] = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS);
+      }
+    }
+    assertThat(runs[1].tokens()).isEqualTo(runs[0].tokens());
+    for (int s = 0; s < STEPS; s++) {
+      float[] a = runs[0].logits()[s];
+      float[] b = runs[1].logits()[s];
+      int[] ab = new int[a.length];
+      int[] bb = new int[b.length];
+      for (int j = 0; j < a.length; j++) {
+        ab[j] = Float.floatToRawIntBits(a[j]);
+        bb[j] = Float.floatToRawIntBits(b[j]);
+      }
+      assertThat(bb).as("step " + s + " logits, variants on against off").isEqualTo(ab);
     }
   }
 }
