@@ -51,6 +51,7 @@ public final class Fp8Kernels {
   private final Kernel dequant;
   private final Kernel linearMma;
   private final Kernel sumSplits;
+  private final Kernel sumSplitsSwiglu;
 
   Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken, boolean weightsFirst) {
     gemv = kernel.apply("rm_gemv_fp8", 13);
@@ -64,6 +65,7 @@ public final class Fp8Kernels {
     dequant = kernel.apply("rm_dequant_fp8_bf16", 6);
     linearMma = kernel.apply("rm_linear_mma_fp8", 9);
     sumSplits = kernel.apply("rm_sum_splits", 4);
+    sumSplitsSwiglu = kernel.apply("rm_sum_splits_swiglu", 5);
   }
 
   /**
@@ -177,6 +179,64 @@ public final class Fp8Kernels {
       int n,
       long partials,
       long partialFloats) {
+    int splits =
+        linearMmaPartials(s, y, codes, scales, partRows, x, m, k, n, partials, partialFloats);
+    if (splits > 1) {
+      long count = (long) n * m;
+      sumSplits.arg(0, y).arg(1, partials).arg(2, splits).arg(3, count);
+      sumSplits.launch(s, RingmasterKernels.blocks(count, 256), 1, 1, 256, 0);
+    }
+  }
+
+  /**
+   * {@code out[n, inter] = silu(x . G^T) * (x . U^T)} for the FP8 gate|up matrix {@code [G; U]}
+   * ({@code [2 * inter, k]}) on tensor cores: {@link #linearMma} whose split sum also applies
+   * SiLU-and-mul ({@code rm_sum_splits_swiglu}), bit for bit {@link #linearMma} then {@code
+   * rm_silu_mul}, one launch and one {@code [n, 2 * inter]} round trip fewer. Only for a split
+   * matrix ({@link #linearMmaSplits} above 1; the caller takes the two-kernel path otherwise).
+   */
+  public void linearMmaSwiglu(
+      CudaStream s,
+      long out,
+      long codes,
+      long scales,
+      int partRows,
+      long x,
+      int inter,
+      int k,
+      int n,
+      long partials,
+      long partialFloats) {
+    if (linearMmaSplits(2 * inter, k) < 2) {
+      throw new IllegalArgumentException(
+          "the tensor-core SwiGLU linear needs a split matrix, ["
+              + 2 * inter
+              + ", "
+              + k
+              + "] is not");
+    }
+    int splits =
+        linearMmaPartials(
+            s, 0, codes, scales, partRows, x, 2 * inter, k, n, partials, partialFloats);
+    sumSplitsSwiglu.arg(0, out).arg(1, partials).arg(2, splits).arg(3, n).arg(4, inter);
+    sumSplitsSwiglu.launch(s, RingmasterKernels.blocks((long) n * inter, 256), 1, 1, 256, 0);
+  }
+
+  /**
+   * The mma launch of {@link #linearMma}: into {@code y} (one slice) or the partials; the splits.
+   */
+  private int linearMmaPartials(
+      CudaStream s,
+      long y,
+      long codes,
+      long scales,
+      int partRows,
+      long x,
+      int m,
+      int k,
+      int n,
+      long partials,
+      long partialFloats) {
     checkLinearMma(k, partRows);
     int slice = linearMmaSlice(m, k);
     int splits = (k + slice - 1) / slice;
@@ -203,11 +263,7 @@ public final class Fp8Kernels {
         splits,
         128,
         0);
-    if (splits > 1) {
-      long count = (long) n * m;
-      sumSplits.arg(0, y).arg(1, partials).arg(2, splits).arg(3, count);
-      sumSplits.launch(s, RingmasterKernels.blocks(count, 256), 1, 1, 256, 0);
-    }
+    return splits;
   }
 
   /**

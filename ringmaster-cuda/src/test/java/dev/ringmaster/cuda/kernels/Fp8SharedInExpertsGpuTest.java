@@ -17,11 +17,12 @@ import org.junit.jupiter.params.provider.CsvSource;
  * experts as extra blocks of the routed experts' launches ({@link MoeKernels.Fp8SharedExperts},
  * kernel option {@code moe-shared-fused}) against the separate SwiGLU GEMV and GEMV, and the
  * weights-first kernels ({@link RingmasterKernels#useQuantWeightsFirst}, {@code
- * quant-weights-first}) against the plain ones; bit for bit, every pair row, the shared
- * intermediate and output, and against the CPU's dequantizing reference (1e-5 GEMVs, 1e-4 the
- * shared output). Shapes: V2-Lite's, parts ending inside a 128-row scale block, K not a multiple of
- * 16 (the scalar path, which waits first), K above one group of chunks a lane (2816: the
- * weights-first kernels wait first too).
+ * quant-weights-first}) against the plain ones, and the decode batches' tensor-core SwiGLU linear
+ * ({@link Fp8Kernels#linearMmaSwiglu}, {@code fp8-mma-swiglu}) against the linear then
+ * SiLU-and-mul; bit for bit, every pair row, the shared intermediate and output, and against the
+ * CPU's dequantizing reference (1e-5 GEMVs, 1e-4 the shared output). Shapes: V2-Lite's, parts
+ * ending inside a 128-row scale block, K not a multiple of 16 (the scalar path, which waits first),
+ * K above one group of chunks a lane (2816: the weights-first kernels wait first too).
  */
 @Tag("gpu")
 class Fp8SharedInExpertsGpuTest {
@@ -226,6 +227,84 @@ class Fp8SharedInExpertsGpuTest {
           float[] first = new float[m1];
           System.arraycopy(y[1], 0, first, 0, m1);
           Compare.assertClose(what, first, GemvGpuTest.reference(w1.values(), x, m1, k, 1), 1e-5);
+        });
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    // inter, K, tokens
+    "2816,2048,8", // V2-Lite shared experts: 3 K slices
+    "2816,2048,32",
+    "2816,2048,64", // two passes of 32 tokens
+    "144,1024,5", // parts ending inside a 128-row block, 8 K slices
+    "144,1024,33"
+  })
+  void mmaSwigluMatchesTheLinearThenSiluMul(int inter, int k, int n) {
+    assertThat(Fp8Kernels.linearMmaSplits(2 * inter, k)).as("a split matrix").isGreaterThan(1);
+    Rand r = new Rand();
+    Fp8Stack gu = Fp8KernelsGpuTest.stack(r, 2, inter, k);
+    float[] x = r.uniform(n * k, 1f);
+    String what = "fp8 mma swiglu " + inter + "x" + k + " at " + n + ", seed " + r.seed();
+    RingmasterKernels kk = Gpu.kernels();
+    Gpu.run(
+        s -> {
+          long codes = upload(s, gu.codes()).ptr();
+          long scales = s.f32(gu.scales()).ptr();
+          long xp = s.f32(x).ptr();
+          long floats = Fp8Kernels.linearMmaMaxScratchFloats(n);
+          DeviceBuffer partials = s.alloc(4 * floats);
+          DeviceBuffer gateUp = s.poisoned((long) n * 2 * inter);
+          DeviceBuffer sep = s.poisoned((long) n * inter);
+          DeviceBuffer fused = s.poisoned((long) n * inter);
+          kk.fp8()
+              .linearMma(
+                  s.stream(),
+                  gateUp.ptr(),
+                  codes,
+                  scales,
+                  inter,
+                  xp,
+                  2 * inter,
+                  k,
+                  n,
+                  partials.ptr(),
+                  floats);
+          kk.siluMul(
+              s.stream(),
+              sep.ptr(),
+              inter,
+              gateUp.ptr(),
+              gateUp.ptr() + 4L * inter,
+              2 * inter,
+              n,
+              inter);
+          kk.fp8()
+              .linearMmaSwiglu(
+                  s.stream(),
+                  fused.ptr(),
+                  codes,
+                  scales,
+                  inter,
+                  xp,
+                  inter,
+                  k,
+                  n,
+                  partials.ptr(),
+                  floats);
+          float[] want = s.read(sep, n * inter);
+          assertSameBits(what, want, s.read(fused, n * inter));
+          // Against the reference on bf16-rounded activations, as Fp8LinearMmaGpuTest.
+          float[] xr = Fp8LinearMmaGpuTest.bf16Rounded(x);
+          float[] ref = GemvGpuTest.reference(gu.values(), xr, 2 * inter, k, n);
+          float[] act = new float[n * inter];
+          for (int t = 0; t < n; t++) {
+            for (int j = 0; j < inter; j++) {
+              double g = ref[t * 2 * inter + j];
+              act[t * inter + j] =
+                  (float) (g / (1 + Math.exp(-g)) * ref[t * 2 * inter + inter + j]);
+            }
+          }
+          Compare.assertClose(what, want, act, 1e-3);
         });
   }
 }

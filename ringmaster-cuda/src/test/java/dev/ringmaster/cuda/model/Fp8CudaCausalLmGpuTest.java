@@ -88,36 +88,46 @@ class Fp8CudaCausalLmGpuTest {
   }
 
   /**
-   * The one-token FP8 variants, shared experts inside the routed experts' launches ({@code
+   * The bit-identical FP8 variants, shared experts inside the routed experts' launches ({@code
    * moe-shared-fused}) and weights before the launch wait ({@code quant-weights-first}), change no
-   * bit of a greedy run (decode steps, graphs included) against both off.
+   * bit of a greedy run (decode steps, graphs included) against them off, also with the GEMV
+   * stopping at 4 tokens. ({@code fp8-mma-swiglu} is off too, but the fixture's one-block K never
+   * splits, so {@code Fp8SharedInExpertsGpuTest} covers it.)
    */
   @Test
-  void oneTokenFp8VariantsChangeNoBitOfTheLogits() throws IOException {
+  void bitIdenticalFp8VariantsChangeNoBitOfTheLogits() throws IOException {
     Path dir = quantizedFixture("deepseek_v3_fp8");
     int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
     KernelTuning on = KernelTuning.defaults();
-    assertThat(on.moeSharedFused() && on.quantWeightsFirst()).as("defaults").isTrue();
-    KernelTuning off = on.with("moe-shared-fused", false).with("quant-weights-first", false);
-    CudaCausalLmGpuTest.Run[] runs = new CudaCausalLmGpuTest.Run[2];
-    KernelTuning[] tunings = {off, on};
-    for (int i = 0; i < 2; i++) {
-      try (CudaCausalLm lm =
-          CudaCausalLm.load(dir, CudaCausalLmGpuTest.exact().withTuning(tunings[i]))) {
-        runs[i] = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS);
+    assertThat(on.moeSharedFused() && on.quantWeightsFirst() && on.fp8MmaSwiglu())
+        .as("defaults")
+        .isTrue();
+    KernelTuning off =
+        on.with("moe-shared-fused", false)
+            .with("quant-weights-first", false)
+            .with("fp8-mma-swiglu", false);
+    for (CudaModelOptions o :
+        List.of(CudaCausalLmGpuTest.exact(), CudaCausalLmGpuTest.exact().withGemvMaxTokens(4))) {
+      CudaCausalLmGpuTest.Run[] runs = new CudaCausalLmGpuTest.Run[2];
+      KernelTuning[] tunings = {off, on};
+      for (int i = 0; i < 2; i++) {
+        try (CudaCausalLm lm = CudaCausalLm.load(dir, o.withTuning(tunings[i]))) {
+          runs[i] = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS);
+        }
       }
-    }
-    assertThat(runs[1].tokens()).isEqualTo(runs[0].tokens());
-    for (int s = 0; s < STEPS; s++) {
-      float[] a = runs[0].logits()[s];
-      float[] b = runs[1].logits()[s];
-      int[] ab = new int[a.length];
-      int[] bb = new int[b.length];
-      for (int j = 0; j < a.length; j++) {
-        ab[j] = Float.floatToRawIntBits(a[j]);
-        bb[j] = Float.floatToRawIntBits(b[j]);
+      String what = "gemv up to " + o.gemvMaxTokens() + " tokens";
+      assertThat(runs[1].tokens()).as(what).isEqualTo(runs[0].tokens());
+      for (int s = 0; s < STEPS; s++) {
+        float[] a = runs[0].logits()[s];
+        float[] b = runs[1].logits()[s];
+        int[] ab = new int[a.length];
+        int[] bb = new int[b.length];
+        for (int j = 0; j < a.length; j++) {
+          ab[j] = Float.floatToRawIntBits(a[j]);
+          bb[j] = Float.floatToRawIntBits(b[j]);
+        }
+        assertThat(bb).as(what + ", step " + s + " logits, variants on against off").isEqualTo(ab);
       }
-      assertThat(bb).as("step " + s + " logits, variants on against off").isEqualTo(ab);
     }
   }
 }
