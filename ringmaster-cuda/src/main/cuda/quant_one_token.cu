@@ -243,10 +243,12 @@ __device__ __forceinline__ void fp8_swiglu1_cols(float* out, const uint8_t* W, c
 }
 
 // The shared experts inside the routed experts' launches (one token): the launch's first
-// sharedY grid rows are the shared experts' blocks, numbered in grid order, each warp taking the
-// rows the separate SwiGLU GEMV / GEMV would give its warp of that number (so the same bits).
-// Their weights do not depend on the routing, so with WF their first loads go out
-// before the wait, overlapping the router (gate|up) or the gate|up blocks (down).
+// sharedY grid rows are the shared experts' blocks, numbered in grid order, a warp taking the
+// routed warps' row count (2 gate|up columns, 4 down rows). A row's sum does not depend on the
+// rows per warp, so the outputs are the separate SwiGLU GEMV's and GEMV's bits. Their weights do
+// not depend on the routing, so with WF (rows of one group a lane) their loads go out before the
+// wait, overlapping the router (gate|up) or the gate|up launch (down; V2-Lite's 2816-column shared
+// down rows are two groups and wait first).
 __device__ __forceinline__ int q1_shared_warp() {
   return (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
 }
