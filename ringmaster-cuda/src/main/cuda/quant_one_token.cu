@@ -101,7 +101,8 @@ __device__ __forceinline__ void fp8_rows_dot1(const uint8_t* const (&w)[R],
 // the prologue itself, where rows of one group of chunks a lane (K % 16 == 0, K <= 16 * LANES *
 // U: 2048 at U = 4) let the lane's code and scale loads go out first, so that their DRAM latency
 // overlaps the previous kernel's tail (codes and scales are weights, which no kernel writes; x is
-// read after the wait); other shapes wait first. Without WF it is fp8_rows_dot1 (the kernel has
+// read after the wait), as do rows of two groups where a warp has at most 2 rows (the same
+// registers); other shapes wait first. Without WF it is fp8_rows_dot1 (the kernel has
 // run the prologue). The same loads, products and order as fp8_rows_dot1, hence the same bits. One
 // group only: a loop after a group issued early let the compiler hold two groups and spill.
 template <int R, int U, int LANES, bool WF>
@@ -114,6 +115,18 @@ __device__ __forceinline__ void fp8_rows_dot1_wait(const uint8_t* const (&w)[R],
     fp8_q1_load<R, U, LANES>(w, s, lane, K >> 4, wv, sc);
     rm_pdl_prologue();
     fp8_q1_use<R, U, LANES>(wv, sc, x, lane, K >> 4, acc);
+    return;
+  }
+  if (WF && R <= 2 && (K & 15) == 0 && (K >> 4) <= 2 * LANES * U) {
+    // Two groups of at most 2 rows hold what one group of 4 rows does (the shared experts' down
+    // rows of 2816 columns).
+    uint4 wv0[R][U], wv1[R][U];
+    float sc0[R][U], sc1[R][U];
+    fp8_q1_load<R, U, LANES>(w, s, lane, K >> 4, wv0, sc0);
+    fp8_q1_load<R, U, LANES>(w, s, lane + LANES * U, K >> 4, wv1, sc1);
+    rm_pdl_prologue();
+    fp8_q1_use<R, U, LANES>(wv0, sc0, x, lane, K >> 4, acc);
+    fp8_q1_use<R, U, LANES>(wv1, sc1, x, lane + LANES * U, K >> 4, acc);
     return;
   }
   if (WF) rm_pdl_prologue();
@@ -244,11 +257,11 @@ __device__ __forceinline__ void fp8_swiglu1_cols(float* out, const uint8_t* W, c
 
 // The shared experts inside the routed experts' launches (one token): the launch's first
 // sharedY grid rows are the shared experts' blocks, numbered in grid order, a warp taking the
-// routed warps' row count (2 gate|up columns, 4 down rows). A row's sum does not depend on the
-// rows per warp, so the outputs are the separate SwiGLU GEMV's and GEMV's bits. Their weights do
-// not depend on the routing, so with WF (rows of one group a lane) their loads go out before the
-// wait, overlapping the router (gate|up) or the gate|up launch (down; V2-Lite's 2816-column shared
-// down rows are two groups and wait first).
+// gate|up warps' 2 columns, or 2 down rows (so that a lane's two groups of 2816-column rows fit
+// the routed warps' registers: fp8_rows_dot1_wait). A row's sum does not depend on the
+// rows per warp, so the outputs are the separate SwiGLU GEMV's and GEMV's bits. Their weights
+// do not depend on the routing, so with WF (rows of up to two groups a lane) their loads go out
+// before the wait, overlapping the router (gate|up) or the gate|up launch (down).
 __device__ __forceinline__ int q1_shared_warp() {
   return (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
 }
@@ -492,6 +505,7 @@ constexpr int kQ1Fp8GemvRows = 2;
 constexpr int kQ1Fp8SwigluCols = 2;
 constexpr int kQ1Fp8GateUpCols = 2;
 constexpr int kQ1Fp8DownRows = 4;
+constexpr int kQ1Fp8SharedDownRows = 2;  // the shared experts' down rows in rm_moe_down1_fp8
 constexpr int kQ1Nvfp4GemvRows = 4;
 constexpr int kQ1Nvfp4SwigluCols = 2;
 constexpr int kQ1Nvfp4GateUpCols = 2;
@@ -514,20 +528,21 @@ template <bool WF>
 __device__ __forceinline__ void fp8_shared_down1(float* ys, const uint8_t* ws2, const float* ss2,
                                                  int partRowsS, const float* hs, int hidden,
                                                  int interS) {
-  const int d0 = q1_shared_warp() * kQ1Fp8DownRows;
+  constexpr int R = kQ1Fp8SharedDownRows;
+  const int d0 = q1_shared_warp() * R;
   if (d0 >= hidden) return;
-  const uint8_t* w[kQ1Fp8DownRows];
-  const float* s[kQ1Fp8DownRows];
+  const uint8_t* w[R];
+  const float* s[R];
 #pragma unroll
-  for (int r = 0; r < kQ1Fp8DownRows; r++) {
+  for (int r = 0; r < R; r++) {
     const size_t g = min(d0 + r, hidden - 1);
     w[r] = ws2 + g * interS;
     s[r] = fp8_scale_row(ss2, g, partRowsS, interS);
   }
-  float acc[kQ1Fp8DownRows] = {};
-  fp8_rows_dot1_wait<kQ1Fp8DownRows, kQ1Unroll, 32, WF>(w, s, hs, interS, threadIdx.x & 31, acc);
+  float acc[R] = {};
+  fp8_rows_dot1_wait<R, kQ1Unroll, 32, WF>(w, s, hs, interS, threadIdx.x & 31, acc);
 #pragma unroll
-  for (int r = 0; r < kQ1Fp8DownRows; r++) {
+  for (int r = 0; r < R; r++) {
     const float v = warp_sum(acc[r]);
     if (d0 + r < hidden && (threadIdx.x & 31) == 0) ys[d0 + r] = v;
   }

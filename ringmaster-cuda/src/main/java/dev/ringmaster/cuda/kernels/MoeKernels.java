@@ -119,6 +119,9 @@ public final class MoeKernels {
   /** Output rows per warp of {@code rm_moe_down1_fp8} (kQ1Fp8DownRows). */
   private static final int FP8_DOWN1_ROWS_PER_WARP = 4;
 
+  /** Shared-expert output rows per warp of {@code rm_moe_down1_fp8} (kQ1Fp8SharedDownRows). */
+  private static final int FP8_SHARED_DOWN1_ROWS_PER_WARP = 2;
+
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
     route = kernel.apply("rm_moe_route", 13);
     moeAlign = kernel.apply("rm_moe_align", 7);
@@ -547,7 +550,7 @@ public final class MoeKernels {
     if (one) {
       if (shared != null) {
         gateUpSharedY = blocks(blocks(shared.inter(), gateUpRows), gateUpBlocks);
-        downSharedY = 1; // the shared down projection has the routed one's hidden rows
+        downSharedY = blocks(blocks(hidden, 4 * FP8_SHARED_DOWN1_ROWS_PER_WARP), downBlocks);
       }
       gateUp.arg(11, shared == null ? 0L : shared.act());
       gateUp.arg(12, shared == null ? 0L : shared.gateUp());

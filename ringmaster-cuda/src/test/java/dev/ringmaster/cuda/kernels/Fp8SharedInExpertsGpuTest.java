@@ -22,7 +22,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * SiLU-and-mul; bit for bit, every pair row, the shared intermediate and output, and against the
  * CPU's dequantizing reference (1e-5 GEMVs, 1e-4 the shared output). Shapes: V2-Lite's, parts
  * ending inside a 128-row scale block, K not a multiple of 16 (the scalar path, which waits first),
- * K above one group of chunks a lane (2816: the weights-first kernels wait first too).
+ * K of two groups of chunks a lane (2816: issued first where a warp has at most 2 rows, else
+ * waiting first), K of three groups (waiting first, as the dense down projection's 10944).
  */
 @Tag("gpu")
 class Fp8SharedInExpertsGpuTest {
@@ -166,7 +167,8 @@ class Fp8SharedInExpertsGpuTest {
   @CsvSource({
     // rows of W1, rows of W2 (0: one GEMV), rows per scale part of W1, K
     "3072,576,3072,2048", // V2-Lite q_proj and kv_a: one group of chunks a lane
-    "2048,0,2048,2816", // a shared down projection: two groups, waits first
+    "2048,0,2048,2816", // a shared down projection: two groups a lane, both issued first
+    "64,0,64,4224", // three groups: waits first
     "288,0,144,144",
     "37,5,37,72", // the scalar path
     "1,0,1,16"
