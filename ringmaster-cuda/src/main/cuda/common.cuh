@@ -9,7 +9,7 @@
 #define RM_KERNEL extern "C" __global__
 
 // Programmatic dependent launch (PDL). The first statement of every RM_KERNEL (PdlPrologueTest
-// checks it). When the host launches a kernel with the programmatic stream serialization
+// checks it; the kernels it lists issue loads of weights, which no kernel writes, before it). When the host launches a kernel with the programmatic stream serialization
 // attribute (the default; --kernel-option pdl=false turns it off), the driver may start its blocks while the previous
 // kernel of the stream still runs; then:
 // - griddepcontrol.wait blocks until the previous grid has completed and its memory operations

@@ -9,6 +9,8 @@
 //                      rows x of token pass y over the z-th slice of kSlice columns (a multiple of
 //                      128), into y itself (one split) or into partials [splits, n, M];
 //   rm_sum_splits      y[i] = parts[0][i] + parts[1][i] + ... in split order.
+//   rm_sum_splits_swiglu  the same sums of a gate|up product's partials, then silu(gate) * up
+//                      (rm_silu_mul's expression) in one launch: the same bits as the two kernels.
 // Splitting K keeps every SM streaming where M / 64 blocks alone would leave most of them idle (MLA's
 // kv_a has 9 row blocks); the split count depends on M and K only, so a token's row is the same
 // whatever the batch (every column's mma sequence is independent of the other tokens, and the
@@ -103,5 +105,25 @@ RM_KERNEL void rm_sum_splits(float* y, const float* parts, int splits, long long
     float v = parts[i];
     for (int z = 1; z < splits; z++) v += parts[z * count + i];
     y[i] = v;
+  }
+}
+
+// out[t, j] = silu(g) * u for t < n, j < inter, where g and u are the rm_sum_splits sums (z order)
+// of the partials [splits, n, 2 * inter] of a gate|up product at columns j and inter + j: what
+// rm_sum_splits followed by rm_silu_mul writes, without the [n, 2 * inter] round trip and launch.
+// Grid-stride over the outputs.
+RM_KERNEL void rm_sum_splits_swiglu(float* out, const float* parts, int splits, int n, int inter) {
+  rm_pdl_prologue();
+  const long long count = 2LL * n * inter, total = static_cast<long long>(n) * inter;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += stride) {
+    const long long r = e / inter, i = e % inter;
+    const long long gi = r * 2 * inter + i, ui = gi + inter;
+    float g = parts[gi];
+    for (int z = 1; z < splits; z++) g += parts[z * count + gi];
+    float u = parts[ui];
+    for (int z = 1; z < splits; z++) u += parts[z * count + ui];
+    out[e] = (g / (1.f + expf(-g))) * u;
   }
 }

@@ -28,6 +28,49 @@
 constexpr int kQ1Unroll = 4;
 constexpr int kQ1Nvfp4Unroll = 2;  // a 2048-column NVFP4 row is 2 chunks a lane
 
+// One group of an FP8 row set's chunks for one lane: chunks c, c + LANES, ..., c + LANES * (U - 1)
+// of each of the R rows and their blocks' scales (zeros past the end).
+template <int R, int U, int LANES>
+__device__ __forceinline__ void fp8_q1_load(const uint8_t* const (&w)[R],
+                                            const float* const (&s)[R], int c, int chunks,
+                                            uint4 (&wv)[R][U], float (&sc)[R][U]) {
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    const int cc = c + LANES * u;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      wv[r][u] = cc < chunks ? __ldcs(reinterpret_cast<const uint4*>(w[r]) + cc)
+                             : make_uint4(0u, 0u, 0u, 0u);
+      sc[r][u] = cc < chunks ? __ldg(s[r] + (cc >> 3)) : 0.f;
+    }
+  }
+}
+
+// acc[r] += the group's products: per chunk its 16 products summed in k order, times the scale.
+template <int R, int U, int LANES>
+__device__ __forceinline__ void fp8_q1_use(const uint4 (&wv)[R][U], const float (&sc)[R][U],
+                                           const float* x, int c, int chunks, float (&acc)[R]) {
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    const int cc = c + LANES * u;
+    if (cc >= chunks) break;
+    float xv[16];
+    load_f32x16(x + static_cast<size_t>(cc) * 16, xv);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      float wf[16];
+      e4m3x4_to_f32(wv[r][u].x, wf);
+      e4m3x4_to_f32(wv[r][u].y, wf + 4);
+      e4m3x4_to_f32(wv[r][u].z, wf + 8);
+      e4m3x4_to_f32(wv[r][u].w, wf + 12);
+      float d = 0.f;
+#pragma unroll
+      for (int i = 0; i < 16; i++) d += wf[i] * xv[i];
+      acc[r] = fmaf(sc[r][u], d, acc[r]);
+    }
+  }
+}
+
 // acc[r] += dequant(w[r]) . x over K for one token, per thread `lane` of a group of LANES threads
 // that share the rows (a warp: LANES = 32, warp_rows_dot_fp8<R, 1, *>'s sums; or the S warps of a
 // split row: 32 * S), which the caller reduces.
@@ -40,35 +83,8 @@ __device__ __forceinline__ void fp8_rows_dot1(const uint8_t* const (&w)[R],
     for (int c = lane; c < chunks; c += LANES * U) {
       uint4 wv[R][U];
       float sc[R][U];
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int cc = c + LANES * u;
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-          wv[r][u] = cc < chunks ? __ldcs(reinterpret_cast<const uint4*>(w[r]) + cc)
-                                 : make_uint4(0u, 0u, 0u, 0u);
-          sc[r][u] = cc < chunks ? __ldg(s[r] + (cc >> 3)) : 0.f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int cc = c + LANES * u;
-        if (cc >= chunks) break;
-        float xv[16];
-        load_f32x16(x + static_cast<size_t>(cc) * 16, xv);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-          float wf[16];
-          e4m3x4_to_f32(wv[r][u].x, wf);
-          e4m3x4_to_f32(wv[r][u].y, wf + 4);
-          e4m3x4_to_f32(wv[r][u].z, wf + 8);
-          e4m3x4_to_f32(wv[r][u].w, wf + 12);
-          float d = 0.f;
-#pragma unroll
-          for (int i = 0; i < 16; i++) d += wf[i] * xv[i];
-          acc[r] = fmaf(sc[r][u], d, acc[r]);
-        }
-      }
+      fp8_q1_load<R, U, LANES>(w, s, c, chunks, wv, sc);
+      fp8_q1_use<R, U, LANES>(wv, sc, x, c, chunks, acc);
     }
   } else {
     for (int k = lane; k < K; k += LANES) {
@@ -79,6 +95,42 @@ __device__ __forceinline__ void fp8_rows_dot1(const uint8_t* const (&w)[R],
       }
     }
   }
+}
+
+// fp8_rows_dot1 in a kernel that may load weights before the PDL wait (WF, weights first): it runs
+// the prologue itself, where rows of one group of chunks a lane (K % 16 == 0, K <= 16 * LANES *
+// U: 2048 at U = 4) let the lane's code and scale loads go out first, so that their DRAM latency
+// overlaps the previous kernel's tail (codes and scales are weights, which no kernel writes; x is
+// read after the wait), as do rows of two groups where a warp has at most 2 rows (the same
+// registers); other shapes wait first. Without WF it is fp8_rows_dot1 (the kernel has
+// run the prologue). The same loads, products and order as fp8_rows_dot1, hence the same bits. One
+// group only: a loop after a group issued early let the compiler hold two groups and spill.
+template <int R, int U, int LANES, bool WF>
+__device__ __forceinline__ void fp8_rows_dot1_wait(const uint8_t* const (&w)[R],
+                                                   const float* const (&s)[R], const float* x,
+                                                   int K, int lane, float (&acc)[R]) {
+  if (WF && (K & 15) == 0 && (K >> 4) <= LANES * U) {
+    uint4 wv[R][U];
+    float sc[R][U];
+    fp8_q1_load<R, U, LANES>(w, s, lane, K >> 4, wv, sc);
+    rm_pdl_prologue();
+    fp8_q1_use<R, U, LANES>(wv, sc, x, lane, K >> 4, acc);
+    return;
+  }
+  if (WF && R <= 2 && (K & 15) == 0 && (K >> 4) <= 2 * LANES * U) {
+    // Two groups of at most 2 rows hold what one group of 4 rows does (the shared experts' down
+    // rows of 2816 columns).
+    uint4 wv0[R][U], wv1[R][U];
+    float sc0[R][U], sc1[R][U];
+    fp8_q1_load<R, U, LANES>(w, s, lane, K >> 4, wv0, sc0);
+    fp8_q1_load<R, U, LANES>(w, s, lane + LANES * U, K >> 4, wv1, sc1);
+    rm_pdl_prologue();
+    fp8_q1_use<R, U, LANES>(wv0, sc0, x, lane, K >> 4, acc);
+    fp8_q1_use<R, U, LANES>(wv1, sc1, x, lane + LANES * U, K >> 4, acc);
+    return;
+  }
+  if (WF) rm_pdl_prologue();
+  fp8_rows_dot1<R, U, LANES>(w, s, x, K, lane, acc);
 }
 
 // acc[r] += dequant(w[r]) . x over K for one token, per thread `lane` of LANES (as fp8_rows_dot1;
@@ -152,10 +204,12 @@ __device__ __forceinline__ int q1_warp() {
 }
 
 // ---- FP8 ----
+// Bodies with WF run the PDL prologue themselves (fp8_rows_dot1_wait; a warp with no rows exits
+// before it, touching no memory); without WF the kernel has run it first.
 
 // One token, R consecutive rows of an FP8 stack per warp: rm_gemv_fp8's sums at n = 1. Rows past
 // the end re-read the last row and are not stored.
-template <int R>
+template <int R, bool WF>
 __device__ __forceinline__ void fp8_gemv1_body(const Fp8StackedRows& m, const float* x) {
   const int rows = m.M1 + m.M2;
   const int g0 = q1_warp() * R;
@@ -169,7 +223,7 @@ __device__ __forceinline__ void fp8_gemv1_body(const Fp8StackedRows& m, const fl
     s[r] = m.scales(g);
   }
   float acc[R] = {};
-  fp8_rows_dot1<R, kQ1Unroll, 32>(w, s, x, m.K, threadIdx.x & 31, acc);
+  fp8_rows_dot1_wait<R, kQ1Unroll, 32, WF>(w, s, x, m.K, threadIdx.x & 31, acc);
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const float v = warp_sum(acc[r]);
@@ -177,13 +231,11 @@ __device__ __forceinline__ void fp8_gemv1_body(const Fp8StackedRows& m, const fl
   }
 }
 
-// out[j] = silu(gate_j . x) * (up_j . x) for one token, C consecutive columns per warp (their gate
-// and up rows): rm_gemv_swiglu_fp8's sums at n = 1.
-template <int C>
-__device__ __forceinline__ void fp8_swiglu1_body(float* out, const uint8_t* W, const float* S,
-                                                 const float* x, int inter, int K) {
-  const int j0 = q1_warp() * C;
-  if (j0 >= inter) return;
+// out[j] = silu(gate_j . x) * (up_j . x) for one token, columns j0 .. j0 + C - 1 (their gate and
+// up rows; parts of `inter` rows): rm_gemv_swiglu_fp8's sums at n = 1.
+template <int C, bool WF>
+__device__ __forceinline__ void fp8_swiglu1_cols(float* out, const uint8_t* W, const float* S,
+                                                 const float* x, int inter, int K, int j0) {
   const uint8_t* w[2 * C];
   const float* s[2 * C];
 #pragma unroll
@@ -195,7 +247,7 @@ __device__ __forceinline__ void fp8_swiglu1_body(float* out, const uint8_t* W, c
     s[C + c] = fp8_scale_row(S, inter + j, inter, K);
   }
   float acc[2 * C] = {};
-  fp8_rows_dot1<2 * C, kQ1Unroll, 32>(w, s, x, K, threadIdx.x & 31, acc);
+  fp8_rows_dot1_wait<2 * C, kQ1Unroll, 32, WF>(w, s, x, K, threadIdx.x & 31, acc);
 #pragma unroll
   for (int c = 0; c < C; c++) {
     const float g = warp_sum(acc[c]), u = warp_sum(acc[C + c]);
@@ -203,17 +255,28 @@ __device__ __forceinline__ void fp8_swiglu1_body(float* out, const uint8_t* W, c
   }
 }
 
+// The shared experts inside the routed experts' launches (one token): the launch's first
+// sharedY grid rows are the shared experts' blocks, numbered in grid order, a warp taking the
+// gate|up warps' 2 columns, or 2 down rows (so that a lane's two groups of 2816-column rows fit
+// the routed warps' registers: fp8_rows_dot1_wait). A row's sum does not depend on the
+// rows per warp, so the outputs are the separate SwiGLU GEMV's and GEMV's bits. Their weights
+// do not depend on the routing, so with WF (rows of up to two groups a lane) their loads go out
+// before the wait, overlapping the router (gate|up) or the gate|up launch (down).
+__device__ __forceinline__ int q1_shared_warp() {
+  return (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+}
+
 // rm_moe_gate_up_fp8's sums for one token: C consecutive intermediate rows per warp (gate and up
-// rows each) of the block's active expert, each of its pairs in turn.
+// rows each) of the block's active expert (grid row sharedY + slot), each of its pairs in turn.
 template <int C>
 __device__ __forceinline__ void fp8_gate_up1_body(float* h, const uint8_t* w13, const float* s13,
                                                   const float* x, const int* offsets,
                                                   const int* sortedPairs, const int* activeExperts,
                                                   const int* activeCount, int hidden, int inter,
-                                                  int topK) {
+                                                  int topK, int slot) {
   const int count = *activeCount;
-  const int e = activeExperts[blockIdx.y];
-  if (static_cast<int>(blockIdx.y) >= count) return;
+  const int e = activeExperts[slot];
+  if (slot >= count) return;
   const int i0 = q1_warp() * C;
   if (i0 >= inter) return;
   const uint8_t* w[2 * C];
@@ -243,16 +306,17 @@ __device__ __forceinline__ void fp8_gate_up1_body(float* h, const uint8_t* w13, 
   } while (++q < end);
 }
 
-// rm_moe_down_fp8's sums for one token: R consecutive output dims per warp.
+// rm_moe_down_fp8's sums for one token: R consecutive output dims per warp (grid row sharedY +
+// slot).
 template <int R>
 __device__ __forceinline__ void fp8_down1_body(float* y, const uint8_t* w2, const float* s2,
                                                const float* h, const float* routeWeights,
                                                const int* offsets, const int* sortedPairs,
                                                const int* activeExperts, const int* activeCount,
-                                               int hidden, int inter) {
+                                               int hidden, int inter, int slot) {
   const int count = *activeCount;
-  const int e = activeExperts[blockIdx.y];
-  if (static_cast<int>(blockIdx.y) >= count) return;
+  const int e = activeExperts[slot];
+  if (slot >= count) return;
   const int d0 = q1_warp() * R;
   if (d0 >= hidden) return;
   const uint8_t* w[R];
@@ -441,44 +505,148 @@ constexpr int kQ1Fp8GemvRows = 2;
 constexpr int kQ1Fp8SwigluCols = 2;
 constexpr int kQ1Fp8GateUpCols = 2;
 constexpr int kQ1Fp8DownRows = 4;
+constexpr int kQ1Fp8SharedDownRows = 2;  // the shared experts' down rows in rm_moe_down1_fp8
 constexpr int kQ1Nvfp4GemvRows = 4;
 constexpr int kQ1Nvfp4SwigluCols = 2;
 constexpr int kQ1Nvfp4GateUpCols = 2;
 constexpr int kQ1Nvfp4DownRows = 4;
+
+// The shared experts' blocks of rm_moe_gate_up1_fp8: hs = rm_gemv_swiglu1_fp8 of the shared
+// gate|up matrix on x.
+template <bool WF>
+__device__ __forceinline__ void fp8_shared_gate_up1(float* hs, const uint8_t* ws13,
+                                                    const float* ss13, const float* x, int hidden,
+                                                    int interS) {
+  const int j0 = q1_shared_warp() * kQ1Fp8GateUpCols;
+  if (j0 >= interS) return;
+  fp8_swiglu1_cols<kQ1Fp8GateUpCols, WF>(hs, ws13, ss13, x, interS, hidden, j0);
+}
+
+// The shared experts' blocks of rm_moe_down1_fp8: ys = rm_gemv1_fp8 of the shared down matrix on
+// hs.
+template <bool WF>
+__device__ __forceinline__ void fp8_shared_down1(float* ys, const uint8_t* ws2, const float* ss2,
+                                                 int partRowsS, const float* hs, int hidden,
+                                                 int interS) {
+  constexpr int R = kQ1Fp8SharedDownRows;
+  const int d0 = q1_shared_warp() * R;
+  if (d0 >= hidden) return;
+  const uint8_t* w[R];
+  const float* s[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const size_t g = min(d0 + r, hidden - 1);
+    w[r] = ws2 + g * interS;
+    s[r] = fp8_scale_row(ss2, g, partRowsS, interS);
+  }
+  float acc[R] = {};
+  fp8_rows_dot1_wait<R, kQ1Unroll, 32, WF>(w, s, hs, interS, threadIdx.x & 31, acc);
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const float v = warp_sum(acc[r]);
+    if (d0 + r < hidden && (threadIdx.x & 31) == 0) ys[d0 + r] = v;
+  }
+}
+
+// The _wf kernels are the same kernels with WF (weights first: fp8_rows_dot1_wait; kernel option
+// quant-weights-first), the same bits.
 
 // rm_gemv_fp8 at n = 1 (same arguments but n).
 RM_KERNEL void rm_gemv1_fp8(float* y1, const uint8_t* W1, const float* S1, int P1, int M1,
                             float* y2, const uint8_t* W2, const float* S2, int P2, int M2,
                             const float* x, int K) {
   rm_pdl_prologue();
-  fp8_gemv1_body<kQ1Fp8GemvRows>(Fp8StackedRows{y1, W1, S1, P1, M1, y2, W2, S2, P2, M2, K}, x);
+  fp8_gemv1_body<kQ1Fp8GemvRows, false>(
+      Fp8StackedRows{y1, W1, S1, P1, M1, y2, W2, S2, P2, M2, K}, x);
+}
+
+RM_KERNEL void rm_gemv1_fp8_wf(float* y1, const uint8_t* W1, const float* S1, int P1, int M1,
+                               float* y2, const uint8_t* W2, const float* S2, int P2, int M2,
+                               const float* x, int K) {
+  fp8_gemv1_body<kQ1Fp8GemvRows, true>(Fp8StackedRows{y1, W1, S1, P1, M1, y2, W2, S2, P2, M2, K},
+                                       x);
 }
 
 // rm_gemv_swiglu_fp8 at n = 1.
 RM_KERNEL void rm_gemv_swiglu1_fp8(float* out, const uint8_t* W, const float* S, const float* x,
                                    int inter, int K) {
   rm_pdl_prologue();
-  fp8_swiglu1_body<kQ1Fp8SwigluCols>(out, W, S, x, inter, K);
+  const int j0 = q1_warp() * kQ1Fp8SwigluCols;
+  if (j0 >= inter) return;
+  fp8_swiglu1_cols<kQ1Fp8SwigluCols, false>(out, W, S, x, inter, K, j0);
 }
 
-// rm_moe_gate_up_fp8 for one token (same arguments).
+RM_KERNEL void rm_gemv_swiglu1_fp8_wf(float* out, const uint8_t* W, const float* S,
+                                      const float* x, int inter, int K) {
+  const int j0 = q1_warp() * kQ1Fp8SwigluCols;
+  if (j0 >= inter) return;
+  fp8_swiglu1_cols<kQ1Fp8SwigluCols, true>(out, W, S, x, inter, K, j0);
+}
+
+// rm_moe_gate_up_fp8 for one token (its arguments, then the shared experts'): grid (blocks of
+// the expert rows, sharedY + active experts). With sharedY > 0 the first sharedY grid rows
+// compute the shared experts' SwiGLU intermediate hs[interS] (fp8_shared_gate_up1: the shared
+// gate|up matrix ws13, scales ss13 in parts of interS rows).
 RM_KERNEL void __launch_bounds__(128, 4)
     rm_moe_gate_up1_fp8(float* h, const uint8_t* w13, const float* s13, const float* x,
                         const int* offsets, const int* sortedPairs, const int* activeExperts,
-                        const int* activeCount, int hidden, int inter, int topK) {
+                        const int* activeCount, int hidden, int inter, int topK, float* hs,
+                        const uint8_t* ws13, const float* ss13, int interS, int sharedY) {
   rm_pdl_prologue();
+  if (static_cast<int>(blockIdx.y) < sharedY) {
+    fp8_shared_gate_up1<false>(hs, ws13, ss13, x, hidden, interS);
+    return;
+  }
   fp8_gate_up1_body<kQ1Fp8GateUpCols>(h, w13, s13, x, offsets, sortedPairs, activeExperts,
-                                      activeCount, hidden, inter, topK);
+                                      activeCount, hidden, inter, topK, blockIdx.y - sharedY);
 }
 
-// rm_moe_down_fp8 for one token (same arguments).
+RM_KERNEL void __launch_bounds__(128, 4)
+    rm_moe_gate_up1_fp8_wf(float* h, const uint8_t* w13, const float* s13, const float* x,
+                           const int* offsets, const int* sortedPairs, const int* activeExperts,
+                           const int* activeCount, int hidden, int inter, int topK, float* hs,
+                           const uint8_t* ws13, const float* ss13, int interS, int sharedY) {
+  if (static_cast<int>(blockIdx.y) < sharedY) {
+    fp8_shared_gate_up1<true>(hs, ws13, ss13, x, hidden, interS);
+    return;
+  }
+  rm_pdl_prologue();
+  fp8_gate_up1_body<kQ1Fp8GateUpCols>(h, w13, s13, x, offsets, sortedPairs, activeExperts,
+                                      activeCount, hidden, inter, topK, blockIdx.y - sharedY);
+}
+
+// rm_moe_down_fp8 for one token (its arguments, then the shared experts'): grid (blocks of the
+// output rows, sharedY + active experts). With sharedY > 0 the first sharedY grid rows compute
+// the shared experts' output ys[hidden] (fp8_shared_down1: the shared down matrix ws2, scales ss2
+// in parts of partRowsS rows, interS columns) from hs.
 RM_KERNEL void __launch_bounds__(128, 4)
     rm_moe_down1_fp8(float* y, const uint8_t* w2, const float* s2, const float* h,
                      const float* routeWeights, const int* offsets, const int* sortedPairs,
-                     const int* activeExperts, const int* activeCount, int hidden, int inter) {
+                     const int* activeExperts, const int* activeCount, int hidden, int inter,
+                     float* ys, const uint8_t* ws2, const float* ss2, int partRowsS,
+                     const float* hs, int interS, int sharedY) {
+  rm_pdl_prologue();
+  if (static_cast<int>(blockIdx.y) < sharedY) {
+    fp8_shared_down1<false>(ys, ws2, ss2, partRowsS, hs, hidden, interS);
+    return;
+  }
+  fp8_down1_body<kQ1Fp8DownRows>(y, w2, s2, h, routeWeights, offsets, sortedPairs, activeExperts,
+                                 activeCount, hidden, inter, blockIdx.y - sharedY);
+}
+
+RM_KERNEL void __launch_bounds__(128, 4)
+    rm_moe_down1_fp8_wf(float* y, const uint8_t* w2, const float* s2, const float* h,
+                        const float* routeWeights, const int* offsets, const int* sortedPairs,
+                        const int* activeExperts, const int* activeCount, int hidden, int inter,
+                        float* ys, const uint8_t* ws2, const float* ss2, int partRowsS,
+                        const float* hs, int interS, int sharedY) {
+  if (static_cast<int>(blockIdx.y) < sharedY) {
+    fp8_shared_down1<true>(ys, ws2, ss2, partRowsS, hs, hidden, interS);
+    return;
+  }
   rm_pdl_prologue();
   fp8_down1_body<kQ1Fp8DownRows>(y, w2, s2, h, routeWeights, offsets, sortedPairs, activeExperts,
-                                 activeCount, hidden, inter);
+                                 activeCount, hidden, inter, blockIdx.y - sharedY);
 }
 
 // rm_gemv_nvfp4 at n = 1 (same arguments but n).

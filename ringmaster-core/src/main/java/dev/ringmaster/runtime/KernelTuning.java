@@ -56,6 +56,12 @@ import java.util.stream.Collectors;
  * @param gemvTokenGroup most tokens of a bf16 GEMV pass that stream each weight row once (4 or 8)
  * @param quantOneToken a lone token's FP8 and NVFP4 GEMVs and CUDA-core experts take the one-token
  *     kernels
+ * @param quantWeightsFirst the one-token FP8 GEMVs (and the shared experts' blocks of the one-token
+ *     FP8 expert launches) issue their weight loads before the programmatic-launch wait
+ * @param moeSharedFused a lone token's FP8 shared experts run as extra blocks of the one-token FP8
+ *     routed experts' two launches instead of on the side stream
+ * @param fp8MmaSwiglu decode batches' K-split FP8 tensor-core SwiGLU gate|up linears apply
+ *     SiLU-and-mul in their split sum's launch
  * @param dsaSparseAttention DeepSeek Sparse Attention models attend to their top-k selections on
  *     the GPU (false: every position, to compare with dense attention)
  * @param moeSkipPaddingRows the padding rows of a decode graph bucket route to no expert
@@ -129,6 +135,21 @@ public record KernelTuning(
                 + " the one-token kernels (bit-identical; false: the general kernels)")
         boolean quantOneToken,
     @Doc(
+            "GPU: the one-token FP8 GEMVs and the shared experts' blocks of the one-token FP8 expert"
+                + " launches load their weights (one group of chunks a lane) before the"
+                + " programmatic-launch wait, overlapping the previous kernel (bit-identical)")
+        boolean quantWeightsFirst,
+    @Doc(
+            "GPU: a lone token's FP8 shared experts run as extra blocks of the one-token FP8 routed"
+                + " experts' gate|up and down launches instead of on the side stream"
+                + " (bit-identical)")
+        boolean moeSharedFused,
+    @Doc(
+            "GPU: decode batches' FP8 SwiGLU gate|up linears on tensor cores (split over K) apply"
+                + " SiLU-and-mul in the launch that sums their K slices (bit-identical; false: a"
+                + " SiLU-and-mul launch of its own)")
+        boolean fp8MmaSwiglu,
+    @Doc(
             "GPU: DeepSeek Sparse Attention models attend to the indexer's top-k positions; false:"
                 + " to every position (dense attention, for speed comparisons; not the model)")
         boolean dsaSparseAttention,
@@ -179,7 +200,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, "auto", true, true, false, true);
+          8, true, true, true, true, true, true, "auto", true, true, false, true);
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -39,6 +39,9 @@ class KernelTuningTest {
           Map.entry("gemv-split-k", "1"),
           Map.entry("gemv-token-group", "4"),
           Map.entry("quant-one-token", "false"),
+          Map.entry("quant-weights-first", "false"),
+          Map.entry("moe-shared-fused", "false"),
+          Map.entry("fp8-mma-swiglu", "false"),
           Map.entry("dsa-sparse-attention", "false"),
           Map.entry("moe-skip-padding-rows", "false"),
           Map.entry("indexer-cache-dtype", "fp8_e4m3"),
@@ -78,6 +81,9 @@ class KernelTuningTest {
     assertThat(d.gemvSplitK()).isEqualTo(4);
     assertThat(d.gemvTokenGroup()).isEqualTo(8);
     assertThat(d.quantOneToken()).isTrue();
+    assertThat(d.quantWeightsFirst()).isTrue();
+    assertThat(d.moeSharedFused()).isTrue();
+    assertThat(d.fp8MmaSwiglu()).isTrue();
     assertThat(d.indexerCacheDtype()).isEqualTo("auto");
     assertThat(d.indexerFusedOps()).isTrue();
     assertThat(d.indexerTopkCandidates()).isTrue();

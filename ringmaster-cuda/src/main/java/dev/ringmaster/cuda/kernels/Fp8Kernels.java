@@ -25,7 +25,10 @@ public final class Fp8Kernels {
   private final Kernel gemvSwiglu;
   private final Kernel gemv1;
   private final Kernel gemvSwiglu1;
+  private final Kernel gemv1WeightsFirst;
+  private final Kernel gemvSwiglu1WeightsFirst;
   private boolean oneToken;
+  private boolean weightsFirst;
 
   /**
    * Most tokens for which a dense FP8 linear beyond the GEMV runs on tensor cores ({@link
@@ -48,16 +51,21 @@ public final class Fp8Kernels {
   private final Kernel dequant;
   private final Kernel linearMma;
   private final Kernel sumSplits;
+  private final Kernel sumSplitsSwiglu;
 
-  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken) {
+  Fp8Kernels(BiFunction<String, Integer, Kernel> kernel, boolean oneToken, boolean weightsFirst) {
     gemv = kernel.apply("rm_gemv_fp8", 13);
     gemvSwiglu = kernel.apply("rm_gemv_swiglu_fp8", 7);
     gemv1 = kernel.apply("rm_gemv1_fp8", 12);
     gemvSwiglu1 = kernel.apply("rm_gemv_swiglu1_fp8", 6);
+    gemv1WeightsFirst = kernel.apply("rm_gemv1_fp8_wf", 12);
+    gemvSwiglu1WeightsFirst = kernel.apply("rm_gemv_swiglu1_fp8_wf", 6);
     this.oneToken = oneToken;
+    this.weightsFirst = weightsFirst;
     dequant = kernel.apply("rm_dequant_fp8_bf16", 6);
     linearMma = kernel.apply("rm_linear_mma_fp8", 9);
     sumSplits = kernel.apply("rm_sum_splits", 4);
+    sumSplitsSwiglu = kernel.apply("rm_sum_splits_swiglu", 5);
   }
 
   /**
@@ -74,6 +82,23 @@ public final class Fp8Kernels {
   /** Whether a lone token takes the one-token kernels ({@link #useOneTokenKernels}). */
   public boolean oneTokenKernels() {
     return oneToken;
+  }
+
+  /**
+   * Whether the one-token kernels issue each lane's code and scale loads before the
+   * programmatic-launch wait where a row is one group of chunks a lane (K up to 2048), so that
+   * their DRAM latency overlaps the previous kernel ({@code rm_gemv1_fp8_wf}, {@code
+   * rm_gemv_swiglu1_fp8_wf}; weights are never written, activations are read after the wait); the
+   * outputs are bit for bit the same. Read at each launch; the kernel option {@code
+   * quant-weights-first} sets it. For benchmarks and tests.
+   */
+  public void useWeightsFirst(boolean on) {
+    weightsFirst = on;
+  }
+
+  /** Whether the one-token kernels load weights before the wait ({@link #useWeightsFirst}). */
+  public boolean weightsFirst() {
+    return weightsFirst;
   }
 
   /**
@@ -154,6 +179,64 @@ public final class Fp8Kernels {
       int n,
       long partials,
       long partialFloats) {
+    int splits =
+        linearMmaPartials(s, y, codes, scales, partRows, x, m, k, n, partials, partialFloats);
+    if (splits > 1) {
+      long count = (long) n * m;
+      sumSplits.arg(0, y).arg(1, partials).arg(2, splits).arg(3, count);
+      sumSplits.launch(s, RingmasterKernels.blocks(count, 256), 1, 1, 256, 0);
+    }
+  }
+
+  /**
+   * {@code out[n, inter] = silu(x . G^T) * (x . U^T)} for the FP8 gate|up matrix {@code [G; U]}
+   * ({@code [2 * inter, k]}) on tensor cores: {@link #linearMma} whose split sum also applies
+   * SiLU-and-mul ({@code rm_sum_splits_swiglu}), bit for bit {@link #linearMma} then {@code
+   * rm_silu_mul}, one launch and one {@code [n, 2 * inter]} round trip fewer. Only for a split
+   * matrix ({@link #linearMmaSplits} above 1; the caller takes the two-kernel path otherwise).
+   */
+  public void linearMmaSwiglu(
+      CudaStream s,
+      long out,
+      long codes,
+      long scales,
+      int partRows,
+      long x,
+      int inter,
+      int k,
+      int n,
+      long partials,
+      long partialFloats) {
+    if (linearMmaSplits(2 * inter, k) < 2) {
+      throw new IllegalArgumentException(
+          "the tensor-core SwiGLU linear needs a split matrix, ["
+              + 2 * inter
+              + ", "
+              + k
+              + "] is not");
+    }
+    int splits =
+        linearMmaPartials(
+            s, 0, codes, scales, partRows, x, 2 * inter, k, n, partials, partialFloats);
+    sumSplitsSwiglu.arg(0, out).arg(1, partials).arg(2, splits).arg(3, n).arg(4, inter);
+    sumSplitsSwiglu.launch(s, RingmasterKernels.blocks((long) n * inter, 256), 1, 1, 256, 0);
+  }
+
+  /**
+   * The mma launch of {@link #linearMma}: into {@code y} (one slice) or the partials; the splits.
+   */
+  private int linearMmaPartials(
+      CudaStream s,
+      long y,
+      long codes,
+      long scales,
+      int partRows,
+      long x,
+      int m,
+      int k,
+      int n,
+      long partials,
+      long partialFloats) {
     checkLinearMma(k, partRows);
     int slice = linearMmaSlice(m, k);
     int splits = (k + slice - 1) / slice;
@@ -180,11 +263,7 @@ public final class Fp8Kernels {
         splits,
         128,
         0);
-    if (splits > 1) {
-      long count = (long) n * m;
-      sumSplits.arg(0, y).arg(1, partials).arg(2, splits).arg(3, count);
-      sumSplits.launch(s, RingmasterKernels.blocks(count, 256), 1, 1, 256, 0);
-    }
+    return splits;
   }
 
   /**
@@ -217,6 +296,7 @@ public final class Fp8Kernels {
       int k,
       int n) {
     if (n == 1 && oneToken) {
+      Kernel gemv1 = weightsFirst ? gemv1WeightsFirst : this.gemv1;
       gemv1.arg(0, y1).arg(1, codes1).arg(2, scales1).arg(3, partRows1).arg(4, m1);
       gemv1.arg(5, y2).arg(6, codes2).arg(7, scales2).arg(8, partRows2).arg(9, m2);
       gemv1.arg(10, x).arg(11, k);
@@ -237,6 +317,7 @@ public final class Fp8Kernels {
   public void gemvSwiglu(
       CudaStream s, long out, long codes, long scales, long x, int inter, int k, int n) {
     if (n == 1 && oneToken) {
+      Kernel gemvSwiglu1 = weightsFirst ? gemvSwiglu1WeightsFirst : this.gemvSwiglu1;
       gemvSwiglu1.arg(0, out).arg(1, codes).arg(2, scales).arg(3, x).arg(4, inter).arg(5, k);
       gemvSwiglu1.launch(
           s, RingmasterKernels.blocks(inter, 4 * SWIGLU1_COLS_PER_WARP), 1, 1, 128, 0);

@@ -107,7 +107,10 @@ public final class MoeKernels {
   private final Kernel moeDownMma8Fp8;
   private final Kernel moeGateUp1Fp8;
   private final Kernel moeDown1Fp8;
+  private final Kernel moeGateUp1Fp8WeightsFirst;
+  private final Kernel moeDown1Fp8WeightsFirst;
   private boolean oneTokenFp8;
+  private boolean oneTokenFp8WeightsFirst;
   private int moeMmaMinTokens;
 
   /** Intermediate rows per warp of {@code rm_moe_gate_up1_fp8} (kQ1Fp8GateUpCols). */
@@ -115,6 +118,9 @@ public final class MoeKernels {
 
   /** Output rows per warp of {@code rm_moe_down1_fp8} (kQ1Fp8DownRows). */
   private static final int FP8_DOWN1_ROWS_PER_WARP = 4;
+
+  /** Shared-expert output rows per warp of {@code rm_moe_down1_fp8} (kQ1Fp8SharedDownRows). */
+  private static final int FP8_SHARED_DOWN1_ROWS_PER_WARP = 2;
 
   MoeKernels(BiFunction<String, Integer, Kernel> kernel, KernelTuning tuning) {
     route = kernel.apply("rm_moe_route", 13);
@@ -138,9 +144,12 @@ public final class MoeKernels {
     moeDownMmaFp8 = kernel.apply("rm_moe_down_mma_fp8", 11);
     moeGateUpMma8Fp8 = kernel.apply("rm_moe_gate_up_mma8_fp8", 11);
     moeDownMma8Fp8 = kernel.apply("rm_moe_down_mma8_fp8", 11);
-    moeGateUp1Fp8 = kernel.apply("rm_moe_gate_up1_fp8", 11);
-    moeDown1Fp8 = kernel.apply("rm_moe_down1_fp8", 11);
+    moeGateUp1Fp8 = kernel.apply("rm_moe_gate_up1_fp8", 16);
+    moeDown1Fp8 = kernel.apply("rm_moe_down1_fp8", 18);
+    moeGateUp1Fp8WeightsFirst = kernel.apply("rm_moe_gate_up1_fp8_wf", 16);
+    moeDown1Fp8WeightsFirst = kernel.apply("rm_moe_down1_fp8_wf", 18);
     oneTokenFp8 = tuning.quantOneToken();
+    oneTokenFp8WeightsFirst = tuning.quantWeightsFirst();
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
   }
 
@@ -418,6 +427,82 @@ public final class MoeKernels {
       boolean tensorCores,
       boolean aligned,
       int passTokens) {
+    moeExpertPairsFp8(
+        s,
+        ws,
+        x,
+        w13,
+        s13,
+        w2,
+        s2,
+        experts,
+        weights,
+        n,
+        hidden,
+        inter,
+        tensorCores,
+        aligned,
+        passTokens,
+        null);
+  }
+
+  /**
+   * A MoE layer's FP8 shared experts for {@link #moeExpertPairsFp8} to run inside the one-token
+   * expert launches: the gate|up matrix {@code gateUp} e4m3 {@code [2 * inter, hidden]} with scales
+   * {@code gateUpScales} (parts of {@code inter} rows), the down matrix {@code down} e4m3 {@code
+   * [hidden, inter]} with scales {@code downScales} (parts of {@code downPartRows} rows), the
+   * intermediate {@code act} (f32 {@code [inter]}) and the output {@code out} (f32 {@code
+   * [hidden]}).
+   */
+  public record Fp8SharedExperts(
+      long gateUp,
+      long gateUpScales,
+      int inter,
+      long act,
+      long down,
+      long downScales,
+      int downPartRows,
+      long out) {}
+
+  /**
+   * Whether {@link #moeExpertPairsFp8} of {@code n} tokens can take the shared experts ({@link
+   * Fp8SharedExperts}): a lone token on the one-token CUDA-core kernels.
+   */
+  public boolean takesFp8SharedExperts(int n, boolean tensorCores) {
+    return n == 1 && !tensorCores && oneTokenFp8;
+  }
+
+  /**
+   * {@link #moeExpertPairsFp8}; with {@code shared} (non-null only where {@link
+   * #takesFp8SharedExperts}) the shared experts run as the first grid rows of the two one-token
+   * launches: {@code shared.act()} gets what {@code rm_gemv_swiglu1_fp8} writes, {@code
+   * shared.out()} what {@code rm_gemv1_fp8} of the down matrix writes, bit for bit, with no launch
+   * or stream of their own.
+   */
+  public void moeExpertPairsFp8(
+      CudaStream s,
+      MoeWorkspace ws,
+      long x,
+      long w13,
+      long s13,
+      long w2,
+      long s2,
+      long experts,
+      long weights,
+      int n,
+      int hidden,
+      int inter,
+      boolean tensorCores,
+      boolean aligned,
+      int passTokens,
+      Fp8SharedExperts shared) {
+    if (shared != null && !takesFp8SharedExperts(n, tensorCores)) {
+      throw new IllegalArgumentException(
+          "shared experts inside the expert launches need one token on the one-token kernels, got "
+              + n
+              + " tokens"
+              + (tensorCores ? " on tensor cores" : ""));
+    }
     if (tensorCores) {
       checkMma(hidden, inter);
       if (aligned) {
@@ -437,25 +522,49 @@ public final class MoeKernels {
         aligned ? Math.min(n * ws.topK, ws.numExperts) : moeAlignForExperts(s, ws, experts, n);
     boolean narrow = passTokens == MOE_MMA_FP8_NARROW_PASS_TOKENS;
     boolean one = !tensorCores && n == 1 && oneTokenFp8;
+    boolean first = one && oneTokenFp8WeightsFirst;
     Kernel gateUp =
         tensorCores
             ? (narrow ? moeGateUpMma8Fp8 : moeGateUpMmaFp8)
-            : one ? moeGateUp1Fp8 : moeGateUpFp8;
+            : one ? (first ? moeGateUp1Fp8WeightsFirst : moeGateUp1Fp8) : moeGateUpFp8;
     Kernel down =
-        tensorCores ? (narrow ? moeDownMma8Fp8 : moeDownMmaFp8) : one ? moeDown1Fp8 : moeDownFp8;
+        tensorCores
+            ? (narrow ? moeDownMma8Fp8 : moeDownMmaFp8)
+            : one ? (first ? moeDown1Fp8WeightsFirst : moeDown1Fp8) : moeDownFp8;
     int rowsPerBlock = tensorCores ? MMA_ROWS_PER_BLOCK : 4;
     int threads = tensorCores ? MMA_THREADS : 128;
     int gateUpRows = one ? 4 * FP8_GATE_UP1_ROWS_PER_WARP : rowsPerBlock;
     int downRows = one ? 4 * FP8_DOWN1_ROWS_PER_WARP : rowsPerBlock;
+    int gateUpBlocks = blocks(inter, gateUpRows);
+    int downBlocks = blocks(hidden, downRows);
+    // The shared experts' grid rows: as many as hold the blocks their separate kernels would have.
+    int gateUpSharedY = 0;
+    int downSharedY = 0;
     gateUp.arg(0, ws.h.ptr()).arg(1, w13).arg(2, s13).arg(3, x).arg(4, ws.offsets.ptr());
     gateUp.arg(5, ws.sortedPairs.ptr()).arg(6, ws.activeExperts.ptr());
     gateUp.arg(7, ws.activeCount.ptr()).arg(8, hidden).arg(9, inter).arg(10, ws.topK);
-    gateUp.launch(s, blocks(inter, gateUpRows), active, 1, threads, 0);
     down.arg(0, ws.y.ptr()).arg(1, w2).arg(2, s2).arg(3, ws.h.ptr()).arg(4, weights);
     down.arg(5, ws.offsets.ptr()).arg(6, ws.sortedPairs.ptr());
     down.arg(7, ws.activeExperts.ptr()).arg(8, ws.activeCount.ptr());
     down.arg(9, hidden).arg(10, inter);
-    down.launch(s, blocks(hidden, downRows), active, 1, threads, 0);
+    if (one) {
+      if (shared != null) {
+        gateUpSharedY = blocks(blocks(shared.inter(), gateUpRows), gateUpBlocks);
+        downSharedY = blocks(blocks(hidden, 4 * FP8_SHARED_DOWN1_ROWS_PER_WARP), downBlocks);
+      }
+      gateUp.arg(11, shared == null ? 0L : shared.act());
+      gateUp.arg(12, shared == null ? 0L : shared.gateUp());
+      gateUp.arg(13, shared == null ? 0L : shared.gateUpScales());
+      gateUp.arg(14, shared == null ? 1 : shared.inter()).arg(15, gateUpSharedY);
+      down.arg(11, shared == null ? 0L : shared.out());
+      down.arg(12, shared == null ? 0L : shared.down());
+      down.arg(13, shared == null ? 0L : shared.downScales());
+      down.arg(14, shared == null ? 1 : shared.downPartRows());
+      down.arg(15, shared == null ? 0L : shared.act());
+      down.arg(16, shared == null ? 1 : shared.inter()).arg(17, downSharedY);
+    }
+    gateUp.launch(s, gateUpBlocks, gateUpSharedY + active, 1, threads, 0);
+    down.launch(s, downBlocks, downSharedY + active, 1, threads, 0);
   }
 
   /**
@@ -471,6 +580,16 @@ public final class MoeKernels {
   /** Whether a lone token's FP8 experts take the one-token kernels. */
   public boolean oneTokenFp8Experts() {
     return oneTokenFp8;
+  }
+
+  /**
+   * Whether the shared experts' blocks of the one-token FP8 expert launches ({@link
+   * Fp8SharedExperts}) issue their weight loads before the programmatic-launch wait ({@code
+   * rm_moe_gate_up1_fp8_wf}, {@code rm_moe_down1_fp8_wf}); the same bits. Read at each launch; the
+   * kernel option {@code quant-weights-first} sets it. For benchmarks and tests.
+   */
+  public void useOneTokenFp8WeightsFirst(boolean on) {
+    oneTokenFp8WeightsFirst = on;
   }
 
   /**

@@ -57,7 +57,7 @@ public final class RingmasterKernels implements AutoCloseable {
    * Loads the fatbin into the current context; {@code tuning} gives the kernel variants ({@code
    * pdl}, {@code mla-tensor-cores}, {@code mla-stages}, {@code moe-mma-min-tokens}, {@code
    * moe-down-rows-per-warp}, {@code gemv-rows-per-warp}, {@code gemv-split-k}, {@code
-   * gemv-token-group}, {@code quant-one-token}).
+   * gemv-token-group}, {@code quant-one-token}, {@code quant-weights-first}).
    */
   public RingmasterKernels(KernelTuning tuning) {
     driver = CudaDriver.get();
@@ -87,7 +87,7 @@ public final class RingmasterKernels implements AutoCloseable {
     argmax = kernel("rm_argmax", 3);
     smallBatchMoe = new SmallBatchMoe(this::kernel, this::gemvTokenGroup);
     mlaFusedDecode = new MlaFusedDecode(this::kernel);
-    fp8 = new Fp8Kernels(this::kernel, tuning.quantOneToken());
+    fp8 = new Fp8Kernels(this::kernel, tuning.quantOneToken(), tuning.quantWeightsFirst());
     nvfp4 = new Nvfp4Kernels(this::kernel, tuning.quantOneToken());
     setProgrammaticDependentLaunch(tuning.pdl());
     gqaAttention = new GqaAttention(this::kernel);
@@ -109,6 +109,22 @@ public final class RingmasterKernels implements AutoCloseable {
   /** Whether the quantized one-token kernels are chosen ({@link #useQuantOneToken}). */
   public boolean quantOneToken() {
     return fp8.oneTokenKernels();
+  }
+
+  /**
+   * Whether the one-token FP8 kernels load weights before the programmatic-launch wait (the kernel
+   * option {@code quant-weights-first}; bit-identical): sets {@link Fp8Kernels#useWeightsFirst} and
+   * {@link MoeKernels#useOneTokenFp8WeightsFirst} together. Read at each launch. For benchmarks and
+   * tests.
+   */
+  public void useQuantWeightsFirst(boolean on) {
+    fp8.useWeightsFirst(on);
+    moe.useOneTokenFp8WeightsFirst(on);
+  }
+
+  /** Whether the one-token FP8 kernels load weights first ({@link #useQuantWeightsFirst}). */
+  public boolean quantWeightsFirst() {
+    return fp8.weightsFirst();
   }
 
   /** The MoE kernels (routing, experts, combine), loaded with these. */

@@ -1,5 +1,6 @@
 package dev.ringmaster.cuda.model;
 
+import dev.ringmaster.cuda.kernels.MoeKernels;
 import dev.ringmaster.cuda.kernels.MoeRouting;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import dev.ringmaster.model.config.ModelConfig;
@@ -89,6 +90,30 @@ final class GpuMoe {
   }
 
   /**
+   * Whether a lone token's FP8 shared experts run inside the one-token FP8 routed experts' launches
+   * ({@code moe-shared-fused}; {@link MoeKernels.Fp8SharedExperts}): FP8 routed and shared experts
+   * without bias, on one GPU, where the shared experts would otherwise take the SwiGLU GEMV. The
+   * same bits as the side stream's kernels, in two launches fewer.
+   */
+  private boolean sharedInFp8Experts(
+      GpuOps ops, KernelWeights.MoeWeights m, int n, boolean useGrouped, boolean tensorCores) {
+    KernelWeights.DenseWeights sh = m.shared();
+    return ops.tuning.moeSharedFused()
+        && sh != null
+        && allToAll == null
+        && afterRouting == null
+        && !useGrouped
+        && m.fp8()
+        && sh.gateUp().fp8()
+        && sh.down().fp8()
+        && sh.gateUp().scalePartRows() == sh.inter()
+        && sh.down().rows() == hidden
+        && sh.down().cols() == sh.inter()
+        && ops.gemvSwiglu(sh, n)
+        && ops.kernels.moe().takesFp8SharedExperts(n, tensorCores);
+  }
+
+  /**
    * Whether the output is complete on this rank (all-to-all dispatch), rather than a partial sum
    * that the ranks allreduce.
    */
@@ -123,7 +148,8 @@ final class GpuMoe {
     useGrouped &= !quantized;
     boolean tensorCores = k.moe().moeUsesTensorCores(n, hidden, expertInter);
     boolean pairs = !quantized && ops.pairExperts(n);
-    boolean sharedAside = sharedExpertsAside(ops, m, n, useGrouped);
+    boolean sharedInExperts = sharedInFp8Experts(ops, m, n, useGrouped, tensorCores);
+    boolean sharedAside = !sharedInExperts && sharedExpertsAside(ops, m, n, useGrouped);
     if (sharedAside) {
       // The shared experts need only the normed input: on the side stream they overlap the router
       // and the routed experts (small decode steps leave most of the GPU idle in each kernel).
@@ -150,7 +176,7 @@ final class GpuMoe {
           ops, act, m, n, expertInter, k.moe().moeUsesTensorCores(n, hidden, expertInter), mark);
     }
     boolean shared = m.shared() != null;
-    if (shared && !sharedAside) {
+    if (shared && !sharedAside && !sharedInExperts) {
       ops.swiglu(
           act.mlpOut.ptr(), act.normed.ptr(), m.shared(), act.gateUp.ptr(), act.act.ptr(), n);
       mark.accept("moe.shared_experts");
@@ -219,6 +245,36 @@ final class GpuMoe {
               tensorCores,
               aligned);
       combine(ops, act, n, shared, sharedAside);
+    } else if (m.fp8() && sharedInExperts) {
+      // One token: the shared experts' blocks ride in the routed experts' two launches.
+      KernelWeights.DenseWeights sh = m.shared();
+      k.moe()
+          .moeExpertPairsFp8(
+              ops.stream,
+              act.moe,
+              act.normed.ptr(),
+              m.w13(),
+              m.s13(),
+              m.w2(),
+              m.s2(),
+              act.expertIds.ptr(),
+              act.expertWeights.ptr(),
+              n,
+              hidden,
+              expertInter,
+              false,
+              aligned,
+              MoeKernels.MOE_MMA_PASS_TOKENS,
+              new MoeKernels.Fp8SharedExperts(
+                  sh.gateUp().ptr(),
+                  sh.gateUp().scales(),
+                  sh.inter(),
+                  act.act.ptr(),
+                  sh.down().ptr(),
+                  sh.down().scales(),
+                  sh.down().scalePartRows(),
+                  act.mlpOut.ptr()));
+      combine(ops, act, n, shared, false);
     } else if (m.fp8()) {
       k.moe()
           .moeExpertPairsFp8(
@@ -256,7 +312,8 @@ final class GpuMoe {
               aligned);
       combine(ops, act, n, shared, sharedAside);
     }
-    mark.accept(sharedAside ? "moe.routed_and_shared_experts" : "moe.routed_experts");
+    mark.accept(
+        sharedAside || sharedInExperts ? "moe.routed_and_shared_experts" : "moe.routed_experts");
     return act.mlpOut.ptr();
   }
 

@@ -303,9 +303,44 @@ final class GpuOps implements AutoCloseable {
       swigluGemv(stream, out, x, w, act, n);
       return;
     }
-    linear(gateUp, x, w.gateUp(), n);
-    siluMul(act, gateUp, n, w.inter());
+    DeviceMatrix gu = w.gateUp();
+    if (fp8MmaSwiglu(gu, n)) {
+      // The split sum applies SiLU-and-mul itself: one launch and one round trip fewer.
+      kernels
+          .fp8()
+          .linearMmaSwiglu(
+              stream,
+              act,
+              gu.ptr(),
+              gu.scales(),
+              gu.scalePartRows(),
+              x,
+              w.inter(),
+              gu.cols(),
+              n,
+              fp8SplitPartials.ptr(),
+              fp8SplitPartials.bytes() / 4);
+    } else {
+      linear(gateUp, x, gu, n);
+      siluMul(act, gateUp, n, w.inter());
+    }
     linear(out, act, w.down(), n);
+  }
+
+  /**
+   * Whether the FP8 gate|up matrix {@code gu} at {@code n} tokens takes {@link
+   * Fp8Kernels#linearMmaSwiglu} ({@code fp8-mma-swiglu}): the tensor-core FP8 linear's step sizes,
+   * a K-split matrix without bias.
+   */
+  private boolean fp8MmaSwiglu(DeviceMatrix gu, int n) {
+    return tuning.fp8MmaSwiglu()
+        && gu.fp8()
+        && gu.bias() == 0
+        && n > gemvMaxTokens
+        && n <= Fp8Kernels.LINEAR_MMA_MAX_TOKENS
+        && fp8SplitPartials != null
+        && Fp8Kernels.linearMmaSupports(gu.cols(), gu.scalePartRows())
+        && Fp8Kernels.linearMmaSplits(gu.rows(), gu.cols()) > 1;
   }
 
   /**

@@ -31,7 +31,13 @@ class PdlPrologueTest {
   private static final Pattern PROLOGUE = Pattern.compile("rm_pdl_prologue\\s*\\(\\s*\\)\\s*;");
 
   /** Kernels whose bodies load weights (and only weights) before {@code rm_pdl_prologue();}. */
-  static final Set<String> LOAD_WEIGHTS_FIRST = Set.of("rm_mla_decode_fused");
+  static final Set<String> LOAD_WEIGHTS_FIRST =
+      Set.of(
+          "rm_mla_decode_fused",
+          "rm_gemv1_fp8_wf",
+          "rm_gemv_swiglu1_fp8_wf",
+          "rm_moe_gate_up1_fp8_wf",
+          "rm_moe_down1_fp8_wf");
 
   /** One kernel definition: its name and whether its body starts with the prologue call. */
   record Definition(String file, String name, boolean prologueFirst) {}

@@ -3,6 +3,7 @@ package dev.ringmaster.cuda.model;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.ringmaster.backend.cpu.model.CausalLm;
+import dev.ringmaster.runtime.KernelTuning;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -82,6 +83,50 @@ class Fp8CudaCausalLmGpuTest {
         assertThat(worst).as("relative logits difference").isLessThan(TOL);
       } else {
         assertThat(eq[0]).as("greedy tokens equal to the CPU's").isGreaterThanOrEqualTo(16);
+      }
+    }
+  }
+
+  /**
+   * The bit-identical FP8 variants, shared experts inside the routed experts' launches ({@code
+   * moe-shared-fused}) and weights before the launch wait ({@code quant-weights-first}), change no
+   * bit of a greedy run (decode steps, graphs included) against them off, also with the GEMV
+   * stopping at 4 tokens. ({@code fp8-mma-swiglu} is off too, but the fixture's one-block K never
+   * splits, so {@code Fp8SharedInExpertsGpuTest} covers it.)
+   */
+  @Test
+  void bitIdenticalFp8VariantsChangeNoBitOfTheLogits() throws IOException {
+    Path dir = quantizedFixture("deepseek_v3_fp8");
+    int[] prompt = CudaCausalLmGpuTest.promptOf(dir);
+    KernelTuning on = KernelTuning.defaults();
+    assertThat(on.moeSharedFused() && on.quantWeightsFirst() && on.fp8MmaSwiglu())
+        .as("defaults")
+        .isTrue();
+    KernelTuning off =
+        on.with("moe-shared-fused", false)
+            .with("quant-weights-first", false)
+            .with("fp8-mma-swiglu", false);
+    for (CudaModelOptions o :
+        List.of(CudaCausalLmGpuTest.exact(), CudaCausalLmGpuTest.exact().withGemvMaxTokens(4))) {
+      CudaCausalLmGpuTest.Run[] runs = new CudaCausalLmGpuTest.Run[2];
+      KernelTuning[] tunings = {off, on};
+      for (int i = 0; i < 2; i++) {
+        try (CudaCausalLm lm = CudaCausalLm.load(dir, o.withTuning(tunings[i]))) {
+          runs[i] = CudaCausalLmGpuTest.greedy(lm, prompt, STEPS);
+        }
+      }
+      String what = "gemv up to " + o.gemvMaxTokens() + " tokens";
+      assertThat(runs[1].tokens()).as(what).isEqualTo(runs[0].tokens());
+      for (int s = 0; s < STEPS; s++) {
+        float[] a = runs[0].logits()[s];
+        float[] b = runs[1].logits()[s];
+        int[] ab = new int[a.length];
+        int[] bb = new int[b.length];
+        for (int j = 0; j < a.length; j++) {
+          ab[j] = Float.floatToRawIntBits(a[j]);
+          bb[j] = Float.floatToRawIntBits(b[j]);
+        }
+        assertThat(bb).as(what + ", step " + s + " logits, variants on against off").isEqualTo(ab);
       }
     }
   }
