@@ -23,7 +23,18 @@
 // ints (histogram, control words, per-chunk counts), then per row kIdxCandCap ints of candidates
 // (never zeroed: only the count is trusted). Chunks as rm_indexer_topk_multi's: ceil(len /
 // gridDim.x) positions rounded up to the block size; blocks past a row's context exit.
+//
+// rm_indexer_topk_cand_half is the same selection with a finer pass-0 bin: the top 12 bits of the
+// 16-bit order key of the score rounded to half (sign, 5 exponent and 6 mantissa bits: 64 bins an
+// octave, where the f32 key's top 12 bits give 8). A row's scores sit in a narrow range, so the
+// coarse bins crowd: pass 0's shared-memory atomics serialise on a few bins, and the threshold
+// bin's candidate list grows long (or overflows). Rounding to half is monotone, so the half bin is
+// a monotone coarsening of the 32-bit order key and bins below b still hold only keys below every
+// key of b; but b's keys no longer share their top bits, so the last block of pass 1 refines them
+// on the whole 32-bit key (three radix passes of 11, 11 and 10 bits).
 #pragma once
+#include <cuda_fp16.h>
+
 #include "dsa_indexer.cu"
 
 constexpr int kIdxCandBits = 12;                       // order-key bits of pass 0's histogram
@@ -38,6 +49,25 @@ enum { kCandTicket0, kCandTicket1, kCandCount, kCandBin, kCandRemaining, kCandKe
 
 static_assert(kIdxCandBins == 4 * kIdxTopkThreads, "pass 0's scan gives each thread four bins");
 static_assert(2 * 10 == kIdxCandShift, "pass 1 refines the low bits in two 10-bit passes");
+static_assert(kIdxTopkThreads == 1024, "the half-bin refinement gives each thread 2 or 1 bins");
+
+// Pass 0's bin of a score (its order key's top 12 bits, or with kHalf the half-rounded score's):
+// bin(a) < bin(b) only where key(a) < key(b). The half bin: +0 and -0 alike (as the key), scores
+// past the half range in the +-inf bins, NaN (whatever its sign after the key's canonicalising
+// add) in the f32 key's own top bits, which lie beyond the +-inf bins on its side.
+template <bool kHalf>
+__device__ __forceinline__ uint32_t idx_cand_bin(float s) {
+  const uint32_t key = idx_desc_key(s);
+  if constexpr (!kHalf) {
+    return key >> kIdxCandShift;
+  } else {
+    const float v = s + 0.f;
+    const uint32_t h = __half_as_ushort(__float2half_rn(v));
+    const uint32_t asc = (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+    const uint32_t bin = ((~asc) & 0xffffu) >> 4;
+    return v != v ? key >> kIdxCandShift : bin;
+  }
+}
 
 // Takes the block's ticket of a pass (after a fence over every thread's writes); true in the whole
 // block of the last of `blocks` blocks, which may then read what the others wrote (through L2).
@@ -51,10 +81,10 @@ __device__ __forceinline__ bool idx_last_block(int* ticket, int blocks) {
   return sLast;
 }
 
-RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
-    rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
-                         const int* tokenPos, int rowBase, int* state, int pass) {
-  rm_pdl_prologue();
+template <bool kHalf>
+__device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* scores,
+                                              int ldScores, const int* tokenPos, int rowBase,
+                                              int* state, int pass) {
   __shared__ int hist[kIdxCandBins];
   __shared__ int scratch[32];
   __shared__ int sWord[2];
@@ -75,7 +105,7 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) hist[i] = 0;
     __syncthreads();
     for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
-      atomicAdd(&hist[idx_desc_key(row[p]) >> kIdxCandShift], 1);
+      atomicAdd(&hist[idx_cand_bin<kHalf>(row[p])], 1);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) {
@@ -106,7 +136,7 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     int less = 0;
     for (int p0 = begin; p0 < end; p0 += blockDim.x) {  // the same trip count in every lane
       const int p = p0 + threadIdx.x;
-      const uint32_t b = p < end ? idx_desc_key(row[p]) >> kIdxCandShift : 0xffffffffu;
+      const uint32_t b = p < end ? idx_cand_bin<kHalf>(row[p]) : 0xffffffffu;
       less += b < bin;
       const unsigned hit = __ballot_sync(0xffffffffu, b == bin);
       if (hit != 0) {
@@ -120,32 +150,45 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     block_exclusive_scan(less, scratch, &lessAll);
     if (threadIdx.x == 0) counts[2 * c] = lessAll;
     if (!idx_last_block(&ctrl[kCandTicket1], blocks)) return;
-    // The r1-th smallest key among those of bin b: radix passes over bits 19-10 and 9-0, one bin
-    // a thread, reading the candidate list (or, had it overflowed, the whole row through the bin).
+    // The r1-th smallest key among those of bin b: radix passes over bits 19-10 and 9-0 (with
+    // kHalf over the whole key: bits 31-21, 20-10, 9-0), one bin a thread (two for 11 bits),
+    // reading the candidate list (or, had it overflowed, the whole row through the bin).
     const int listed = __ldcg(&ctrl[kCandCount]);
     const bool fromList = listed <= kIdxCandCap;
     const int n = fromList ? listed : len;
-    uint32_t prefix = bin << kIdxCandShift, mask = 0xffffffffu << kIdxCandShift;
+    uint32_t prefix = kHalf ? 0u : bin << kIdxCandShift;
+    uint32_t mask = kHalf ? 0u : 0xffffffffu << kIdxCandShift;
     int remaining = ctrl[kCandRemaining];
-    for (int shift = 10; shift >= 0; shift -= 10) {
-      hist[threadIdx.x] = 0;
+    constexpr int kPasses = kHalf ? 3 : 2;
+#pragma unroll 1
+    for (int step = 0; step < kPasses; step++) {
+      const int bits = kHalf && step < 2 ? 11 : 10;
+      const int shift = kHalf ? (step == 0 ? 21 : step == 1 ? 10 : 0) : (step == 0 ? 10 : 0);
+      const uint32_t low = (1u << bits) - 1;
+      const int per = (1 << bits) / kIdxTopkThreads;  // bins of this thread: per * tid ..
+      for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x) hist[i] = 0;
       __syncthreads();
       for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const uint32_t k = idx_desc_key(row[fromList ? __ldcg(&cand[i]) : i]);
-        if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 1023u], 1);
+        const float v = row[fromList ? __ldcg(&cand[i]) : i];
+        if (kHalf && !fromList && idx_cand_bin<kHalf>(v) != bin) continue;
+        const uint32_t k = idx_desc_key(v);
+        if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & low], 1);
       }
       __syncthreads();
-      const int own = hist[threadIdx.x];
+      int own = 0;
+      for (int j = 0; j < per; j++) own += hist[per * threadIdx.x + j];
       int total;
-      const int cum = block_exclusive_scan(own, scratch, &total);
+      int cum = block_exclusive_scan(own, scratch, &total);
       if (cum < remaining && cum + own >= remaining) {
-        sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(threadIdx.x) << shift));
+        int j = per * threadIdx.x;
+        while (cum + hist[j] < remaining) cum += hist[j++];
+        sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(j) << shift));
         sWord[1] = remaining - cum;
       }
       __syncthreads();
       prefix = static_cast<uint32_t>(sWord[0]);
       remaining = sWord[1];
-      mask |= 1023u << shift;
+      mask |= low << shift;
     }
     // prefix = T; `remaining` of the keys equal to T are taken. Each bin-b key below or equal to
     // T counts in its chunk (hist reused: [0, chunks) below, [64, 64 + chunks) equal).
@@ -153,8 +196,9 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const int p = fromList ? __ldcg(&cand[i]) : i;
-      const uint32_t k = idx_desc_key(row[p]);
-      if ((k >> kIdxCandShift) != bin) continue;
+      const float v = row[p];
+      if (idx_cand_bin<kHalf>(v) != bin) continue;
+      const uint32_t k = idx_desc_key(v);
       if (k < prefix) atomicAdd(&hist[p / chunk], 1);
       if (k == prefix) atomicAdd(&hist[kIdxCandMaxChunks + p / chunk], 1);
     }
@@ -184,4 +228,19 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
   equalBefore = sum;
   idx_write_selected(out, row, begin, end, key, taken, equalBefore,
                      lessBefore + min(equalBefore, taken), scratch);
+}
+
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
+                         const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+// rm_indexer_topk_cand with pass 0 binning the half-rounded scores (the same selections).
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_half(int* sel, int topK, const float* scores, int ldScores,
+                              const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
 }

@@ -45,7 +45,8 @@ class KernelTuningTest {
           Map.entry("indexer-fused-ops", "false"),
           Map.entry("indexer-topk-candidates", "false"),
           Map.entry("dsa-dense-decode", "true"),
-          Map.entry("indexer-scores-registers", "false"));
+          Map.entry("indexer-scores-registers", "false"),
+          Map.entry("indexer-topk-half-bins", "true"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -83,6 +84,7 @@ class KernelTuningTest {
     assertThat(d.indexerTopkCandidates()).isTrue();
     assertThat(d.dsaDenseDecode()).isFalse();
     assertThat(d.indexerScoresRegisters()).isTrue();
+    assertThat(d.indexerTopkHalfBins()).isFalse();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);
