@@ -189,6 +189,7 @@ class DsaFusedKernelsGpuTest {
     "normal,2048,8192,2",
     "crowded,2048,40000;131072;2049,16",
     "crowded,100,131072;7000,4",
+    "crowded,2048,202752,8",
     "halfedges,2048,131072;9000,32",
     "halfedges,300,50000,5",
     "specials,2048,60000;2100,8",
