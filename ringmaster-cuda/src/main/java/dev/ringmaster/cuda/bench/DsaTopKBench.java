@@ -87,7 +87,7 @@ final class DsaTopKBench {
                   scoreBlocks);
       score.run();
       double scoreBytes = 4.0 * rows * len;
-      TreeSet<Integer> counts = new TreeSet<>(java.util.List.of(4, 16, graphChunks));
+      TreeSet<Integer> counts = new TreeSet<>(Arrays.asList(4, 16, graphChunks));
       for (int chunks : counts) {
         for (boolean half : new boolean[] {false, true}) {
           dsa.useTopKHalfBins(half);
