@@ -18,7 +18,8 @@
 //   filtering by the bin, for the same result.
 // - pass 2: rm_indexer_topk_multi's ordered write: each block sums the earlier chunks' counts
 //   (keys < T, keys == T), which gives its first output slot and how many keys equal to T earlier
-//   chunks took, and writes its chunk in position order (idx_write_selected).
+//   chunks took, and writes its chunk in position order (idx_write_selected; the _wide kernels:
+//   idx_write_selected_wide, four positions a thread and one block-wide scan per 4,096).
 // State, zeroed before pass 0 (a memset the graph captures): per row kIdxCandHead + 2 * chunks
 // ints (histogram, control words, per-chunk counts), then per row kIdxCandCap ints of candidates
 // (never zeroed: only the count is trusted). Chunks as rm_indexer_topk_multi's: ceil(len /
@@ -81,7 +82,46 @@ __device__ __forceinline__ bool idx_last_block(int* ticket, int blocks) {
   return sLast;
 }
 
-template <bool kHalf>
+// idx_write_selected with four consecutive positions a thread (4,096 a block step) and one
+// block-wide scan a step, of the thread's counts below and equal to `prefix` packed in one int
+// (each at most 4,096): the earlier equal keys of a step that are taken are the first
+// max(0, remaining - equalSeen) of them, so one scan gives every thread its first slot. The
+// same entries in the same slots as idx_write_selected (an eighth of its scans).
+__device__ __forceinline__ void idx_write_selected_wide(int* out, const float* row, int begin,
+                                                        int end, uint32_t prefix, int remaining,
+                                                        int equalSeen, int written, int* scratch) {
+  for (int p0 = begin; p0 < end; p0 += 4 * blockDim.x) {
+    const int p = p0 + 4 * threadIdx.x;
+    uint32_t k[4];
+    int less = 0, equal = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      k[j] = p + j < end ? idx_desc_key(row[p + j]) : 0xffffffffu;
+      less += p + j < end && k[j] < prefix;
+      equal += p + j < end && k[j] == prefix;
+    }
+    int total;
+    const int before = block_exclusive_scan(less | equal << 16, scratch, &total);
+    const int lessBefore = before & 0xffff, eqBefore = before >> 16;
+    const int open = max(0, remaining - equalSeen);  // equal keys of this step still to be taken
+    int slot = written + lessBefore + min(eqBefore, open);
+    int eq = eqBefore;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      if (p + j >= end) break;
+      if (k[j] < prefix) {
+        out[slot++] = p + j;
+      } else if (k[j] == prefix) {
+        if (eq < open) out[slot++] = p + j;
+        eq++;
+      }
+    }
+    written += (total & 0xffff) + min(total >> 16, open);
+    equalSeen += total >> 16;
+  }
+}
+
+template <bool kHalf, bool kWide>
 __device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* scores,
                                               int ldScores, const int* tokenPos, int rowBase,
                                               int* state, int pass) {
@@ -156,39 +196,64 @@ __device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* s
     const int listed = __ldcg(&ctrl[kCandCount]);
     const bool fromList = listed <= kIdxCandCap;
     const int n = fromList ? listed : len;
-    uint32_t prefix = kHalf ? 0u : bin << kIdxCandShift;
-    uint32_t mask = kHalf ? 0u : 0xffffffffu << kIdxCandShift;
+    uint32_t prefix, mask;
     int remaining = ctrl[kCandRemaining];
-    constexpr int kPasses = kHalf ? 3 : 2;
+    if constexpr (!kHalf) {
+      prefix = bin << kIdxCandShift;
+      mask = 0xffffffffu << kIdxCandShift;
+      for (int shift = 10; shift >= 0; shift -= 10) {
+        hist[threadIdx.x] = 0;
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+          const uint32_t k = idx_desc_key(row[fromList ? __ldcg(&cand[i]) : i]);
+          if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 1023u], 1);
+        }
+        __syncthreads();
+        const int own = hist[threadIdx.x];
+        int total;
+        const int cum = block_exclusive_scan(own, scratch, &total);
+        if (cum < remaining && cum + own >= remaining) {
+          sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(threadIdx.x) << shift));
+          sWord[1] = remaining - cum;
+        }
+        __syncthreads();
+        prefix = static_cast<uint32_t>(sWord[0]);
+        remaining = sWord[1];
+        mask |= 1023u << shift;
+      }
+    } else {
+      prefix = 0;
+      mask = 0;
 #pragma unroll 1
-    for (int step = 0; step < kPasses; step++) {
-      const int bits = kHalf && step < 2 ? 11 : 10;
-      const int shift = kHalf ? (step == 0 ? 21 : step == 1 ? 10 : 0) : (step == 0 ? 10 : 0);
-      const uint32_t low = (1u << bits) - 1;
-      const int per = (1 << bits) / kIdxTopkThreads;  // bins of this thread: per * tid ..
-      for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x) hist[i] = 0;
-      __syncthreads();
-      for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = row[fromList ? __ldcg(&cand[i]) : i];
-        if (kHalf && !fromList && idx_cand_bin<kHalf>(v) != bin) continue;
-        const uint32_t k = idx_desc_key(v);
-        if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & low], 1);
+      for (int step = 0; step < 3; step++) {
+        const int bits = step < 2 ? 11 : 10;
+        const int shift = step == 0 ? 21 : step == 1 ? 10 : 0;
+        const uint32_t low = (1u << bits) - 1;
+        const int per = (1 << bits) / kIdxTopkThreads;  // this thread's bins: per * tid ..
+        for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+          const float v = row[fromList ? __ldcg(&cand[i]) : i];
+          if (!fromList && idx_cand_bin<kHalf>(v) != bin) continue;
+          const uint32_t k = idx_desc_key(v);
+          if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & low], 1);
+        }
+        __syncthreads();
+        int own = 0;
+        for (int j = 0; j < per; j++) own += hist[per * threadIdx.x + j];
+        int total;
+        int cum = block_exclusive_scan(own, scratch, &total);
+        if (cum < remaining && cum + own >= remaining) {
+          int j = per * threadIdx.x;
+          while (cum + hist[j] < remaining) cum += hist[j++];
+          sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(j) << shift));
+          sWord[1] = remaining - cum;
+        }
+        __syncthreads();
+        prefix = static_cast<uint32_t>(sWord[0]);
+        remaining = sWord[1];
+        mask |= low << shift;
       }
-      __syncthreads();
-      int own = 0;
-      for (int j = 0; j < per; j++) own += hist[per * threadIdx.x + j];
-      int total;
-      int cum = block_exclusive_scan(own, scratch, &total);
-      if (cum < remaining && cum + own >= remaining) {
-        int j = per * threadIdx.x;
-        while (cum + hist[j] < remaining) cum += hist[j++];
-        sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(j) << shift));
-        sWord[1] = remaining - cum;
-      }
-      __syncthreads();
-      prefix = static_cast<uint32_t>(sWord[0]);
-      remaining = sWord[1];
-      mask |= low << shift;
     }
     // prefix = T; `remaining` of the keys equal to T are taken. Each bin-b key below or equal to
     // T counts in its chunk (hist reused: [0, chunks) below, [64, 64 + chunks) equal).
@@ -197,8 +262,8 @@ __device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* s
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const int p = fromList ? __ldcg(&cand[i]) : i;
       const float v = row[p];
-      if (idx_cand_bin<kHalf>(v) != bin) continue;
       const uint32_t k = idx_desc_key(v);
+      if ((kHalf ? idx_cand_bin<kHalf>(v) : k >> kIdxCandShift) != bin) continue;
       if (k < prefix) atomicAdd(&hist[p / chunk], 1);
       if (k == prefix) atomicAdd(&hist[kIdxCandMaxChunks + p / chunk], 1);
     }
@@ -226,15 +291,20 @@ __device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* s
   lessBefore = sum;
   block_exclusive_scan(equalBefore, scratch, &sum);
   equalBefore = sum;
-  idx_write_selected(out, row, begin, end, key, taken, equalBefore,
-                     lessBefore + min(equalBefore, taken), scratch);
+  if constexpr (kWide) {
+    idx_write_selected_wide(out, row, begin, end, key, taken, equalBefore,
+                            lessBefore + min(equalBefore, taken), scratch);
+  } else {
+    idx_write_selected(out, row, begin, end, key, taken, equalBefore,
+                       lessBefore + min(equalBefore, taken), scratch);
+  }
 }
 
 RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
                          const int* tokenPos, int rowBase, int* state, int pass) {
   rm_pdl_prologue();
-  idx_topk_cand<false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+  idx_topk_cand<false, false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
 }
 
 // rm_indexer_topk_cand with pass 0 binning the half-rounded scores (the same selections).
@@ -242,5 +312,21 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     rm_indexer_topk_cand_half(int* sel, int topK, const float* scores, int ldScores,
                               const int* tokenPos, int rowBase, int* state, int pass) {
   rm_pdl_prologue();
-  idx_topk_cand<true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+  idx_topk_cand<true, false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+// rm_indexer_topk_cand and rm_indexer_topk_cand_half with the ordered write of
+// idx_write_selected_wide (the same selections).
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_wide(int* sel, int topK, const float* scores, int ldScores,
+                              const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<false, true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_half_wide(int* sel, int topK, const float* scores, int ldScores,
+                                   const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<true, true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
 }

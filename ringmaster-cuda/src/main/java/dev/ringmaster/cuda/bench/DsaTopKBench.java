@@ -13,10 +13,11 @@ import java.util.TreeSet;
  * shape (top 2,048 of rows scored by the indexer's score kernel from random bf16 keys and random
  * queries and weights, 32 heads of 128): per batch 1 and 32 and context 4k / 32k / 128k, both
  * first-pass bins ({@link DsaKernels#useTopKHalfBins}: the f32 order key's top 12 bits, or the
- * half-rounded score's), at 4 and 16 chunks a row and at the count a decode graph takes ({@link
- * DsaKernels#topKChunks(long, int, int)}), each row with its candidate counts ({@link
- * #candidates}); and the scores followed by the top-k at the graph's count. GB/s counts one read of
- * the scores ({@code scores + top-k}: of the keys).
+ * half-rounded score's) and both ordered writes ({@link DsaKernels#useTopKWideWrite}), at 4 and 16
+ * chunks a row and at the count a decode graph takes ({@link DsaKernels#topKChunks(long, int,
+ * int)}), each row with its candidate counts ({@link #candidates}); and the scores followed by the
+ * top-k at the graph's count. GB/s counts one read of the scores ({@code scores + top-k}: of the
+ * keys).
  */
 final class DsaTopKBench {
   private static final int INDEX_HEADS = 32;
@@ -42,6 +43,7 @@ final class DsaTopKBench {
   private static void shape(KernelBench b, RingmasterKernels k, CudaStream s, int rows, int len) {
     DsaKernels dsa = k.dsa();
     boolean halfBefore = dsa.topKHalfBins();
+    boolean wideBefore = dsa.topKWideWrite();
     int blocksPerSeq = (len + BLOCK - 1) / BLOCK;
     int[] table = new int[rows * blocksPerSeq];
     Arrays.setAll(table, i -> i);
@@ -89,16 +91,20 @@ final class DsaTopKBench {
       double scoreBytes = 4.0 * rows * len;
       TreeSet<Integer> counts = new TreeSet<>(Arrays.asList(4, 16, graphChunks));
       for (int chunks : counts) {
-        for (boolean half : new boolean[] {false, true}) {
+        for (int form = 0; form < 4; form++) {
+          boolean half = (form & 1) != 0;
+          boolean wide = form >= 2;
           dsa.useTopKHalfBins(half);
+          dsa.useTopKWideWrite(wide);
           Runnable topK = topK(dsa, s, sel, scores, ld, posPtr, rows, state, chunks);
           double ms = b.time(i -> topK.run());
           topK.run();
           String what =
               String.format(
                   Locale.ROOT,
-                  "dsa top-k alone, candidate, %s bins, %d chunks",
+                  "dsa top-k alone, candidate, %s bins%s, %d chunks",
                   half ? "half" : "f32",
+                  wide ? ", wide write" : "",
                   chunks);
           b.row(
               label(what, rows, len) + ", " + candidates(s, state, rows, chunks),
@@ -107,8 +113,11 @@ final class DsaTopKBench {
         }
       }
       double keyBytes = 2.0 * rows * len * INDEX_DIM;
-      for (boolean half : new boolean[] {false, true}) {
+      for (int form = 0; form < 4; form++) {
+        boolean half = (form & 1) != 0;
+        boolean wide = form >= 2;
         dsa.useTopKHalfBins(half);
+        dsa.useTopKWideWrite(wide);
         Runnable topK = topK(dsa, s, sel, scores, ld, posPtr, rows, state, graphChunks);
         double ms =
             b.time(
@@ -119,13 +128,15 @@ final class DsaTopKBench {
         String what =
             String.format(
                 Locale.ROOT,
-                "dsa indexer scores + candidate top-k, %s bins, %d chunks",
+                "dsa indexer scores + candidate top-k, %s bins%s, %d chunks",
                 half ? "half" : "f32",
+                wide ? ", wide write" : "",
                 graphChunks);
         b.row(label(what, rows, len), ms, keyBytes / (ms * 1e6));
       }
     } finally {
       dsa.useTopKHalfBins(halfBefore);
+      dsa.useTopKWideWrite(wideBefore);
     }
   }
 

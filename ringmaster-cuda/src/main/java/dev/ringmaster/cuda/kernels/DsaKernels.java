@@ -103,6 +103,8 @@ public final class DsaKernels {
   private final Kernel topKMulti;
   private final Kernel topKCand;
   private final Kernel topKCandHalf;
+  private final Kernel topKCandWide;
+  private final Kernel topKCandHalfWide;
   private final Kernel qkFused;
   private final Kernel reduce;
   private final Kernel split;
@@ -119,6 +121,7 @@ public final class DsaKernels {
   private boolean tiledScores;
   private boolean registerScores;
   private boolean topKHalfBins;
+  private boolean topKWideWrite;
   private final SharedOptIn scoreMmaShared;
   private final SharedOptIn scoreMmaRegsShared;
   private final SharedOptIn scoreFp8MmaShared;
@@ -163,6 +166,8 @@ public final class DsaKernels {
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     topKCand = kernel.apply("rm_indexer_topk_cand", 8);
     topKCandHalf = kernel.apply("rm_indexer_topk_cand_half", 8);
+    topKCandWide = kernel.apply("rm_indexer_topk_cand_wide", 8);
+    topKCandHalfWide = kernel.apply("rm_indexer_topk_cand_half_wide", 8);
     qkFused = kernel.apply("rm_indexer_qk_fused", 16);
     reduce = kernel.apply("rm_indexer_reduce", 10);
     split = kernel.apply("rm_bf16_split", 4);
@@ -182,6 +187,7 @@ public final class DsaKernels {
     this.mla = mla;
     registerScores = tuning.indexerScoresRegisters();
     topKHalfBins = tuning.indexerTopkHalfBins();
+    topKWideWrite = tuning.indexerTopkWideWrite();
   }
 
   /**
@@ -250,6 +256,21 @@ public final class DsaKernels {
   /** Whether {@link #topKCandidates} bins by the half-rounded scores ({@link #useTopKHalfBins}). */
   public boolean topKHalfBins() {
     return topKHalfBins;
+  }
+
+  /**
+   * Runs {@link #topKCandidates}' ordered write with four positions a thread and one block-wide
+   * scan per 4,096 positions (eight scans fewer; {@code rm_indexer_topk_cand_wide}, with {@link
+   * #useTopKHalfBins} {@code rm_indexer_topk_cand_half_wide}); the selections are the same. The
+   * constructor's tuning sets it ({@code indexer-topk-wide-write}). For tests and benchmarks.
+   */
+  public void useTopKWideWrite(boolean on) {
+    topKWideWrite = on;
+  }
+
+  /** Whether {@link #topKCandidates} writes four positions a thread ({@link #useTopKWideWrite}). */
+  public boolean topKWideWrite() {
+    return topKWideWrite;
   }
 
   /** Whether the register-fragment score kernel is chosen ({@link #useRegisterScoreKernel}). */
@@ -601,7 +622,10 @@ public final class DsaKernels {
     checkChunks(chunks);
     long head = 4L * rows * (TOPK_CAND_HEAD_INTS + 2L * chunks);
     CudaDriver.get().memsetD8Async(state, 0, head, s.handle());
-    Kernel kn = topKHalfBins ? topKCandHalf : topKCand;
+    Kernel kn =
+        topKHalfBins
+            ? (topKWideWrite ? topKCandHalfWide : topKCandHalf)
+            : (topKWideWrite ? topKCandWide : topKCand);
     kn.arg(0, sel).arg(1, k).arg(2, scoresPtr).arg(3, ldScores).arg(4, tokenPos).arg(5, rowBase);
     kn.arg(6, state);
     for (int pass = 0; pass < TOPK_CAND_PASSES; pass++) {

@@ -18,14 +18,14 @@ import org.junit.jupiter.params.provider.CsvSource;
  * (FP8) and the query heads' quantization; {@link DsaKernels#topKCandidates} against {@link
  * DsaKernels#topKMulti} and the one-block {@link DsaKernels#topK} (all must agree exactly, and with
  * the CPU's rule), the candidate form with both first-pass bins ({@link
- * DsaKernels#useTopKHalfBins}), on score rows built to stress the selection: distinct scores, few
- * distinct values (ties everywhere), one value for a whole row (every key in the threshold bin: the
- * candidate list overflows and the row is read instead), signed zeros, and rows at, below and just
- * above {@code topK}; for the half bins also scores crowded into a few half bins (distinct low
- * bits: the refinement's three radix passes, the list and the whole-row fallback), scores at the
- * edges of the half range (past 65504, half subnormals, tiny values of either sign, float
- * subnormals), infinities of either sign and NaN (it ranks above +inf, as the CPU's {@code
- * Float.compare}).
+ * DsaKernels#useTopKHalfBins}) and both ordered writes ({@link DsaKernels#useTopKWideWrite}), on
+ * score rows built to stress the selection: distinct scores, few distinct values (ties everywhere),
+ * one value for a whole row (every key in the threshold bin: the candidate list overflows and the
+ * row is read instead), signed zeros, and rows at, below and just above {@code topK}; for the half
+ * bins also scores crowded into a few half bins (distinct low bits: the refinement's three radix
+ * passes, the list and the whole-row fallback), scores at the edges of the half range (past 65504,
+ * half subnormals, tiny values of either sign, float subnormals), infinities of either sign and NaN
+ * (it ranks above +inf, as the CPU's {@code Float.compare}).
  */
 @Tag("gpu")
 class DsaFusedKernelsGpuTest {
@@ -213,16 +213,21 @@ class DsaFusedKernelsGpuTest {
     for (int i = 0; i < rows; i++) {
       pos[i] = lens[i] - 1;
     }
-    int[][] got = new int[4][];
+    // [0] one-block, [1] six-pass, [2..5] candidate: bins f32 / half, write one / four a thread.
+    String[] candidateForms = {
+      "f32 bins", "half bins", "f32 bins, wide write", "half bins, wide write"
+    };
+    int[][] got = new int[2 + candidateForms.length][];
     Gpu.run(
         s -> {
           DsaKernels dsa = Gpu.kernels().dsa();
           DeviceBuffer scorePtr = s.f32(scores);
           DeviceBuffer posPtr = s.i32(pos);
           DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(rows, chunks));
-          for (int v = 0; v < 4; v++) {
+          for (int v = 0; v < got.length; v++) {
             DeviceBuffer sel = s.poisoned((long) rows * topK);
-            dsa.useTopKHalfBins(v == 3);
+            dsa.useTopKHalfBins(v == 3 || v == 5);
+            dsa.useTopKWideWrite(v >= 4);
             switch (v) {
               case 0 ->
                   dsa.topK(s.stream(), sel.ptr(), topK, scorePtr.ptr(), ld, posPtr.ptr(), 0, rows);
@@ -256,6 +261,7 @@ class DsaFusedKernelsGpuTest {
             got[v] = s.readInts(sel, rows * topK);
           }
           dsa.useTopKHalfBins(KernelTuning.defaults().indexerTopkHalfBins());
+          dsa.useTopKWideWrite(KernelTuning.defaults().indexerTopkWideWrite());
         });
     for (int i = 0; i < rows; i++) {
       String what =
@@ -264,14 +270,15 @@ class DsaFusedKernelsGpuTest {
               kind, i, lens[i], topK, chunks, r.seed());
       int[] one = Arrays.copyOfRange(got[0], i * topK, (i + 1) * topK);
       int[] six = Arrays.copyOfRange(got[1], i * topK, (i + 1) * topK);
-      int[] cand = Arrays.copyOfRange(got[2], i * topK, (i + 1) * topK);
-      int[] half = Arrays.copyOfRange(got[3], i * topK, (i + 1) * topK);
       assertThat(one)
           .as("one-block top-k, " + what)
           .containsExactly(reference(scores, i * ld, lens[i], topK));
       assertThat(six).as("six-pass top-k, " + what).containsExactly(one);
-      assertThat(cand).as("candidate top-k, " + what).containsExactly(one);
-      assertThat(half).as("candidate top-k, half bins, " + what).containsExactly(one);
+      for (int v = 2; v < got.length; v++) {
+        assertThat(Arrays.copyOfRange(got[v], i * topK, (i + 1) * topK))
+            .as("candidate top-k, " + candidateForms[v - 2] + ", " + what)
+            .containsExactly(one);
+      }
     }
   }
 

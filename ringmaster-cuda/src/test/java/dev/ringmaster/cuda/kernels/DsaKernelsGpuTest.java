@@ -111,12 +111,14 @@ class DsaKernelsGpuTest {
     int maxBlocksF = maxBlocks;
     // Variants: [0] CUDA-core scores, one-block top-k, CUDA-core sparse attention; [1] tensor-core
     // scores, multi-block top-k (at least two blocks per row), tensor-core sparse attention; [2]
-    // as [1] with the candidate form of the multi-block top-k; [3] as [2] with half-score bins.
+    // as [1] with the candidate form of the multi-block top-k; [3] as [2] with half-score bins, [4]
+    // also with the wide ordered write.
     String[] names = {
       "CUDA cores, one-block top-k",
       "tensor cores, six-pass multi-block top-k",
       "tensor cores, candidate multi-block top-k",
-      "tensor cores, candidate multi-block top-k, half bins"
+      "tensor cores, candidate multi-block top-k, half bins",
+      "tensor cores, candidate multi-block top-k, half bins, wide write"
     };
     int variants = names.length;
     float[][] gotScores = new float[variants][];
@@ -139,7 +141,8 @@ class DsaKernelsGpuTest {
           try {
             for (int v = 0; v < variants; v++) {
               boolean fast = v >= 1;
-              k.dsa().useTopKHalfBins(v == 3);
+              k.dsa().useTopKHalfBins(v >= 3);
+              k.dsa().useTopKWideWrite(v == 4);
               k.dsa().useIndexerTensorCores(fast);
               k.mla().useMlaTensorCores(fast);
               assertThat(k.dsa().indexerUsesTensorCores(heads, dim)).isEqualTo(fast);
@@ -230,6 +233,7 @@ class DsaKernelsGpuTest {
           } finally {
             k.dsa().useIndexerTensorCores(true);
             k.dsa().useTopKHalfBins(KernelTuning.defaults().indexerTopkHalfBins());
+            k.dsa().useTopKWideWrite(KernelTuning.defaults().indexerTopkWideWrite());
             k.mla().useMlaTensorCores(KernelTuning.defaults().mlaTensorCores());
           }
         });
