@@ -18,12 +18,24 @@
 //   filtering by the bin, for the same result.
 // - pass 2: rm_indexer_topk_multi's ordered write: each block sums the earlier chunks' counts
 //   (keys < T, keys == T), which gives its first output slot and how many keys equal to T earlier
-//   chunks took, and writes its chunk in position order (idx_write_selected).
+//   chunks took, and writes its chunk in position order (idx_write_selected; the _wide kernels:
+//   idx_write_selected_wide, four positions a thread and one block-wide scan per 4,096).
 // State, zeroed before pass 0 (a memset the graph captures): per row kIdxCandHead + 2 * chunks
 // ints (histogram, control words, per-chunk counts), then per row kIdxCandCap ints of candidates
 // (never zeroed: only the count is trusted). Chunks as rm_indexer_topk_multi's: ceil(len /
 // gridDim.x) positions rounded up to the block size; blocks past a row's context exit.
+//
+// rm_indexer_topk_cand_half is the same selection with a finer pass-0 bin: the top 12 bits of the
+// 16-bit order key of the score rounded to half (sign, 5 exponent and 6 mantissa bits: 64 bins an
+// octave, where the f32 key's top 12 bits give 8). A row's scores sit in a narrow range, so the
+// coarse bins crowd: pass 0's shared-memory atomics serialise on a few bins, and the threshold
+// bin's candidate list grows long (or overflows). Rounding to half is monotone, so the half bin is
+// a monotone coarsening of the 32-bit order key and bins below b still hold only keys below every
+// key of b; but b's keys no longer share their top bits, so the last block of pass 1 refines them
+// on the whole 32-bit key (three radix passes of 11, 11 and 10 bits).
 #pragma once
+#include <cuda_fp16.h>
+
 #include "dsa_indexer.cu"
 
 constexpr int kIdxCandBits = 12;                       // order-key bits of pass 0's histogram
@@ -38,6 +50,25 @@ enum { kCandTicket0, kCandTicket1, kCandCount, kCandBin, kCandRemaining, kCandKe
 
 static_assert(kIdxCandBins == 4 * kIdxTopkThreads, "pass 0's scan gives each thread four bins");
 static_assert(2 * 10 == kIdxCandShift, "pass 1 refines the low bits in two 10-bit passes");
+static_assert(kIdxTopkThreads == 1024, "the half-bin refinement gives each thread 2 or 1 bins");
+
+// Pass 0's bin of a score (its order key's top 12 bits, or with kHalf the half-rounded score's):
+// bin(a) < bin(b) only where key(a) < key(b). The half bin: +0 and -0 alike (as the key), scores
+// past the half range in the +-inf bins, NaN (whatever its sign after the key's canonicalising
+// add) in the f32 key's own top bits, which lie beyond the +-inf bins on its side.
+template <bool kHalf>
+__device__ __forceinline__ uint32_t idx_cand_bin(float s) {
+  const uint32_t key = idx_desc_key(s);
+  if constexpr (!kHalf) {
+    return key >> kIdxCandShift;
+  } else {
+    const float v = s + 0.f;
+    const uint32_t h = __half_as_ushort(__float2half_rn(v));
+    const uint32_t asc = (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+    const uint32_t bin = ((~asc) & 0xffffu) >> 4;
+    return v != v ? key >> kIdxCandShift : bin;
+  }
+}
 
 // Takes the block's ticket of a pass (after a fence over every thread's writes); true in the whole
 // block of the last of `blocks` blocks, which may then read what the others wrote (through L2).
@@ -51,10 +82,49 @@ __device__ __forceinline__ bool idx_last_block(int* ticket, int blocks) {
   return sLast;
 }
 
-RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
-    rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
-                         const int* tokenPos, int rowBase, int* state, int pass) {
-  rm_pdl_prologue();
+// idx_write_selected with four consecutive positions a thread (4,096 a block step) and one
+// block-wide scan a step, of the thread's counts below and equal to `prefix` packed in one int
+// (each at most 4,096): the earlier equal keys of a step that are taken are the first
+// max(0, remaining - equalSeen) of them, so one scan gives every thread its first slot. The
+// same entries in the same slots as idx_write_selected (an eighth of its scans).
+__device__ __forceinline__ void idx_write_selected_wide(int* out, const float* row, int begin,
+                                                        int end, uint32_t prefix, int remaining,
+                                                        int equalSeen, int written, int* scratch) {
+  for (int p0 = begin; p0 < end; p0 += 4 * blockDim.x) {
+    const int p = p0 + 4 * threadIdx.x;
+    uint32_t k[4];
+    int less = 0, equal = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      k[j] = p + j < end ? idx_desc_key(row[p + j]) : 0xffffffffu;
+      less += p + j < end && k[j] < prefix;
+      equal += p + j < end && k[j] == prefix;
+    }
+    int total;
+    const int before = block_exclusive_scan(less | equal << 16, scratch, &total);
+    const int lessBefore = before & 0xffff, eqBefore = before >> 16;
+    const int open = max(0, remaining - equalSeen);  // equal keys of this step still to be taken
+    int slot = written + lessBefore + min(eqBefore, open);
+    int eq = eqBefore;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      if (p + j >= end) break;
+      if (k[j] < prefix) {
+        out[slot++] = p + j;
+      } else if (k[j] == prefix) {
+        if (eq < open) out[slot++] = p + j;
+        eq++;
+      }
+    }
+    written += (total & 0xffff) + min(total >> 16, open);
+    equalSeen += total >> 16;
+  }
+}
+
+template <bool kHalf, bool kWide>
+__device__ __forceinline__ void idx_topk_cand(int* sel, int topK, const float* scores,
+                                              int ldScores, const int* tokenPos, int rowBase,
+                                              int* state, int pass) {
   __shared__ int hist[kIdxCandBins];
   __shared__ int scratch[32];
   __shared__ int sWord[2];
@@ -75,7 +145,7 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) hist[i] = 0;
     __syncthreads();
     for (int p = begin + threadIdx.x; p < end; p += blockDim.x) {
-      atomicAdd(&hist[idx_desc_key(row[p]) >> kIdxCandShift], 1);
+      atomicAdd(&hist[idx_cand_bin<kHalf>(row[p])], 1);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < kIdxCandBins; i += blockDim.x) {
@@ -106,7 +176,7 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     int less = 0;
     for (int p0 = begin; p0 < end; p0 += blockDim.x) {  // the same trip count in every lane
       const int p = p0 + threadIdx.x;
-      const uint32_t b = p < end ? idx_desc_key(row[p]) >> kIdxCandShift : 0xffffffffu;
+      const uint32_t b = p < end ? idx_cand_bin<kHalf>(row[p]) : 0xffffffffu;
       less += b < bin;
       const unsigned hit = __ballot_sync(0xffffffffu, b == bin);
       if (hit != 0) {
@@ -120,32 +190,70 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     block_exclusive_scan(less, scratch, &lessAll);
     if (threadIdx.x == 0) counts[2 * c] = lessAll;
     if (!idx_last_block(&ctrl[kCandTicket1], blocks)) return;
-    // The r1-th smallest key among those of bin b: radix passes over bits 19-10 and 9-0, one bin
-    // a thread, reading the candidate list (or, had it overflowed, the whole row through the bin).
+    // The r1-th smallest key among those of bin b: radix passes over bits 19-10 and 9-0 (with
+    // kHalf over the whole key: bits 31-21, 20-10, 9-0), one bin a thread (two for 11 bits),
+    // reading the candidate list (or, had it overflowed, the whole row through the bin).
     const int listed = __ldcg(&ctrl[kCandCount]);
     const bool fromList = listed <= kIdxCandCap;
     const int n = fromList ? listed : len;
-    uint32_t prefix = bin << kIdxCandShift, mask = 0xffffffffu << kIdxCandShift;
+    uint32_t prefix, mask;
     int remaining = ctrl[kCandRemaining];
-    for (int shift = 10; shift >= 0; shift -= 10) {
-      hist[threadIdx.x] = 0;
-      __syncthreads();
-      for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const uint32_t k = idx_desc_key(row[fromList ? __ldcg(&cand[i]) : i]);
-        if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 1023u], 1);
+    if constexpr (!kHalf) {
+      prefix = bin << kIdxCandShift;
+      mask = 0xffffffffu << kIdxCandShift;
+      for (int shift = 10; shift >= 0; shift -= 10) {
+        hist[threadIdx.x] = 0;
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+          const uint32_t k = idx_desc_key(row[fromList ? __ldcg(&cand[i]) : i]);
+          if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 1023u], 1);
+        }
+        __syncthreads();
+        const int own = hist[threadIdx.x];
+        int total;
+        const int cum = block_exclusive_scan(own, scratch, &total);
+        if (cum < remaining && cum + own >= remaining) {
+          sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(threadIdx.x) << shift));
+          sWord[1] = remaining - cum;
+        }
+        __syncthreads();
+        prefix = static_cast<uint32_t>(sWord[0]);
+        remaining = sWord[1];
+        mask |= 1023u << shift;
       }
-      __syncthreads();
-      const int own = hist[threadIdx.x];
-      int total;
-      const int cum = block_exclusive_scan(own, scratch, &total);
-      if (cum < remaining && cum + own >= remaining) {
-        sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(threadIdx.x) << shift));
-        sWord[1] = remaining - cum;
+    } else {
+      prefix = 0;
+      mask = 0;
+#pragma unroll 1
+      for (int step = 0; step < 3; step++) {
+        const int bits = step < 2 ? 11 : 10;
+        const int shift = step == 0 ? 21 : step == 1 ? 10 : 0;
+        const uint32_t low = (1u << bits) - 1;
+        const int per = (1 << bits) / kIdxTopkThreads;  // this thread's bins: per * tid ..
+        for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+          const float v = row[fromList ? __ldcg(&cand[i]) : i];
+          if (!fromList && idx_cand_bin<kHalf>(v) != bin) continue;
+          const uint32_t k = idx_desc_key(v);
+          if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & low], 1);
+        }
+        __syncthreads();
+        int own = 0;
+        for (int j = 0; j < per; j++) own += hist[per * threadIdx.x + j];
+        int total;
+        int cum = block_exclusive_scan(own, scratch, &total);
+        if (cum < remaining && cum + own >= remaining) {
+          int j = per * threadIdx.x;
+          while (cum + hist[j] < remaining) cum += hist[j++];
+          sWord[0] = static_cast<int>(prefix | (static_cast<uint32_t>(j) << shift));
+          sWord[1] = remaining - cum;
+        }
+        __syncthreads();
+        prefix = static_cast<uint32_t>(sWord[0]);
+        remaining = sWord[1];
+        mask |= low << shift;
       }
-      __syncthreads();
-      prefix = static_cast<uint32_t>(sWord[0]);
-      remaining = sWord[1];
-      mask |= 1023u << shift;
     }
     // prefix = T; `remaining` of the keys equal to T are taken. Each bin-b key below or equal to
     // T counts in its chunk (hist reused: [0, chunks) below, [64, 64 + chunks) equal).
@@ -153,8 +261,9 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const int p = fromList ? __ldcg(&cand[i]) : i;
-      const uint32_t k = idx_desc_key(row[p]);
-      if ((k >> kIdxCandShift) != bin) continue;
+      const float v = row[p];
+      const uint32_t k = idx_desc_key(v);
+      if ((kHalf ? idx_cand_bin<kHalf>(v) : k >> kIdxCandShift) != bin) continue;
       if (k < prefix) atomicAdd(&hist[p / chunk], 1);
       if (k == prefix) atomicAdd(&hist[kIdxCandMaxChunks + p / chunk], 1);
     }
@@ -182,6 +291,42 @@ RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
   lessBefore = sum;
   block_exclusive_scan(equalBefore, scratch, &sum);
   equalBefore = sum;
-  idx_write_selected(out, row, begin, end, key, taken, equalBefore,
-                     lessBefore + min(equalBefore, taken), scratch);
+  if constexpr (kWide) {
+    idx_write_selected_wide(out, row, begin, end, key, taken, equalBefore,
+                            lessBefore + min(equalBefore, taken), scratch);
+  } else {
+    idx_write_selected(out, row, begin, end, key, taken, equalBefore,
+                       lessBefore + min(equalBefore, taken), scratch);
+  }
+}
+
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand(int* sel, int topK, const float* scores, int ldScores,
+                         const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<false, false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+// rm_indexer_topk_cand with pass 0 binning the half-rounded scores (the same selections).
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_half(int* sel, int topK, const float* scores, int ldScores,
+                              const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<true, false>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+// rm_indexer_topk_cand and rm_indexer_topk_cand_half with the ordered write of
+// idx_write_selected_wide (the same selections).
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_wide(int* sel, int topK, const float* scores, int ldScores,
+                              const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<false, true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
+}
+
+RM_KERNEL void __launch_bounds__(kIdxTopkThreads)
+    rm_indexer_topk_cand_half_wide(int* sel, int topK, const float* scores, int ldScores,
+                                   const int* tokenPos, int rowBase, int* state, int pass) {
+  rm_pdl_prologue();
+  idx_topk_cand<true, true>(sel, topK, scores, ldScores, tokenPos, rowBase, state, pass);
 }

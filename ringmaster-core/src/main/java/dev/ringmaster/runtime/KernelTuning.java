@@ -77,6 +77,10 @@ import java.util.stream.Collectors;
  *     long; not the model)
  * @param indexerScoresRegisters the DSA indexer's bf16 tensor-core scores keep each warp's query
  *     fragments in registers where the shape allows (heads <= 32, dim <= 128; the same bits)
+ * @param indexerTopkHalfBins the candidate top-k's first pass bins the scores rounded to half (64
+ *     bins an octave instead of 8; the same selections)
+ * @param indexerTopkWideWrite the candidate top-k's ordered write takes four positions a thread and
+ *     one block-wide scan per 4,096 positions (the same selections)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -182,7 +186,17 @@ public record KernelTuning(
             "GPU: the DeepSeek Sparse Attention indexer's bf16 tensor-core scores hold each warp's"
                 + " query fragments in registers where at most 32 heads of at most 128 dims allow"
                 + " (false: re-read from shared memory per step; the same bits)")
-        boolean indexerScoresRegisters) {
+        boolean indexerScoresRegisters,
+    @Doc(
+            "GPU: the candidate top-k (indexer-topk-candidates) bins its first pass by the top 12"
+                + " bits of the half-rounded score's order key, 64 bins an octave (false: of the"
+                + " f32 key, 8 an octave; the same selections)")
+        boolean indexerTopkHalfBins,
+    @Doc(
+            "GPU: the candidate top-k's ordered write takes four positions a thread and one"
+                + " block-wide scan per 4,096 positions (false: one position a thread, two scans"
+                + " per 1,024; the same selections)")
+        boolean indexerTopkWideWrite) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -200,7 +214,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, true, true, true, "auto", true, true, false, true);
+          8, true, true, true, true, true, true, "auto", true, true, false, true, false, false);
 
   private static final List<Key> KEYS = buildKeys();
 

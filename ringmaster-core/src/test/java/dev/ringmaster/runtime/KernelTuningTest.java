@@ -48,7 +48,9 @@ class KernelTuningTest {
           Map.entry("indexer-fused-ops", "false"),
           Map.entry("indexer-topk-candidates", "false"),
           Map.entry("dsa-dense-decode", "true"),
-          Map.entry("indexer-scores-registers", "false"));
+          Map.entry("indexer-scores-registers", "false"),
+          Map.entry("indexer-topk-half-bins", "true"),
+          Map.entry("indexer-topk-wide-write", "true"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -89,6 +91,8 @@ class KernelTuningTest {
     assertThat(d.indexerTopkCandidates()).isTrue();
     assertThat(d.dsaDenseDecode()).isFalse();
     assertThat(d.indexerScoresRegisters()).isTrue();
+    assertThat(d.indexerTopkHalfBins()).isFalse();
+    assertThat(d.indexerTopkWideWrite()).isFalse();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

@@ -21,13 +21,14 @@ import java.util.SplittableRandom;
  * --indexer-cache-dtype fp8_e4m3}: the query heads' quantization, scores over e4m3 codes and one
  * scale per key, and the top-k). The multi-block top-k shows in both forms ({@code
  * indexer-topk-candidates}: six radix passes, or three launches over its threshold bin's
- * candidates), also alone over fixed scores; the indexer's key preparation (its {@code wk} and
- * {@code weights_proj} GEMVs, the key's norm, the ropes and the key's append) as separate and as
- * fused launches ({@code indexer-fused-ops}). The tensor-core scores also run on the tiled
- * reference kernels ({@link DsaKernels#useTiledScoreKernels}, their own grid) for an A/B in one
- * process; {@link #runScores} gives only those score rows. GB/s counts the cache bytes a step must
- * read (indexer keys of every position, 256 bytes each in bf16 and 132 in FP8; selected or all
- * latent rows).
+ * candidates), also alone over fixed scores (the candidate rows with their rows' candidate counts,
+ * {@link DsaTopKBench#candidates}); the indexer's key preparation (its {@code wk} and {@code
+ * weights_proj} GEMVs, the key's norm, the ropes and the key's append) as separate and as fused
+ * launches ({@code indexer-fused-ops}). The tensor-core scores also run on the tiled reference
+ * kernels ({@link DsaKernels#useTiledScoreKernels}, their own grid) for an A/B in one process;
+ * {@link #runScores} gives only those score rows. GB/s counts the cache bytes a step must read
+ * (indexer keys of every position, 256 bytes each in bf16 and 132 in FP8; selected or all latent
+ * rows).
  */
 final class DsaBench {
   private static final int HEADS = 64;
@@ -236,12 +237,14 @@ final class DsaBench {
         double scoreBytes = 4.0 * rows * in.len;
         double msMulti = b.time(i -> topK.run());
         double msCandAlone = b.time(i -> topKCand.run());
+        topKCand.run();
+        String counts = DsaTopKBench.candidates(s, state, rows, chunks);
         b.row(
             label("dsa top-k alone, six-pass multi-block", in),
             msMulti,
             scoreBytes / (msMulti * 1e6));
         b.row(
-            label("dsa top-k alone, candidate (3 launches)", in),
+            label("dsa top-k alone, candidate (3 launches)", in) + ", " + counts,
             msCandAlone,
             scoreBytes / (msCandAlone * 1e6));
         // Fewer blocks a row where many rows fill the GPU (the same selections at any count).
@@ -249,8 +252,11 @@ final class DsaBench {
           if (fewer < chunks && rows > 1) {
             Runnable cand = topK(dsa, s, in, scores, ld, state, fewer, true);
             double ms = b.time(i -> cand.run());
+            cand.run();
             b.row(
-                label("dsa top-k alone, candidate, " + fewer + " chunks a row", in),
+                label("dsa top-k alone, candidate, " + fewer + " chunks a row", in)
+                    + ", "
+                    + DsaTopKBench.candidates(s, state, rows, fewer),
                 ms,
                 scoreBytes / (ms * 1e6));
           }

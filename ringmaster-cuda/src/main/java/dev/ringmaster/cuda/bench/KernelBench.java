@@ -51,7 +51,8 @@ public final class KernelBench {
    * Fp8ExpertBench}); {@code gqa} only the grouped-query attention rows ({@link GqaBench}); {@code
    * sampling} only the device sampler's rows ({@link SamplerBench}); {@code dsa} only the DeepSeek
    * Sparse Attention rows in the GLM-5 shape ({@link DsaBench}); {@code dsascores} only its indexer
-   * score rows, streaming and tiled reference kernels side by side.
+   * score rows, streaming and tiled reference kernels side by side; {@code dsatopk} only its
+   * candidate top-k with both first-pass bins ({@link DsaTopKBench}).
    */
   public static void main(String[] args) {
     boolean pdlOnly = Arrays.asList(args).contains("pdl");
@@ -59,7 +60,7 @@ public final class KernelBench {
     if (mlaOnly && args.length != 3) {
       throw new IllegalArgumentException(
           "usage: KernelBench [pdl | rows | router | mla BATCH CONTEXT | mlafused | prefill | gqa |"
-              + " sampling | fp8 | dsa | dsascores]");
+              + " sampling | fp8 | dsa | dsascores | dsatopk]");
     }
     try (GpuThread gpu = GpuThread.start(0)) {
       System.out.println("device: " + gpu.device());
@@ -110,6 +111,11 @@ public final class KernelBench {
               }
               if (args.length > 0 && args[0].equals("dsascores")) {
                 DsaBench.runScores(b, k, s);
+                b.print();
+                return;
+              }
+              if (args.length > 0 && args[0].equals("dsatopk")) {
+                DsaTopKBench.run(b, k, s);
                 b.print();
                 return;
               }

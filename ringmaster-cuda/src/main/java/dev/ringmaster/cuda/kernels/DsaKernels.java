@@ -68,6 +68,9 @@ public final class DsaKernels {
    */
   private static final int TOPK_CAND_HEAD_INTS = 4096 + 8;
 
+  /** Int of a row's candidate count in its state: the third control word ({@code kCandCount}). */
+  private static final int TOPK_CAND_COUNT_INT = 4096 + 2;
+
   /** Candidate positions a row's candidate top-k keeps ({@code kIdxCandCap}). */
   private static final int TOPK_CAND_CAP = 16384;
 
@@ -99,6 +102,9 @@ public final class DsaKernels {
   private final Kernel topK;
   private final Kernel topKMulti;
   private final Kernel topKCand;
+  private final Kernel topKCandHalf;
+  private final Kernel topKCandWide;
+  private final Kernel topKCandHalfWide;
   private final Kernel qkFused;
   private final Kernel reduce;
   private final Kernel split;
@@ -114,6 +120,8 @@ public final class DsaKernels {
   private boolean indexerTensorCores = true;
   private boolean tiledScores;
   private boolean registerScores;
+  private boolean topKHalfBins;
+  private boolean topKWideWrite;
   private final SharedOptIn scoreMmaShared;
   private final SharedOptIn scoreMmaRegsShared;
   private final SharedOptIn scoreFp8MmaShared;
@@ -157,6 +165,9 @@ public final class DsaKernels {
     topK = kernel.apply("rm_indexer_topk", 6);
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     topKCand = kernel.apply("rm_indexer_topk_cand", 8);
+    topKCandHalf = kernel.apply("rm_indexer_topk_cand_half", 8);
+    topKCandWide = kernel.apply("rm_indexer_topk_cand_wide", 8);
+    topKCandHalfWide = kernel.apply("rm_indexer_topk_cand_half_wide", 8);
     qkFused = kernel.apply("rm_indexer_qk_fused", 16);
     reduce = kernel.apply("rm_indexer_reduce", 10);
     split = kernel.apply("rm_bf16_split", 4);
@@ -175,6 +186,8 @@ public final class DsaKernels {
     scoreFp8MmaTiledShared = new SharedOptIn(scoresFp8MmaTiled);
     this.mla = mla;
     registerScores = tuning.indexerScoresRegisters();
+    topKHalfBins = tuning.indexerTopkHalfBins();
+    topKWideWrite = tuning.indexerTopkWideWrite();
   }
 
   /**
@@ -228,6 +241,36 @@ public final class DsaKernels {
    */
   public void useRegisterScoreKernel(boolean on) {
     registerScores = on;
+  }
+
+  /**
+   * Runs {@link #topKCandidates} on the kernel whose first pass bins the scores rounded to half
+   * ({@code rm_indexer_topk_cand_half}: 64 bins an octave, where the f32 order key's top 12 bits
+   * give 8); the selections are the same. The constructor's tuning sets it ({@code
+   * indexer-topk-half-bins}). For tests and benchmarks.
+   */
+  public void useTopKHalfBins(boolean on) {
+    topKHalfBins = on;
+  }
+
+  /** Whether {@link #topKCandidates} bins by the half-rounded scores ({@link #useTopKHalfBins}). */
+  public boolean topKHalfBins() {
+    return topKHalfBins;
+  }
+
+  /**
+   * Runs {@link #topKCandidates}' ordered write with four positions a thread and one block-wide
+   * scan per 4,096 positions (eight scans fewer; {@code rm_indexer_topk_cand_wide}, with {@link
+   * #useTopKHalfBins} {@code rm_indexer_topk_cand_half_wide}); the selections are the same. The
+   * constructor's tuning sets it ({@code indexer-topk-wide-write}). For tests and benchmarks.
+   */
+  public void useTopKWideWrite(boolean on) {
+    topKWideWrite = on;
+  }
+
+  /** Whether {@link #topKCandidates} writes four positions a thread ({@link #useTopKWideWrite}). */
+  public boolean topKWideWrite() {
+    return topKWideWrite;
   }
 
   /** Whether the register-fragment score kernel is chosen ({@link #useRegisterScoreKernel}). */
@@ -559,10 +602,11 @@ public final class DsaKernels {
 
   /**
    * {@link #topKMulti}'s selections (the same bits) in three launches: a 4,096-bin histogram of the
-   * order keys' top 12 bits over each row, the candidates of its threshold bin refined by the block
-   * that finishes last, and the ordered write ({@code dsa_topk.cu}). {@code state}: device scratch
-   * of {@link #topKStateBytes}{@code (rows, chunks)} bytes, its head zeroed here (a memset the
-   * graph captures). Blocks past a row's context exit at once.
+   * order keys' top 12 bits (or the half-rounded scores' keys', {@link #useTopKHalfBins}) over each
+   * row, the candidates of its threshold bin refined by the block that finishes last, and the
+   * ordered write ({@code dsa_topk.cu}). {@code state}: device scratch of {@link
+   * #topKStateBytes}{@code (rows, chunks)} bytes, its head zeroed here (a memset the graph
+   * captures). Blocks past a row's context exit at once.
    */
   public void topKCandidates(
       CudaStream s,
@@ -578,12 +622,30 @@ public final class DsaKernels {
     checkChunks(chunks);
     long head = 4L * rows * (TOPK_CAND_HEAD_INTS + 2L * chunks);
     CudaDriver.get().memsetD8Async(state, 0, head, s.handle());
-    Kernel kn = topKCand;
+    Kernel kn =
+        topKHalfBins
+            ? (topKWideWrite ? topKCandHalfWide : topKCandHalf)
+            : (topKWideWrite ? topKCandWide : topKCand);
     kn.arg(0, sel).arg(1, k).arg(2, scoresPtr).arg(3, ldScores).arg(4, tokenPos).arg(5, rowBase);
     kn.arg(6, state);
     for (int pass = 0; pass < TOPK_CAND_PASSES; pass++) {
       kn.arg(7, pass).launch(s, chunks, rows, 1, TOPK_THREADS, 0);
     }
+  }
+
+  /**
+   * Index (in ints) into {@link #topKCandidates}' state of row {@code r}'s candidate count after a
+   * run of {@code chunks} blocks a row: the positions its threshold bin held (more than {@link
+   * #topKCandidateCapacity} means the list overflowed and the row was read again instead; 0 for a
+   * row of at most {@code k} positions). For benchmarks and tests.
+   */
+  public static long topKCandidateCountIndex(int r, int chunks) {
+    return (long) r * (TOPK_CAND_HEAD_INTS + 2L * chunks) + TOPK_CAND_COUNT_INT;
+  }
+
+  /** Candidate positions a row's list holds in {@link #topKCandidates} ({@code kIdxCandCap}). */
+  public static int topKCandidateCapacity() {
+    return TOPK_CAND_CAP;
   }
 
   private static void checkChunks(int chunks) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.testing.Gpu;
 import dev.ringmaster.cuda.testing.Rand;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Tag;
@@ -15,11 +16,16 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The indexer's fused launches against the separate kernels they replace, bit for bit: {@link
  * DsaKernels#indexerQkFused} against LayerNorm, two ropes, the key's append (bf16) or quantization
  * (FP8) and the query heads' quantization; {@link DsaKernels#topKCandidates} against {@link
- * DsaKernels#topKMulti} and the one-block {@link DsaKernels#topK} (all three must agree exactly,
- * and with the CPU's rule) on score rows built to stress the selection: distinct scores, few
- * distinct values (ties everywhere), one value for a whole row (every key in the threshold bin: the
- * candidate list overflows and the row is read instead), signed zeros, and rows at, below and just
- * above {@code topK}.
+ * DsaKernels#topKMulti} and the one-block {@link DsaKernels#topK} (all must agree exactly, and with
+ * the CPU's rule), the candidate form with both first-pass bins ({@link
+ * DsaKernels#useTopKHalfBins}) and both ordered writes ({@link DsaKernels#useTopKWideWrite}), on
+ * score rows built to stress the selection: distinct scores, few distinct values (ties everywhere),
+ * one value for a whole row (every key in the threshold bin: the candidate list overflows and the
+ * row is read instead), signed zeros, and rows at, below and just above {@code topK}; for the half
+ * bins also scores crowded into a few half bins (distinct low bits: the refinement's three radix
+ * passes, the list and the whole-row fallback), scores at the edges of the half range (past 65504,
+ * half subnormals, tiny values of either sign, float subnormals), infinities of either sign and NaN
+ * (it ranks above +inf, as the CPU's {@code Float.compare}).
  */
 @Tag("gpu")
 class DsaFusedKernelsGpuTest {
@@ -180,7 +186,15 @@ class DsaFusedKernelsGpuTest {
     "constant,2048,40000;3000,16",
     "zeros,64,9000;65,4",
     "normal,2048,131072,64",
-    "normal,2048,8192,2"
+    "normal,2048,8192,2",
+    "crowded,2048,40000;131072;2049,16",
+    "crowded,100,131072;7000,4",
+    "crowded,2048,202752,8",
+    "halfedges,2048,131072;9000,32",
+    "halfedges,300,50000,5",
+    "specials,2048,60000;2100,8",
+    "specials,16,4000;17,1",
+    "tiny,1024,100000,16"
   })
   void candidateTopKEqualsTheSixPassAndOneBlockForms(
       String kind, int topK, String lengths, int chunks) {
@@ -199,15 +213,21 @@ class DsaFusedKernelsGpuTest {
     for (int i = 0; i < rows; i++) {
       pos[i] = lens[i] - 1;
     }
-    int[][] got = new int[3][];
+    // [0] one-block, [1] six-pass, [2..5] candidate: bins f32 / half, write one / four a thread.
+    String[] candidateForms = {
+      "f32 bins", "half bins", "f32 bins, wide write", "half bins, wide write"
+    };
+    int[][] got = new int[2 + candidateForms.length][];
     Gpu.run(
         s -> {
           DsaKernels dsa = Gpu.kernels().dsa();
           DeviceBuffer scorePtr = s.f32(scores);
           DeviceBuffer posPtr = s.i32(pos);
           DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(rows, chunks));
-          for (int v = 0; v < 3; v++) {
+          for (int v = 0; v < got.length; v++) {
             DeviceBuffer sel = s.poisoned((long) rows * topK);
+            dsa.useTopKHalfBins(v == 3 || v == 5);
+            dsa.useTopKWideWrite(v >= 4);
             switch (v) {
               case 0 ->
                   dsa.topK(s.stream(), sel.ptr(), topK, scorePtr.ptr(), ld, posPtr.ptr(), 0, rows);
@@ -240,6 +260,8 @@ class DsaFusedKernelsGpuTest {
             }
             got[v] = s.readInts(sel, rows * topK);
           }
+          dsa.useTopKHalfBins(KernelTuning.defaults().indexerTopkHalfBins());
+          dsa.useTopKWideWrite(KernelTuning.defaults().indexerTopkWideWrite());
         });
     for (int i = 0; i < rows; i++) {
       String what =
@@ -248,12 +270,15 @@ class DsaFusedKernelsGpuTest {
               kind, i, lens[i], topK, chunks, r.seed());
       int[] one = Arrays.copyOfRange(got[0], i * topK, (i + 1) * topK);
       int[] six = Arrays.copyOfRange(got[1], i * topK, (i + 1) * topK);
-      int[] cand = Arrays.copyOfRange(got[2], i * topK, (i + 1) * topK);
       assertThat(one)
           .as("one-block top-k, " + what)
           .containsExactly(reference(scores, i * ld, lens[i], topK));
       assertThat(six).as("six-pass top-k, " + what).containsExactly(one);
-      assertThat(cand).as("candidate top-k, " + what).containsExactly(one);
+      for (int v = 2; v < got.length; v++) {
+        assertThat(Arrays.copyOfRange(got[v], i * topK, (i + 1) * topK))
+            .as("candidate top-k, " + candidateForms[v - 2] + ", " + what)
+            .containsExactly(one);
+      }
     }
   }
 
@@ -263,7 +288,61 @@ class DsaFusedKernelsGpuTest {
       case "few" -> (random.nextInt(7) - 3) * 0.25f;
       case "constant" -> 0.75f;
       case "zeros" -> random.nextInt(4) == 0 ? 1f : (random.nextBoolean() ? 0f : -0f);
+      // [1, 1.125): 8 half bins of distinct floats (with some repeats), the last rounding up.
+      case "crowded" ->
+          random.nextInt(5) == 0
+              ? 1.0625f
+              : Float.intBitsToFloat(Float.floatToRawIntBits(1f) + random.nextInt(1 << 20));
+      case "halfedges" -> halfEdge(random);
+      case "specials" -> special(random);
+      // Half subnormals and float subnormals of either sign around zero.
+      case "tiny" ->
+          (float) (random.nextGaussian() * (random.nextBoolean() ? 1e-6 : 1e-40))
+              * (random.nextInt(8) == 0 ? 0f : 1f);
       default -> (float) (random.nextGaussian() * 0.3);
+    };
+  }
+
+  /** A score at or next to an edge of the half range or of a half rounding step, either sign. */
+  private static float halfEdge(SplittableRandom random) {
+    float[] edges = {
+      65504f,
+      65519.99f,
+      65520f,
+      1e6f,
+      Float.MAX_VALUE,
+      6.1035156e-5f,
+      6.0975552e-5f,
+      5.9604645e-8f,
+      2.9802322e-8f,
+      1e-9f,
+      1.4e-45f,
+      1f + 1f / 2048,
+      1f + 3f / 2048,
+      2f - 1f / 4096,
+      0f,
+      1f
+    };
+    float e = edges[random.nextInt(edges.length)];
+    int ulps = random.nextInt(7) - 3;
+    float v = e == 0f ? e : Float.intBitsToFloat(Float.floatToRawIntBits(e) + ulps);
+    if (Float.isNaN(v)) {
+      v = e; // past +inf or below the smallest subnormal: the edge itself
+    }
+    return random.nextBoolean() ? v : -v;
+  }
+
+  /**
+   * A normal score, or one of +-inf, NaN, +-0 and +-Float.MAX_VALUE. The NaN is the positive quiet
+   * one, the bits every NaN score has after the kernels' canonicalising add.
+   */
+  private static float special(SplittableRandom random) {
+    return switch (random.nextInt(10)) {
+      case 0 -> random.nextBoolean() ? Float.POSITIVE_INFINITY : Float.NEGATIVE_INFINITY;
+      case 1 -> Float.NaN;
+      case 2 -> random.nextBoolean() ? 0f : -0f;
+      case 3 -> random.nextBoolean() ? Float.MAX_VALUE : -Float.MAX_VALUE;
+      default -> (float) (random.nextGaussian() * 100);
     };
   }
 

@@ -23,9 +23,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Query rows are the last position of each sequence and a few earlier ones, so contexts below, at
  * and above {@code topK} meet in one launch; lengths are not multiples of the block size. Both
  * forms run: CUDA-core scores, one-block top-k and CUDA-core sparse attention; tensor-core scores,
- * the multi-block top-k (at least two blocks per row; its six-pass and its candidate form) and the
- * tensor-core sparse split kernel (bf16 queries: 1e-2 as the dense tensor-core kernels, against the
- * CUDA-core form's 1e-4).
+ * the multi-block top-k (at least two blocks per row; its six-pass and its candidate form, the
+ * latter with either first-pass bin) and the tensor-core sparse split kernel (bf16 queries: 1e-2 as
+ * the dense tensor-core kernels, against the CUDA-core form's 1e-4).
  */
 @Tag("gpu")
 class DsaKernelsGpuTest {
@@ -111,15 +111,19 @@ class DsaKernelsGpuTest {
     int maxBlocksF = maxBlocks;
     // Variants: [0] CUDA-core scores, one-block top-k, CUDA-core sparse attention; [1] tensor-core
     // scores, multi-block top-k (at least two blocks per row), tensor-core sparse attention; [2]
-    // as [1] with the candidate form of the multi-block top-k.
+    // as [1] with the candidate form of the multi-block top-k; [3] as [2] with half-score bins, [4]
+    // also with the wide ordered write.
     String[] names = {
       "CUDA cores, one-block top-k",
       "tensor cores, six-pass multi-block top-k",
-      "tensor cores, candidate multi-block top-k"
+      "tensor cores, candidate multi-block top-k",
+      "tensor cores, candidate multi-block top-k, half bins",
+      "tensor cores, candidate multi-block top-k, half bins, wide write"
     };
-    float[][] gotScores = new float[3][];
-    int[][] gotSel = new int[3][];
-    float[][] gotAttn = new float[3][];
+    int variants = names.length;
+    float[][] gotScores = new float[variants][];
+    int[][] gotSel = new int[variants][];
+    float[][] gotAttn = new float[variants][];
     Gpu.run(
         s -> {
           var k = Gpu.kernels();
@@ -135,8 +139,10 @@ class DsaKernelsGpuTest {
           int chunks = Math.max(2, DsaKernels.topKChunks(maxLen));
           DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(t, chunks));
           try {
-            for (int v = 0; v < 3; v++) {
+            for (int v = 0; v < variants; v++) {
               boolean fast = v >= 1;
+              k.dsa().useTopKHalfBins(v >= 3);
+              k.dsa().useTopKWideWrite(v == 4);
               k.dsa().useIndexerTensorCores(fast);
               k.mla().useMlaTensorCores(fast);
               assertThat(k.dsa().indexerUsesTensorCores(heads, dim)).isEqualTo(fast);
@@ -163,7 +169,7 @@ class DsaKernelsGpuTest {
                       scale,
                       headScale,
                       DsaKernels.scoreBlocks(t, maxLen, 132));
-              if (v == 2) {
+              if (v >= 2) {
                 k.dsa()
                     .topKCandidates(
                         s.stream(),
@@ -226,10 +232,12 @@ class DsaKernelsGpuTest {
             }
           } finally {
             k.dsa().useIndexerTensorCores(true);
+            k.dsa().useTopKHalfBins(KernelTuning.defaults().indexerTopkHalfBins());
+            k.dsa().useTopKWideWrite(KernelTuning.defaults().indexerTopkWideWrite());
             k.mla().useMlaTensorCores(KernelTuning.defaults().mlaTensorCores());
           }
         });
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < variants; v++) {
       checkVariant(
           names[v],
           gotScores[v],

@@ -76,6 +76,18 @@ class DsaLaunchShapesTest {
   }
 
   @Test
+  void candidateCountIsTheThirdControlWordOfEachRowsHead() {
+    // Row r's head starts at r * (4,096 + 8 + 2 * chunks); its control words follow the histogram
+    // (tickets of passes 0 and 1, then the count), before every row's candidate lists.
+    assertThat(DsaKernels.topKCandidateCountIndex(0, 4)).isEqualTo(4096 + 2);
+    assertThat(DsaKernels.topKCandidateCountIndex(1, 4)).isEqualTo(4104 + 8 + 4096 + 2);
+    assertThat(DsaKernels.topKCandidateCountIndex(31, 50)).isEqualTo(31L * (4104 + 100) + 4098);
+    assertThat(DsaKernels.topKCandidateCountIndex(31, 50) * 4)
+        .isLessThan(DsaKernels.topKStateBytes(32, 50));
+    assertThat(DsaKernels.topKCandidateCapacity()).isEqualTo(16384);
+  }
+
+  @Test
   void indexerShapesTheKernelsCannotTakeAreRefused() {
     assertThatThrownBy(() -> DsaKernels.checkIndexerShape(32, 100))
         .hasMessageContaining("index_head_dim 100");
