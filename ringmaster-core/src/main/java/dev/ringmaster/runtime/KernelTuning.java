@@ -214,7 +214,7 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, true, true, true, "auto", true, true, false, true, false, false);
+          8, true, true, true, true, true, true, "auto", true, true, false, true, false, true);
 
   private static final List<Key> KEYS = buildKeys();
 

@@ -50,7 +50,7 @@ class KernelTuningTest {
           Map.entry("dsa-dense-decode", "true"),
           Map.entry("indexer-scores-registers", "false"),
           Map.entry("indexer-topk-half-bins", "true"),
-          Map.entry("indexer-topk-wide-write", "true"));
+          Map.entry("indexer-topk-wide-write", "false"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -92,7 +92,7 @@ class KernelTuningTest {
     assertThat(d.dsaDenseDecode()).isFalse();
     assertThat(d.indexerScoresRegisters()).isTrue();
     assertThat(d.indexerTopkHalfBins()).isFalse();
-    assertThat(d.indexerTopkWideWrite()).isFalse();
+    assertThat(d.indexerTopkWideWrite()).isTrue();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

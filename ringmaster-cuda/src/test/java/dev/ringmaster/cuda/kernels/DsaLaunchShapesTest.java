@@ -61,8 +61,8 @@ class DsaLaunchShapesTest {
   @Test
   void topKChunksFallWithTheRowsToOneBlockAnSm() {
     assertThat(DsaKernels.topKChunks(131_072, 1, 132)).isEqualTo(32);
-    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(17);
-    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(5);
+    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(16);
+    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(4);
     assertThat(DsaKernels.topKChunks(202_752, 1024, 132)).isEqualTo(2);
     assertThat(DsaKernels.topKChunks(4096, 1024, 132)).isEqualTo(1);
   }
