@@ -678,9 +678,9 @@ public final class DsaKernels {
    * {@link #topKChunks(long)} for {@code rows} rows on {@code sms} SMs: never more blocks a row
    * than one wave of one block an SM spread over the rows (rounded down, so that no second wave
    * trails), since at many rows the blocks' fixed costs (the histogram's merge, the tickets)
-   * outweigh a shorter chunk (on one H200 at batch 32 and 128k, wide write: 4 chunks a row 57.5
-   * us, 5 74.7, 16 63.0). A row that spans several chunks keeps at least two (the multi-block
-   * forms). The selections do not depend on the count.
+   * outweigh a shorter chunk (on one H200 at batch 32 and 128k, wide write: 4 chunks a row 57.5 us,
+   * 5 74.7, 16 63.0). A row that spans several chunks keeps at least two (the multi-block forms).
+   * The selections do not depend on the count.
    */
   public static int topKChunks(long maxLen, int rows, int sms) {
     long wanted = (long) TOPK_BLOCKS_PER_SM * sms / Math.max(rows, 1);
