@@ -4,6 +4,7 @@ import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.DsaKernels;
+import dev.ringmaster.cuda.kernels.DsaLaunchShapes;
 import dev.ringmaster.cuda.kernels.MlaKernels;
 import dev.ringmaster.cuda.kernels.MlaWorkspace;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
@@ -87,10 +88,11 @@ final class DsaBench {
 
   /**
    * The tensor-core scores alone on the tiled reference kernels (the grid {@link
-   * DsaKernels#tiledScoreBlocks} gives them) and, with {@code streaming}, on the streaming ones
-   * ({@link DsaKernels#scoreBlocks}), over bf16 and FP8 keys, the bf16 streaming scores both with
-   * the query fragments in registers and without ({@link DsaKernels#useRegisterScoreKernel}); every
-   * grid sized for {@value #GRAPH_CONTEXT} positions as a decode graph's.
+   * DsaLaunchShapes#tiledScoreBlocks} gives them) and, with {@code streaming}, on the streaming
+   * ones ({@link DsaLaunchShapes#scoreBlocks}), over bf16 and FP8 keys, the bf16 streaming scores
+   * both with the query fragments in registers and without ({@link
+   * DsaKernels#useRegisterScoreKernel}); every grid sized for {@value #GRAPH_CONTEXT} positions as
+   * a decode graph's.
    */
   private static void scoresAb(
       KernelBench b, RingmasterKernels k, CudaStream s, Inputs in, boolean streaming) {
@@ -115,8 +117,8 @@ final class DsaBench {
         boolean regs = variant == 0;
         int blocks =
             tiled
-                ? DsaKernels.tiledScoreBlocks(rows, GRAPH_CONTEXT, SMS)
-                : DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+                ? DsaLaunchShapes.tiledScoreBlocks(rows, GRAPH_CONTEXT, SMS)
+                : DsaLaunchShapes.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
         dsa.useTiledScoreKernels(tiled);
         dsa.useRegisterScoreKernel(regs);
         try {
@@ -199,11 +201,11 @@ final class DsaBench {
     DsaKernels dsa = k.dsa();
     int rows = in.batch;
     int ld = GRAPH_CONTEXT;
-    int blocks = DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
-    int chunks = DsaKernels.topKChunks(GRAPH_CONTEXT);
+    int blocks = DsaLaunchShapes.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+    int chunks = DsaLaunchShapes.topKChunks(GRAPH_CONTEXT);
     dsa.useIndexerTensorCores(tensorCores);
     try (DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld);
-        DeviceBuffer state = DeviceBuffer.allocate(DsaKernels.topKStateBytes(rows, chunks))) {
+        DeviceBuffer state = DeviceBuffer.allocate(DsaLaunchShapes.topKStateBytes(rows, chunks))) {
       float scale = (float) (1 / Math.sqrt(INDEX_DIM));
       float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));
       Runnable score =
@@ -273,8 +275,8 @@ final class DsaBench {
     DsaKernels dsa = k.dsa();
     int rows = in.batch;
     int ld = GRAPH_CONTEXT;
-    int blocks = DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
-    int chunks = DsaKernels.topKChunks(GRAPH_CONTEXT);
+    int blocks = DsaLaunchShapes.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+    int chunks = DsaLaunchShapes.topKChunks(GRAPH_CONTEXT);
     long slots = (long) rows * in.blocksPerSeq * BLOCK;
     dsa.useIndexerTensorCores(tensorCores);
     try (DeviceBuffer codes = b.randomFp8Codes(slots * INDEX_DIM);
@@ -282,7 +284,7 @@ final class DsaBench {
         DeviceBuffer qCodes = DeviceBuffer.allocate(4L * rows * INDEX_HEADS * INDEX_DIM);
         DeviceBuffer qScales = DeviceBuffer.allocate(4L * rows * INDEX_HEADS);
         DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld);
-        DeviceBuffer state = DeviceBuffer.allocate(DsaKernels.topKStateBytes(rows, chunks))) {
+        DeviceBuffer state = DeviceBuffer.allocate(DsaLaunchShapes.topKStateBytes(rows, chunks))) {
       CudaDriver.get().memsetD32Async(kScales.ptr(), Float.floatToIntBits(1f), slots, s.handle());
       float scale = (float) (1 / Math.sqrt(INDEX_DIM));
       float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));

@@ -3,18 +3,19 @@ package dev.ringmaster.cuda.bench;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.DsaKernels;
+import dev.ringmaster.cuda.kernels.DsaLaunchShapes;
 import dev.ringmaster.cuda.kernels.RingmasterKernels;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.TreeSet;
 
 /**
- * KernelBench rows of the DSA candidate top-k ({@link DsaKernels#topKCandidates}) in the GLM-5
+ * KernelBench rows of the DSA candidate top-k ({@link DsaLaunchShapes#topKCandidates}) in the GLM-5
  * shape (top 2,048 of rows scored by the indexer's score kernel from random bf16 keys and random
  * queries and weights, 32 heads of 128): per batch 1 and 32 and context 4k / 32k / 128k, both
  * first-pass bins ({@link DsaKernels#useTopKHalfBins}: the f32 order key's top 12 bits, or the
  * half-rounded score's) and both ordered writes ({@link DsaKernels#useTopKWideWrite}), at 4 and 16
- * chunks a row and at the count a decode graph takes ({@link DsaKernels#topKChunks(long, int,
+ * chunks a row and at the count a decode graph takes ({@link DsaLaunchShapes#topKChunks(long, int,
  * int)}), each row with its candidate counts ({@link #candidates}); and the scores followed by the
  * top-k at the graph's count. GB/s counts one read of the scores ({@code scores + top-k}: of the
  * keys).
@@ -54,8 +55,8 @@ final class DsaTopKBench {
     int ld = GRAPH_CONTEXT;
     float scale = (float) (1 / Math.sqrt(INDEX_DIM));
     float headScale = (float) (1 / Math.sqrt(INDEX_HEADS));
-    int scoreBlocks = DsaKernels.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
-    int graphChunks = DsaKernels.topKChunks(GRAPH_CONTEXT, rows, SMS);
+    int scoreBlocks = DsaLaunchShapes.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
+    int graphChunks = DsaLaunchShapes.topKChunks(GRAPH_CONTEXT, rows, SMS);
     try (DeviceBuffer keys = b.randomBf16((long) rows * blocksPerSeq * BLOCK * INDEX_DIM, 1f);
         DeviceBuffer tablePtr = ints(s, table);
         DeviceBuffer seqPtr = ints(s, seqs);
@@ -65,7 +66,8 @@ final class DsaTopKBench {
         DeviceBuffer scores = DeviceBuffer.allocate(4L * rows * ld);
         DeviceBuffer sel = DeviceBuffer.allocate(4L * rows * TOP_K);
         DeviceBuffer state =
-            DeviceBuffer.allocate(DsaKernels.topKStateBytes(rows, DsaKernels.TOPK_MAX_CHUNKS))) {
+            DeviceBuffer.allocate(
+                DsaLaunchShapes.topKStateBytes(rows, DsaLaunchShapes.TOPK_MAX_CHUNKS))) {
       Runnable score =
           () ->
               dsa.scores(
@@ -156,19 +158,19 @@ final class DsaTopKBench {
   }
 
   /**
-   * The candidate counts of the {@code rows} rows after a run of {@link DsaKernels#topKCandidates}
-   * over {@code chunks} blocks a row, read back from its {@code state}: "cand MIN/MEDIAN/MAX, N
-   * over CAP" (N rows whose threshold bin held more positions than the list: those rows' last block
-   * read the whole row again).
+   * The candidate counts of the {@code rows} rows after a run of {@link
+   * DsaLaunchShapes#topKCandidates} over {@code chunks} blocks a row, read back from its {@code
+   * state}: "cand MIN/MEDIAN/MAX, N over CAP" (N rows whose threshold bin held more positions than
+   * the list: those rows' last block read the whole row again).
    */
   static String candidates(CudaStream s, DeviceBuffer state, int rows, int chunks) {
-    long last = DsaKernels.topKCandidateCountIndex(rows - 1, chunks);
+    long last = DsaLaunchShapes.topKCandidateCountIndex(rows - 1, chunks);
     int[] words = state.downloadInts(s, (int) last + 1);
     int[] c = new int[rows];
     int over = 0;
     for (int r = 0; r < rows; r++) {
-      c[r] = words[(int) DsaKernels.topKCandidateCountIndex(r, chunks)];
-      over += c[r] > DsaKernels.topKCandidateCapacity() ? 1 : 0;
+      c[r] = words[(int) DsaLaunchShapes.topKCandidateCountIndex(r, chunks)];
+      over += c[r] > DsaLaunchShapes.topKCandidateCapacity() ? 1 : 0;
     }
     Arrays.sort(c);
     return String.format(
@@ -178,7 +180,7 @@ final class DsaTopKBench {
         c[rows / 2],
         c[rows - 1],
         over,
-        DsaKernels.topKCandidateCapacity());
+        DsaLaunchShapes.topKCandidateCapacity());
   }
 
   private static String label(String what, int rows, int len) {

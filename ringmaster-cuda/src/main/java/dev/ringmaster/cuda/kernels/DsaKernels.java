@@ -1,5 +1,12 @@
 package dev.ringmaster.cuda.kernels;
 
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_MAX_WARPS;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_TILED_TILE;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_WARP_ROWS;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.TOPK_CAND_HEAD_INTS;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.TOPK_STATE_INTS;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.checkChunks;
+
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
@@ -22,19 +29,11 @@ public final class DsaKernels {
   private static final int SCORE_THREADS = 128;
 
   /**
-   * CUDA-core score blocks per position block of {@link #scoreBlocks}: that kernel keeps no key
-   * stages, so three of its small blocks share an SM where one streaming block fills it.
+   * CUDA-core score blocks per position block of {@link DsaLaunchShapes#scoreBlocks}: that kernel
+   * keeps no key stages, so three of its small blocks share an SM where one streaming block fills
+   * it.
    */
   private static final int SCORE_CUDA_CORE_BLOCKS = 3;
-
-  /**
-   * Positions a warp of the tensor-core score kernels scores per step ({@code kIdxWarpRows} in
-   * dsa_indexer.cu).
-   */
-  private static final int SCORE_WARP_ROWS = 32;
-
-  /** Most warps of a tensor-core score block ({@code kIdxScoreMaxWarps}). */
-  private static final int SCORE_MAX_WARPS = 8;
 
   /** Key stages per warp of the bf16 tensor-core score kernel ({@code kIdxBf16Stages}). */
   private static final int SCORE_BF16_STAGES = 3;
@@ -51,28 +50,10 @@ public final class DsaKernels {
   /** Largest dim of the register-fragment score kernel ({@code 16 * kIdxRegKSteps}). */
   private static final int SCORE_REGS_MAX_DIM = 128;
 
-  /** Positions per block step of the tiled reference score kernels ({@code kIdxTiledTile}). */
-  private static final int SCORE_TILED_TILE = 64;
-
   /** Threads of a tiled reference score block ({@code kIdxTiledThreads}). */
   private static final int SCORE_TILED_THREADS = 256;
 
   private static final int TOPK_THREADS = 1024;
-
-  /** Ints of a row's multi-block top-k state before its per-chunk counts: four histograms. */
-  private static final int TOPK_STATE_INTS = 4 * 256;
-
-  /**
-   * Ints of a row's candidate top-k state before its per-chunk counts: a 4,096-bin histogram and 8
-   * control words ({@code kIdxCandHead} in dsa_topk.cu).
-   */
-  private static final int TOPK_CAND_HEAD_INTS = 4096 + 8;
-
-  /** Int of a row's candidate count in its state: the third control word ({@code kCandCount}). */
-  private static final int TOPK_CAND_COUNT_INT = 4096 + 2;
-
-  /** Candidate positions a row's candidate top-k keeps ({@code kIdxCandCap}). */
-  private static final int TOPK_CAND_CAP = 16384;
 
   /** Launches (passes) of the candidate top-k. */
   private static final int TOPK_CAND_PASSES = 3;
@@ -82,15 +63,6 @@ public final class DsaKernels {
 
   /** Launches (passes) of the multi-block top-k. */
   private static final int TOPK_PASSES = 6;
-
-  /** Positions per block the multi-block top-k aims at (a few of its block's 1,024 threads). */
-  private static final int TOPK_CHUNK = 4096;
-
-  /** Resident multi-block top-k blocks an SM (of 1,024 threads) that topKChunks aims at. */
-  private static final int TOPK_BLOCKS_PER_SM = 1;
-
-  /** Most blocks per row of the multi-block top-k. */
-  public static final int TOPK_MAX_CHUNKS = 64;
 
   /** Shared memory a block gets without opting in. */
   private static final int DEFAULT_SHARED_BYTES = 48 * 1024;
@@ -312,8 +284,8 @@ public final class DsaKernels {
 
   /**
    * Warps of a streaming tensor-core score block for {@code heads} x {@code dim} queries: the most,
-   * up to {@value #SCORE_MAX_WARPS}, whose shared memory the device grants (0: none fits). One such
-   * block per SM holds that SM's shared memory.
+   * up to {@value DsaLaunchShapes#SCORE_MAX_WARPS}, whose shared memory the device grants (0: none
+   * fits). One such block per SM holds that SM's shared memory.
    */
   private int scoreMmaWarps(int heads, int dim, boolean fp8) {
     return streamingWarps(fp8 ? scoreFp8MmaShared : scoreMmaShared, heads, dim, fp8);
@@ -493,31 +465,6 @@ public final class DsaKernels {
   }
 
   /**
-   * Position blocks per row of {@link #scores} and {@link #scoresFp8} for {@code rows} rows of at
-   * most {@code maxLen} positions: one resident wave of the streaming tensor-core kernels (one
-   * block per SM, {@code sms} SMs, rounded down so that no second wave trails), never more than the
-   * positions need at {@value #SCORE_MAX_WARPS} warps of 32 positions (blocks past a row's context
-   * exit at once, so a graph captured for a long context costs little on a short one). Every block
-   * stages its row's query, so more blocks than a wave re-read it for nothing.
-   */
-  public static int scoreBlocks(int rows, long maxLen, int sms) {
-    long perBlock = (long) SCORE_MAX_WARPS * SCORE_WARP_ROWS;
-    long byLength = (maxLen + perBlock - 1) / perBlock;
-    long wanted = Math.max(1, (long) sms / Math.max(rows, 1));
-    return (int) Math.max(1, Math.min(byLength, wanted));
-  }
-
-  /**
-   * {@link #scoreBlocks} for the tiled reference kernels ({@link #useTiledScoreKernels}): about one
-   * resident wave of them (3 blocks per SM), never more than their 64-position tiles need.
-   */
-  public static int tiledScoreBlocks(int rows, long maxLen, int sms) {
-    long byLength = (maxLen + SCORE_TILED_TILE - 1) / SCORE_TILED_TILE;
-    long wanted = Math.max(1, 3L * sms / Math.max(rows, 1));
-    return (int) Math.max(1, Math.min(byLength, wanted));
-  }
-
-  /**
    * {@code x} (f32, {@code n} values) as two bf16 parts, {@code hi = bf16(x)} and {@code lo =
    * bf16(x - hi)}: GEMMs with both, accumulated, keep about 16 bits of {@code x}.
    */
@@ -575,8 +522,8 @@ public final class DsaKernels {
   /**
    * {@link #topK} with each row spread over {@code chunks} blocks (six launches, the same result
    * bit for bit), for a few long rows: one block per row leaves most of the GPU idle at batch 1.
-   * {@code state}: device scratch of {@link #topKStateBytes}{@code (rows, chunks)} bytes, zeroed
-   * here (a memset the graph captures). Blocks past a row's context exit at once.
+   * {@code state}: device scratch of {@link DsaLaunchShapes#topKStateBytes}{@code (rows, chunks)}
+   * bytes, zeroed here (a memset the graph captures). Blocks past a row's context exit at once.
    */
   public void topKMulti(
       CudaStream s,
@@ -631,60 +578,6 @@ public final class DsaKernels {
     for (int pass = 0; pass < TOPK_CAND_PASSES; pass++) {
       kn.arg(7, pass).launch(s, chunks, rows, 1, TOPK_THREADS, 0);
     }
-  }
-
-  /**
-   * Index (in ints) into {@link #topKCandidates}' state of row {@code r}'s candidate count after a
-   * run of {@code chunks} blocks a row: the positions its threshold bin held (more than {@link
-   * #topKCandidateCapacity} means the list overflowed and the row was read again instead; 0 for a
-   * row of at most {@code k} positions). For benchmarks and tests.
-   */
-  public static long topKCandidateCountIndex(int r, int chunks) {
-    return (long) r * (TOPK_CAND_HEAD_INTS + 2L * chunks) + TOPK_CAND_COUNT_INT;
-  }
-
-  /** Candidate positions a row's list holds in {@link #topKCandidates} ({@code kIdxCandCap}). */
-  public static int topKCandidateCapacity() {
-    return TOPK_CAND_CAP;
-  }
-
-  private static void checkChunks(int chunks) {
-    if (chunks < 1 || chunks > TOPK_MAX_CHUNKS) {
-      throw new IllegalArgumentException(
-          chunks + " top-k chunks per row: 1 to " + TOPK_MAX_CHUNKS + " are allowed");
-    }
-  }
-
-  /**
-   * Bytes of the multi-block top-k's state ({@link #topKMulti} or {@link #topKCandidates}) for
-   * {@code rows} rows of {@code chunks} blocks: the larger, the candidate form's (per row a
-   * histogram, control words, two counts per chunk and {@value #TOPK_CAND_CAP} candidates).
-   */
-  public static long topKStateBytes(int rows, int chunks) {
-    long multi = TOPK_STATE_INTS + 2L * chunks;
-    long candidates = TOPK_CAND_HEAD_INTS + 2L * chunks + TOPK_CAND_CAP;
-    return 4L * rows * Math.max(multi, candidates);
-  }
-
-  /**
-   * Blocks per row of {@link #topKMulti} for contexts of up to {@code maxLen} positions: about one
-   * per {@value #TOPK_CHUNK} positions, at most {@link #TOPK_MAX_CHUNKS}.
-   */
-  public static int topKChunks(long maxLen) {
-    return (int) Math.max(1, Math.min(TOPK_MAX_CHUNKS, (maxLen + TOPK_CHUNK - 1) / TOPK_CHUNK));
-  }
-
-  /**
-   * {@link #topKChunks(long)} for {@code rows} rows on {@code sms} SMs: never more blocks a row
-   * than one wave of one block an SM spread over the rows (rounded down, so that no second wave
-   * trails), since at many rows the blocks' fixed costs (the histogram's merge, the tickets)
-   * outweigh a shorter chunk (on one H200 at batch 32 and 128k, wide write: 4 chunks a row 57.5 us,
-   * 5 74.7, 16 63.0). A row that spans several chunks keeps at least two (the multi-block forms).
-   * The selections do not depend on the count.
-   */
-  public static int topKChunks(long maxLen, int rows, int sms) {
-    long wanted = (long) TOPK_BLOCKS_PER_SM * sms / Math.max(rows, 1);
-    return (int) Math.min(topKChunks(maxLen), Math.max(2, wanted));
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.ringmaster.cuda.model;
 
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.kernels.DsaKernels;
+import dev.ringmaster.cuda.kernels.DsaLaunchShapes;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
 import dev.ringmaster.model.config.SparseAttentionConfig;
@@ -26,7 +27,7 @@ import java.util.List;
  * bf16 parts, high and residual, whose products are accumulated: about 16 bits of the f32 query, so
  * near-ties select as the CUDA-core kernel does), in tiles of rows whose products fit a fixed
  * scratch, then reduce them to scores. Groups of at most {@code scoreRows} rows whose contexts span
- * more than one top-k chunk take the multi-block top-k ({@link DsaKernels#topKCandidates}, or
+ * more than one top-k chunk take the multi-block top-k ({@link DsaLaunchShapes#topKCandidates}, or
  * {@link DsaKernels#topKMulti} with {@code indexer-topk-candidates=false}): a decode graph's rows
  * always do (its bound is the longest context), and so do a long prefill's GEMM tiles (a few rows
  * each at 128k positions). GPU thread only.
@@ -106,7 +107,8 @@ final class GpuSparseAttention implements AutoCloseable {
     selection = DeviceBuffer.allocate(4L * maxTokens * topK);
     topKState =
         DeviceBuffer.allocate(
-            DsaKernels.topKStateBytes(this.scoreRows, DsaKernels.topKChunks(scoreStride)));
+            DsaLaunchShapes.topKStateBytes(
+                this.scoreRows, DsaLaunchShapes.topKChunks(scoreStride)));
     gatheredKeys = DeviceBuffer.allocate(2L * scoreStride * dim);
     queriesBf16 = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
     queriesLow = DeviceBuffer.allocate(2L * maxTokens * heads * dim);
@@ -285,7 +287,7 @@ final class GpuSparseAttention implements AutoCloseable {
     long pos = in.positions.ptr();
     for (int r0 = first; r0 < first + count; r0 += group) {
       int rows = Math.min(group, first + count - r0);
-      int blocks = DsaKernels.scoreBlocks(rows, contextBound, sms);
+      int blocks = DsaLaunchShapes.scoreBlocks(rows, contextBound, sms);
       if (fp8) {
         dsa.scoresFp8(
             ops.stream,
@@ -342,7 +344,7 @@ final class GpuSparseAttention implements AutoCloseable {
   private void select(GpuOps ops, StepInputs in, int ld, int r0, int rows, long contextBound) {
     DsaKernels dsa = ops.kernels.dsa();
     long pos = in.positions.ptr();
-    int chunks = DsaKernels.topKChunks(contextBound, rows, sms);
+    int chunks = DsaLaunchShapes.topKChunks(contextBound, rows, sms);
     if (chunks > 1 && rows <= scoreRows && ops.tuning.indexerTopkCandidates()) {
       dsa.topKCandidates(
           ops.stream,

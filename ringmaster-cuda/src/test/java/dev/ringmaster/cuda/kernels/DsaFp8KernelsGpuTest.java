@@ -222,8 +222,8 @@ class DsaFp8KernelsGpuTest {
           DeviceBuffer tablePtr = s.i32(layout.table());
           DeviceBuffer seqPtr = s.i32(tokenSeq);
           DeviceBuffer posPtr = s.i32(tokenPos);
-          int chunks = Math.max(2, DsaKernels.topKChunks(maxLen));
-          DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(t, chunks));
+          int chunks = Math.max(2, DsaLaunchShapes.topKChunks(maxLen));
+          DeviceBuffer state = s.alloc(DsaLaunchShapes.topKStateBytes(t, chunks));
           try {
             for (int v = 0; v < 2; v++) {
               boolean fast = v == 1;
@@ -252,7 +252,7 @@ class DsaFp8KernelsGpuTest {
                       blockSize,
                       scale,
                       headScale,
-                      DsaKernels.scoreBlocks(t, maxLen, 132));
+                      DsaLaunchShapes.scoreBlocks(t, maxLen, 132));
               if (fast) {
                 k.dsa()
                     .topKMulti(

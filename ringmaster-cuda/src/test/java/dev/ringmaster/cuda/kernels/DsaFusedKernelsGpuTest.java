@@ -15,7 +15,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * The indexer's fused launches against the separate kernels they replace, bit for bit: {@link
  * DsaKernels#indexerQkFused} against LayerNorm, two ropes, the key's append (bf16) or quantization
- * (FP8) and the query heads' quantization; {@link DsaKernels#topKCandidates} against {@link
+ * (FP8) and the query heads' quantization; {@link DsaLaunchShapes#topKCandidates} against {@link
  * DsaKernels#topKMulti} and the one-block {@link DsaKernels#topK} (all must agree exactly, and with
  * the CPU's rule), the candidate form with both first-pass bins ({@link
  * DsaKernels#useTopKHalfBins}) and both ordered writes ({@link DsaKernels#useTopKWideWrite}), on
@@ -223,7 +223,7 @@ class DsaFusedKernelsGpuTest {
           DsaKernels dsa = Gpu.kernels().dsa();
           DeviceBuffer scorePtr = s.f32(scores);
           DeviceBuffer posPtr = s.i32(pos);
-          DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(rows, chunks));
+          DeviceBuffer state = s.alloc(DsaLaunchShapes.topKStateBytes(rows, chunks));
           for (int v = 0; v < got.length; v++) {
             DeviceBuffer sel = s.poisoned((long) rows * topK);
             dsa.useTopKHalfBins(v == 3 || v == 5);

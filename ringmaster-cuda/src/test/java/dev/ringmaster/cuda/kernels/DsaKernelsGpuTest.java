@@ -136,8 +136,8 @@ class DsaKernelsGpuTest {
           DeviceBuffer mlaQPtr = s.f32(mlaQ);
           DeviceBuffer kvBPtr = s.bf16(kvB.bits());
           DeviceBuffer latentPtr = s.bf16(latentCache);
-          int chunks = Math.max(2, DsaKernels.topKChunks(maxLen));
-          DeviceBuffer state = s.alloc(DsaKernels.topKStateBytes(t, chunks));
+          int chunks = Math.max(2, DsaLaunchShapes.topKChunks(maxLen));
+          DeviceBuffer state = s.alloc(DsaLaunchShapes.topKStateBytes(t, chunks));
           try {
             for (int v = 0; v < variants; v++) {
               boolean fast = v >= 1;
@@ -168,7 +168,7 @@ class DsaKernelsGpuTest {
                       blockSize,
                       scale,
                       headScale,
-                      DsaKernels.scoreBlocks(t, maxLen, 132));
+                      DsaLaunchShapes.scoreBlocks(t, maxLen, 132));
               if (v >= 2) {
                 k.dsa()
                     .topKCandidates(

@@ -14,17 +14,17 @@ class DsaLaunchShapesTest {
   @Test
   void scoreBlocksCoverOneWaveOrThePositions() {
     // One streaming block per SM, rounded down per row (no trailing second wave).
-    assertThat(DsaKernels.scoreBlocks(1, 202_752, 132)).isEqualTo(132);
-    assertThat(DsaKernels.scoreBlocks(32, 202_752, 132)).isEqualTo(4);
-    assertThat(DsaKernels.scoreBlocks(5, 202_752, 132)).isEqualTo(26);
+    assertThat(DsaLaunchShapes.scoreBlocks(1, 202_752, 132)).isEqualTo(132);
+    assertThat(DsaLaunchShapes.scoreBlocks(32, 202_752, 132)).isEqualTo(4);
+    assertThat(DsaLaunchShapes.scoreBlocks(5, 202_752, 132)).isEqualTo(26);
     // A block covers 8 warps x 32 positions per step: 100 positions need one.
-    assertThat(DsaKernels.scoreBlocks(1, 100, 132)).isEqualTo(1);
-    assertThat(DsaKernels.scoreBlocks(1, 4096, 132)).isEqualTo(16);
-    assertThat(DsaKernels.scoreBlocks(1000, 1 << 20, 132)).isEqualTo(1);
+    assertThat(DsaLaunchShapes.scoreBlocks(1, 100, 132)).isEqualTo(1);
+    assertThat(DsaLaunchShapes.scoreBlocks(1, 4096, 132)).isEqualTo(16);
+    assertThat(DsaLaunchShapes.scoreBlocks(1000, 1 << 20, 132)).isEqualTo(1);
     // The tiled reference kernels: three blocks per SM, 64-position tiles.
-    assertThat(DsaKernels.tiledScoreBlocks(1, 202_752, 132)).isEqualTo(396);
-    assertThat(DsaKernels.tiledScoreBlocks(32, 202_752, 132)).isEqualTo(12);
-    assertThat(DsaKernels.tiledScoreBlocks(1, 100, 132)).isEqualTo(2);
+    assertThat(DsaLaunchShapes.tiledScoreBlocks(1, 202_752, 132)).isEqualTo(396);
+    assertThat(DsaLaunchShapes.tiledScoreBlocks(32, 202_752, 132)).isEqualTo(12);
+    assertThat(DsaLaunchShapes.tiledScoreBlocks(1, 100, 132)).isEqualTo(2);
   }
 
   @Test
@@ -50,41 +50,43 @@ class DsaLaunchShapesTest {
 
   @Test
   void topKChunksGrowWithTheContextUpToTheLimit() {
-    assertThat(DsaKernels.topKChunks(1)).isEqualTo(1);
-    assertThat(DsaKernels.topKChunks(4096)).isEqualTo(1);
-    assertThat(DsaKernels.topKChunks(4097)).isEqualTo(2);
-    assertThat(DsaKernels.topKChunks(131_072)).isEqualTo(32);
-    assertThat(DsaKernels.topKChunks(202_752)).isEqualTo(50);
-    assertThat(DsaKernels.topKChunks(10_000_000)).isEqualTo(DsaKernels.TOPK_MAX_CHUNKS);
+    assertThat(DsaLaunchShapes.topKChunks(1)).isEqualTo(1);
+    assertThat(DsaLaunchShapes.topKChunks(4096)).isEqualTo(1);
+    assertThat(DsaLaunchShapes.topKChunks(4097)).isEqualTo(2);
+    assertThat(DsaLaunchShapes.topKChunks(131_072)).isEqualTo(32);
+    assertThat(DsaLaunchShapes.topKChunks(202_752)).isEqualTo(50);
+    assertThat(DsaLaunchShapes.topKChunks(10_000_000)).isEqualTo(DsaLaunchShapes.TOPK_MAX_CHUNKS);
   }
 
   @Test
   void topKChunksFallWithTheRowsToOneBlockAnSm() {
-    assertThat(DsaKernels.topKChunks(131_072, 1, 132)).isEqualTo(32);
-    assertThat(DsaKernels.topKChunks(202_752, 8, 132)).isEqualTo(16);
-    assertThat(DsaKernels.topKChunks(202_752, 32, 132)).isEqualTo(4);
-    assertThat(DsaKernels.topKChunks(202_752, 1024, 132)).isEqualTo(2);
-    assertThat(DsaKernels.topKChunks(4096, 1024, 132)).isEqualTo(1);
+    assertThat(DsaLaunchShapes.topKChunks(131_072, 1, 132)).isEqualTo(32);
+    assertThat(DsaLaunchShapes.topKChunks(202_752, 8, 132)).isEqualTo(16);
+    assertThat(DsaLaunchShapes.topKChunks(202_752, 32, 132)).isEqualTo(4);
+    assertThat(DsaLaunchShapes.topKChunks(202_752, 1024, 132)).isEqualTo(2);
+    assertThat(DsaLaunchShapes.topKChunks(4096, 1024, 132)).isEqualTo(1);
   }
 
   @Test
   void topKStateHoldsTheCandidateFormsHistogramCountsAndCandidatesPerRow() {
     // Per row: a 4,096-bin histogram, 8 control words, two counts per chunk, 16,384 candidates
     // (more than the six-pass form's four 256-bin histograms and counts).
-    assertThat(DsaKernels.topKStateBytes(1, 1)).isEqualTo(4L * (4096 + 8 + 2 + 16384));
-    assertThat(DsaKernels.topKStateBytes(32, 50)).isEqualTo(4L * 32 * (4096 + 8 + 100 + 16384));
+    assertThat(DsaLaunchShapes.topKStateBytes(1, 1)).isEqualTo(4L * (4096 + 8 + 2 + 16384));
+    assertThat(DsaLaunchShapes.topKStateBytes(32, 50))
+        .isEqualTo(4L * 32 * (4096 + 8 + 100 + 16384));
   }
 
   @Test
   void candidateCountIsTheThirdControlWordOfEachRowsHead() {
     // Row r's head starts at r * (4,096 + 8 + 2 * chunks); its control words follow the histogram
     // (tickets of passes 0 and 1, then the count), before every row's candidate lists.
-    assertThat(DsaKernels.topKCandidateCountIndex(0, 4)).isEqualTo(4096 + 2);
-    assertThat(DsaKernels.topKCandidateCountIndex(1, 4)).isEqualTo(4104 + 8 + 4096 + 2);
-    assertThat(DsaKernels.topKCandidateCountIndex(31, 50)).isEqualTo(31L * (4104 + 100) + 4098);
-    assertThat(DsaKernels.topKCandidateCountIndex(31, 50) * 4)
-        .isLessThan(DsaKernels.topKStateBytes(32, 50));
-    assertThat(DsaKernels.topKCandidateCapacity()).isEqualTo(16384);
+    assertThat(DsaLaunchShapes.topKCandidateCountIndex(0, 4)).isEqualTo(4096 + 2);
+    assertThat(DsaLaunchShapes.topKCandidateCountIndex(1, 4)).isEqualTo(4104 + 8 + 4096 + 2);
+    assertThat(DsaLaunchShapes.topKCandidateCountIndex(31, 50))
+        .isEqualTo(31L * (4104 + 100) + 4098);
+    assertThat(DsaLaunchShapes.topKCandidateCountIndex(31, 50) * 4)
+        .isLessThan(DsaLaunchShapes.topKStateBytes(32, 50));
+    assertThat(DsaLaunchShapes.topKCandidateCapacity()).isEqualTo(16384);
   }
 
   @Test

@@ -19,12 +19,12 @@ import org.junit.jupiter.params.provider.CsvSource;
  * rm_indexer_scores_fp8_mma) give the tiled reference kernels' scores bit for bit ({@link
  * DsaKernels#useTiledScoreKernels}, {@link DsaKernels#useRegisterScoreKernel}), over bf16 and FP8
  * keys in random paged caches (blocks in shuffled order), for any grid: one block per row (every
- * warp strides through many steps), the decode grid ({@link DsaKernels#scoreBlocks}) and a wider
- * one whose trailing blocks exit at once. Head counts that are not multiples of 16 or of 4 exercise
- * the padded heads and the reduction's tail; contexts shorter than one warp's 32 positions, between
- * steps and longer than a sweep of the grid meet in one launch; GLM-5's 32 x 128 runs up to 130,000
- * positions. Shapes past the register kernel's (48 and 64 heads) take rm_indexer_scores_mma with
- * the option on. Entries past a row's context stay as they were (NaN).
+ * warp strides through many steps), the decode grid ({@link DsaLaunchShapes#scoreBlocks}) and a
+ * wider one whose trailing blocks exit at once. Head counts that are not multiples of 16 or of 4
+ * exercise the padded heads and the reduction's tail; contexts shorter than one warp's 32
+ * positions, between steps and longer than a sweep of the grid meet in one launch; GLM-5's 32 x 128
+ * runs up to 130,000 positions. Shapes past the register kernel's (48 and 64 heads) take
+ * rm_indexer_scores_mma with the option on. Entries past a row's context stay as they were (NaN).
  */
 @Tag("gpu")
 class DsaScoresEqualityGpuTest {
@@ -94,7 +94,7 @@ class DsaScoresEqualityGpuTest {
     int maxLen = Arrays.stream(lens).max().orElseThrow();
     int ld = (maxLen + 3) & ~3;
     int maxBlocksF = maxBlocks;
-    int decodeGrid = DsaKernels.scoreBlocks(t, maxLen, 132);
+    int decodeGrid = DsaLaunchShapes.scoreBlocks(t, maxLen, 132);
     int[] grids = {1, decodeGrid, 4 * decodeGrid + 3};
     // [fp8][run]: run 0 the tiled reference, 1 .. the streaming kernel on each grid (bf16: first
     // with the query re-read from shared memory, then with it in registers where the shape allows;
@@ -125,7 +125,7 @@ class DsaScoresEqualityGpuTest {
               boolean registers = run > grids.length;
               int grid =
                   tiled
-                      ? DsaKernels.tiledScoreBlocks(t, maxLen, 132)
+                      ? DsaLaunchShapes.tiledScoreBlocks(t, maxLen, 132)
                       : grids[(run - 1) % grids.length];
               k.dsa().useTiledScoreKernels(tiled);
               k.dsa().useRegisterScoreKernel(registers);
