@@ -101,8 +101,8 @@ final class EngineOptions {
   @Option(
       names = "--cpu-warmup-steps",
       description =
-          "CPU: after the model loads, run a 128-token prefill and this many decode steps on a"
-              + " scratch cache so the JIT has compiled the kernels before the first request"
+          "CPU: after the model loads, run four 128-token prefills and this many decode steps"
+              + " on scratch caches so the JIT has compiled the kernels before requests"
               + " (default: ${DEFAULT-VALUE}); 0 skips it.")
   int cpuWarmupSteps = EngineWarmup.DEFAULT_DECODE_STEPS;
 

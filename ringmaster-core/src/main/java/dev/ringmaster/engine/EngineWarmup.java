@@ -9,9 +9,10 @@ import java.util.Arrays;
  * Forward steps run at load on scratch caches, so the JIT has compiled the CPU kernels before the
  * first request. The Vector API only becomes SIMD code once C2 compiles it: the first 128-token
  * prefill of a fresh JVM took 1-4 s on the embedded model against about 60 ms warm, and decode
- * steps need tens of steps more. One prefill of {@link #PREFILL_TOKENS} tokens and a number of
- * decode steps, the shapes of a first request, take the first request to within noise of the steady
- * state (docs/cpu-performance.md has the figures).
+ * steps need tens of steps more. {@link #PREFILL_ROUNDS} prefills of {@link #PREFILL_TOKENS} tokens
+ * (after one, C2 is still compiling the prefill's loops: a first 182-token prompt then took 146-225
+ * ms, after four 47-83) and a number of decode steps, the shapes of a first request, bring the
+ * first request near the steady state (docs/cpu-performance.md has the figures).
  *
  * <p>Batched steps take other code paths (many-row products, the parallel split of work across
  * rows), so a server warmed by one sequence alone still met its first burst of concurrent requests
@@ -34,6 +35,9 @@ public final class EngineWarmup {
   /** Tokens of the warm-up prefill (fewer when the model's context is shorter). */
   public static final int PREFILL_TOKENS = 128;
 
+  /** One-sequence warm-up prefills, each on a fresh scratch cache, before its decode steps. */
+  public static final int PREFILL_ROUNDS = 4;
+
   /** Prompt tokens of each row of the batched warm-up (fewer when the context is shorter). */
   public static final int BATCH_PROMPT_TOKENS = 32;
 
@@ -45,10 +49,11 @@ public final class EngineWarmup {
   }
 
   /**
-   * Runs one prefill and {@code decodeSteps} greedy decode steps of one sequence on a new cache of
-   * {@code model}; then, when {@code batchRows} is above 1, one prefill of {@code batchRows}
-   * prompts together and {@code decodeSteps} decode steps of all of them; every length clamped to
-   * fit the model's context. Frees the caches and returns what ran.
+   * Runs {@link #PREFILL_ROUNDS} prefills of one sequence, each on a new cache of {@code model},
+   * the last followed by {@code decodeSteps} greedy decode steps; then, when {@code batchRows} is
+   * above 1, one prefill of {@code batchRows} prompts together and {@code decodeSteps} decode steps
+   * of all of them; every length clamped to fit the model's context. Frees the caches and returns
+   * what ran.
    *
    * @throws IllegalArgumentException if {@code decodeSteps} is negative or {@code batchRows} below
    *     1
@@ -66,6 +71,9 @@ public final class EngineWarmup {
     int prefill = Math.max(1, Math.min(PREFILL_TOKENS, context / 2));
     int steps = Math.min(decodeSteps, context - prefill);
     long t0 = System.nanoTime();
+    for (int round = 1; round < PREFILL_ROUNDS; round++) {
+      runBatch(model, 1, prefill, 0);
+    }
     runBatch(model, 1, prefill, steps);
     int rowPrompt = Math.max(1, Math.min(BATCH_PROMPT_TOKENS, context / 2));
     int batchSteps = batchRows > 1 ? Math.min(decodeSteps, context - rowPrompt) : 0;
@@ -121,7 +129,7 @@ public final class EngineWarmup {
   /**
    * What a warm-up ran.
    *
-   * @param prefillTokens tokens of its one-sequence prefill
+   * @param prefillTokens tokens of each of its {@link #PREFILL_ROUNDS} one-sequence prefills
    * @param decodeSteps decode steps after it
    * @param batchRows rows of its batched phase (0 when it ran none)
    * @param batchDecodeSteps decode steps of the batched phase
@@ -138,9 +146,9 @@ public final class EngineWarmup {
                   ", then %d prompts prefilled together and %d decode steps of all of them",
                   batchRows, batchDecodeSteps);
       return String.format(
-          "warm-up: a %d-token prefill and %d decode steps on a scratch cache%s, %.0f ms"
+          "warm-up: %d prefills of %d tokens and %d decode steps on scratch caches%s, %.0f ms"
               + " (--cpu-warmup-steps 0 skips it)",
-          prefillTokens, decodeSteps, batch, ms);
+          PREFILL_ROUNDS, prefillTokens, decodeSteps, batch, ms);
     }
   }
 }
