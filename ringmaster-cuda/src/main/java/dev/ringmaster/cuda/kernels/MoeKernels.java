@@ -375,8 +375,6 @@ public final class MoeKernels {
       int inter,
       boolean tensorCores,
       boolean aligned) {
-    int passTokens =
-        tensorCores ? moeMmaFp8PassTokens(n, ws.topK, ws.numExperts) : MOE_MMA_PASS_TOKENS;
     moeExpertPairsFp8(
         s,
         ws,
@@ -392,7 +390,16 @@ public final class MoeKernels {
         inter,
         tensorCores,
         aligned,
-        passTokens);
+        fp8PassTokens(ws, n, tensorCores));
+  }
+
+  /**
+   * The pass size {@link #moeExpertPairsFp8} chooses for {@code n} tokens of {@code ws}: {@link
+   * #moeMmaFp8PassTokens} on tensor cores, else {@link #MOE_MMA_PASS_TOKENS} (which the CUDA-core
+   * kernels ignore).
+   */
+  public static int fp8PassTokens(MoeWorkspace ws, int n, boolean tensorCores) {
+    return tensorCores ? moeMmaFp8PassTokens(n, ws.topK, ws.numExperts) : MOE_MMA_PASS_TOKENS;
   }
 
   /**

@@ -89,6 +89,20 @@ final class GpuMoe {
         && ops.gemvSwiglu(m.shared(), n);
   }
 
+  /** The FP8 shared experts' buffers for the routed experts' launches to carry them. */
+  private static MoeKernels.Fp8SharedExperts fp8SharedExperts(
+      KernelWeights.DenseWeights sh, Activations act) {
+    return new MoeKernels.Fp8SharedExperts(
+        sh.gateUp().ptr(),
+        sh.gateUp().scales(),
+        sh.inter(),
+        act.act.ptr(),
+        sh.down().ptr(),
+        sh.down().scales(),
+        sh.down().scalePartRows(),
+        act.mlpOut.ptr());
+  }
+
   /**
    * Whether a lone token's FP8 shared experts run inside the one-token FP8 routed experts' launches
    * ({@code moe-shared-fused}; {@link MoeKernels.Fp8SharedExperts}): FP8 routed and shared experts
@@ -245,37 +259,8 @@ final class GpuMoe {
               tensorCores,
               aligned);
       combine(ops, act, n, shared, sharedAside);
-    } else if (m.fp8() && sharedInExperts) {
-      // One token: the shared experts' blocks ride in the routed experts' two launches.
-      KernelWeights.DenseWeights sh = m.shared();
-      k.moe()
-          .moeExpertPairsFp8(
-              ops.stream,
-              act.moe,
-              act.normed.ptr(),
-              m.w13(),
-              m.s13(),
-              m.w2(),
-              m.s2(),
-              act.expertIds.ptr(),
-              act.expertWeights.ptr(),
-              n,
-              hidden,
-              expertInter,
-              false,
-              aligned,
-              MoeKernels.MOE_MMA_PASS_TOKENS,
-              new MoeKernels.Fp8SharedExperts(
-                  sh.gateUp().ptr(),
-                  sh.gateUp().scales(),
-                  sh.inter(),
-                  act.act.ptr(),
-                  sh.down().ptr(),
-                  sh.down().scales(),
-                  sh.down().scalePartRows(),
-                  act.mlpOut.ptr()));
-      combine(ops, act, n, shared, false);
     } else if (m.fp8()) {
+      // One token may carry the shared experts' blocks in the routed experts' two launches.
       k.moe()
           .moeExpertPairsFp8(
               ops.stream,
@@ -291,7 +276,9 @@ final class GpuMoe {
               hidden,
               expertInter,
               tensorCores,
-              aligned);
+              aligned,
+              MoeKernels.fp8PassTokens(act.moe, n, tensorCores),
+              sharedInExperts ? fp8SharedExperts(m.shared(), act) : null);
       combine(ops, act, n, shared, sharedAside);
     } else {
       // MoeKernels.moeExperts as its two steps, so that the side stream joins before the
