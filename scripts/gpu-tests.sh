@@ -10,7 +10,7 @@
 #                                          sharing GPU 0, two GPUs where there are two), the
 #                                          single-GPU model tests they compare with, the all-to-all
 #                                          dispatch kernels and the one-GPU test communicator
-#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8 | dsa | dsascores | dsatopk]
+#   scripts/gpu-tests.sh bench DIR [pdl | rows | router | mla B L | mlafused | prefill | gqa | sampling | fp8 | dsa | dsascores [B L ...] | dsatopk]
 #                                          on the GPU machine: print the kernel benchmark table
 #                                          (pdl: only the programmatic dependent launch rows;
 #                                          rows: only the GEMV / expert down-projection variants,
@@ -24,7 +24,8 @@
 #                                          fp8: only the FP8 routed-expert kernels; dsa: only
 #                                          the DeepSeek Sparse Attention kernels, GLM-5 shape;
 #                                          dsascores: only its indexer scores, streaming and
-#                                          tiled reference kernels side by side; dsatopk: only its
+#                                          tiled reference kernels side by side (B L ...: only
+#                                          those batch/context pairs); dsatopk: only its
 #                                          candidate top-k, both first-pass bins, with the rows'
 #                                          candidate counts)
 #   scripts/gpu-tests.sh collectives DIR [KEY=VALUE...]

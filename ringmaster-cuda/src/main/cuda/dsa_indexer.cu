@@ -129,15 +129,27 @@ struct IdxMmaSmem {
 
 // Starts one warp's copy of the rows of positions p0 .. p0+31 (p0 < len; zeros from len on) into
 // dst (row stride ld bytes; rowBytes, a multiple of 16, from src + slot * rowBytes) by cp.async,
-// without committing the group. One block-table read per lane, its slot shuffled to the lanes that
-// copy that row; consecutive lanes copy consecutive 16 bytes. Returns the slot of position p0 +
-// lane (0 from len on).
+// without committing the group; consecutive lanes copy consecutive 16 bytes. Where the 32
+// positions lie in one cache block (p0 and blockSize multiples of 32, as the streaming kernels'
+// steps are) their rows are consecutive: one block-table read, no shuffles. Otherwise one read per
+// lane, its slot shuffled to the lanes that copy that row. Returns the slot of position p0 + lane
+// (0 from len on).
 __device__ __forceinline__ int idx_warp_copy(unsigned char* dst, int ld, const unsigned char* src,
                                              int rowBytes, const int* table, int p0, int len,
                                              int blockSize) {
   const int lane = threadIdx.x & 31, p = p0 + lane;
-  const int slot = p < len ? table[p / blockSize] * blockSize + p % blockSize : 0;
   const int vec = rowBytes / 16;
+  if (blockSize % kIdxWarpRows == 0 && p0 % kIdxWarpRows == 0 && kIdxWarpRows % vec == 0) {
+    const int slot0 = table[p0 / blockSize] * blockSize + p0 % blockSize;
+    const unsigned char* base = src + static_cast<size_t>(slot0) * rowBytes;
+    const int c = lane % vec, rowStep = 32 / vec;
+    for (int row = lane / vec; row < kIdxWarpRows; row += rowStep) {
+      const bool ok = p0 + row < len;
+      mla_cp_async16(dst + row * ld + 16 * c, ok ? base + row * rowBytes + 16 * c : src, ok);
+    }
+    return p < len ? slot0 + lane : 0;
+  }
+  const int slot = p < len ? table[p / blockSize] * blockSize + p % blockSize : 0;
   for (int i = lane; i < kIdxWarpRows * vec; i += 32) {
     const int row = i / vec, c = i - row * vec;
     const size_t s = static_cast<size_t>(__shfl_sync(0xffffffffu, slot, row));

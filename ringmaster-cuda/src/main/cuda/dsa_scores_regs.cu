@@ -38,8 +38,9 @@ __device__ __forceinline__ void idx_mma_16816(float (&d)[4], const uint32_t (&a)
 // staged parts [head][k] once; per step reads its key tile by ldmatrix, accumulates each 16 x 8
 // dot tile over the k steps in order, hi then lo per step, from zero (the order idx_warp_dots
 // gives each half of a WMMA tile), writes the dots over the tile in idx_warp_dots's layout and
-// reduces them with idx_reduce_heads, as rm_indexer_scores_mma does.
-template <bool kFull>
+// reduces them with idx_reduce_heads, as rm_indexer_scores_mma does; kQuad instead sums each
+// lane's 8 heads of its 4 positions from the accumulators and the quad's 4 lanes by shuffles.
+template <bool kFull, bool kQuad>
 __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
                                                 const __nv_bfloat16* qHi, const __nv_bfloat16* qLo,
                                                 const float* ws, unsigned char* ring,
@@ -63,6 +64,13 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
         bLo[k][n][j] = in ? *reinterpret_cast<const uint32_t*>(qLo + at) : 0u;
       }
     }
+  }
+  // kQuad: this lane's head weights (zero past heads), held for the whole stream.
+  float wq[kIdxRegN8][2];
+#pragma unroll
+  for (int n = 0; n < kIdxRegN8; n++) {
+#pragma unroll
+    for (int j = 0; j < 2; j++) wq[n][j] = kQuad && n < n8 ? ws[8 * n + c + j] : 0.f;
   }
   int i = 0;
   for (int p0 = first; p0 < len; p0 += step, i++) {
@@ -104,23 +112,54 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
         }
       }
     }
-    __syncwarp();  // every lane's reads of the key tile are done: the dots may overwrite it
-    float* dots = reinterpret_cast<float*>(stage);
+    if constexpr (kQuad) {
+      // The head reduction in registers: this lane's 8 heads (8n + c, + 1) of its 4 positions
+      // (16m + g, + 8), then the quad's 4 lanes (lane % 4) summed by two butterfly steps.
+      float part[kIdxWarpMTiles][2];
 #pragma unroll
-    for (int m = 0; m < kIdxWarpMTiles; m++) {
+      for (int m = 0; m < kIdxWarpMTiles; m++) {
+        part[m][0] = 0.f;
+        part[m][1] = 0.f;
 #pragma unroll
-      for (int n = 0; n < kIdxRegN8; n++) {
-        if (n < n8) {
-          float* d = dots + (16 * m + g) * L.ldc + 8 * n + c;
-          *reinterpret_cast<float2*>(d) = make_float2(acc[m][n][0], acc[m][n][1]);
-          *reinterpret_cast<float2*>(d + 8 * L.ldc) = make_float2(acc[m][n][2], acc[m][n][3]);
+        for (int n = 0; n < kIdxRegN8; n++) {
+#pragma unroll
+          for (int j = 0; j < 2; j++) {
+            part[m][0] += wq[n][j] * fmaxf(acc[m][n][j] * scale, 0.f);
+            part[m][1] += wq[n][j] * fmaxf(acc[m][n][2 + j] * scale, 0.f);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+          part[m][j] += __shfl_xor_sync(0xffffffffu, part[m][j], 1);
+          part[m][j] += __shfl_xor_sync(0xffffffffu, part[m][j], 2);
         }
       }
+      // Lane 4g + q writes position 16 (q / 2) + g + 8 (q % 2): the quad's four sums.
+      const int q = lane & 3;
+      const float sum =
+          q == 0 ? part[0][0] : q == 1 ? part[0][1] : q == 2 ? part[1][0] : part[1][1];
+      const int p = p0 + 16 * (q >> 1) + g + 8 * (q & 1);
+      if (p < len) out[p] = sum;
+      __syncwarp();  // every lane's reads of the key tile are done: a later copy may overwrite it
+    } else {
+      __syncwarp();  // every lane's reads of the key tile are done: the dots may overwrite it
+      float* dots = reinterpret_cast<float*>(stage);
+#pragma unroll
+      for (int m = 0; m < kIdxWarpMTiles; m++) {
+#pragma unroll
+        for (int n = 0; n < kIdxRegN8; n++) {
+          if (n < n8) {
+            float* d = dots + (16 * m + g) * L.ldc + 8 * n + c;
+            *reinterpret_cast<float2*>(d) = make_float2(acc[m][n][0], acc[m][n][1]);
+            *reinterpret_cast<float2*>(d + 8 * L.ldc) = make_float2(acc[m][n][2], acc[m][n][3]);
+          }
+        }
+      }
+      __syncwarp();
+      const float sum = idx_reduce_heads<true>(dots + lane * L.ldc, ws, heads, scale);
+      if (p0 + lane < len) out[p0 + lane] = sum;
+      __syncwarp();  // the stage is read: a later step's copy may overwrite it
     }
-    __syncwarp();
-    const float sum = idx_reduce_heads<true>(dots + lane * L.ldc, ws, heads, scale);
-    if (p0 + lane < len) out[p0 + lane] = sum;
-    __syncwarp();  // the stage is read: a later step's copy may overwrite it
   }
 }
 
@@ -130,11 +169,13 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
 // query's parts and weights as rm_indexer_scores_mma does, then each warp streams its positions
 // (idx_regs_stream) with its fragments of them in registers (two parts x k steps x 8-head tiles x
 // 2: 128 registers for 32 x 128).
-RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
-    rm_indexer_scores_mma_regs(float* scores, int ldScores, const float* q, const float* w,
-                               const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
-                               const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
-                               int dim, int blockSize, float scale, float headScale) {
+template <bool kQuad>
+__device__ __forceinline__ void idx_scores_regs(float* scores, int ldScores, const float* q,
+                                                const float* w, const uint16_t* keys,
+                                                const int* blockTable, int maxBlocksPerSeq,
+                                                const int* tokenSeq, const int* tokenPos,
+                                                int rowBase, int heads, int dim, int blockSize,
+                                                float scale, float headScale) {
   rm_pdl_prologue();
   extern __shared__ __align__(128) unsigned char idxRegSmem[];
   const int r = blockIdx.y, t = rowBase + r;
@@ -174,10 +215,32 @@ RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
   __syncthreads();  // the only block barrier: the query and weights are staged
   float* out = scores + static_cast<size_t>(r) * ldScores;
   if (dim == 16 * kIdxRegKSteps && heads > 8 * (kIdxRegN8 - 1)) {
-    idx_regs_stream<true>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step, heads, dim,
-                          blockSize, scale);
+    idx_regs_stream<true, kQuad>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step,
+                                 heads, dim, blockSize, scale);
   } else {
-    idx_regs_stream<false>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step, heads, dim,
-                           blockSize, scale);
+    idx_regs_stream<false, kQuad>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step,
+                                  heads, dim, blockSize, scale);
   }
+}
+
+RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
+    rm_indexer_scores_mma_regs(float* scores, int ldScores, const float* q, const float* w,
+                               const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
+                               const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
+                               int dim, int blockSize, float scale, float headScale) {
+  idx_scores_regs<false>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
+                         tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
+}
+
+// rm_indexer_scores_mma_regs with the head reduction in registers (idx_regs_stream's kQuad): no
+// dots through shared memory. Each score sums its heads in another order (per lane 8 heads, then
+// the quad's 4 lanes), so its bits differ from rm_indexer_scores_mma's by f32 rounding; they are
+// the same for every batch and grid.
+RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
+    rm_indexer_scores_mma_quad(float* scores, int ldScores, const float* q, const float* w,
+                               const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
+                               const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
+                               int dim, int blockSize, float scale, float headScale) {
+  idx_scores_regs<true>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
+                        tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
 }

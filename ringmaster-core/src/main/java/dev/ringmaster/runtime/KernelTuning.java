@@ -81,6 +81,11 @@ import java.util.stream.Collectors;
  *     bins an octave instead of 8; the same selections)
  * @param indexerTopkWideWrite the candidate top-k's ordered write takes four positions a thread and
  *     one block-wide scan per 4,096 positions (the same selections)
+ * @param indexerScoresQuadReduce the register-fragment indexer scores sum their heads in registers
+ *     (per lane, then across a quad of lanes) instead of through shared memory in head order
+ *     (scores equal to f32 rounding)
+ * @param quantMoeMmaMinTokens fewest step tokens for the tensor-core FP8 and NVFP4 routed-expert
+ *     kernels (their CUDA-core kernels for 2-7 tokens re-read the codes per token group)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -196,7 +201,14 @@ public record KernelTuning(
             "GPU: the candidate top-k's ordered write takes four positions a thread and one"
                 + " block-wide scan per 4,096 positions (false: one position a thread, two scans"
                 + " per 1,024; the same selections)")
-        boolean indexerTopkWideWrite) {
+        boolean indexerTopkWideWrite,
+    @Doc(
+            "GPU: the register-fragment indexer scores (indexer-scores-registers) sum their heads in"
+                + " registers, per lane and then across a quad of lanes (false: through shared"
+                + " memory in head order; scores equal to f32 rounding)")
+        boolean indexerScoresQuadReduce,
+    @Doc("GPU: fewest step tokens for the tensor-core FP8 and NVFP4 routed-expert kernels")
+        int quantMoeMmaMinTokens) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -214,7 +226,8 @@ public record KernelTuning(
   private static final KernelTuning DEFAULTS =
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
-          8, true, true, true, true, true, true, "auto", true, true, false, true, false, true);
+          8, true, true, true, true, true, true, "auto", true, true, false, true, false, true, true,
+          2);
 
   private static final List<Key> KEYS = buildKeys();
 
@@ -237,6 +250,7 @@ public record KernelTuning(
     }
     atLeast("moe-grouped-min-tokens", moeGroupedMinTokens, 0);
     atLeast("moe-mma-min-tokens", moeMmaMinTokens, 1);
+    atLeast("quant-moe-mma-min-tokens", quantMoeMmaMinTokens, 1);
     oneTwoOrFour("moe-down-rows-per-warp", moeDownRowsPerWarp);
     oneTwoOrFour("gemv-rows-per-warp", gemvRowsPerWarp);
     oneTwoOrFour("gemv-split-k", gemvSplitK);

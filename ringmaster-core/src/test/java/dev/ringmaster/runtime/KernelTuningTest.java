@@ -50,7 +50,9 @@ class KernelTuningTest {
           Map.entry("dsa-dense-decode", "true"),
           Map.entry("indexer-scores-registers", "false"),
           Map.entry("indexer-topk-half-bins", "true"),
-          Map.entry("indexer-topk-wide-write", "false"));
+          Map.entry("indexer-topk-wide-write", "false"),
+          Map.entry("indexer-scores-quad-reduce", "false"),
+          Map.entry("quant-moe-mma-min-tokens", "8"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -93,6 +95,8 @@ class KernelTuningTest {
     assertThat(d.indexerScoresRegisters()).isTrue();
     assertThat(d.indexerTopkHalfBins()).isFalse();
     assertThat(d.indexerTopkWideWrite()).isTrue();
+    assertThat(d.indexerScoresQuadReduce()).isTrue();
+    assertThat(d.quantMoeMmaMinTokens()).isEqualTo(2);
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

@@ -75,10 +75,16 @@ final class DsaBench {
   /**
    * Adds only the tensor-core score rows, the streaming kernels (bf16: query fragments in registers
    * and re-read from shared memory) and the tiled reference ones side by side (bf16 and FP8 keys),
-   * at batch 1 and 32 and contexts 4k, 32k and 128k.
+   * at batch 1 and 32 and contexts 4k, 32k and 128k, or only at the {batch, context} pairs of
+   * {@code only} where it has any.
    */
-  static void runScores(KernelBench b, RingmasterKernels k, CudaStream s) {
-    int[][] shapes = {{1, 4096}, {1, 32768}, {1, 131072}, {32, 4096}, {32, 32768}, {32, 131072}};
+  static void runScores(KernelBench b, RingmasterKernels k, CudaStream s, int[][] only) {
+    int[][] shapes =
+        only.length > 0
+            ? only
+            : new int[][] {
+              {1, 4096}, {1, 32768}, {1, 131072}, {32, 4096}, {32, 32768}, {32, 131072}
+            };
     for (int[] shape : shapes) {
       try (Inputs in = new Inputs(b, s, shape[0], shape[1])) {
         scoresAb(b, k, s, in, true);
@@ -111,16 +117,20 @@ final class DsaBench {
       dsa.quantizeFp8(
           s, 0, qScales.ptr(), qCodes.ptr(), in.indexQ.ptr(), 0, rows * INDEX_HEADS, INDEX_DIM);
       boolean registers = dsa.registerScoreKernel();
-      // 0: streaming, query fragments in registers (bf16 only); 1: streaming; 2: tiled reference.
-      for (int variant = streaming ? 0 : 2; variant < 3; variant++) {
+      boolean quadDefault = dsa.quadScoreKernel();
+      // -1: streaming, query fragments in registers, heads summed in registers (bf16 only); 0:
+      // streaming, query fragments in registers (bf16 only); 1: streaming; 2: tiled reference.
+      for (int variant = streaming ? -1 : 2; variant < 3; variant++) {
         boolean tiled = variant == 2;
-        boolean regs = variant == 0;
+        boolean quad = variant == -1;
+        boolean regs = variant <= 0;
         int blocks =
             tiled
                 ? DsaLaunchShapes.tiledScoreBlocks(rows, GRAPH_CONTEXT, SMS)
                 : DsaLaunchShapes.scoreBlocks(rows, GRAPH_CONTEXT, SMS);
         dsa.useTiledScoreKernels(tiled);
         dsa.useRegisterScoreKernel(regs);
+        dsa.useQuadScoreKernel(quad);
         try {
           double msBf16 =
               b.time(
@@ -174,7 +184,11 @@ final class DsaBench {
               String.format(
                   Locale.ROOT,
                   "%s kernel, %d blocks per row",
-                  tiled ? "tiled reference" : regs ? "streaming (query in registers)" : "streaming",
+                  tiled
+                      ? "tiled reference"
+                      : quad
+                          ? "streaming (query and head sums in registers)"
+                          : regs ? "streaming (query in registers)" : "streaming",
                   blocks);
           double bf16Bytes = 2.0 * rows * in.len * INDEX_DIM;
           double fp8Bytes = (double) rows * in.len * (INDEX_DIM + 4);
@@ -191,6 +205,7 @@ final class DsaBench {
         } finally {
           dsa.useTiledScoreKernels(false);
           dsa.useRegisterScoreKernel(registers);
+          dsa.useQuadScoreKernel(quadDefault);
         }
       }
     }

@@ -110,7 +110,15 @@ public final class KernelBench {
                 return;
               }
               if (args.length > 0 && args[0].equals("dsascores")) {
-                DsaBench.runScores(b, k, s);
+                // dsascores [BATCH CONTEXT ...]: only those shapes (e.g. one, under ncu).
+                int[][] only = new int[(args.length - 1) / 2][];
+                for (int i = 0; i < only.length; i++) {
+                  only[i] =
+                      new int[] {
+                        Integer.parseInt(args[1 + 2 * i]), Integer.parseInt(args[2 + 2 * i])
+                      };
+                }
+                DsaBench.runScores(b, k, s, only);
                 b.print();
                 return;
               }

@@ -71,6 +71,7 @@ public final class DsaKernels {
   private final Kernel scores;
   private final Kernel scoresMma;
   private final Kernel scoresMmaRegs;
+  private final Kernel scoresMmaQuad;
   private final Kernel topK;
   private final Kernel topKMulti;
   private final Kernel topKCand;
@@ -92,10 +93,12 @@ public final class DsaKernels {
   private boolean indexerTensorCores = true;
   private boolean tiledScores;
   private boolean registerScores;
+  private boolean quadScores;
   private boolean topKHalfBins;
   private boolean topKWideWrite;
   private final SharedOptIn scoreMmaShared;
   private final SharedOptIn scoreMmaRegsShared;
+  private final SharedOptIn scoreMmaQuadShared;
   private final SharedOptIn scoreFp8MmaShared;
   private final SharedOptIn scoreMmaTiledShared;
   private final SharedOptIn scoreFp8MmaTiledShared;
@@ -134,6 +137,7 @@ public final class DsaKernels {
     scores = kernel.apply("rm_indexer_scores", 15);
     scoresMma = kernel.apply("rm_indexer_scores_mma", 15);
     scoresMmaRegs = kernel.apply("rm_indexer_scores_mma_regs", 15);
+    scoresMmaQuad = kernel.apply("rm_indexer_scores_mma_quad", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     topKCand = kernel.apply("rm_indexer_topk_cand", 8);
@@ -153,11 +157,13 @@ public final class DsaKernels {
     scoresFp8MmaTiled = kernel.apply("rm_indexer_scores_fp8_mma_tiled", 17);
     scoreMmaShared = new SharedOptIn(scoresMma);
     scoreMmaRegsShared = new SharedOptIn(scoresMmaRegs);
+    scoreMmaQuadShared = new SharedOptIn(scoresMmaQuad);
     scoreFp8MmaShared = new SharedOptIn(scoresFp8Mma);
     scoreMmaTiledShared = new SharedOptIn(scoresMmaTiled);
     scoreFp8MmaTiledShared = new SharedOptIn(scoresFp8MmaTiled);
     this.mla = mla;
     registerScores = tuning.indexerScoresRegisters();
+    quadScores = tuning.indexerScoresQuadReduce();
     topKHalfBins = tuning.indexerTopkHalfBins();
     topKWideWrite = tuning.indexerTopkWideWrite();
   }
@@ -243,6 +249,24 @@ public final class DsaKernels {
   /** Whether {@link #topKCandidates} writes four positions a thread ({@link #useTopKWideWrite}). */
   public boolean topKWideWrite() {
     return topKWideWrite;
+  }
+
+  /**
+   * Runs the register-fragment scores ({@link #useRegisterScoreKernel}) on the kernel that sums
+   * their heads in registers ({@code rm_indexer_scores_mma_quad}; scores equal to f32 rounding)
+   * instead of through shared memory in head order. The constructor's tuning sets it ({@code
+   * indexer-scores-quad-reduce}). For tests and benchmarks.
+   */
+  public void useQuadScoreKernel(boolean on) {
+    quadScores = on;
+  }
+
+  /**
+   * Whether the register-fragment scores sum their heads in registers ({@link
+   * #useQuadScoreKernel}).
+   */
+  public boolean quadScoreKernel() {
+    return quadScores;
   }
 
   /** Whether the register-fragment score kernel is chosen ({@link #useRegisterScoreKernel}). */
@@ -440,7 +464,8 @@ public final class DsaKernels {
       int positionBlocks) {
     boolean mma = indexerUsesTensorCores(heads, dim);
     boolean regs = mma && indexerScoresUseRegisters(heads, dim);
-    Kernel k = mma ? (tiledScores ? scoresMmaTiled : regs ? scoresMmaRegs : scoresMma) : scores;
+    Kernel regsKernel = quadScores ? scoresMmaQuad : scoresMmaRegs;
+    Kernel k = mma ? (tiledScores ? scoresMmaTiled : regs ? regsKernel : scoresMma) : scores;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, w).arg(4, keys).arg(5, blockTable);
     k.arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos).arg(9, rowBase).arg(10, heads);
     k.arg(11, dim).arg(12, blockSize).arg(13, scale).arg(14, headScale);
@@ -450,7 +475,8 @@ public final class DsaKernels {
     } else if (mma) {
       int warps =
           regs
-              ? streamingWarps(scoreMmaRegsShared, heads, dim, false)
+              ? streamingWarps(
+                  quadScores ? scoreMmaQuadShared : scoreMmaRegsShared, heads, dim, false)
               : scoreMmaWarps(heads, dim, false);
       k.launch(s, positionBlocks, rows, 1, 32 * warps, scoreMmaSharedBytes(heads, dim, warps));
     } else {

@@ -112,6 +112,7 @@ public final class MoeKernels {
   private boolean oneTokenFp8;
   private boolean oneTokenFp8WeightsFirst;
   private int moeMmaMinTokens;
+  private int quantMoeMmaMinTokens;
 
   /** Intermediate rows per warp of {@code rm_moe_gate_up1_fp8} (kQ1Fp8GateUpCols). */
   private static final int FP8_GATE_UP1_ROWS_PER_WARP = 2;
@@ -151,6 +152,7 @@ public final class MoeKernels {
     oneTokenFp8 = tuning.quantOneToken();
     oneTokenFp8WeightsFirst = tuning.quantWeightsFirst();
     setMoeMmaMinTokens(tuning.moeMmaMinTokens());
+    quantMoeMmaMinTokens = tuning.quantMoeMmaMinTokens();
   }
 
   /**
@@ -250,6 +252,15 @@ public final class MoeKernels {
     } else {
       moeExpertsFused(s, ws, out, x, w13, w2, experts, weights, n, hidden, inter, accumulate);
     }
+  }
+
+  /**
+   * Whether FP8 or NVFP4 routed experts of {@code n} tokens run their tensor-core kernels: from
+   * {@code quant-moe-mma-min-tokens} tokens on (2 by default: at 2-4 tokens the CUDA-core passes
+   * over the codes cost more than one tensor-core pass, unlike bf16's), where the shape allows.
+   */
+  public boolean quantizedMoeUsesTensorCores(int n, int hidden, int inter) {
+    return n >= quantMoeMmaMinTokens && moeMmaSupports(hidden, inter);
   }
 
   /** Whether {@link #moeExperts} of {@code n} tokens runs the tensor-core kernels. */

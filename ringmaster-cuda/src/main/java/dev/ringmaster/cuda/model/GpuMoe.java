@@ -151,8 +151,9 @@ final class GpuMoe {
       long liveTokens,
       java.util.function.Consumer<String> mark) {
     RingmasterKernels k = ops.kernels;
-    // FP8 and NVFP4 experts take their CUDA-core or tensor-core kernels by the same threshold as
-    // bf16, also for long prefills (no grouped-GEMM or pair variants of them: the tensor-core
+    // FP8 and NVFP4 experts take their CUDA-core or tensor-core kernels by their own threshold
+    // (quant-moe-mma-min-tokens), also for long prefills (no grouped-GEMM or pair variants of them:
+    // the tensor-core
     // kernels read the codes directly, where a grouped GEMM would need a dequantized copy of the
     // experts).
     boolean quantized = m.quantized();
@@ -160,7 +161,10 @@ final class GpuMoe {
       throw new IllegalStateException("quantized experts do not run with all-to-all dispatch");
     }
     useGrouped &= !quantized;
-    boolean tensorCores = k.moe().moeUsesTensorCores(n, hidden, expertInter);
+    boolean tensorCores =
+        quantized
+            ? k.moe().quantizedMoeUsesTensorCores(n, hidden, expertInter)
+            : k.moe().moeUsesTensorCores(n, hidden, expertInter);
     boolean pairs = !quantized && ops.pairExperts(n);
     boolean sharedInExperts = sharedInFp8Experts(ops, m, n, useGrouped, tensorCores);
     boolean sharedAside = !sharedInExperts && sharedExpertsAside(ops, m, n, useGrouped);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.ringmaster.cuda.driver.DeviceBuffer;
 import dev.ringmaster.cuda.testing.Gpu;
 import dev.ringmaster.cuda.testing.Rand;
+import dev.ringmaster.runtime.KernelTuning;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -23,8 +24,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * wider one whose trailing blocks exit at once. Head counts that are not multiples of 16 or of 4
  * exercise the padded heads and the reduction's tail; contexts shorter than one warp's 32
  * positions, between steps and longer than a sweep of the grid meet in one launch; GLM-5's 32 x 128
- * runs up to 130,000 positions. Shapes past the register kernel's (48 and 64 heads) take
- * rm_indexer_scores_mma with the option on. Entries past a row's context stay as they were (NaN).
+ * runs up to 130,000 positions. The register kernel that sums its heads in registers ({@link
+ * DsaKernels#useQuadScoreKernel}) gives the same scores to f32 rounding (another summation order).
+ * Shapes past the register kernel's (48 and 64 heads) take rm_indexer_scores_mma with the option
+ * on. Entries past a row's context stay as they were (NaN).
  */
 @Tag("gpu")
 class DsaScoresEqualityGpuTest {
@@ -97,9 +100,9 @@ class DsaScoresEqualityGpuTest {
     int decodeGrid = DsaLaunchShapes.scoreBlocks(t, maxLen, 132);
     int[] grids = {1, decodeGrid, 4 * decodeGrid + 3};
     // [fp8][run]: run 0 the tiled reference, 1 .. the streaming kernel on each grid (bf16: first
-    // with the query re-read from shared memory, then with it in registers where the shape allows;
-    // the FP8 kernel has one form and runs twice).
-    int runs = 1 + 2 * grids.length;
+    // with the query re-read from shared memory, then with it in registers where the shape allows,
+    // then that with the heads summed in registers; the FP8 kernel has one form and runs thrice).
+    int runs = 1 + 3 * grids.length;
     boolean registersFit = heads <= 32 && dim <= 128;
     float[][][] got = new float[2][runs][];
     Gpu.run(
@@ -123,12 +126,14 @@ class DsaScoresEqualityGpuTest {
             for (int run = 0; run < runs; run++) {
               boolean tiled = run == 0;
               boolean registers = run > grids.length;
+              boolean quad = run > 2 * grids.length;
               int grid =
                   tiled
                       ? DsaLaunchShapes.tiledScoreBlocks(t, maxLen, 132)
                       : grids[(run - 1) % grids.length];
               k.dsa().useTiledScoreKernels(tiled);
               k.dsa().useRegisterScoreKernel(registers);
+              k.dsa().useQuadScoreKernel(quad);
               assertThat(k.dsa().indexerScoresUseRegisters(heads, dim))
                   .as("register kernel taken, run %d", run)
                   .isEqualTo(registers && registersFit);
@@ -184,6 +189,7 @@ class DsaScoresEqualityGpuTest {
           } finally {
             k.dsa().useTiledScoreKernels(false);
             k.dsa().useRegisterScoreKernel(true);
+            k.dsa().useQuadScoreKernel(KernelTuning.defaults().indexerScoresQuadReduce());
           }
         });
     for (int fp8 = 0; fp8 < 2; fp8++) {
@@ -192,16 +198,25 @@ class DsaScoresEqualityGpuTest {
         int len = tokenPos[i] + 1;
         int[] want = bits(got[fp8][0], i * ld, len);
         for (int run = 1; run < runs; run++) {
+          boolean quad = fp8 == 0 && registersFit && run > 2 * grids.length;
           String what =
               String.format(
                   "%s keys, query %d (context %d), streaming%s grid %d, seed %d",
                   keyKind,
                   i,
                   len,
-                  run > grids.length && fp8 == 0 && registersFit ? " (query in registers)" : "",
+                  quad
+                      ? " (query in registers, heads summed in registers)"
+                      : run > grids.length && fp8 == 0 && registersFit
+                          ? " (query in registers)"
+                          : "",
                   grids[(run - 1) % grids.length],
                   r.seed());
-          assertThat(bits(got[fp8][run], i * ld, len)).as(what).containsExactly(want);
+          if (quad) {
+            assertClose(got[fp8][run], got[fp8][0], i * ld, len, what);
+          } else {
+            assertThat(bits(got[fp8][run], i * ld, len)).as(what).containsExactly(want);
+          }
           assertThat(firstNumber(got[fp8][run], i * ld + len, i * ld + ld))
               .as("%s: first entry past the context that was written", what)
               .isEqualTo(-1);
@@ -209,6 +224,20 @@ class DsaScoresEqualityGpuTest {
         assertThat(Arrays.stream(want).filter(b -> Float.isNaN(Float.intBitsToFloat(b))).count())
             .as("%s keys, tiled reference, query %d: NaN scores", keyKind, i)
             .isZero();
+      }
+    }
+  }
+
+  /**
+   * {@code got} equals {@code want} in {@code [from, from + n)} to f32 rounding of a 32-term sum in
+   * another order: within 1e-5 absolute plus 1e-5 relative (the scores here are about 0.1-1).
+   */
+  private static void assertClose(float[] got, float[] want, int from, int n, String what) {
+    for (int i = from; i < from + n; i++) {
+      float tol = 1e-5f + 1e-5f * Math.abs(want[i]);
+      if (!(Math.abs(got[i] - want[i]) <= tol)) {
+        throw new AssertionError(
+            String.format("%s: position %d is %s, want %s", what, i - from, got[i], want[i]));
       }
     }
   }

@@ -39,7 +39,10 @@ class Nvfp4CudaCausalLmGpuTest {
     }
     CudaModelOptions exact = CudaCausalLmGpuTest.exact();
     CudaModelOptions tensorCores =
-        exact.withTuning(KernelTuning.defaults().with("moe-mma-min-tokens", 1));
+        exact.withTuning(
+            KernelTuning.defaults()
+                .with("moe-mma-min-tokens", 1)
+                .with("quant-moe-mma-min-tokens", 1));
     for (CudaModelOptions o : List.of(exact, exact.withGemvMaxTokens(4), tensorCores)) {
       CudaCausalLmGpuTest.Run gpu;
       CudaCausalLmGpuTest.Run free;
