@@ -17,6 +17,7 @@ import jdk.incubator.vector.VectorSpecies;
 public final class VectorMath {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int LANES = F.length();
+  private static final int TILE = 4 * LANES;
   private static final VectorShuffle<Float> FOLD_8 = fold(8);
   private static final VectorShuffle<Float> FOLD_4 = fold(4);
   private static final VectorShuffle<Float> FOLD_2 = fold(2);
@@ -152,14 +153,27 @@ public final class VectorMath {
     return LANES;
   }
 
+  /** Positions per tile of {@link #transpose}'s layout: four vectors' lanes. */
+  public static int columnTile() {
+    return TILE;
+  }
+
+  /** Floats {@link #transpose} writes for {@code count} rows of {@code width}: whole tiles. */
+  public static int columnsSize(int width, int count) {
+    return (count + TILE - 1) / TILE * TILE * width;
+  }
+
   /**
    * Writes rows {@code 0..count-1} of {@code src} ({@code width} floats each, row {@code j} at
-   * {@code j * width}) as columns of {@code dst}: {@code dst[d * stride + j] = src[j * width + d]}.
-   * Whole vectors of rows are gathered, the rest copied one by one.
+   * {@code j * width}) as columns in tiles of {@link #columnTile} positions: {@code dst[(j / T) *
+   * width * T + d * T + j % T] = src[j * width + d]}, so a tile's columns lie one after another and
+   * {@link #scoresT} streams them with constant offsets. Whole vectors of rows are gathered, the
+   * rest copied one by one; {@code dst} holds {@link #columnsSize} floats.
    */
-  public static void transpose(float[] src, int width, int count, float[] dst, int stride) {
-    if (stride < count) {
-      throw new IllegalArgumentException("stride " + stride + " is below the count " + count);
+  public static void transpose(float[] src, int width, int count, float[] dst) {
+    if (dst.length < columnsSize(width, count)) {
+      throw new IllegalArgumentException(
+          "columns need " + columnsSize(width, count) + " floats, got " + dst.length);
     }
     int[] rowsOf = new int[LANES];
     for (int l = 0; l < LANES; l++) {
@@ -167,24 +181,26 @@ public final class VectorMath {
     }
     int j = 0;
     for (; j + LANES <= count; j += LANES) {
+      int base = j / TILE * width * TILE + j % TILE;
       for (int d = 0; d < width; d++) {
-        FloatVector.fromArray(F, src, j * width + d, rowsOf, 0).intoArray(dst, d * stride + j);
+        FloatVector.fromArray(F, src, j * width + d, rowsOf, 0).intoArray(dst, base + d * TILE);
       }
     }
     for (; j < count; j++) {
+      int base = j / TILE * width * TILE + j % TILE;
       for (int d = 0; d < width; d++) {
-        dst[d * stride + j] = src[j * width + d];
+        dst[base + d * TILE] = src[j * width + d];
       }
     }
   }
 
   /**
    * Attention scores against keys held as columns ({@link #transpose}): for {@code j < count},
-   * {@code out[j] = scale * (sum_d a[aOff + d] * t[d * stride + j] for d < n, then sum_e b[bOff +
-   * e] * u[e * stride + j] for e < m)}, each one fused multiply-add chain in that order, one
-   * position per lane, so no lanes are summed. {@code stride} must be a multiple of {@link #lanes}
-   * and {@code out} hold {@code count} rounded up to it; lanes past {@code count} get whatever the
-   * padding of {@code t} and {@code u} gives.
+   * {@code out[j] = scale * (sum_d a[aOff + d] * t[column d, position j] for d < n, then sum_e
+   * b[bOff + e] * u[column e, position j] for e < m)}, each one fused multiply-add chain in that
+   * order, one position per lane, so no lanes are summed. {@code out} holds {@code count} rounded
+   * up to {@link #lanes}; lanes past {@code count} get whatever the padding of {@code t} and {@code
+   * u} gives.
    */
   public static void scoresT(
       float[] a,
@@ -195,25 +211,26 @@ public final class VectorMath {
       int bOff,
       float[] u,
       int m,
-      int stride,
       int count,
       float scale,
       float[] out) {
-    if (stride % LANES != 0 || stride < count) {
-      throw new IllegalArgumentException(
-          "stride " + stride + " must be a multiple of " + LANES + " of at least " + count);
-    }
     int padded = (count + LANES - 1) / LANES * LANES;
+    if (t.length < columnsSize(n, count) || u.length < columnsSize(m, count)) {
+      throw new IllegalArgumentException("columns shorter than " + count + " positions");
+    }
     int j = 0;
-    // Four position vectors at a time: four independent chains hide the FMA latency.
-    for (; j + 4 * LANES <= padded; j += 4 * LANES) {
+    // A whole tile, four position vectors: four independent chains hide the FMA latency, and the
+    // tile's columns are consecutive (offsets d * TILE + constant).
+    for (; j + TILE <= padded; j += TILE) {
+      int tBase = j * n;
+      int uBase = j * m;
       FloatVector s0 = FloatVector.zero(F);
       FloatVector s1 = s0;
       FloatVector s2 = s0;
       FloatVector s3 = s0;
       for (int d = 0; d < n; d++) {
         FloatVector av = FloatVector.broadcast(F, a[aOff + d]);
-        int base = d * stride + j;
+        int base = tBase + d * TILE;
         s0 = FloatVector.fromArray(F, t, base).fma(av, s0);
         s1 = FloatVector.fromArray(F, t, base + LANES).fma(av, s1);
         s2 = FloatVector.fromArray(F, t, base + 2 * LANES).fma(av, s2);
@@ -221,7 +238,7 @@ public final class VectorMath {
       }
       for (int e = 0; e < m; e++) {
         FloatVector bv = FloatVector.broadcast(F, b[bOff + e]);
-        int base = e * stride + j;
+        int base = uBase + e * TILE;
         s0 = FloatVector.fromArray(F, u, base).fma(bv, s0);
         s1 = FloatVector.fromArray(F, u, base + LANES).fma(bv, s1);
         s2 = FloatVector.fromArray(F, u, base + 2 * LANES).fma(bv, s2);
@@ -232,9 +249,11 @@ public final class VectorMath {
       s2.mul(scale).intoArray(out, j + 2 * LANES);
       s3.mul(scale).intoArray(out, j + 3 * LANES);
     }
-    // The last one to three position vectors in one pass, as independent chains: one chain a
-    // pass would wait on each fused multiply-add's latency.
+    // The last one to three position vectors (a partial tile) in one pass, as independent chains:
+    // one chain a pass would wait on each fused multiply-add's latency.
     int rest = (padded - j) / LANES;
+    int tBase = j * n;
+    int uBase = j * m;
     if (rest >= 2) {
       FloatVector s0 = FloatVector.zero(F);
       FloatVector s1 = s0;
@@ -242,7 +261,7 @@ public final class VectorMath {
       boolean three = rest == 3;
       for (int d = 0; d < n; d++) {
         FloatVector av = FloatVector.broadcast(F, a[aOff + d]);
-        int base = d * stride + j;
+        int base = tBase + d * TILE;
         s0 = FloatVector.fromArray(F, t, base).fma(av, s0);
         s1 = FloatVector.fromArray(F, t, base + LANES).fma(av, s1);
         if (three) {
@@ -251,7 +270,7 @@ public final class VectorMath {
       }
       for (int e = 0; e < m; e++) {
         FloatVector bv = FloatVector.broadcast(F, b[bOff + e]);
-        int base = e * stride + j;
+        int base = uBase + e * TILE;
         s0 = FloatVector.fromArray(F, u, base).fma(bv, s0);
         s1 = FloatVector.fromArray(F, u, base + LANES).fma(bv, s1);
         if (three) {
@@ -267,12 +286,12 @@ public final class VectorMath {
       FloatVector s0 = FloatVector.zero(F);
       for (int d = 0; d < n; d++) {
         s0 =
-            FloatVector.fromArray(F, t, d * stride + j)
+            FloatVector.fromArray(F, t, tBase + d * TILE)
                 .fma(FloatVector.broadcast(F, a[aOff + d]), s0);
       }
       for (int e = 0; e < m; e++) {
         s0 =
-            FloatVector.fromArray(F, u, e * stride + j)
+            FloatVector.fromArray(F, u, uBase + e * TILE)
                 .fma(FloatVector.broadcast(F, b[bOff + e]), s0);
       }
       s0.mul(scale).intoArray(out, j);

@@ -36,15 +36,21 @@ class VectorMathTest {
       int m = 16;
       float[] keys = floats(random, count * n + 7);
       float[] rope = floats(random, count * m);
-      int stride = (count + lanes - 1) / lanes * lanes;
-      float[] t = new float[n * stride];
-      float[] u = new float[m * stride];
-      VectorMath.transpose(keys, n, count, t, stride);
-      VectorMath.transpose(rope, m, count, u, stride);
+      int padded = (count + lanes - 1) / lanes * lanes;
+      float[] t = new float[VectorMath.columnsSize(n, count)];
+      float[] u = new float[VectorMath.columnsSize(m, count)];
+      VectorMath.transpose(keys, n, count, t);
+      VectorMath.transpose(rope, m, count, u);
+      int tile = VectorMath.columnTile();
+      for (int j = 0; j < count; j++) {
+        for (int d = 0; d < n; d++) {
+          assertThat(t[j / tile * n * tile + d * tile + j % tile]).isEqualTo(keys[j * n + d]);
+        }
+      }
       float[] a = floats(random, n + 2);
       float[] b = floats(random, m + 1);
-      float[] out = new float[stride];
-      VectorMath.scoresT(a, 2, t, n, b, 1, u, m, stride, count, 0.125f, out);
+      float[] out = new float[padded];
+      VectorMath.scoresT(a, 2, t, n, b, 1, u, m, count, 0.125f, out);
       for (int j = 0; j < count; j++) {
         float chain = 0f;
         for (int d = 0; d < n; d++) {

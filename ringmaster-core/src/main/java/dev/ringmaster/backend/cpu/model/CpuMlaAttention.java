@@ -144,10 +144,10 @@ final class CpuMlaAttention {
         strides[s] = stride;
         // Scratch reused across calls: the lanes past len are never read back, so stale values
         // there do not matter, and not zeroing tens of kilobytes per layer and step does.
-        latentCols[s] = COLUMNS.get().take(2 * s, kvLora * stride);
-        ropeCols[s] = COLUMNS.get().take(2 * s + 1, ropeDim * stride);
-        VectorMath.transpose(caches[s].a(layer), kvLora, len, latentCols[s], stride);
-        VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s], stride);
+        latentCols[s] = COLUMNS.get().take(2 * s, VectorMath.columnsSize(kvLora, len));
+        ropeCols[s] = COLUMNS.get().take(2 * s + 1, VectorMath.columnsSize(ropeDim, len));
+        VectorMath.transpose(caches[s].a(layer), kvLora, len, latentCols[s]);
+        VectorMath.transpose(caches[s].b(layer), ropeDim, len, ropeCols[s]);
       }
     }
     // Offsets of positions 0..longest-1 in a latent cache, shared by every pair that attends to
@@ -189,7 +189,6 @@ final class CpuMlaAttention {
                   attn,
                   latentCols[s],
                   ropeCols[s],
-                  strides[s],
                   buffers);
               job++;
               continue;
@@ -206,7 +205,6 @@ final class CpuMlaAttention {
                 attn,
                 latentCols[s],
                 ropeCols[s],
-                strides[s],
                 buffers);
           }
         });
@@ -269,12 +267,10 @@ final class CpuMlaAttention {
       float[] attn,
       float[] latentCols,
       float[] ropeCols,
-      int stride,
       PairBuffers buffers) {
     int len = pos + 1;
-    denseScores(q, i, h, len, kvB, latentCols, ropeCols, stride, buffers.qLat, buffers.scores);
-    denseScores(
-        q, i, h + 1, len, kvB, latentCols, ropeCols, stride, buffers.qLat2, buffers.scores2);
+    denseScores(q, i, h, len, kvB, latentCols, ropeCols, buffers.qLat, buffers.scores);
+    denseScores(q, i, h + 1, len, kvB, latentCols, ropeCols, buffers.qLat2, buffers.scores2);
     java.util.Arrays.fill(buffers.ctx, 0f);
     java.util.Arrays.fill(buffers.ctx2, 0f);
     VectorMath.axpyRows2(
@@ -299,14 +295,13 @@ final class CpuMlaAttention {
       float[] kvB,
       float[] latentCols,
       float[] ropeCols,
-      int stride,
       float[] qLat,
       float[] scores) {
     int qOff = (i * heads + h) * (nope + ropeDim);
     java.util.Arrays.fill(qLat, 0f);
     VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
     VectorMath.scoresT(
-        qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, stride, len, scale, scores);
+        qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, len, scale, scores);
     CpuOps.softmax(scores, 0, len);
   }
 
@@ -337,7 +332,6 @@ final class CpuMlaAttention {
       float[] attn,
       float[] latentCols,
       float[] ropeCols,
-      int stride,
       PairBuffers buffers) {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
@@ -353,18 +347,7 @@ final class CpuMlaAttention {
     if (sel == null) {
       latentOffs = buffers.dense;
       VectorMath.scoresT(
-          qLat,
-          0,
-          latentCols,
-          kvLora,
-          q,
-          qOff + nope,
-          ropeCols,
-          ropeDim,
-          stride,
-          len,
-          scale,
-          scores);
+          qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, len, scale, scores);
     } else {
       latentOffs = buffers.selectedOffs;
       selectedScores(q, qOff, qLat, sel, latents, ropeKeys, latentOffs, scores);
