@@ -176,7 +176,6 @@ __device__ __forceinline__ void idx_scores_regs(float* scores, int ldScores, con
                                                 const int* tokenSeq, const int* tokenPos,
                                                 int rowBase, int heads, int dim, int blockSize,
                                                 float scale, float headScale) {
-  rm_pdl_prologue();
   extern __shared__ __align__(128) unsigned char idxRegSmem[];
   const int r = blockIdx.y, t = rowBase + r;
   const int len = tokenPos[t] + 1;
@@ -228,6 +227,7 @@ RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
                                const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
                                const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
                                int dim, int blockSize, float scale, float headScale) {
+  rm_pdl_prologue();
   idx_scores_regs<false>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
                          tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
 }
@@ -241,6 +241,7 @@ RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
                                const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
                                const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
                                int dim, int blockSize, float scale, float headScale) {
+  rm_pdl_prologue();
   idx_scores_regs<true>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
                         tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
 }
