@@ -140,11 +140,13 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--warmup-rounds",
-        defaultValue = "4",
+        defaultValue = "auto",
         description =
             "Untimed rounds, each a prefill of the same prompts and --warmup-decode-steps decode"
-                + " steps, before each batch size is timed (default 4).")
-    int warmupRounds;
+                + " steps, before each batch size is timed: a count, or auto (the default): at"
+                + " least 4, then more until the JIT has settled (its compilation under 2% of the"
+                + " last 10 rounds' time), at most 200.")
+    String warmupRounds;
 
     @Option(
         names = "--warmup-decode-steps",
@@ -208,6 +210,27 @@ final class BenchCommand implements Runnable {
                 + " text; printed, and in --json as profile_ms.")
     boolean profile;
 
+    /** The warm-up the flags ask for: a fixed count, or auto (the JIT settles). */
+    dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup warmup() {
+      FlagChecks.atLeast("--warmup-decode-steps", warmupDecodeSteps, 0);
+      var auto = dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup.DEFAULT;
+      if ("auto".equals(warmupRounds)) {
+        return new dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup(
+            auto.rounds(), warmupDecodeSteps, true);
+      }
+      int rounds;
+      try {
+        rounds = Integer.parseInt(warmupRounds.trim());
+      } catch (NumberFormatException e) {
+        throw new UserError(
+            "--warmup-rounds takes a count or auto (until the JIT settles), got '"
+                + warmupRounds
+                + "'");
+      }
+      FlagChecks.atLeast("--warmup-rounds", rounds, 1);
+      return new dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup(rounds, warmupDecodeSteps);
+    }
+
     @Override
     public Integer call() throws Exception {
       engine.tuning(); // check the kernel options before reading any model file
@@ -217,8 +240,7 @@ final class BenchCommand implements Runnable {
       }
       FlagChecks.atLeast("--input-len", inputLen, 1);
       FlagChecks.atLeast("--output-len", outputLen, 1);
-      FlagChecks.atLeast("--warmup-rounds", warmupRounds, 1);
-      FlagChecks.atLeast("--warmup-decode-steps", warmupDecodeSteps, 0);
+      warmup(); // checked before the model loads
       int mostDrafts = 0;
       for (int k : draftTokens) {
         FlagChecks.atLeast("--speculative-num-draft-tokens", k, 1);
@@ -250,6 +272,7 @@ final class BenchCommand implements Runnable {
     }
 
     private int run(Path dir) throws Exception {
+      var warmup = warmup();
       try (dev.ringmaster.runtime.LanguageModel lm = engine.open(dir)) {
         if (profile && !(lm instanceof dev.ringmaster.runtime.StepProfileReporting)) {
           throw new UserError(
@@ -260,9 +283,6 @@ final class BenchCommand implements Runnable {
                   + engine.describe()
                   + ")");
         }
-        var warmup =
-            new dev.ringmaster.engine.bench.OneBatchBenchmark.Warmup(
-                warmupRounds, warmupDecodeSteps);
         var results =
             dev.ringmaster.engine.bench.OneBatchBenchmark.run(
                 lm,

@@ -97,10 +97,14 @@ class BenchRecordsCliTest {
         .isEqualTo(
             "ringmaster bench one-batch --device cpu --tp-size 2 --allreduce ring"
                 + " --batch-size 1,2 --input-len 4 --output-len 2"
-                + " --warmup-rounds 4 --warmup-decode-steps 3");
+                + " --warmup-rounds auto --warmup-decode-steps 3");
     assertThat(rec.at("/results/warmup/rounds").asInt()).isEqualTo(4);
+    assertThat(rec.at("/results/warmup/until_jit_settles").asBoolean()).isTrue();
     assertThat(rec.at("/results/warmup/decode_steps").asInt()).isEqualTo(3);
+    assertThat(rec.at("/results/results/0/warmup_rounds").asInt()).isBetween(4, 200);
     assertThat(r.out())
-        .contains("warm-up per batch size (untimed): 4 rounds of a prefill and 3 decode steps");
+        .contains(
+            "warm-up per batch size (untimed): rounds of a prefill and 3 decode steps of the same"
+                + " prompts, at least 4, then until the JIT settles");
   }
 }

@@ -56,6 +56,7 @@ class FlagValidationTest {
     refused("--input-len", "bench", "one-batch", "--input-len", "0");
     refused("--output-len", "bench", "one-batch", "--output-len", "-2");
     refused("--warmup-rounds", "bench", "one-batch", "--warmup-rounds", "0");
+    refused("--warmup-rounds", "bench", "one-batch", "--warmup-rounds", "soon");
     refused("--warmup-decode-steps", "bench", "one-batch", "--warmup-decode-steps", "-1");
     refused(
         "--shared-prefix",

@@ -52,20 +52,32 @@ public final class OneBatchBenchmark {
       double repeatDecodeSteps) {}
 
   /**
-   * The untimed work before each batch size's timed steps: {@code rounds} rounds, each a prefill of
-   * the batch's prompts and {@code decodeSteps} decode steps of the whole batch. Prefill and decode
-   * share the kernels, so rounds alternate them as a timed run does: the JIT then compiles code
-   * profiled on both shapes instead of recompiling when the timed prefill follows a long decode.
+   * The untimed work before each batch size's timed steps: rounds, each a prefill of the batch's
+   * prompts and {@code decodeSteps} decode steps of the whole batch. Prefill and decode share the
+   * kernels, so rounds alternate them as a timed run does: the JIT then compiles code profiled on
+   * both shapes instead of recompiling when the timed prefill follows a long decode.
    *
-   * @param rounds rounds of a prefill and decode steps, at least 1
+   * <p>With {@code untilJitSettles}, {@code rounds} is a minimum: rounds go on until the JIT has
+   * settled ({@link JitSettling}: its compilation time over the last {@value JitSettling#WINDOW}
+   * rounds under {@value JitSettling#SHARE_PERCENT}% of their wall time), at most {@value
+   * #MAX_ROUNDS} rounds. On a 2-core CPU the compiler threads share the cores with the kernels'
+   * threads, and the embedded model's prefill takes 30-50 rounds to reach its steady speed (2x the
+   * speed after 4 rounds).
+   *
+   * @param rounds rounds of a prefill and decode steps, at least 1 (with {@code untilJitSettles},
+   *     the fewest)
    * @param decodeSteps decode steps per round, at least 0
+   * @param untilJitSettles whether rounds go on until the JIT settles
    */
-  public record Warmup(int rounds, int decodeSteps) {
+  public record Warmup(int rounds, int decodeSteps, boolean untilJitSettles) {
+    /** The most rounds a warm-up that waits for the JIT runs per batch size. */
+    public static final int MAX_ROUNDS = 200;
+
     /**
-     * The default: on the embedded model on a 2-core CPU, a batch size timed after this much
-     * warm-up measures within noise of one timed again after it (the JIT has compiled the kernels).
+     * The default: at least 4 rounds of a prefill and 64 decode steps, then more until the JIT has
+     * settled.
      */
-    public static final Warmup DEFAULT = new Warmup(4, 64);
+    public static final Warmup DEFAULT = new Warmup(4, 64, true);
 
     /** Checks the counts. */
     public Warmup {
@@ -80,14 +92,31 @@ public final class OneBatchBenchmark {
       }
     }
 
+    /** A fixed number of rounds. */
+    public Warmup(int rounds, int decodeSteps) {
+      this(rounds, decodeSteps, false);
+    }
+
     /** One line for the benchmark's output. */
     public String describe() {
+      String what = " of a prefill and " + decodeSteps + " decode steps of the same prompts";
+      if (untilJitSettles) {
+        return "warm-up per batch size (untimed): rounds"
+            + what
+            + ", at least "
+            + rounds
+            + ", then until the JIT settles (compilation under "
+            + JitSettling.SHARE_PERCENT
+            + "% of the last "
+            + JitSettling.WINDOW
+            + " rounds' time; at most "
+            + MAX_ROUNDS
+            + ")";
+      }
       return "warm-up per batch size (untimed): "
           + rounds
           + (rounds == 1 ? " round" : " rounds")
-          + " of a prefill and "
-          + decodeSteps
-          + " decode steps of the same prompts";
+          + what;
     }
   }
 
@@ -114,6 +143,8 @@ public final class OneBatchBenchmark {
    *     deliver (0 where not measured)
    * @param totalTokensPerS sglang's "Total" throughput: {@code (inputLen + outputLen) x batch /
    *     totalLatency} (0 where not measured)
+   * @param verify the verify passes timed (none unless draft lengths were given)
+   * @param warmupRounds warm-up rounds run before this batch size was timed (0 where not recorded)
    */
   public record Result(
       int batchSize,
@@ -128,7 +159,8 @@ public final class OneBatchBenchmark {
       double totalLatencyMs,
       double totalOutputTokensPerS,
       double totalTokensPerS,
-      List<VerifyCost> verify) {
+      List<VerifyCost> verify,
+      int warmupRounds) {
 
     /** Absent maps and lists (results read from JSON that predates them) are empty. */
     public Result {
@@ -136,6 +168,38 @@ public final class OneBatchBenchmark {
           collectivesPerDecodeStep == null ? java.util.Map.of() : collectivesPerDecodeStep;
       profileMs = profileMs == null ? java.util.Map.of() : profileMs;
       verify = verify == null ? List.of() : List.copyOf(verify);
+    }
+
+    /** A result without the count of warm-up rounds. */
+    public Result(
+        int batchSize,
+        int inputLen,
+        int outputLen,
+        double prefillMs,
+        double prefillTokensPerS,
+        double decodeMedianMs,
+        double decodeTokensPerS,
+        java.util.Map<String, Long> collectivesPerDecodeStep,
+        java.util.Map<String, java.util.Map<String, Double>> profileMs,
+        double totalLatencyMs,
+        double totalOutputTokensPerS,
+        double totalTokensPerS,
+        List<VerifyCost> verify) {
+      this(
+          batchSize,
+          inputLen,
+          outputLen,
+          prefillMs,
+          prefillTokensPerS,
+          decodeMedianMs,
+          decodeTokensPerS,
+          collectivesPerDecodeStep,
+          profileMs,
+          totalLatencyMs,
+          totalOutputTokensPerS,
+          totalTokensPerS,
+          verify,
+          0);
     }
 
     /** A result without verify passes. */
@@ -327,7 +391,11 @@ public final class OneBatchBenchmark {
       KvCache[] caches = newCaches(model, b);
       int warmLen = sharedPrefix ? SharedPrefix.pageSize(model, inputLen) : inputLen;
       Prompts warm = sharedPrefix ? Prompts.of(b, warmLen, (s, i) -> (s + 7 * i) % vocab) : prompts;
-      warmUp(model, warm.tokens(), warm.layout(), warm.lastRows(), warmLen, warmup);
+      int warmRounds =
+          warmUp(model, warm.tokens(), warm.layout(), warm.lastRows(), warmLen, warmup);
+      if (warmup.untilJitSettles()) {
+        log.printf("batch %d: %d warm-up rounds%n", b, warmRounds);
+      }
       if (model instanceof StepProfileReporting p) {
         p.takeStepProfiles(); // the profile of a batch size is that of its timed steps
       }
@@ -413,7 +481,8 @@ public final class OneBatchBenchmark {
               totalMs,
               (double) b * outputLen * 1000.0 / totalMs,
               (double) b * (inputLen + outputLen) * 1000.0 / totalMs,
-              verify);
+              verify,
+              warmRounds);
       if (!collectives.isEmpty()) {
         log.printf("batch %d: collectives per decode step %s%n", b, collectives);
       }
@@ -587,8 +656,11 @@ public final class OneBatchBenchmark {
     }
   }
 
-  /** Runs {@code warmup} on the batch's prompts into caches that are dropped afterwards. */
-  private static void warmUp(
+  /**
+   * Runs {@code warmup} on the batch's prompts into caches that are dropped afterwards; returns the
+   * rounds run.
+   */
+  private static int warmUp(
       LanguageModel model,
       int[] tokens,
       BatchLayout prompts,
@@ -604,7 +676,13 @@ public final class OneBatchBenchmark {
     }
     // A round's decode steps that would pass the context restart from a new prefill.
     int room = model.config().maxPositionEmbeddings() - inputLen;
-    for (int round = 0; round < warmup.rounds(); round++) {
+    JitSettling jit = new JitSettling();
+    for (int round = 0; ; round++) {
+      if (round >= warmup.rounds()
+          && (!warmup.untilJitSettles() || round >= Warmup.MAX_ROUNDS || jit.settled())) {
+        return round;
+      }
+      jit.startRound();
       KvCache[] caches = null;
       try {
         int[] next = null;
@@ -623,6 +701,7 @@ public final class OneBatchBenchmark {
       } finally {
         closeAll(caches);
       }
+      jit.endRound();
     }
   }
 

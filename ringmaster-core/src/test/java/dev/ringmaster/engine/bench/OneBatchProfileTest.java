@@ -112,6 +112,35 @@ class OneBatchProfileTest {
     }
   }
 
+  /**
+   * A warm-up that waits for the JIT runs at least its rounds and at most {@link
+   * OneBatchBenchmark.Warmup#MAX_ROUNDS}, and every result says how many it ran.
+   */
+  @Test
+  void aWarmupUntilTheJitSettlesReportsItsRounds() throws Exception {
+    try (Profiled m =
+        new Profiled(CausalLm.load(RepoPaths.require("fixtures/golden/deepseek_v3_bf16")))) {
+      ByteArrayOutputStream log = new ByteArrayOutputStream();
+      List<OneBatchBenchmark.Result> rs =
+          OneBatchBenchmark.run(
+              m,
+              List.of(1, 2),
+              3,
+              2,
+              7,
+              new OneBatchBenchmark.Warmup(5, 2, true),
+              new PrintStream(log));
+      for (OneBatchBenchmark.Result r : rs) {
+        assertThat(r.warmupRounds()).isBetween(5, OneBatchBenchmark.Warmup.MAX_ROUNDS);
+      }
+      int prefillsOfOne = m.callsByTokens.get(3);
+      assertThat(prefillsOfOne).isEqualTo(rs.get(0).warmupRounds() + 1);
+      assertThat(log.toString())
+          .contains("batch 1: " + rs.get(0).warmupRounds() + " warm-up rounds")
+          .contains("at least 5, then until the JIT settles");
+    }
+  }
+
   @Test
   void warmupDecodeStepsBeyondTheContextRestartFromThePrompt() throws Exception {
     try (Profiled m =
