@@ -32,6 +32,81 @@ __device__ __forceinline__ void idx_mma_16816(float (&d)[4], const uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Bulk (TMA) copies of key rows, completed on an mbarrier (sm_90+). A stage's rows arrive by one
+// cp.async.bulk each, global -> shared, and its barrier's transaction count tracks their bytes; the
+// barrier is the warp's own (count 1: the lane that announces the bytes is its only arrival).
+__device__ __forceinline__ uint32_t idx_smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Initialises a warp's barriers (one per stage) and makes them visible to the async proxy; lane 0
+// alone, then the warp's lanes sync before any copy names them.
+__device__ __forceinline__ void idx_mbar_init(uint64_t* bars, int count) {
+  if ((threadIdx.x & 31) == 0) {
+    for (int i = 0; i < count; i++) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(idx_smem_addr(bars + i))
+                   : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncwarp();
+}
+
+// Orders this thread's earlier generic-proxy accesses of shared memory (ldmatrix reads, zero
+// stores) before later async-proxy ones (a bulk copy into the same stage).
+__device__ __forceinline__ void idx_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Blocks until the barrier's phase of parity `parity` has completed: its bytes have landed and
+// are visible to this thread (acquire).
+__device__ __forceinline__ void idx_mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t a = idx_smem_addr(bar);
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+// Starts a warp's bulk copies of the key rows of positions p0 .. p0+31 into a stage (row stride
+// ldk elements), for blockSize % 32 == 0 (the 32 rows are consecutive in the cache) and dim * 2 a
+// multiple of 16: lane i copies row i (dim * 2 bytes, 16-byte aligned at both ends) and lane 0
+// announces exactly the bytes copied; rows from len on are zeroed by shared stores instead. Nothing
+// from len on (that stage is never waited for).
+__device__ __forceinline__ void idx_warp_issue_keys_bulk(unsigned char* stage, uint64_t* bar,
+                                                         int ldk, const uint16_t* keys,
+                                                         const int* table, int p0, int len,
+                                                         int dim, int blockSize) {
+  if (p0 >= len) return;
+  const int lane = threadIdx.x & 31;
+  const int rowBytes = dim * 2, rows = min(kIdxWarpRows, len - p0);
+  const uint32_t b = idx_smem_addr(bar);
+  if (lane == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b),
+                 "r"(static_cast<uint32_t>(rows * rowBytes))
+                 : "memory");
+  }
+  unsigned char* dst = stage + lane * ldk * 2;
+  if (lane < rows) {
+    const size_t slot = static_cast<size_t>(table[p0 / blockSize]) * blockSize + p0 % blockSize;
+    const unsigned char* src =
+        reinterpret_cast<const unsigned char*>(keys) + (slot + lane) * rowBytes;
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+        ::"r"(idx_smem_addr(dst)), "l"(src), "r"(rowBytes), "r"(b)
+        : "memory");
+  } else {
+    for (int c = 0; c < rowBytes; c += 16) {
+      *reinterpret_cast<uint4*>(dst + c) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+}
+
 // One warp's stream of rm_indexer_scores_mma_regs over its positions first, first + step, ...
 // (kFull: dim 128 and 25..32 heads, every tile bound known at compile time). Loads the warp's
 // query fragments (col-major 16 x 8 B tiles: head lane / 4, k pairs 2 (lane % 4) and + 8) from the
@@ -40,13 +115,16 @@ __device__ __forceinline__ void idx_mma_16816(float (&d)[4], const uint32_t (&a)
 // gives each half of a WMMA tile), writes the dots over the tile in idx_warp_dots's layout and
 // reduces them with idx_reduce_heads, as rm_indexer_scores_mma does; kQuad instead sums each
 // lane's 8 heads of its 4 positions from the accumulators and the quad's 4 lanes by shuffles.
-template <bool kFull, bool kQuad>
+// kBulk (with kQuad): the key tiles come by idx_warp_issue_keys_bulk, each stage's completion
+// on its barrier in bars (phase parity flipping per reuse), instead of cp.async groups.
+template <bool kFull, bool kQuad, bool kBulk = false>
 __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
                                                 const __nv_bfloat16* qHi, const __nv_bfloat16* qLo,
                                                 const float* ws, unsigned char* ring,
                                                 const int* table, const uint16_t* keys, int len,
                                                 int first, int step, int heads, int dim,
-                                                int blockSize, float scale) {
+                                                int blockSize, float scale, uint64_t* bars) {
+  static_assert(!kBulk || kQuad, "the bulk copies reuse a stage only after the quad reduction");
   const int lane = threadIdx.x & 31;
   const int kSteps = kFull ? kIdxRegKSteps : dim / 16;
   const int n8 = kFull ? kIdxRegN8 : (heads + 7) / 8;
@@ -74,10 +152,19 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
   }
   int i = 0;
   for (int p0 = first; p0 < len; p0 += step, i++) {
-    mla_cp_async_wait<kIdxBf16Stages - 2>();  // this step's group is complete
-    __syncwarp();                             // and visible to the whole warp
-    idx_warp_issue_keys(ring + (i + kIdxBf16Stages - 1) % kIdxBf16Stages * L.stage, L.ldk, keys,
-                        table, p0 + (kIdxBf16Stages - 1) * step, len, dim, blockSize);
+    const int next = (i + kIdxBf16Stages - 1) % kIdxBf16Stages;
+    if constexpr (kBulk) {
+      // this step's rows have landed (each lane's acquire), and the zeroed ones are visible
+      idx_mbar_wait(bars + i % kIdxBf16Stages, (i / kIdxBf16Stages) & 1);
+      __syncwarp();
+      idx_warp_issue_keys_bulk(ring + next * L.stage, bars + next, L.ldk, keys, table,
+                               p0 + (kIdxBf16Stages - 1) * step, len, dim, blockSize);
+    } else {
+      mla_cp_async_wait<kIdxBf16Stages - 2>();  // this step's group is complete
+      __syncwarp();                             // and visible to the whole warp
+      idx_warp_issue_keys(ring + next * L.stage, L.ldk, keys, table,
+                          p0 + (kIdxBf16Stages - 1) * step, len, dim, blockSize);
+    }
     unsigned char* stage = ring + i % kIdxBf16Stages * L.stage;
     const __nv_bfloat16* ks = reinterpret_cast<const __nv_bfloat16*>(stage);
     float acc[kIdxWarpMTiles][kIdxRegN8][4];
@@ -140,6 +227,7 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
           q == 0 ? part[0][0] : q == 1 ? part[0][1] : q == 2 ? part[1][0] : part[1][1];
       const int p = p0 + 16 * (q >> 1) + g + 8 * (q & 1);
       if (p < len) out[p] = sum;
+      if constexpr (kBulk) idx_fence_proxy_async();  // the reads before a later bulk copy's writes
       __syncwarp();  // every lane's reads of the key tile are done: a later copy may overwrite it
     } else {
       __syncwarp();  // every lane's reads of the key tile are done: the dots may overwrite it
@@ -168,8 +256,10 @@ __device__ __forceinline__ void idx_regs_stream(float* out, const IdxMmaSmem& L,
 // 128 and heads <= 32 (DsaKernels takes rm_indexer_scores_mma elsewhere). The block stages the
 // query's parts and weights as rm_indexer_scores_mma does, then each warp streams its positions
 // (idx_regs_stream) with its fragments of them in registers (two parts x k steps x 8-head tiles x
-// 2: 128 registers for 32 x 128).
-template <bool kQuad>
+// 2: 128 registers for 32 x 128). kBulk (rm_indexer_scores_mma_bulk): where blockSize % 32 == 0
+// and dim * 2 % 16 == 0 the key tiles come by bulk copies, each warp's kIdxBf16Stages barriers
+// (8 bytes each) after IdxMmaSmem's total; elsewhere by cp.async as without it.
+template <bool kQuad, bool kBulk = false>
 __device__ __forceinline__ void idx_scores_regs(float* scores, int ldScores, const float* q,
                                                 const float* w, const uint16_t* keys,
                                                 const int* blockTable, int maxBlocksPerSeq,
@@ -189,10 +279,18 @@ __device__ __forceinline__ void idx_scores_regs(float* scores, int ldScores, con
   const int* table = blockTable + static_cast<size_t>(tokenSeq[t]) * maxBlocksPerSeq;
   const int step = gridDim.x * warps * kIdxWarpRows;
   const int first = (blockIdx.x * warps + warp) * kIdxWarpRows;
+  const bool bulk = kBulk && blockSize % kIdxWarpRows == 0 && dim * 2 % 16 == 0;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(idxRegSmem + L.total) + warp * kIdxBf16Stages;
+  if (bulk) idx_mbar_init(bars, kIdxBf16Stages);
   // The first stages' copies run while the block stages the query.
   for (int i = 0; i < kIdxBf16Stages - 1; i++) {
-    idx_warp_issue_keys(ring + i * L.stage, L.ldk, keys, table, first + i * step, len, dim,
-                        blockSize);
+    if (bulk) {
+      idx_warp_issue_keys_bulk(ring + i * L.stage, bars + i, L.ldk, keys, table, first + i * step,
+                               len, dim, blockSize);
+    } else {
+      idx_warp_issue_keys(ring + i * L.stage, L.ldk, keys, table, first + i * step, len, dim,
+                          blockSize);
+    }
   }
   // The query's parts and weights exactly as rm_indexer_scores_mma stages them.
   const float* qr = q + static_cast<size_t>(t) * heads * dim;
@@ -213,12 +311,19 @@ __device__ __forceinline__ void idx_scores_regs(float* scores, int ldScores, con
   }
   __syncthreads();  // the only block barrier: the query and weights are staged
   float* out = scores + static_cast<size_t>(r) * ldScores;
-  if (dim == 16 * kIdxRegKSteps && heads > 8 * (kIdxRegN8 - 1)) {
+  const bool full = dim == 16 * kIdxRegKSteps && heads > 8 * (kIdxRegN8 - 1);
+  if (bulk && full) {
+    idx_regs_stream<true, kQuad, kBulk>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step,
+                                        heads, dim, blockSize, scale, bars);
+  } else if (bulk) {
+    idx_regs_stream<false, kQuad, kBulk>(out, L, qHi, qLo, ws, ring, table, keys, len, first,
+                                         step, heads, dim, blockSize, scale, bars);
+  } else if (full) {
     idx_regs_stream<true, kQuad>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step,
-                                 heads, dim, blockSize, scale);
+                                 heads, dim, blockSize, scale, nullptr);
   } else {
     idx_regs_stream<false, kQuad>(out, L, qHi, qLo, ws, ring, table, keys, len, first, step,
-                                  heads, dim, blockSize, scale);
+                                  heads, dim, blockSize, scale, nullptr);
   }
 }
 
@@ -244,4 +349,19 @@ RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
   rm_pdl_prologue();
   idx_scores_regs<true>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
                         tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
+}
+
+// rm_indexer_scores_mma_quad with its key tiles by bulk (TMA) copies, one per key row of dim * 2
+// bytes into the padded stage row, completed on an mbarrier per stage and warp, instead of 16-byte
+// cp.async copies (idx_scores_regs' kBulk): the same MMAs and head sums, so the same bits as
+// rm_indexer_scores_mma_quad. Shared memory: IdxMmaSmem's total plus 8 bytes per stage and warp
+// (DsaLaunchShapes.scoreBulkSharedBytes). Where blockSize % 32 != 0 it copies by cp.async.
+RM_KERNEL void __launch_bounds__(kIdxScoreMaxWarps * 32, 1)
+    rm_indexer_scores_mma_bulk(float* scores, int ldScores, const float* q, const float* w,
+                               const uint16_t* keys, const int* blockTable, int maxBlocksPerSeq,
+                               const int* tokenSeq, const int* tokenPos, int rowBase, int heads,
+                               int dim, int blockSize, float scale, float headScale) {
+  rm_pdl_prologue();
+  idx_scores_regs<true, true>(scores, ldScores, q, w, keys, blockTable, maxBlocksPerSeq, tokenSeq,
+                              tokenPos, rowBase, heads, dim, blockSize, scale, headScale);
 }

@@ -86,6 +86,8 @@ import java.util.stream.Collectors;
  *     (scores equal to f32 rounding)
  * @param quantMoeMmaMinTokens fewest step tokens for the tensor-core FP8 and NVFP4 routed-expert
  *     kernels (their CUDA-core kernels for 2-7 tokens re-read the codes per token group)
+ * @param indexerScoresBulkCopy the head-sums-in-registers indexer scores take their key tiles by
+ *     bulk (TMA) copies, one per key row, instead of 16-byte cp.async copies (the same bits)
  */
 public record KernelTuning(
     @Doc("CPU kernel threads, the calling thread included; 0: one per core") int cpuThreads,
@@ -208,7 +210,12 @@ public record KernelTuning(
                 + " memory in head order; scores equal to f32 rounding)")
         boolean indexerScoresQuadReduce,
     @Doc("GPU: fewest step tokens for the tensor-core FP8 and NVFP4 routed-expert kernels")
-        int quantMoeMmaMinTokens) {
+        int quantMoeMmaMinTokens,
+    @Doc(
+            "GPU: the indexer scores with head sums in registers (indexer-scores-quad-reduce) take"
+                + " their key tiles by bulk (TMA) copies, one per key row, where the cache's block"
+                + " size is a multiple of 32 (false: 16-byte cp.async copies; the same bits)")
+        boolean indexerScoresBulkCopy) {
 
   /** The meaning of one option, shown by {@code --help}. */
   @Retention(RetentionPolicy.RUNTIME)
@@ -227,7 +234,7 @@ public record KernelTuning(
       new KernelTuning(
           0, 0, true, true, true, true, 0, 1, 1024, true, true, true, true, true, 1, 0, 8, 4, 1, 4,
           8, true, true, true, true, true, true, "auto", true, true, false, true, false, true, true,
-          2);
+          2, false);
 
   private static final List<Key> KEYS = buildKeys();
 

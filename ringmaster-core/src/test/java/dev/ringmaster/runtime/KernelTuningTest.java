@@ -52,7 +52,8 @@ class KernelTuningTest {
           Map.entry("indexer-topk-half-bins", "true"),
           Map.entry("indexer-topk-wide-write", "false"),
           Map.entry("indexer-scores-quad-reduce", "false"),
-          Map.entry("quant-moe-mma-min-tokens", "8"));
+          Map.entry("quant-moe-mma-min-tokens", "8"),
+          Map.entry("indexer-scores-bulk-copy", "true"));
 
   private static List<String> keyNames() {
     return KernelTuning.keys().stream().map(KernelTuning.Key::name).toList();
@@ -97,6 +98,7 @@ class KernelTuningTest {
     assertThat(d.indexerTopkWideWrite()).isTrue();
     assertThat(d.indexerScoresQuadReduce()).isTrue();
     assertThat(d.quantMoeMmaMinTokens()).isEqualTo(2);
+    assertThat(d.indexerScoresBulkCopy()).isFalse();
     assertThat(d.indexerCache()).isEqualTo(IndexerCacheDtype.AUTO);
     assertThat(d.with("indexer-cache-dtype", "FP8_E4M3").indexerCache())
         .isEqualTo(IndexerCacheDtype.FP8_E4M3);

@@ -118,11 +118,14 @@ final class DsaBench {
           s, 0, qScales.ptr(), qCodes.ptr(), in.indexQ.ptr(), 0, rows * INDEX_HEADS, INDEX_DIM);
       boolean registers = dsa.registerScoreKernel();
       boolean quadDefault = dsa.quadScoreKernel();
-      // -1: streaming, query fragments in registers, heads summed in registers (bf16 only); 0:
-      // streaming, query fragments in registers (bf16 only); 1: streaming; 2: tiled reference.
-      for (int variant = streaming ? -1 : 2; variant < 3; variant++) {
+      boolean bulkDefault = dsa.bulkScoreKernel();
+      // -2: -1 with the key tiles by bulk copies (bf16 only); -1: streaming, query fragments in
+      // registers, heads summed in registers (bf16 only); 0: streaming, query fragments in
+      // registers (bf16 only); 1: streaming; 2: tiled reference.
+      for (int variant = streaming ? -2 : 2; variant < 3; variant++) {
         boolean tiled = variant == 2;
-        boolean quad = variant == -1;
+        boolean bulk = variant == -2;
+        boolean quad = variant <= -1;
         boolean regs = variant <= 0;
         int blocks =
             tiled
@@ -131,6 +134,7 @@ final class DsaBench {
         dsa.useTiledScoreKernels(tiled);
         dsa.useRegisterScoreKernel(regs);
         dsa.useQuadScoreKernel(quad);
+        dsa.useBulkScoreKernel(bulk);
         try {
           double msBf16 =
               b.time(
@@ -186,9 +190,11 @@ final class DsaBench {
                   "%s kernel, %d blocks per row",
                   tiled
                       ? "tiled reference"
-                      : quad
-                          ? "streaming (query and head sums in registers)"
-                          : regs ? "streaming (query in registers)" : "streaming",
+                      : bulk
+                          ? "streaming (bulk key copies, query and head sums in registers)"
+                          : quad
+                              ? "streaming (query and head sums in registers)"
+                              : regs ? "streaming (query in registers)" : "streaming",
                   blocks);
           double bf16Bytes = 2.0 * rows * in.len * INDEX_DIM;
           double fp8Bytes = (double) rows * in.len * (INDEX_DIM + 4);
@@ -206,6 +212,7 @@ final class DsaBench {
           dsa.useTiledScoreKernels(false);
           dsa.useRegisterScoreKernel(registers);
           dsa.useQuadScoreKernel(quadDefault);
+          dsa.useBulkScoreKernel(bulkDefault);
         }
       }
     }

@@ -1,17 +1,20 @@
 package dev.ringmaster.cuda.kernels;
 
 import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_MAX_WARPS;
-import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_TILED_TILE;
-import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.SCORE_WARP_ROWS;
 import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.TOPK_CAND_HEAD_INTS;
 import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.TOPK_STATE_INTS;
 import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.checkChunks;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.scoreBulkSharedBytes;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.scoreFp8MmaSharedBytes;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.scoreMmaSharedBytes;
+import static dev.ringmaster.cuda.kernels.DsaLaunchShapes.tiledSharedBytes;
 
 import dev.ringmaster.cuda.driver.CudaDriver;
 import dev.ringmaster.cuda.driver.CudaStream;
 import dev.ringmaster.cuda.driver.Kernel;
 import dev.ringmaster.runtime.KernelTuning;
 import java.util.function.BiFunction;
+import java.util.function.IntUnaryOperator;
 
 /**
  * Typed launches of the DeepSeek Sparse Attention kernels ({@code dsa_indexer.cu}): the indexer
@@ -34,12 +37,6 @@ public final class DsaKernels {
    * it.
    */
   private static final int SCORE_CUDA_CORE_BLOCKS = 3;
-
-  /** Key stages per warp of the bf16 tensor-core score kernel ({@code kIdxBf16Stages}). */
-  private static final int SCORE_BF16_STAGES = 3;
-
-  /** Raw key stages per warp of the FP8 tensor-core score kernel ({@code kIdxFp8Stages}). */
-  private static final int SCORE_FP8_STAGES = 4;
 
   /** Most heads of the tensor-core score kernels ({@code 16 * kIdxMaxNTiles}). */
   private static final int SCORE_MMA_MAX_HEADS = 64;
@@ -72,6 +69,7 @@ public final class DsaKernels {
   private final Kernel scoresMma;
   private final Kernel scoresMmaRegs;
   private final Kernel scoresMmaQuad;
+  private final Kernel scoresMmaBulk;
   private final Kernel topK;
   private final Kernel topKMulti;
   private final Kernel topKCand;
@@ -94,11 +92,13 @@ public final class DsaKernels {
   private boolean tiledScores;
   private boolean registerScores;
   private boolean quadScores;
+  private boolean bulkScores;
   private boolean topKHalfBins;
   private boolean topKWideWrite;
   private final SharedOptIn scoreMmaShared;
   private final SharedOptIn scoreMmaRegsShared;
   private final SharedOptIn scoreMmaQuadShared;
+  private final SharedOptIn scoreMmaBulkShared;
   private final SharedOptIn scoreFp8MmaShared;
   private final SharedOptIn scoreMmaTiledShared;
   private final SharedOptIn scoreFp8MmaTiledShared;
@@ -138,6 +138,7 @@ public final class DsaKernels {
     scoresMma = kernel.apply("rm_indexer_scores_mma", 15);
     scoresMmaRegs = kernel.apply("rm_indexer_scores_mma_regs", 15);
     scoresMmaQuad = kernel.apply("rm_indexer_scores_mma_quad", 15);
+    scoresMmaBulk = kernel.apply("rm_indexer_scores_mma_bulk", 15);
     topK = kernel.apply("rm_indexer_topk", 6);
     topKMulti = kernel.apply("rm_indexer_topk_multi", 8);
     topKCand = kernel.apply("rm_indexer_topk_cand", 8);
@@ -158,12 +159,14 @@ public final class DsaKernels {
     scoreMmaShared = new SharedOptIn(scoresMma);
     scoreMmaRegsShared = new SharedOptIn(scoresMmaRegs);
     scoreMmaQuadShared = new SharedOptIn(scoresMmaQuad);
+    scoreMmaBulkShared = new SharedOptIn(scoresMmaBulk);
     scoreFp8MmaShared = new SharedOptIn(scoresFp8Mma);
     scoreMmaTiledShared = new SharedOptIn(scoresMmaTiled);
     scoreFp8MmaTiledShared = new SharedOptIn(scoresFp8MmaTiled);
     this.mla = mla;
     registerScores = tuning.indexerScoresRegisters();
     quadScores = tuning.indexerScoresQuadReduce();
+    bulkScores = tuning.indexerScoresBulkCopy();
     topKHalfBins = tuning.indexerTopkHalfBins();
     topKWideWrite = tuning.indexerTopkWideWrite();
   }
@@ -269,6 +272,21 @@ public final class DsaKernels {
     return quadScores;
   }
 
+  /**
+   * Runs the head-sums-in-registers scores ({@link #useQuadScoreKernel}) on the kernel whose key
+   * tiles arrive by bulk (TMA) copies, one per key row ({@code rm_indexer_scores_mma_bulk}; by
+   * cp.async where the cache's block size is not a multiple of 32); the scores are the same bits.
+   * The constructor's tuning sets it ({@code indexer-scores-bulk-copy}). For tests and benchmarks.
+   */
+  public void useBulkScoreKernel(boolean on) {
+    bulkScores = on;
+  }
+
+  /** Whether the head-sums-in-registers scores copy keys in bulk ({@link #useBulkScoreKernel}). */
+  public boolean bulkScoreKernel() {
+    return bulkScores;
+  }
+
   /** Whether the register-fragment score kernel is chosen ({@link #useRegisterScoreKernel}). */
   public boolean registerScoreKernel() {
     return registerScores;
@@ -284,7 +302,7 @@ public final class DsaKernels {
         && heads <= SCORE_REGS_MAX_HEADS
         && dim <= SCORE_REGS_MAX_DIM
         && indexerUsesTensorCores(heads, dim, false)
-        && streamingWarps(scoreMmaRegsShared, heads, dim, false) > 0;
+        && streamingWarps(scoreMmaRegsShared, nw -> scoreMmaSharedBytes(heads, dim, nw)) > 0;
   }
 
   /** Whether {@link #scores} runs on tensor cores for {@code heads} x {@code dim} queries. */
@@ -312,73 +330,22 @@ public final class DsaKernels {
    * fits). One such block per SM holds that SM's shared memory.
    */
   private int scoreMmaWarps(int heads, int dim, boolean fp8) {
-    return streamingWarps(fp8 ? scoreFp8MmaShared : scoreMmaShared, heads, dim, fp8);
+    return fp8
+        ? streamingWarps(scoreFp8MmaShared, nw -> scoreFp8MmaSharedBytes(heads, dim, nw))
+        : streamingWarps(scoreMmaShared, nw -> scoreMmaSharedBytes(heads, dim, nw));
   }
 
   /**
-   * {@link #scoreMmaWarps} for the kernel of {@code optIn} (the register kernel's layout is the
-   * same).
+   * {@link #scoreMmaWarps} for the kernel of {@code optIn} whose block of {@code warps} warps takes
+   * {@code bytes.applyAsInt(warps)} bytes of shared memory.
    */
-  private static int streamingWarps(SharedOptIn optIn, int heads, int dim, boolean fp8) {
+  private static int streamingWarps(SharedOptIn optIn, IntUnaryOperator bytes) {
     for (int warps = SCORE_MAX_WARPS; warps >= 1; warps--) {
-      int bytes =
-          fp8 ? scoreFp8MmaSharedBytes(heads, dim, warps) : scoreMmaSharedBytes(heads, dim, warps);
-      if (optIn.allows(bytes)) {
+      if (optIn.allows(bytes.applyAsInt(warps))) {
         return warps;
       }
     }
     return 0;
-  }
-
-  /**
-   * Shared memory of a bf16 streaming score block of {@code warps} warps (rm_indexer_scores_mma and
-   * rm_indexer_scores_mma_regs). Mirrors IdxMmaSmem in dsa_indexer.cu: the query's hi and lo parts
-   * [N][dim + 8] bf16 (N = heads rounded up to 16) and N weights, then per warp {@value
-   * #SCORE_BF16_STAGES} stages, each the larger of a key tile [32][dim + 8] bf16 and the f32 dots
-   * [32][N + 4] that overlay it; parts 128-byte aligned.
-   */
-  static int scoreMmaSharedBytes(int heads, int dim, int warps) {
-    int n = (heads + 15) & ~15;
-    int ldk = dim + 8;
-    int head = 2 * up128(n * ldk * 2) + up128(n * 4);
-    int stage = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
-    return head + warps * SCORE_BF16_STAGES * stage;
-  }
-
-  /**
-   * Shared memory of an FP8 streaming score block of {@code warps} warps. Mirrors IdxFp8MmaSmem in
-   * dsa_indexer_fp8.cu: the query codes [N][dim + 8] bf16 and N weights, then per warp {@value
-   * #SCORE_FP8_STAGES} raw stages (codes [32][dim] and 32 f32 scales) and one work tile, the larger
-   * of the widened keys [32][dim + 8] bf16 and the f32 dots [32][N + 4]; parts 128-byte aligned.
-   */
-  static int scoreFp8MmaSharedBytes(int heads, int dim, int warps) {
-    int n = (heads + 15) & ~15;
-    int ldk = dim + 8;
-    int head = up128(n * ldk * 2) + up128(n * 4);
-    int raw = up128(SCORE_WARP_ROWS * dim) + up128(SCORE_WARP_ROWS * 4);
-    int work = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
-    return head + warps * (SCORE_FP8_STAGES * raw + work);
-  }
-
-  /**
-   * Shared memory of a tiled reference score block. Mirrors IdxTiledSmem (bf16: query hi and lo
-   * parts, two key tiles) and IdxFp8TiledSmem (FP8: query codes, two raw tiles, one bf16 key tile)
-   * in dsa_scores_tiled.cu, then the f32 dot tile [64][N + 4] and N weights.
-   */
-  private static int tiledSharedBytes(int heads, int dim, boolean fp8) {
-    int n = (heads + 15) & ~15;
-    int ldk = dim + 8;
-    int bytes =
-        fp8
-            ? up128(n * ldk * 2)
-                + 2 * up128(SCORE_TILED_TILE * dim)
-                + up128(SCORE_TILED_TILE * ldk * 2)
-            : 2 * up128(n * ldk * 2) + 2 * up128(SCORE_TILED_TILE * ldk * 2);
-    return bytes + up128(SCORE_TILED_TILE * (n + 4) * 4) + n * 4;
-  }
-
-  private static int up128(int b) {
-    return (b + 127) & ~127;
   }
 
   /**
@@ -464,7 +431,11 @@ public final class DsaKernels {
       int positionBlocks) {
     boolean mma = indexerUsesTensorCores(heads, dim);
     boolean regs = mma && indexerScoresUseRegisters(heads, dim);
-    Kernel regsKernel = quadScores ? scoresMmaQuad : scoresMmaRegs;
+    int bulkWarps =
+        regs && quadScores && bulkScores
+            ? streamingWarps(scoreMmaBulkShared, nw -> scoreBulkSharedBytes(heads, dim, nw))
+            : 0;
+    Kernel regsKernel = bulkWarps > 0 ? scoresMmaBulk : quadScores ? scoresMmaQuad : scoresMmaRegs;
     Kernel k = mma ? (tiledScores ? scoresMmaTiled : regs ? regsKernel : scoresMma) : scores;
     k.arg(0, out).arg(1, ldScores).arg(2, q).arg(3, w).arg(4, keys).arg(5, blockTable);
     k.arg(6, maxBlocksPerSeq).arg(7, tokenSeq).arg(8, tokenPos).arg(9, rowBase).arg(10, heads);
@@ -472,11 +443,14 @@ public final class DsaKernels {
     if (mma && tiledScores) {
       k.launch(
           s, positionBlocks, rows, 1, SCORE_TILED_THREADS, tiledSharedBytes(heads, dim, false));
+    } else if (bulkWarps > 0) {
+      k.launch(
+          s, positionBlocks, rows, 1, 32 * bulkWarps, scoreBulkSharedBytes(heads, dim, bulkWarps));
     } else if (mma) {
+      SharedOptIn optIn = quadScores ? scoreMmaQuadShared : scoreMmaRegsShared;
       int warps =
           regs
-              ? streamingWarps(
-                  quadScores ? scoreMmaQuadShared : scoreMmaRegsShared, heads, dim, false)
+              ? streamingWarps(optIn, nw -> scoreMmaSharedBytes(heads, dim, nw))
               : scoreMmaWarps(heads, dim, false);
       k.launch(s, positionBlocks, rows, 1, 32 * warps, scoreMmaSharedBytes(heads, dim, warps));
     } else {

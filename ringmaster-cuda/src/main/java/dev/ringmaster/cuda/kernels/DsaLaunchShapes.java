@@ -2,9 +2,9 @@ package dev.ringmaster.cuda.kernels;
 
 /**
  * Launch shapes of the DeepSeek Sparse Attention kernels of {@link DsaKernels}: position blocks a
- * row of the score kernels, blocks a row of the multi-block top-k and the size and layout of its
- * state. Pure arithmetic on the device's SM count, shared by the model, the benchmarks and the
- * tests.
+ * row of the score kernels and their shared memory, blocks a row of the multi-block top-k and the
+ * size and layout of its state. Pure arithmetic on the device's SM count, shared by the model, the
+ * benchmarks and the tests.
  */
 public final class DsaLaunchShapes {
   private DsaLaunchShapes() {}
@@ -20,6 +20,12 @@ public final class DsaLaunchShapes {
 
   /** Positions per block step of the tiled reference score kernels ({@code kIdxTiledTile}). */
   static final int SCORE_TILED_TILE = 64;
+
+  /** Key stages per warp of the bf16 tensor-core score kernel ({@code kIdxBf16Stages}). */
+  static final int SCORE_BF16_STAGES = 3;
+
+  /** Raw key stages per warp of the FP8 tensor-core score kernel ({@code kIdxFp8Stages}). */
+  static final int SCORE_FP8_STAGES = 4;
 
   /** Ints of a row's multi-block top-k state before its per-chunk counts: four histograms. */
   static final int TOPK_STATE_INTS = 4 * 256;
@@ -70,6 +76,66 @@ public final class DsaLaunchShapes {
     long byLength = (maxLen + SCORE_TILED_TILE - 1) / SCORE_TILED_TILE;
     long wanted = Math.max(1, 3L * sms / Math.max(rows, 1));
     return (int) Math.max(1, Math.min(byLength, wanted));
+  }
+
+  /**
+   * Shared memory of a bf16 streaming score block of {@code warps} warps (rm_indexer_scores_mma and
+   * rm_indexer_scores_mma_regs). Mirrors IdxMmaSmem in dsa_indexer.cu: the query's hi and lo parts
+   * [N][dim + 8] bf16 (N = heads rounded up to 16) and N weights, then per warp {@value
+   * #SCORE_BF16_STAGES} stages, each the larger of a key tile [32][dim + 8] bf16 and the f32 dots
+   * [32][N + 4] that overlay it; parts 128-byte aligned.
+   */
+  static int scoreMmaSharedBytes(int heads, int dim, int warps) {
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int head = 2 * up128(n * ldk * 2) + up128(n * 4);
+    int stage = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
+    return head + warps * SCORE_BF16_STAGES * stage;
+  }
+
+  /**
+   * Shared memory of an FP8 streaming score block of {@code warps} warps. Mirrors IdxFp8MmaSmem in
+   * dsa_indexer_fp8.cu: the query codes [N][dim + 8] bf16 and N weights, then per warp {@value
+   * #SCORE_FP8_STAGES} raw stages (codes [32][dim] and 32 f32 scales) and one work tile, the larger
+   * of the widened keys [32][dim + 8] bf16 and the f32 dots [32][N + 4]; parts 128-byte aligned.
+   */
+  static int scoreFp8MmaSharedBytes(int heads, int dim, int warps) {
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int head = up128(n * ldk * 2) + up128(n * 4);
+    int raw = up128(SCORE_WARP_ROWS * dim) + up128(SCORE_WARP_ROWS * 4);
+    int work = up128(Math.max(SCORE_WARP_ROWS * ldk * 2, SCORE_WARP_ROWS * (n + 4) * 4));
+    return head + warps * (SCORE_FP8_STAGES * raw + work);
+  }
+
+  /**
+   * Shared memory of a tiled reference score block. Mirrors IdxTiledSmem (bf16: query hi and lo
+   * parts, two key tiles) and IdxFp8TiledSmem (FP8: query codes, two raw tiles, one bf16 key tile)
+   * in dsa_scores_tiled.cu, then the f32 dot tile [64][N + 4] and N weights.
+   */
+  static int tiledSharedBytes(int heads, int dim, boolean fp8) {
+    int n = (heads + 15) & ~15;
+    int ldk = dim + 8;
+    int bytes =
+        fp8
+            ? up128(n * ldk * 2)
+                + 2 * up128(SCORE_TILED_TILE * dim)
+                + up128(SCORE_TILED_TILE * ldk * 2)
+            : 2 * up128(n * ldk * 2) + 2 * up128(SCORE_TILED_TILE * ldk * 2);
+    return bytes + up128(SCORE_TILED_TILE * (n + 4) * 4) + n * 4;
+  }
+
+  /**
+   * Shared memory of a {@code rm_indexer_scores_mma_bulk} block of {@code warps} warps: {@link
+   * #scoreMmaSharedBytes}, then per warp {@value #SCORE_BF16_STAGES} mbarriers of 8 bytes (one per
+   * key stage) after the ring.
+   */
+  static int scoreBulkSharedBytes(int heads, int dim, int warps) {
+    return scoreMmaSharedBytes(heads, dim, warps) + warps * SCORE_BF16_STAGES * 8;
+  }
+
+  private static int up128(int b) {
+    return (b + 127) & ~127;
   }
 
   /**

@@ -32,20 +32,24 @@ class DsaLaunchShapesTest {
     int h200 = 227 * 1024; // the most dynamic shared memory a block may opt into on sm_90
     // GLM-5 (32 heads x 128): the query's hi and lo parts (2 x 32 x 136 x 2 bytes), 32 weights,
     // 8 warps x 3 stages of 32 key rows x 136 bf16.
-    assertThat(DsaKernels.scoreMmaSharedBytes(32, 128, 8))
+    assertThat(DsaLaunchShapes.scoreMmaSharedBytes(32, 128, 8))
         .isEqualTo(2 * 8704 + 128 + 8 * 3 * 8704)
         .isLessThanOrEqualTo(h200);
     // DeepSeek-V3.2 (64 heads x 128): 7 warps fit, 8 do not.
-    assertThat(DsaKernels.scoreMmaSharedBytes(64, 128, 7)).isLessThanOrEqualTo(h200);
-    assertThat(DsaKernels.scoreMmaSharedBytes(64, 128, 8)).isGreaterThan(h200);
+    assertThat(DsaLaunchShapes.scoreMmaSharedBytes(64, 128, 7)).isLessThanOrEqualTo(h200);
+    assertThat(DsaLaunchShapes.scoreMmaSharedBytes(64, 128, 8)).isGreaterThan(h200);
     // A stage is the larger of the key tile and the f32 dots that overlay it: 16 dims, 16 heads.
-    assertThat(DsaKernels.scoreMmaSharedBytes(16, 16, 1))
+    assertThat(DsaLaunchShapes.scoreMmaSharedBytes(16, 16, 1))
         .isEqualTo(2 * 768 + 128 + 3 * Math.max(32 * 24 * 2, 32 * 20 * 4));
     // FP8: the query codes, 4 raw stages (4 KiB codes + 128 bytes of scales) and a work tile.
-    assertThat(DsaKernels.scoreFp8MmaSharedBytes(32, 128, 8))
+    assertThat(DsaLaunchShapes.scoreFp8MmaSharedBytes(32, 128, 8))
         .isEqualTo(8704 + 128 + 8 * (4 * (4096 + 128) + 8704))
         .isLessThanOrEqualTo(h200);
-    assertThat(DsaKernels.scoreFp8MmaSharedBytes(64, 128, 8)).isLessThanOrEqualTo(h200);
+    assertThat(DsaLaunchShapes.scoreFp8MmaSharedBytes(64, 128, 8)).isLessThanOrEqualTo(h200);
+    // The bulk-copy kernel: the same layout and 8 warps x 3 mbarriers of 8 bytes after it.
+    assertThat(DsaLaunchShapes.scoreBulkSharedBytes(32, 128, 8))
+        .isEqualTo(2 * 8704 + 128 + 8 * 3 * 8704 + 8 * 3 * 8)
+        .isLessThanOrEqualTo(h200);
   }
 
   @Test

@@ -25,9 +25,11 @@ import org.junit.jupiter.params.provider.CsvSource;
  * exercise the padded heads and the reduction's tail; contexts shorter than one warp's 32
  * positions, between steps and longer than a sweep of the grid meet in one launch; GLM-5's 32 x 128
  * runs up to 130,000 positions. The register kernel that sums its heads in registers ({@link
- * DsaKernels#useQuadScoreKernel}) gives the same scores to f32 rounding (another summation order).
- * Shapes past the register kernel's (48 and 64 heads) take rm_indexer_scores_mma with the option
- * on. Entries past a row's context stay as they were (NaN).
+ * DsaKernels#useQuadScoreKernel}) gives the same scores to f32 rounding (another summation order);
+ * its form whose key tiles arrive by bulk copies ({@link DsaKernels#useBulkScoreKernel}) gives the
+ * quad kernel's bits on every grid (block size 16 takes its cp.async fallback). Shapes past the
+ * register kernel's (48 and 64 heads) take rm_indexer_scores_mma with the option on. Entries past a
+ * row's context stay as they were (NaN).
  */
 @Tag("gpu")
 class DsaScoresEqualityGpuTest {
@@ -101,8 +103,9 @@ class DsaScoresEqualityGpuTest {
     int[] grids = {1, decodeGrid, 4 * decodeGrid + 3};
     // [fp8][run]: run 0 the tiled reference, 1 .. the streaming kernel on each grid (bf16: first
     // with the query re-read from shared memory, then with it in registers where the shape allows,
-    // then that with the heads summed in registers; the FP8 kernel has one form and runs thrice).
-    int runs = 1 + 3 * grids.length;
+    // then that with the heads summed in registers, then that with bulk key copies; the FP8
+    // kernel has one form and runs four times).
+    int runs = 1 + 4 * grids.length;
     boolean registersFit = heads <= 32 && dim <= 128;
     float[][][] got = new float[2][runs][];
     Gpu.run(
@@ -127,6 +130,7 @@ class DsaScoresEqualityGpuTest {
               boolean tiled = run == 0;
               boolean registers = run > grids.length;
               boolean quad = run > 2 * grids.length;
+              boolean bulk = run > 3 * grids.length;
               int grid =
                   tiled
                       ? DsaLaunchShapes.tiledScoreBlocks(t, maxLen, 132)
@@ -134,6 +138,7 @@ class DsaScoresEqualityGpuTest {
               k.dsa().useTiledScoreKernels(tiled);
               k.dsa().useRegisterScoreKernel(registers);
               k.dsa().useQuadScoreKernel(quad);
+              k.dsa().useBulkScoreKernel(bulk);
               assertThat(k.dsa().indexerScoresUseRegisters(heads, dim))
                   .as("register kernel taken, run %d", run)
                   .isEqualTo(registers && registersFit);
@@ -190,6 +195,7 @@ class DsaScoresEqualityGpuTest {
             k.dsa().useTiledScoreKernels(false);
             k.dsa().useRegisterScoreKernel(true);
             k.dsa().useQuadScoreKernel(KernelTuning.defaults().indexerScoresQuadReduce());
+            k.dsa().useBulkScoreKernel(KernelTuning.defaults().indexerScoresBulkCopy());
           }
         });
     for (int fp8 = 0; fp8 < 2; fp8++) {
@@ -199,20 +205,27 @@ class DsaScoresEqualityGpuTest {
         int[] want = bits(got[fp8][0], i * ld, len);
         for (int run = 1; run < runs; run++) {
           boolean quad = fp8 == 0 && registersFit && run > 2 * grids.length;
+          boolean bulk = quad && run > 3 * grids.length;
           String what =
               String.format(
                   "%s keys, query %d (context %d), streaming%s grid %d, seed %d",
                   keyKind,
                   i,
                   len,
-                  quad
-                      ? " (query in registers, heads summed in registers)"
-                      : run > grids.length && fp8 == 0 && registersFit
-                          ? " (query in registers)"
-                          : "",
+                  bulk
+                      ? " (bulk key copies, query and head sums in registers)"
+                      : quad
+                          ? " (query in registers, heads summed in registers)"
+                          : run > grids.length && fp8 == 0 && registersFit
+                              ? " (query in registers)"
+                              : "",
                   grids[(run - 1) % grids.length],
                   r.seed());
-          if (quad) {
+          if (bulk) {
+            assertThat(bits(got[fp8][run], i * ld, len))
+                .as("%s: the quad kernel's bits", what)
+                .containsExactly(bits(got[fp8][run - grids.length], i * ld, len));
+          } else if (quad) {
             assertClose(got[fp8][run], got[fp8][0], i * ld, len, what);
           } else {
             assertThat(bits(got[fp8][run], i * ld, len)).as(what).containsExactly(want);
