@@ -2,22 +2,25 @@
 # CPU A/B against llama.cpp on this machine, on the embedded model (bf16, converted to GGUF by
 # llama.cpp's own converter): the reference of docs/cpu-performance.md.
 #
-# Usage: scripts/bench-llamacpp.sh OUT_DIR [ROUNDS] [THREADS] [MODEL_DIR] [GEN_LEN]
+# Usage: scripts/bench-llamacpp.sh OUT_DIR [ROUNDS] [THREADS] [MODEL_DIR] [GEN_LEN] [BATCHES]
 #   MODEL_DIR: a DeepSeek-V2/V3 checkpoint (default models/sotu-moe, the embedded model);
-#   GEN_LEN: decode steps timed per batch size (default 64).
+#   GEN_LEN: decode steps timed per batch size (default 64);
+#   BATCHES: decode batch sizes, comma-separated (default 1,4,16; a large model's batch-16 prefill
+#   takes minutes).
 #
 # llama.cpp comes from the npm registry: the node-llama-cpp package carries the llama.cpp source it
 # was released with (a git bundle), which is built here for this CPU (cmake, -DGGML_NATIVE=ON;
 # llama-bench, llama-batched-bench, llama-simple). Everything goes under .cache/llama.cpp.
 # Each round runs, one after the other: llama-bench (prefill of 128 tokens, decode of 64 at
-# batch 1), llama-batched-bench (128-token prompts, GEN_LEN decode steps, 1, 4 and 16 sequences)
-# and `ringmaster bench one-batch --batch-size 1,4,16 --input-len 128 --output-len GEN_LEN`. Before
+# batch 1), llama-batched-bench (128-token prompts, GEN_LEN decode steps, BATCHES sequences)
+# and `ringmaster bench one-batch --batch-size BATCHES --input-len 128 --output-len GEN_LEN`. Before
 # the rounds, 32 greedy tokens of both engines are compared. OUT_DIR gets every raw output and
 # summary.json (medians per figure). Run it on a quiet machine: both engines use every thread
 # they are given, and another process on a core shows up as noise in both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$1" rounds="${2:-5}" threads="${3:-2}" model="${4:-$root/models/sotu-moe}" gen="${5:-64}"
+batches="${6:-1,4,16}"
 model="$(cd "$model" && pwd)"
 mkdir -p "$out"
 cache="$root/.cache/llama.cpp"
@@ -82,7 +85,7 @@ prompt="We the people"
 # llama-simple prints special tokens (the BOS, for one) and ringmaster's text leaves them out.
 if python3 - "$out/greedy-llamacpp.txt" "$out/greedy-ringmaster.txt" <<'EOF'
 import re, sys
-a, b = (re.sub(r"<[|\uff5c][^<>]*[|\uff5c]>|\s", "", open(f).read()) for f in sys.argv[1:])
+a, b = (re.sub(r"<[|\uff5c][^<>]*[|\uff5c]>|\s", "", open(f, errors="replace").read()) for f in sys.argv[1:])
 sys.exit(0 if a == b else 1)
 EOF
 then
@@ -95,9 +98,9 @@ fi
 for round in $(seq 1 "$rounds"); do
   "$bin/llama-bench" -m "$gguf" -p 128 -n "$gen" -t "$threads" -r 3 -o jsonl 2>/dev/null \
     > "$out/llama-bench-$round.jsonl"
-  "$bin/llama-batched-bench" -m "$gguf" -c 4096 -npp 128 -ntg "$gen" -npl 1,4,16 -t "$threads" \
+  "$bin/llama-batched-bench" -m "$gguf" -c 4096 -npp 128 -ntg "$gen" -npl "$batches" -t "$threads" \
     --output-format jsonl 2>/dev/null | grep '^{' > "$out/llama-batched-$round.jsonl"
-  "$root/ringmaster" bench one-batch --model "$model" --batch-size 1,4,16 --input-len 128 --output-len "$gen" \
+  "$root/ringmaster" bench one-batch --model "$model" --batch-size "$batches" --input-len 128 --output-len "$gen" \
     --cpu-threads "$threads" --json 2>/dev/null > "$out/ringmaster-$round.json"
   echo "round $round of $rounds done (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 done

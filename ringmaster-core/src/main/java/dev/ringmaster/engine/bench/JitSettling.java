@@ -6,15 +6,23 @@ import java.util.function.LongSupplier;
 
 /**
  * Tells when the JIT has settled during a warm-up: the JVM's accumulated compilation time over the
- * last {@value #WINDOW} rounds is under {@value #SHARE_PERCENT}% of those rounds' wall time. While
- * the compiler threads still work, the kernels run code that is about to be replaced (and, on a
- * machine with few cores, share the cores with the compiler); once they are idle, the timed steps
- * measure the code a long-running server executes. Where the JVM does not report compilation time,
- * no window ever settles and a warm-up runs its most rounds.
+ * last rounds is under {@value #SHARE_PERCENT}% of those rounds' wall time. The window is the last
+ * {@value #WINDOW} rounds, or fewer (at least {@value #MIN_WINDOW}) where those already took
+ * {@value #LONG_WINDOW_MILLIS} ms: a large model's rounds are long, and ten of them would take
+ * minutes. While the compiler threads still work, the kernels run code that is about to be replaced
+ * (and, on a machine with few cores, share the cores with the compiler); once they are idle, the
+ * timed steps measure the code a long-running server executes. Where the JVM does not report
+ * compilation time, no window ever settles and a warm-up runs its most rounds.
  */
 final class JitSettling {
   /** Rounds the settling test looks back over. */
   static final int WINDOW = 10;
+
+  /** The fewest rounds a window holds. */
+  static final int MIN_WINDOW = 3;
+
+  /** Wall time after which a window of at least {@value #MIN_WINDOW} rounds is long enough. */
+  static final long LONG_WINDOW_MILLIS = 2000;
 
   /** The share of the window's wall time the JIT may still spend compiling, in percent. */
   static final int SHARE_PERCENT = 2;
@@ -63,17 +71,21 @@ final class JitSettling {
     rounds++;
   }
 
-  /** Whether the last {@value #WINDOW} rounds compiled under the share of their time. */
+  /** Whether the rounds of the window compiled under the share of their time. */
   boolean settled() {
-    if (!measurable || rounds < WINDOW) {
+    if (!measurable) {
       return false;
     }
     long wall = 0;
     long compile = 0;
-    for (int i = 0; i < WINDOW; i++) {
-      wall += wallNanos[i];
-      compile += compileMillis[i];
+    for (int n = 1; n <= Math.min(rounds, WINDOW); n++) {
+      int slot = Math.floorMod(rounds - n, WINDOW);
+      wall += wallNanos[slot];
+      compile += compileMillis[slot];
+      if (n == WINDOW || (n >= MIN_WINDOW && wall >= LONG_WINDOW_MILLIS * 1_000_000L)) {
+        return compile * 1_000_000L * 100 < wall * SHARE_PERCENT;
+      }
     }
-    return compile * 1_000_000L * 100 < wall * SHARE_PERCENT;
+    return false;
   }
 }

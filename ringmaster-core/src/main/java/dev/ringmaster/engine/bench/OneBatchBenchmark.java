@@ -59,10 +59,10 @@ public final class OneBatchBenchmark {
    *
    * <p>With {@code untilJitSettles}, {@code rounds} is a minimum: rounds go on until the JIT has
    * settled ({@link JitSettling}: its compilation time over the last {@value JitSettling#WINDOW}
-   * rounds under {@value JitSettling#SHARE_PERCENT}% of their wall time), at most {@value
-   * #MAX_ROUNDS} rounds. On a 2-core CPU the compiler threads share the cores with the kernels'
-   * threads, and the embedded model's prefill takes 30-50 rounds to reach its steady speed (2x the
-   * speed after 4 rounds).
+   * rounds, or the last 3 or more that took 2 s, under {@value JitSettling#SHARE_PERCENT}% of their
+   * wall time), at most {@value #MAX_ROUNDS} rounds. On a 2-core CPU the compiler threads share the
+   * cores with the kernels' threads, and the embedded model's prefill takes 30-50 rounds to reach
+   * its steady speed (2x the speed after 4 rounds).
    *
    * @param rounds rounds of a prefill and decode steps, at least 1 (with {@code untilJitSettles},
    *     the fewest)
@@ -109,7 +109,7 @@ public final class OneBatchBenchmark {
             + JitSettling.SHARE_PERCENT
             + "% of the last "
             + JitSettling.WINDOW
-            + " rounds' time; at most "
+            + " rounds' time, or of the last 3 or more that took 2 s; at most "
             + MAX_ROUNDS
             + ")";
       }

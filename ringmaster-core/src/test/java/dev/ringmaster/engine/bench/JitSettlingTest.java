@@ -5,14 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import org.junit.jupiter.api.Test;
 
 class JitSettlingTest {
-  /** Fake clocks: each round takes 100 ms of wall time and the given compilation time. */
+  /** Fake clocks: each round takes roundMillis of wall time and the given compilation time. */
   private static final class Clocks {
     long nanos;
     long compileMillis;
+    long roundMillis = 100;
 
     void round(JitSettling s, long compiledMillis) {
       s.startRound();
-      nanos += 100_000_000L;
+      nanos += roundMillis * 1_000_000L;
       compileMillis += compiledMillis;
       s.endRound();
     }
@@ -50,6 +51,27 @@ class JitSettlingTest {
       c.round(s, i == 0 ? 21 : 0);
     }
     assertThat(s.settled()).isFalse();
+  }
+
+  /** Rounds of a second each settle over the shortest window: 3 rounds. */
+  @Test
+  void longRoundsSettleOverTheShortestWindow() {
+    Clocks c = new Clocks();
+    c.roundMillis = 1000;
+    JitSettling s = new JitSettling(() -> c.compileMillis, () -> c.nanos, true);
+    c.round(s, 500);
+    c.round(s, 0);
+    c.round(s, 0);
+    assertThat(s.settled()).as("the burst is in the last 3 rounds").isFalse();
+    c.round(s, 0);
+    assertThat(s.settled()).isTrue();
+    // 2% of 3 s is 60 ms
+    c.round(s, 70);
+    c.round(s, 0);
+    c.round(s, 0);
+    assertThat(s.settled()).isFalse();
+    c.round(s, 0);
+    assertThat(s.settled()).isTrue();
   }
 
   @Test
