@@ -144,7 +144,7 @@ final class BenchCommand implements Runnable {
         description =
             "Untimed rounds, each a prefill of the same prompts and --warmup-decode-steps decode"
                 + " steps, before each batch size is timed: a count, or auto (the default): at"
-                + " least 4, then more until the JIT has settled (its compilation under 2% of the"
+                + " least 4, then more until the JIT has settled (its compilation under 2%% of the"
                 + " last 10 rounds' time, or of the last 3 or more that took 2 s), at most 200.")
     String warmupRounds;
 

@@ -120,6 +120,14 @@ final class EngineOptions {
               + " only.")
   Integer cpuWarmupBatchSize;
 
+  @Option(
+      names = "--cpu-warmup-seconds",
+      description =
+          "CPU: after the fixed warm-up rounds, keep running short prefill and decode rounds"
+              + " until the JIT compiler is idle, for at most this many seconds (default:"
+              + " ${DEFAULT-VALUE}); 0 runs the fixed rounds only.")
+  int cpuWarmupSeconds = EngineWarmup.DEFAULT_SETTLE_SECONDS;
+
   /** The batched warm-up's rows when {@code --cpu-warmup-batch-size} is not given. */
   private int cpuWarmupBatchDefault = 1;
 
@@ -248,6 +256,7 @@ final class EngineOptions {
     FlagChecks.atLeast("--tp-size", tpSize, 1);
     FlagChecks.atLeast("--ep-size", epSize, 1);
     FlagChecks.atLeast("--cpu-threads", cpuThreads, 1);
+    FlagChecks.atLeast("--cpu-warmup-seconds", cpuWarmupSeconds, 0);
     if (cpuVectorBits != null && !List.of(0, 128, 256, 512).contains(cpuVectorBits)) {
       throw new UserError("--cpu-vector-bits must be 0, 128, 256 or 512, got " + cpuVectorBits);
     }
@@ -360,6 +369,12 @@ final class EngineOptions {
               + cpuWarmupBatchSize
               + " (1 warms up one sequence only; --cpu-warmup-steps 0 skips the warm-up)");
     }
+    if (cpuWarmupSeconds < 0) {
+      throw new UserError(
+          "--cpu-warmup-seconds must not be negative, got "
+              + cpuWarmupSeconds
+              + " (0 runs the fixed warm-up rounds only)");
+    }
     ParallelConfig p = parallel();
     LanguageModel lm =
         p.tpSize() == 1
@@ -367,7 +382,9 @@ final class EngineOptions {
             : ParallelCausalLm.load(dir, p, allReduceAlgorithm(), tuning());
     if (cpuWarmupSteps > 0) {
       try {
-        System.err.println(EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize()).describe());
+        System.err.println(
+            EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize(), cpuWarmupSeconds)
+                .describe());
       } catch (RuntimeException e) {
         lm.close();
         throw e;

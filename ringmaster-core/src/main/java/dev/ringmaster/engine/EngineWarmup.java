@@ -3,7 +3,9 @@ package dev.ringmaster.engine;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.KvCache;
 import dev.ringmaster.runtime.LanguageModel;
+import dev.ringmaster.runtime.sampling.SamplingBatch;
 import java.util.Arrays;
+import java.util.SplittableRandom;
 
 /**
  * Forward steps run at load on scratch caches, so the JIT has compiled the CPU kernels before the
@@ -19,8 +21,15 @@ import java.util.Arrays;
  * cold: 32 concurrent 128-token requests on a fresh server ran at half the output throughput of the
  * next 32 and their TTFT p99 was 4.0-4.9 s against 0.4-0.5 s. The warm-up therefore also runs a
  * batch: {@code batchRows} prompts of {@link #BATCH_PROMPT_TOKENS} tokens prefilled in one step,
- * then as many decode steps of all of them. The caches are dropped afterwards; nothing the model
- * returns later depends on the warm-up (the kernels' results do not depend on JIT state).
+ * then as many decode steps of all of them.
+ *
+ * <p>After those fixed rounds the compiler threads are often still busy (on two cores a cold {@code
+ * generate} of a 146-token prompt then prefilled in 24-475 ms while C2 was still compiling the
+ * attention and deoptimising the matmul planner on new prompt lengths), so settle rounds follow
+ * until the JIT is idle ({@link JitSettling}) or a time limit passes: prefills of varying lengths,
+ * each with {@link #SETTLE_DECODE_STEPS} decode steps, alternating with the batch where there is
+ * one. The caches are dropped afterwards; nothing the model returns later depends on the warm-up
+ * (the kernels' results do not depend on JIT state).
  */
 public final class EngineWarmup {
   /** Decode steps after the warm-up prefill unless a flag says otherwise. */
@@ -41,24 +50,57 @@ public final class EngineWarmup {
   /** Prompt tokens of each row of the batched warm-up (fewer when the context is shorter). */
   public static final int BATCH_PROMPT_TOKENS = 32;
 
+  /** Decode steps of each settle round. */
+  public static final int SETTLE_DECODE_STEPS = 8;
+
+  /**
+   * Calls of the host sampler on synthetic logits after the one-sequence prefills: its vector loops
+   * are not in the forward steps, and a cold sampler ran the first 100 tokens of a default {@code
+   * generate} (temperature 0.8, top-p 0.95) at 710 tok/s against 1,085 over 400 tokens.
+   */
+  public static final int SAMPLER_CALLS = 64;
+
+  /** Calls of the host sampler in each settle round. */
+  public static final int SETTLE_SAMPLER_CALLS = 8;
+
+  /** Seconds of settle rounds at most unless a flag says otherwise. */
+  public static final int DEFAULT_SETTLE_SECONDS = 10;
+
+  /** Prefill lengths of the settle rounds in turn, in quarters of {@link #PREFILL_TOKENS}. */
+  private static final int[] SETTLE_QUARTERS = {5, 3, 6, 2, 7, 4};
+
   private EngineWarmup() {}
 
   /** {@link #run(LanguageModel, int, int)} of one sequence only, without the batched phase. */
   public static Summary run(LanguageModel model, int decodeSteps) {
-    return run(model, decodeSteps, 1);
+    return run(model, decodeSteps, 1, 0);
+  }
+
+  /** {@link #run(LanguageModel, int, int, int)} without settle rounds. */
+  public static Summary run(LanguageModel model, int decodeSteps, int batchRows) {
+    return run(model, decodeSteps, batchRows, 0);
   }
 
   /**
    * Runs {@link #PREFILL_ROUNDS} prefills of one sequence, each on a new cache of {@code model},
-   * the last followed by {@code decodeSteps} greedy decode steps; then, when {@code batchRows} is
-   * above 1, one prefill of {@code batchRows} prompts together and {@code decodeSteps} decode steps
-   * of all of them; every length clamped to fit the model's context. Frees the caches and returns
-   * what ran.
+   * the last followed by {@code decodeSteps} greedy decode steps, and {@link #SAMPLER_CALLS} calls
+   * of the host sampler on synthetic logits; then, when {@code batchRows} is above 1, one prefill
+   * of {@code batchRows} prompts together and {@code decodeSteps} decode steps of all of them.
+   * Then, for at most {@code settleSeconds}, settle rounds until the JIT is idle: a prefill of 5/4,
+   * 3/4, 3/2, 1/2, 7/4 and 1 times the warm-up prefill's length in turn, {@link
+   * #SETTLE_DECODE_STEPS} decode steps and {@link #SETTLE_SAMPLER_CALLS} sampler calls, every other
+   * round the batch instead of the prefill where {@code batchRows} is above 1. Every length is
+   * clamped to fit the model's context. Frees the caches and returns what ran.
    *
-   * @throws IllegalArgumentException if {@code decodeSteps} is negative or {@code batchRows} below
-   *     1
+   * @throws IllegalArgumentException if {@code decodeSteps} or {@code settleSeconds} is negative or
+   *     {@code batchRows} below 1
    */
-  public static Summary run(LanguageModel model, int decodeSteps, int batchRows) {
+  public static Summary run(
+      LanguageModel model, int decodeSteps, int batchRows, int settleSeconds) {
+    if (settleSeconds < 0) {
+      throw new IllegalArgumentException(
+          "warm-up settle seconds must not be negative, got " + settleSeconds);
+    }
     if (decodeSteps < 0) {
       throw new IllegalArgumentException(
           "warm-up decode steps must not be negative, got " + decodeSteps);
@@ -75,13 +117,74 @@ public final class EngineWarmup {
       runBatch(model, 1, prefill, 0);
     }
     runBatch(model, 1, prefill, steps);
+    SamplerRows sampler = new SamplerRows(model.config().vocabSize());
+    sampler.sample(SAMPLER_CALLS);
     int rowPrompt = Math.max(1, Math.min(BATCH_PROMPT_TOKENS, context / 2));
     int batchSteps = batchRows > 1 ? Math.min(decodeSteps, context - rowPrompt) : 0;
     if (batchRows > 1) {
       runBatch(model, batchRows, rowPrompt, batchSteps);
     }
+    long settleStart = System.nanoTime();
+    long settleEnd = settleStart + settleSeconds * 1_000_000_000L;
+    JitSettling jit = new JitSettling();
+    int settleRounds = 0;
+    while (settleSeconds > 0 && !jit.settled() && System.nanoTime() < settleEnd) {
+      jit.startRound();
+      if (batchRows > 1 && settleRounds % 2 == 1) {
+        runBatch(model, batchRows, rowPrompt, Math.min(SETTLE_DECODE_STEPS, batchSteps));
+      } else {
+        int quarters = SETTLE_QUARTERS[(settleRounds / 2) % SETTLE_QUARTERS.length];
+        int length = Math.max(1, Math.min(PREFILL_TOKENS * quarters / 4, context / 2));
+        runBatch(model, 1, length, Math.min(SETTLE_DECODE_STEPS, context - length));
+      }
+      sampler.sample(SETTLE_SAMPLER_CALLS);
+      jit.endRound();
+      settleRounds++;
+    }
+    boolean settled = settleRounds > 0 && jit.settled();
+    long now = System.nanoTime();
     return new Summary(
-        prefill, steps, batchRows > 1 ? batchRows : 0, batchSteps, (System.nanoTime() - t0) / 1e6);
+        prefill,
+        steps,
+        batchRows > 1 ? batchRows : 0,
+        batchSteps,
+        settleRounds,
+        settled,
+        (now - settleStart) / 1e6,
+        (now - t0) / 1e6);
+  }
+
+  /**
+   * The host sampler's paths (top-p, top-k, min-p with penalties, logprobs) as rows of one batch,
+   * over fixed random logits of the model's vocabulary.
+   */
+  private static final class SamplerRows {
+    private final SamplingBatch batch = new SamplingBatch();
+    private final float[] logits;
+    private final int vocab;
+    private long step;
+
+    SamplerRows(int vocab) {
+      this.vocab = vocab;
+      SplittableRandom random = new SplittableRandom(7);
+      logits = new float[4 * vocab];
+      for (int i = 0; i < logits.length; i++) {
+        // A spread like a trained model's: a few tokens far above a long tail.
+        logits[i] = (float) (3 * random.nextDouble() * random.nextDouble() * random.nextDouble());
+      }
+    }
+
+    void sample(int calls) {
+      for (int c = 0; c < calls; c++, step++) {
+        batch.clear();
+        batch.addRow(0.8f, 0, 0.95f, 0f, 1, step, 1f, 0f, 0f, -1);
+        batch.addRow(1f, 50, 1f, 0f, 2, step, 1f, 0f, 0f, -1);
+        batch.addRow(0.7f, 0, 1f, 0.05f, 3, step, 1.1f, 0.1f, 0.1f, -1);
+        batch.addSeenToken((int) (step % vocab), 1);
+        batch.addRow(1f, 0, 1f, 0f, 4, step, 1f, 0f, 0f, 5);
+        batch.sampleOnCpu(logits, vocab);
+      }
+    }
   }
 
   /** One prefill of {@code rows} prompts of {@code prompt} tokens, then {@code steps} decodes. */
@@ -133,10 +236,20 @@ public final class EngineWarmup {
    * @param decodeSteps decode steps after it
    * @param batchRows rows of its batched phase (0 when it ran none)
    * @param batchDecodeSteps decode steps of the batched phase
+   * @param settleRounds settle rounds after the fixed ones
+   * @param settled whether the JIT was idle when the settle rounds stopped
+   * @param settleMs wall time of the settle rounds in milliseconds
    * @param ms wall time in milliseconds
    */
   public record Summary(
-      int prefillTokens, int decodeSteps, int batchRows, int batchDecodeSteps, double ms) {
+      int prefillTokens,
+      int decodeSteps,
+      int batchRows,
+      int batchDecodeSteps,
+      int settleRounds,
+      boolean settled,
+      double settleMs,
+      double ms) {
     /** One line for the log. */
     public String describe() {
       String batch =
@@ -145,10 +258,20 @@ public final class EngineWarmup {
               : String.format(
                   ", then %d prompts prefilled together and %d decode steps of all of them",
                   batchRows, batchDecodeSteps);
+      String settle =
+          settleRounds == 0
+              ? ""
+              : String.format(
+                  ", then %d settle rounds in %.0f ms (%s)",
+                  settleRounds,
+                  settleMs,
+                  settled
+                      ? "the JIT is idle"
+                      : "stopped at --cpu-warmup-seconds, the JIT still busy");
       return String.format(
-          "warm-up: %d prefills of %d tokens and %d decode steps on scratch caches%s, %.0f ms"
-              + " (--cpu-warmup-steps 0 skips it)",
-          PREFILL_ROUNDS, prefillTokens, decodeSteps, batch, ms);
+          "warm-up: %d prefills of %d tokens, %d decode steps and %d sampler calls on scratch"
+              + " caches%s%s, %.0f ms (--cpu-warmup-steps 0 skips it)",
+          PREFILL_ROUNDS, prefillTokens, decodeSteps, SAMPLER_CALLS, batch, settle, ms);
     }
   }
 }

@@ -52,6 +52,40 @@ class EngineWarmupTest {
   }
 
   @Test
+  void settleRoundsRunUntilTheJitIsIdleOrTheTimeIsUpAndChangeNoLogit() {
+    GoldenFixture fixture =
+        GoldenFixture.load(RepoPaths.require("fixtures/golden/deepseek_v3_basic"));
+    try (CausalLm lm = CausalLm.load(fixture.dir())) {
+      float[] cold = logits(lm, fixture.promptIds());
+
+      EngineWarmup.Summary s = EngineWarmup.run(lm, 4, 2, 2);
+
+      assertThat(s.settleRounds()).isPositive();
+      // Either the JIT went idle (a window of rounds is needed for that) or the 2 s ran out.
+      if (s.settled()) {
+        assertThat(s.settleRounds()).isGreaterThanOrEqualTo(JitSettling.MIN_WINDOW);
+        assertThat(s.describe()).contains("(the JIT is idle)");
+      } else {
+        assertThat(s.settleMs()).isGreaterThanOrEqualTo(2000);
+        assertThat(s.describe()).contains("stopped at --cpu-warmup-seconds");
+      }
+      assertThat(s.settleMs()).isLessThan(s.ms());
+      assertThat(logits(lm, fixture.promptIds())).isEqualTo(cold);
+      EngineWarmup.Summary none = EngineWarmup.run(lm, 4, 2, 0);
+      assertThat(none.settleRounds()).isZero();
+      assertThat(none.describe()).doesNotContain("settle rounds");
+    }
+  }
+
+  @Test
+  void negativeSettleSecondsAreRefusedByName() {
+    assertThatThrownBy(() -> EngineWarmup.run(null, 4, 1, -1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("settle seconds")
+        .hasMessageContaining("-1");
+  }
+
+  @Test
   void batchRowsBelowOneAreRefusedByName() {
     assertThatThrownBy(() -> EngineWarmup.run(null, 4, 0))
         .isInstanceOf(IllegalArgumentException.class)

@@ -1,5 +1,6 @@
 package dev.ringmaster.engine.bench;
 
+import dev.ringmaster.engine.JitSettling;
 import dev.ringmaster.runtime.BatchLayout;
 import dev.ringmaster.runtime.CollectiveReporting;
 import dev.ringmaster.runtime.KvCache;

@@ -1,31 +1,32 @@
-package dev.ringmaster.engine.bench;
+package dev.ringmaster.engine;
 
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.function.LongSupplier;
 
 /**
- * Tells when the JIT has settled during a warm-up: the JVM's accumulated compilation time over the
- * last rounds is under {@value #SHARE_PERCENT}% of those rounds' wall time. The window is the last
- * {@value #WINDOW} rounds, or fewer (at least {@value #MIN_WINDOW}) where those already took
- * {@value #LONG_WINDOW_MILLIS} ms: a large model's rounds are long, and ten of them would take
- * minutes. While the compiler threads still work, the kernels run code that is about to be replaced
- * (and, on a machine with few cores, share the cores with the compiler); once they are idle, the
- * timed steps measure the code a long-running server executes. Where the JVM does not report
- * compilation time, no window ever settles and a warm-up runs its most rounds.
+ * Tells when the JIT has settled during a warm-up (the engine's at load and {@code bench
+ * one-batch}'s): the JVM's accumulated compilation time over the last rounds is under {@value
+ * #SHARE_PERCENT}% of those rounds' wall time. The window is the last {@value #WINDOW} rounds, or
+ * fewer (at least {@value #MIN_WINDOW}) where those already took {@value #LONG_WINDOW_MILLIS} ms: a
+ * large model's rounds are long, and ten of them would take minutes. While the compiler threads
+ * still work, the kernels run code that is about to be replaced (and, on a machine with few cores,
+ * share the cores with the compiler); once they are idle, the timed steps measure the code a
+ * long-running server executes. Where the JVM does not report compilation time, no window ever
+ * settles and a warm-up runs its most rounds.
  */
-final class JitSettling {
+public final class JitSettling {
   /** Rounds the settling test looks back over. */
-  static final int WINDOW = 10;
+  public static final int WINDOW = 10;
 
   /** The fewest rounds a window holds. */
-  static final int MIN_WINDOW = 3;
+  public static final int MIN_WINDOW = 3;
 
   /** Wall time after which a window of at least {@value #MIN_WINDOW} rounds is long enough. */
-  static final long LONG_WINDOW_MILLIS = 2000;
+  public static final long LONG_WINDOW_MILLIS = 2000;
 
   /** The share of the window's wall time the JIT may still spend compiling, in percent. */
-  static final int SHARE_PERCENT = 2;
+  public static final int SHARE_PERCENT = 2;
 
   private final LongSupplier compileMillisSoFar;
   private final LongSupplier clockNanos;
@@ -37,7 +38,7 @@ final class JitSettling {
   private long roundStartCompileMillis;
 
   /** Settling of this JVM's JIT, timed by {@link System#nanoTime}. */
-  JitSettling() {
+  public JitSettling() {
     CompilationMXBean compiler = ManagementFactory.getCompilationMXBean();
     this.measurable = compiler != null && compiler.isCompilationTimeMonitoringSupported();
     this.compileMillisSoFar = measurable ? compiler::getTotalCompilationTime : () -> 0;
@@ -58,13 +59,13 @@ final class JitSettling {
   }
 
   /** Marks the start of a round. */
-  void startRound() {
+  public void startRound() {
     roundStartNanos = clockNanos.getAsLong();
     roundStartCompileMillis = compileMillisSoFar.getAsLong();
   }
 
   /** Marks the end of the round started last. */
-  void endRound() {
+  public void endRound() {
     int slot = rounds % WINDOW;
     wallNanos[slot] = clockNanos.getAsLong() - roundStartNanos;
     compileMillis[slot] = compileMillisSoFar.getAsLong() - roundStartCompileMillis;
@@ -72,7 +73,7 @@ final class JitSettling {
   }
 
   /** Whether the rounds of the window compiled under the share of their time. */
-  boolean settled() {
+  public boolean settled() {
     if (!measurable) {
       return false;
     }

@@ -1,4 +1,4 @@
-package dev.ringmaster.engine.bench;
+package dev.ringmaster.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
