@@ -133,7 +133,8 @@ public final class EngineWarmup {
       if (batchRows > 1 && settleRounds % 2 == 1) {
         runBatch(model, batchRows, rowPrompt, Math.min(SETTLE_DECODE_STEPS, batchSteps));
       } else {
-        int quarters = SETTLE_QUARTERS[(settleRounds / 2) % SETTLE_QUARTERS.length];
+        int prefillRound = batchRows > 1 ? settleRounds / 2 : settleRounds;
+        int quarters = SETTLE_QUARTERS[prefillRound % SETTLE_QUARTERS.length];
         int length = Math.max(1, Math.min(PREFILL_TOKENS * quarters / 4, context / 2));
         runBatch(model, 1, length, Math.min(SETTLE_DECODE_STEPS, context - length));
       }
