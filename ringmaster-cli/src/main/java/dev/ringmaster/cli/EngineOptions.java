@@ -369,12 +369,6 @@ final class EngineOptions {
               + cpuWarmupBatchSize
               + " (1 warms up one sequence only; --cpu-warmup-steps 0 skips the warm-up)");
     }
-    if (cpuWarmupSeconds < 0) {
-      throw new UserError(
-          "--cpu-warmup-seconds must not be negative, got "
-              + cpuWarmupSeconds
-              + " (0 runs the fixed warm-up rounds only)");
-    }
     ParallelConfig p = parallel();
     LanguageModel lm =
         p.tpSize() == 1

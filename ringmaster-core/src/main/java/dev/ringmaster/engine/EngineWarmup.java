@@ -24,7 +24,7 @@ import java.util.SplittableRandom;
  * then as many decode steps of all of them.
  *
  * <p>After those fixed rounds the compiler threads are often still busy (on two cores a cold {@code
- * generate} of a 146-token prompt then prefilled in 24-475 ms while C2 was still compiling the
+ * generate} of a 146-token prompt then prefilled in 27-475 ms while C2 was still compiling the
  * attention and deoptimising the matmul planner on new prompt lengths), so settle rounds follow
  * until the JIT is idle ({@link JitSettling}) or a time limit passes: prefills of varying lengths,
  * each with {@link #SETTLE_DECODE_STEPS} decode steps, alternating with the batch where there is
