@@ -377,7 +377,8 @@ final class EngineOptions {
     if (cpuWarmupSteps > 0) {
       try {
         System.err.println(
-            EngineWarmup.run(lm, cpuWarmupSteps, cpuWarmupBatchSize(), cpuWarmupSeconds)
+            EngineWarmup.run(
+                    lm, cpuWarmupSteps, cpuWarmupBatchSize(), cpuWarmupSeconds, warmupVerifyTokens)
                 .describe());
       } catch (RuntimeException e) {
         lm.close();
@@ -553,6 +554,12 @@ final class EngineOptions {
    * page is one GPU block); null keeps the GPU's default.
    */
   Integer cudaBlockSize;
+
+  /**
+   * Tokens of a speculative verify pass ({@code --speculative-num-draft-tokens} + 1) when a command
+   * speculates, so the CPU warm-up compiles that shape too; 0 when it does not.
+   */
+  int warmupVerifyTokens;
 
   /** The GPU model settings the flags give. */
   private CudaModelOptions cudaOptions() {

@@ -128,6 +128,7 @@ final class GenerateCommand implements Callable<Integer> {
     }
     speculative.validate(dir);
     speculative.checkBackend(engine);
+    engine.warmupVerifyTokens = speculative.verifyTokens();
     if (speculative.enabled() && (dumpLogits != null || forceIds != null)) {
       throw new UserError(
           (dumpLogits != null ? "--dump-logits" : "--force-ids")

@@ -183,6 +183,7 @@ final class ServeCommand implements Callable<Integer> {
     }
     speculative.validate(dir); // reads only config.json and tokenizer.json files
     speculative.checkBackend(engine);
+    engine.warmupVerifyTokens = speculative.verifyTokens();
     Tokenizer tok = Tokenizer.load(dir);
     engine.cudaBlockSize = pageSize; // on the GPU one page is one cache block
     LanguageModel lm = engine.open(dir);

@@ -93,6 +93,14 @@ final class SpeculativeOptions {
   }
 
   /**
+   * Tokens of one sequence's verify pass, the drafts plus the last token, once {@link #validate}
+   * has read the flags; 0 without speculation.
+   */
+  int verifyTokens() {
+    return config == null ? 0 : config.numDraftTokens() + 1;
+  }
+
+  /**
    * Checks the flags against each other and the target model directory, and the draft model's
    * config and tokenizer against the target's, reading only small files.
    */

@@ -60,6 +60,9 @@ public final class EngineWarmup {
    */
   public static final int SAMPLER_CALLS = 64;
 
+  /** Verify-shaped passes after the one-sequence decode steps, with speculative decoding. */
+  public static final int VERIFY_PASSES = 32;
+
   /** Calls of the host sampler in each settle round. */
   public static final int SETTLE_SAMPLER_CALLS = 8;
 
@@ -81,6 +84,12 @@ public final class EngineWarmup {
     return run(model, decodeSteps, batchRows, 0);
   }
 
+  /** {@link #run(LanguageModel, int, int, int, int)} without verify passes. */
+  public static Summary run(
+      LanguageModel model, int decodeSteps, int batchRows, int settleSeconds) {
+    return run(model, decodeSteps, batchRows, settleSeconds, 0);
+  }
+
   /**
    * Runs {@link #PREFILL_ROUNDS} prefills of one sequence, each on a new cache of {@code model},
    * the last followed by {@code decodeSteps} greedy decode steps, and {@link #SAMPLER_CALLS} calls
@@ -92,11 +101,22 @@ public final class EngineWarmup {
    * round the batch instead of the prefill where {@code batchRows} is above 1. Every length is
    * clamped to fit the model's context. Frees the caches and returns what ran.
    *
-   * @throws IllegalArgumentException if {@code decodeSteps} or {@code settleSeconds} is negative or
-   *     {@code batchRows} below 1
+   * <p>With {@code verifyTokens} above 1 (speculative decoding with {@code verifyTokens - 1}
+   * drafts), the one-sequence phases also run verify-shaped passes: {@link #VERIFY_PASSES} after
+   * the decode steps, {@link #SETTLE_DECODE_STEPS} in each one-sequence settle round, each an
+   * extend of the sequence by {@code verifyTokens} tokens with every row's argmax, then a rollback
+   * that keeps a varying number of them, as a verify pass accepts some drafts. A first speculative
+   * run otherwise compiled its verify paths while it ran.
+   *
+   * @throws IllegalArgumentException if {@code decodeSteps}, {@code settleSeconds} or {@code
+   *     verifyTokens} is negative or {@code batchRows} below 1
    */
   public static Summary run(
-      LanguageModel model, int decodeSteps, int batchRows, int settleSeconds) {
+      LanguageModel model, int decodeSteps, int batchRows, int settleSeconds, int verifyTokens) {
+    if (verifyTokens < 0) {
+      throw new IllegalArgumentException(
+          "warm-up verify tokens must not be negative, got " + verifyTokens);
+    }
     if (settleSeconds < 0) {
       throw new IllegalArgumentException(
           "warm-up settle seconds must not be negative, got " + settleSeconds);
@@ -113,16 +133,17 @@ public final class EngineWarmup {
     int prefill = Math.max(1, Math.min(PREFILL_TOKENS, context / 2));
     int steps = Math.min(decodeSteps, context - prefill);
     long t0 = System.nanoTime();
+    int verify = verifyTokens > 1 ? verifyTokens : 0;
     for (int round = 1; round < PREFILL_ROUNDS; round++) {
-      runBatch(model, 1, prefill, 0);
+      runBatch(model, 1, prefill, 0, 0, 0);
     }
-    runBatch(model, 1, prefill, steps);
+    int verifyRan = runBatch(model, 1, prefill, steps, verify, VERIFY_PASSES);
     SamplerRows sampler = new SamplerRows(model.config().vocabSize());
     sampler.sample(SAMPLER_CALLS);
     int rowPrompt = Math.max(1, Math.min(BATCH_PROMPT_TOKENS, context / 2));
     int batchSteps = batchRows > 1 ? Math.min(decodeSteps, context - rowPrompt) : 0;
     if (batchRows > 1) {
-      runBatch(model, batchRows, rowPrompt, batchSteps);
+      runBatch(model, batchRows, rowPrompt, batchSteps, 0, 0);
     }
     long settleStart = System.nanoTime();
     long settleEnd = settleStart + settleSeconds * 1_000_000_000L;
@@ -131,12 +152,19 @@ public final class EngineWarmup {
     while (settleSeconds > 0 && !jit.settled() && System.nanoTime() < settleEnd) {
       jit.startRound();
       if (batchRows > 1 && settleRounds % 2 == 1) {
-        runBatch(model, batchRows, rowPrompt, Math.min(SETTLE_DECODE_STEPS, batchSteps));
+        runBatch(model, batchRows, rowPrompt, Math.min(SETTLE_DECODE_STEPS, batchSteps), 0, 0);
       } else {
         int prefillRound = batchRows > 1 ? settleRounds / 2 : settleRounds;
         int quarters = SETTLE_QUARTERS[prefillRound % SETTLE_QUARTERS.length];
         int length = Math.max(1, Math.min(PREFILL_TOKENS * quarters / 4, context / 2));
-        runBatch(model, 1, length, Math.min(SETTLE_DECODE_STEPS, context - length));
+        verifyRan +=
+            runBatch(
+                model,
+                1,
+                length,
+                Math.min(SETTLE_DECODE_STEPS, context - length),
+                verify,
+                SETTLE_DECODE_STEPS);
       }
       sampler.sample(SETTLE_SAMPLER_CALLS);
       jit.endRound();
@@ -151,6 +179,8 @@ public final class EngineWarmup {
         batchSteps,
         settleRounds,
         settled,
+        verify,
+        verifyRan,
         (now - settleStart) / 1e6,
         (now - t0) / 1e6);
   }
@@ -188,8 +218,12 @@ public final class EngineWarmup {
     }
   }
 
-  /** One prefill of {@code rows} prompts of {@code prompt} tokens, then {@code steps} decodes. */
-  private static void runBatch(LanguageModel model, int rows, int prompt, int steps) {
+  /**
+   * One prefill of {@code rows} prompts of {@code prompt} tokens, then {@code steps} decodes, then
+   * (one row only, {@code verifyTokens} above 0) {@code verifyPasses} verify-shaped extends.
+   */
+  private static int runBatch(
+      LanguageModel model, int rows, int prompt, int steps, int verifyTokens, int verifyPasses) {
     int vocab = model.config().vocabSize();
     int[] ids = new int[rows * prompt];
     int[] positions = new int[rows * prompt];
@@ -221,6 +255,10 @@ public final class EngineWarmup {
         Arrays.fill(pos, prompt + step);
         next = model.forwardGreedy(next, new BatchLayout(decodeStart, pos), caches, rowIndex);
       }
+      if (rows == 1 && verifyTokens > 0) {
+        return verifyPasses(model, caches[0], next[0], verifyTokens, verifyPasses);
+      }
+      return 0;
     } finally {
       for (KvCache c : caches) {
         if (c != null) {
@@ -228,6 +266,36 @@ public final class EngineWarmup {
         }
       }
     }
+  }
+
+  /**
+   * {@code passes} extends of {@code cache} by {@code tokens} tokens (the last token, then drafts)
+   * with every row's argmax, each rolled back to keep 1 to {@code tokens} of them in turn, while
+   * the model's context has room.
+   */
+  private static int verifyPasses(
+      LanguageModel model, KvCache cache, int last, int tokens, int passes) {
+    int vocab = model.config().vocabSize();
+    int context = model.config().maxPositionEmbeddings();
+    int[] ids = new int[tokens];
+    int[] rows = new int[tokens];
+    for (int i = 0; i < tokens; i++) {
+      rows[i] = i;
+    }
+    int pass = 0;
+    for (; pass < passes && cache.length() + tokens <= context; pass++) {
+      int start = cache.length();
+      ids[0] = last;
+      for (int i = 1; i < tokens; i++) {
+        ids[i] = (last + i * 31 + pass) % vocab;
+      }
+      int[] argmax =
+          model.forwardGreedy(ids, BatchLayout.single(tokens, start), new KvCache[] {cache}, rows);
+      int kept = 1 + pass % tokens;
+      cache.setLength(start + kept);
+      last = argmax[kept - 1];
+    }
+    return pass;
   }
 
   /**
@@ -239,6 +307,8 @@ public final class EngineWarmup {
    * @param batchDecodeSteps decode steps of the batched phase
    * @param settleRounds settle rounds after the fixed ones
    * @param settled whether the JIT was idle when the settle rounds stopped
+   * @param verifyTokens tokens of each verify-shaped pass (0 when it ran none)
+   * @param verifyPasses verify-shaped passes it ran
    * @param settleMs wall time of the settle rounds in milliseconds
    * @param ms wall time in milliseconds
    */
@@ -249,6 +319,8 @@ public final class EngineWarmup {
       int batchDecodeSteps,
       int settleRounds,
       boolean settled,
+      int verifyTokens,
+      int verifyPasses,
       double settleMs,
       double ms) {
     /** One line for the log. */
@@ -269,10 +341,14 @@ public final class EngineWarmup {
                   settled
                       ? "the JIT is idle"
                       : "stopped at --cpu-warmup-seconds, the JIT still busy");
+      String verify =
+          verifyPasses == 0
+              ? ""
+              : String.format(", %d verify passes of %d tokens", verifyPasses, verifyTokens);
       return String.format(
-          "warm-up: %d prefills of %d tokens, %d decode steps and %d sampler calls on scratch"
+          "warm-up: %d prefills of %d tokens, %d decode steps%s and %d sampler calls on scratch"
               + " caches%s%s, %.0f ms (--cpu-warmup-steps 0 skips it)",
-          PREFILL_ROUNDS, prefillTokens, decodeSteps, SAMPLER_CALLS, batch, settle, ms);
+          PREFILL_ROUNDS, prefillTokens, decodeSteps, verify, SAMPLER_CALLS, batch, settle, ms);
     }
   }
 }

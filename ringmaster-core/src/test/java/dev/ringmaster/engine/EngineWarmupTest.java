@@ -78,6 +78,37 @@ class EngineWarmupTest {
   }
 
   @Test
+  void verifyPassesRunWithSpeculationAndChangeNoLogit() {
+    GoldenFixture fixture =
+        GoldenFixture.load(RepoPaths.require("fixtures/golden/deepseek_v3_basic"));
+    try (CausalLm lm = CausalLm.load(fixture.dir())) {
+      float[] cold = logits(lm, fixture.promptIds());
+      int context = lm.config().maxPositionEmbeddings();
+
+      EngineWarmup.Summary s = EngineWarmup.run(lm, 4, 1, 0, 5);
+
+      // The passes keep 1 to 5 tokens each, 3 on average: all of them fit in this context.
+      int room = context - s.prefillTokens() - s.decodeSteps();
+      assertThat(room).isGreaterThanOrEqualTo(5 + 3 * EngineWarmup.VERIFY_PASSES);
+      assertThat(s.verifyTokens()).isEqualTo(5);
+      assertThat(s.verifyPasses()).isEqualTo(EngineWarmup.VERIFY_PASSES);
+      assertThat(s.describe()).contains(s.verifyPasses() + " verify passes of 5 tokens");
+      assertThat(logits(lm, fixture.promptIds())).isEqualTo(cold);
+      EngineWarmup.Summary plain = EngineWarmup.run(lm, 4, 1, 0, 0);
+      assertThat(plain.verifyPasses()).isZero();
+      assertThat(plain.describe()).doesNotContain("verify passes");
+    }
+  }
+
+  @Test
+  void negativeVerifyTokensAreRefusedByName() {
+    assertThatThrownBy(() -> EngineWarmup.run(null, 4, 1, 0, -2))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("verify tokens")
+        .hasMessageContaining("-2");
+  }
+
+  @Test
   void negativeSettleSecondsAreRefusedByName() {
     assertThatThrownBy(() -> EngineWarmup.run(null, 4, 1, -1))
         .isInstanceOf(IllegalArgumentException.class)

@@ -3,6 +3,7 @@ package dev.ringmaster.backend.cpu.model;
 import dev.ringmaster.backend.cpu.CostedLoop;
 import dev.ringmaster.backend.cpu.CpuKernelContext;
 import dev.ringmaster.backend.cpu.CpuOps;
+import dev.ringmaster.backend.cpu.QueryBlockMath;
 import dev.ringmaster.backend.cpu.VectorMath;
 import dev.ringmaster.model.arch.RopeTable;
 import dev.ringmaster.model.config.ModelConfig;
@@ -24,6 +25,9 @@ final class CpuMlaAttention {
    * transformers builds q_a_layernorm and kv_a_layernorm with the default eps, not the config's.
    */
   private static final double LATENT_NORM_EPS = 1e-6;
+
+  /** Heads of one token whose scores and contexts share each pass over the cache. */
+  private static final int BLOCK = 4;
 
   /** Per thread, the column copies of the caches (two per sequence) of the last call. */
   private static final ThreadLocal<Scratch> COLUMNS = ThreadLocal.withInitial(Scratch::new);
@@ -166,23 +170,25 @@ final class CpuMlaAttention {
       denseOffs[j] = j * kvLora;
     }
     int scoreSize = Math.max(longest, widest);
-    AttentionSplit split = AttentionSplit.of(t, heads, threads);
+    int groups = (heads + BLOCK - 1) / BLOCK;
+    AttentionSplit split = AttentionSplit.of(t, groups, threads);
     pairs.run(
         split.tasks(),
         cost(layout, selected),
         task -> {
-          PairBuffers buffers = new PairBuffers(kvLora, scoreSize, longest, denseOffs);
+          PairBuffers buffers = PairBuffers.forTask(kvLora, scoreSize, longest, denseOffs);
           for (int job = split.firstJob(task); job < split.endJob(task); job++) {
-            int i = job / heads;
-            int h = job % heads;
+            int i = job / groups;
+            int h0 = job % groups * BLOCK;
+            int hn = Math.min(BLOCK, heads - h0);
             int[] sel = selected == null ? null : selected[i];
             int s = seqOf[i];
-            if (sel == null && h + 1 < heads && job + 1 < split.endJob(task)) {
-              // Two heads of one token over all its positions: one pass over the latents.
-              attendTwo(
+            if (sel == null) {
+              attendBlock(
                   q,
                   i,
-                  h,
+                  h0,
+                  hn,
                   layout.positions()[i],
                   caches[s].a(layer),
                   kvB,
@@ -190,22 +196,23 @@ final class CpuMlaAttention {
                   latentCols[s],
                   ropeCols[s],
                   buffers);
-              job++;
               continue;
             }
-            attendOne(
-                q,
-                i,
-                h,
-                layout.positions()[i],
-                sel,
-                caches[s],
-                layer,
-                kvB,
-                attn,
-                latentCols[s],
-                ropeCols[s],
-                buffers);
+            for (int h = h0; h < h0 + hn; h++) {
+              attendOne(
+                  q,
+                  i,
+                  h,
+                  layout.positions()[i],
+                  sel,
+                  caches[s],
+                  layer,
+                  kvB,
+                  attn,
+                  latentCols[s],
+                  ropeCols[s],
+                  buffers);
+            }
           }
         });
     return attn;
@@ -227,40 +234,66 @@ final class CpuMlaAttention {
   }
 
   /**
-   * One task's buffers for its pairs: the query latent, scores and latent context of a pair, and
-   * the offsets of the attended positions' latents ({@code dense} when it attends to all).
+   * One task's buffers: per query of a block its latent, scores and latent context, and the offsets
+   * of the attended positions' latents ({@code dense} when it attends to all).
    */
   private static final class PairBuffers {
-    final float[] qLat;
-    final float[] ctx;
-    final float[] scores;
-    final float[] qLat2;
-    final float[] ctx2;
-    final float[] scores2;
+    final float[][] qLat = new float[BLOCK][];
+    final float[][] ctx = new float[BLOCK][];
+    final float[][] scores = new float[BLOCK][];
+    final float[][] blockQLat = new float[BLOCK][];
+    final float[][] blockCtx = new float[BLOCK][];
+    final float[][] blockScores = new float[BLOCK][];
+    final int[] qOff = new int[BLOCK];
+    final int[] ropeOff = new int[BLOCK];
     final int[] selectedOffs;
-    final int[] dense;
+    int[] dense;
 
-    PairBuffers(int kvLora, int scoreSize, int longest, int[] dense) {
-      this.qLat = new float[kvLora];
-      this.ctx = new float[kvLora];
-      this.scores = new float[scoreSize];
-      this.qLat2 = new float[kvLora];
-      this.ctx2 = new float[kvLora];
-      this.scores2 = new float[scoreSize];
+    /** Per thread, the buffers of its last task, reused while they are big enough. */
+    private static final ThreadLocal<PairBuffers> LAST = new ThreadLocal<>();
+
+    private PairBuffers(int kvLora, int scoreSize, int longest) {
+      for (int k = 0; k < BLOCK; k++) {
+        qLat[k] = new float[kvLora];
+        ctx[k] = new float[kvLora];
+        scores[k] = new float[scoreSize];
+      }
       this.selectedOffs = new int[longest];
-      this.dense = dense;
+    }
+
+    /**
+     * Buffers for a task of this thread: its last ones where they fit (a decode step runs many
+     * small tasks, and allocating theirs cost about 5% of a verify pass), else new ones, kept
+     * unless they exceed {@link Scratch#KEEP} floats.
+     */
+    static PairBuffers forTask(int kvLora, int scoreSize, int longest, int[] dense) {
+      PairBuffers b = LAST.get();
+      if (b == null
+          || b.qLat[0].length != kvLora
+          || b.scores[0].length < scoreSize
+          || b.selectedOffs.length < longest) {
+        b = new PairBuffers(kvLora, scoreSize, longest);
+        if ((long) scoreSize * BLOCK <= Scratch.KEEP) {
+          LAST.set(b);
+        }
+      }
+      b.dense = dense;
+      return b;
     }
   }
 
   /**
-   * {@link #attendOne} of heads {@code h} and {@code h + 1} of token {@code i} over all its
-   * positions, the same bits: scores and softmax per head, then both latent contexts in one pass
-   * over the latents ({@link VectorMath#axpyRows2}), then each value projection.
+   * {@link #attendOne} of heads {@code h0..h0+hn-1} ({@code hn <= BLOCK}) of token {@code i} over
+   * all its positions, the same bits: each head's query latent, then the scores of all of them in
+   * one pass over the latent columns ({@link QueryBlockMath#scoresT4}), each softmax, the latent
+   * contexts in one pass over the latents ({@link QueryBlockMath#axpyRows4}), each value
+   * projection. A block of fewer heads repeats its last head.
    */
-  private void attendTwo(
+  private void attendBlock(
       float[] q,
       int i,
-      int h,
+      int h0,
+      int hn,
       int pos,
       float[] latents,
       float[] kvB,
@@ -269,40 +302,39 @@ final class CpuMlaAttention {
       float[] ropeCols,
       PairBuffers buffers) {
     int len = pos + 1;
-    denseScores(q, i, h, len, kvB, latentCols, ropeCols, buffers.qLat, buffers.scores);
-    denseScores(q, i, h + 1, len, kvB, latentCols, ropeCols, buffers.qLat2, buffers.scores2);
-    java.util.Arrays.fill(buffers.ctx, 0f);
-    java.util.Arrays.fill(buffers.ctx2, 0f);
-    VectorMath.axpyRows2(
-        buffers.scores,
-        buffers.scores2,
-        latents,
-        buffers.dense,
+    for (int k = 0; k < BLOCK; k++) {
+      int slot = Math.min(k, hn - 1);
+      buffers.blockQLat[k] = buffers.qLat[slot];
+      buffers.blockScores[k] = buffers.scores[slot];
+      buffers.blockCtx[k] = buffers.ctx[slot];
+      buffers.ropeOff[k] = (i * heads + h0 + slot) * (nope + ropeDim) + nope;
+    }
+    for (int k = 0; k < hn; k++) {
+      int qOff = (i * heads + h0 + k) * (nope + ropeDim);
+      java.util.Arrays.fill(buffers.qLat[k], 0f);
+      VectorMath.axpyRows(q, qOff, kvB, ukRows[h0 + k], nope, buffers.qLat[k], 0, kvLora);
+    }
+    QueryBlockMath.scoresT4(
+        buffers.blockQLat,
+        buffers.qOff,
+        latentCols,
+        kvLora,
+        q,
+        buffers.ropeOff,
+        ropeCols,
+        ropeDim,
         len,
-        buffers.ctx,
-        buffers.ctx2,
-        kvLora);
-    valueProjection(buffers.ctx, i, h, kvB, attn);
-    valueProjection(buffers.ctx2, i, h + 1, kvB, attn);
-  }
-
-  /** Head {@code h}'s query latent, then its softmaxed scores over positions {@code 0..len-1}. */
-  private void denseScores(
-      float[] q,
-      int i,
-      int h,
-      int len,
-      float[] kvB,
-      float[] latentCols,
-      float[] ropeCols,
-      float[] qLat,
-      float[] scores) {
-    int qOff = (i * heads + h) * (nope + ropeDim);
-    java.util.Arrays.fill(qLat, 0f);
-    VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
-    VectorMath.scoresT(
-        qLat, 0, latentCols, kvLora, q, qOff + nope, ropeCols, ropeDim, len, scale, scores);
-    CpuOps.softmax(scores, 0, len);
+        scale,
+        buffers.blockScores);
+    for (int k = 0; k < hn; k++) {
+      CpuOps.softmax(buffers.scores[k], 0, len);
+      java.util.Arrays.fill(buffers.ctx[k], 0f);
+    }
+    QueryBlockMath.axpyRows4(
+        buffers.blockScores, latents, buffers.dense, len, buffers.blockCtx, kvLora);
+    for (int k = 0; k < hn; k++) {
+      valueProjection(buffers.ctx[k], i, h0 + k, kvB, attn);
+    }
   }
 
   /** Head {@code h}'s output {@code W_UV[h] ctx} into {@code attn}, four rows per reduction. */
@@ -336,13 +368,13 @@ final class CpuMlaAttention {
     int qkDim = nope + ropeDim;
     int qOff = (i * heads + h) * qkDim;
     // q_lat = W_UK[h]^T q_nope
-    float[] qLat = buffers.qLat;
+    float[] qLat = buffers.qLat[0];
     java.util.Arrays.fill(qLat, 0f);
     VectorMath.axpyRows(q, qOff, kvB, ukRows[h], nope, qLat, 0, kvLora);
     float[] latents = cache.a(layer);
     float[] ropeKeys = cache.b(layer);
     int len = sel == null ? pos + 1 : sel.length;
-    float[] scores = buffers.scores;
+    float[] scores = buffers.scores[0];
     int[] latentOffs;
     if (sel == null) {
       latentOffs = buffers.dense;
@@ -353,7 +385,7 @@ final class CpuMlaAttention {
       selectedScores(q, qOff, qLat, sel, latents, ropeKeys, latentOffs, scores);
     }
     CpuOps.softmax(scores, 0, len);
-    float[] ctx = buffers.ctx;
+    float[] ctx = buffers.ctx[0];
     java.util.Arrays.fill(ctx, 0f);
     VectorMath.axpyRows(scores, latents, latentOffs, len, ctx, 0, kvLora);
     valueProjection(ctx, i, h, kvB, attn);
