@@ -16,9 +16,10 @@ import dev.ringmaster.runtime.KvCache;
  * and shared rotary keys to the caches, projects each query head into latent space through its
  * slice of {@code kv_b_proj} (W_UK), attends over latents and projects the latent context back
  * through the value slice (W_UV). Mathematically equal to the expanded form transformers computes.
- * The (token, head) pairs run on the CPU kernels' threads as {@link AttentionSplit} groups them,
- * where the call is big enough to repay a parallel region ({@link CostedLoop}); each pair's
- * arithmetic is the same however they are grouped.
+ * Heads of a token that attend to all their positions go in blocks of four that share each pass
+ * over the cache ({@link QueryBlockMath}); the blocks run on the CPU kernels' threads as {@link
+ * AttentionSplit} groups them, where the call is big enough to repay a parallel region ({@link
+ * CostedLoop}). Each (token, head) pair's arithmetic is the same however they are grouped.
  */
 final class CpuMlaAttention {
   /**
