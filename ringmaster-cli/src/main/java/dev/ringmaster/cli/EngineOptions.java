@@ -257,6 +257,18 @@ final class EngineOptions {
     FlagChecks.atLeast("--ep-size", epSize, 1);
     FlagChecks.atLeast("--cpu-threads", cpuThreads, 1);
     FlagChecks.atLeast("--cpu-warmup-seconds", cpuWarmupSeconds, 0);
+    if (cpuWarmupSteps < 0) {
+      throw new UserError(
+          "--cpu-warmup-steps must not be negative, got "
+              + cpuWarmupSteps
+              + " (0 skips the warm-up)");
+    }
+    if (cpuWarmupBatchSize() < 1) {
+      throw new UserError(
+          "--cpu-warmup-batch-size must be at least 1, got "
+              + cpuWarmupBatchSize
+              + " (1 warms up one sequence only; --cpu-warmup-steps 0 skips the warm-up)");
+    }
     if (cpuVectorBits != null && !List.of(0, 128, 256, 512).contains(cpuVectorBits)) {
       throw new UserError("--cpu-vector-bits must be 0, 128, 256 or 512, got " + cpuVectorBits);
     }
@@ -356,18 +368,6 @@ final class EngineOptions {
     }
     if (resolvedDevice.equals("cuda")) {
       return openCuda(dir);
-    }
-    if (cpuWarmupSteps < 0) {
-      throw new UserError(
-          "--cpu-warmup-steps must not be negative, got "
-              + cpuWarmupSteps
-              + " (0 skips the warm-up)");
-    }
-    if (cpuWarmupBatchSize() < 1) {
-      throw new UserError(
-          "--cpu-warmup-batch-size must be at least 1, got "
-              + cpuWarmupBatchSize
-              + " (1 warms up one sequence only; --cpu-warmup-steps 0 skips the warm-up)");
     }
     ParallelConfig p = parallel();
     LanguageModel lm =
