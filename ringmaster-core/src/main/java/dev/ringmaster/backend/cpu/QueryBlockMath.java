@@ -17,7 +17,7 @@ import jdk.incubator.vector.VectorSpecies;
 public final class QueryBlockMath {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int LANES = F.length();
-  private static final int TILE = 4 * LANES;
+  private static final int TILE = VectorMath.columnTile(); // the layout of transpose's columns
 
   private QueryBlockMath() {}
 
@@ -142,7 +142,8 @@ public final class QueryBlockMath {
   /**
    * Four {@link VectorMath#axpyRows} calls over the same rows of {@code x}: {@code y[k][i] += sum_j
    * w[k][j] * x[xOffs[j] + i]} for {@code j < count}, {@code i < n}, the bits of those calls. The
-   * {@code y[k]} start at 0; a {@code y} passed twice must come with the same {@code w} both times.
+   * {@code y[k]} are added to; a {@code y} passed twice must come with the same {@code w} both
+   * times.
    */
   public static void axpyRows4(float[][] w, float[] x, int[] xOffs, int count, float[][] y, int n) {
     float[] w0 = w[0];

@@ -432,62 +432,6 @@ public final class VectorMath {
   }
 
   /**
-   * {@link #axpyRows} for two weight rows over the same {@code x} rows at once, {@code y0 += w0 .
-   * x} and {@code y1 += w1 . x} (two heads' latent contexts over one sequence's latents): each row
-   * of {@code x} is loaded once for both, and the two sets of chains hide each other's latency. The
-   * bits of two {@code axpyRows} calls.
-   */
-  public static void axpyRows2(
-      float[] w0, float[] w1, float[] x, int[] xOffs, int count, float[] y0, float[] y1, int n) {
-    int bound = F.loopBound(n);
-    int i = 0;
-    for (; i + 4 * LANES <= bound; i += 4 * LANES) {
-      FloatVector a0 = FloatVector.fromArray(F, y0, i);
-      FloatVector a1 = FloatVector.fromArray(F, y0, i + LANES);
-      FloatVector a2 = FloatVector.fromArray(F, y0, i + 2 * LANES);
-      FloatVector a3 = FloatVector.fromArray(F, y0, i + 3 * LANES);
-      FloatVector b0 = FloatVector.fromArray(F, y1, i);
-      FloatVector b1 = FloatVector.fromArray(F, y1, i + LANES);
-      FloatVector b2 = FloatVector.fromArray(F, y1, i + 2 * LANES);
-      FloatVector b3 = FloatVector.fromArray(F, y1, i + 3 * LANES);
-      for (int j = 0; j < count; j++) {
-        FloatVector v0 = FloatVector.broadcast(F, w0[j]);
-        FloatVector v1 = FloatVector.broadcast(F, w1[j]);
-        int xo = xOffs[j] + i;
-        FloatVector x0 = FloatVector.fromArray(F, x, xo);
-        FloatVector x1 = FloatVector.fromArray(F, x, xo + LANES);
-        FloatVector x2 = FloatVector.fromArray(F, x, xo + 2 * LANES);
-        FloatVector x3 = FloatVector.fromArray(F, x, xo + 3 * LANES);
-        a0 = x0.fma(v0, a0);
-        a1 = x1.fma(v0, a1);
-        a2 = x2.fma(v0, a2);
-        a3 = x3.fma(v0, a3);
-        b0 = x0.fma(v1, b0);
-        b1 = x1.fma(v1, b1);
-        b2 = x2.fma(v1, b2);
-        b3 = x3.fma(v1, b3);
-      }
-      a0.intoArray(y0, i);
-      a1.intoArray(y0, i + LANES);
-      a2.intoArray(y0, i + 2 * LANES);
-      a3.intoArray(y0, i + 3 * LANES);
-      b0.intoArray(y1, i);
-      b1.intoArray(y1, i + LANES);
-      b2.intoArray(y1, i + 2 * LANES);
-      b3.intoArray(y1, i + 3 * LANES);
-    }
-    if (i < n) {
-      int rest = n - i;
-      int[] offs = new int[count];
-      for (int j = 0; j < count; j++) {
-        offs[j] = xOffs[j] + i;
-      }
-      axpyRows(w0, 0, x, offs, count, y0, i, rest);
-      axpyRows(w1, 0, x, offs, count, y1, i, rest);
-    }
-  }
-
-  /**
    * {@code y[yOff + i] += x[xOff + i] * a} for {@code i < n}, the product rounded before the sum (a
    * multiply, then an add: the bits of the scalar statement, unlike {@link #axpy}).
    */

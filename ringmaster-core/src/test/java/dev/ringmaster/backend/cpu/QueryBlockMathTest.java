@@ -115,6 +115,35 @@ class QueryBlockMathTest {
     }
   }
 
+  @Test
+  void fourQueryContextsAddToWhatTheOutputsHoldAsOneQueryCallsDo() {
+    SplittableRandom random = new SplittableRandom(9);
+    for (int n : new int[] {1, 15, 16, 64, 70, 80}) {
+      for (int count : new int[] {0, 1, 5, 33}) {
+        float[] x = floats(random, (count + 2) * n);
+        int[] offs = new int[count];
+        for (int j = 0; j < count; j++) {
+          offs[j] = random.nextInt(count + 2) * n;
+        }
+        float[][] w = new float[4][];
+        float[][] expected = new float[4][];
+        float[][] actual = new float[4][];
+        for (int k = 0; k < 4; k++) {
+          w[k] = floats(random, count);
+          expected[k] = floats(random, n);
+          actual[k] = expected[k].clone();
+          VectorMath.axpyRows(w[k], x, offs, count, expected[k], 0, n);
+        }
+        QueryBlockMath.axpyRows4(w, x, offs, count, actual, n);
+        for (int k = 0; k < 4; k++) {
+          assertThat(actual[k])
+              .as("query %d, n=%d rows=%d", k, n, count)
+              .containsExactly(expected[k]);
+        }
+      }
+    }
+  }
+
   private static float[] floats(SplittableRandom random, int n) {
     float[] f = new float[n];
     for (int i = 0; i < n; i++) {

@@ -93,31 +93,6 @@ class VectorMathTest {
     }
   }
 
-  @Test
-  void axpyRows2MatchesTwoAxpyRowsBitForBit() {
-    SplittableRandom random = new SplittableRandom(9);
-    for (int n : new int[] {1, 15, 16, 64, 70, 80}) {
-      for (int count : new int[] {0, 1, 5, 33}) {
-        float[] x = floats(random, (count + 2) * n);
-        float[] w0 = floats(random, count);
-        float[] w1 = floats(random, count);
-        int[] offs = new int[count];
-        for (int j = 0; j < count; j++) {
-          offs[j] = random.nextInt(count + 2) * n;
-        }
-        float[] e0 = floats(random, n);
-        float[] e1 = floats(random, n);
-        float[] a0 = e0.clone();
-        float[] a1 = e1.clone();
-        VectorMath.axpyRows(w0, x, offs, count, e0, 0, n);
-        VectorMath.axpyRows(w1, x, offs, count, e1, 0, n);
-        VectorMath.axpyRows2(w0, w1, x, offs, count, a0, a1, n);
-        assertThat(a0).as("first, n=%d rows=%d", n, count).containsExactly(e0);
-        assertThat(a1).as("second, n=%d rows=%d", n, count).containsExactly(e1);
-      }
-    }
-  }
-
   private static float[] floats(SplittableRandom random, int count) {
     float[] x = new float[count];
     for (int i = 0; i < count; i++) {
