@@ -57,8 +57,7 @@ esac
 server_flags() {
   case "$1" in
     off) ;;
-    always-*) echo --speculative-algorithm NGRAM --speculative-policy always --speculative-num-draft-tokens "${1#always-}" ;;
-    auto-*) echo --speculative-algorithm NGRAM --speculative-policy auto --speculative-num-draft-tokens "${1#auto-}" ;;
+    always-* | auto-*) echo --speculative-algorithm NGRAM --speculative-policy "${1%%-*}" --speculative-num-draft-tokens "${1#*-}" ;;
     *) echo "unknown setting $1" >&2; exit 2 ;;
   esac
 }
@@ -71,6 +70,7 @@ for r in $(seq "$rounds"); do
     "$here/ringmaster" serve --port "$port" $(server_flags "$s") > "$log" 2>&1 &
     pid=$!
     for _ in $(seq 300); do curl -sf "localhost:$port/health" > /dev/null && break; sleep 1; done
+    curl -sf "localhost:$port/health" > /dev/null || { echo "server for $s did not come up; see $log" >&2; kill "$pid"; exit 1; }
     for c in $concurrencies; do
       n=$(( c * 2 > 32 ? c * 2 : 32 ))
       "$here/ringmaster" bench serve --port "$port" --backend sglang "${data[@]}" \
@@ -89,29 +89,24 @@ python3 - "$out" <<'PY'
 import collections, json, statistics, sys
 out = sys.argv[1]
 runs = collections.defaultdict(list)
-spec = {}
 for line in open(f"{out}/results.jsonl"):
     r = json.loads(line)
-    setting = r["tag"].split(" round ")[0]
-    runs[(setting, r["max_concurrency"])].append(r["output_throughput"])
-    sp = r["server_info"].get("speculative") or {}
-    spec.setdefault((setting, r["max_concurrency"]), []).append(sp.get("enabled_fraction"))
+    runs[(r["tag"].split(" round ")[0], r["max_concurrency"])].append(r["output_throughput"])
+med = {k: statistics.median(v) for k, v in runs.items()}
 settings = sorted({s for s, _ in runs}, key=lambda s: (s != "off", s))
 concurrencies = sorted({c for _, c in runs})
-summary = {"settings": settings, "concurrencies": concurrencies, "output_tok_s": {}, "vs_off": {},
-           "auto_vs_off": {}, "auto_share_of_best_gain": {}}
-for s in settings:
-    summary["output_tok_s"][s] = {c: round(statistics.median(runs[(s, c)])) for c in concurrencies}
-    summary["vs_off"][s] = {c: round(statistics.median(runs[(s, c)]) / statistics.median(runs[("off", c)]), 3)
-                            for c in concurrencies}
+fixed = [s for s in settings if s.startswith("always")]
+summary = {"settings": settings, "concurrencies": concurrencies,
+           "output_tok_s": {s: {c: round(med[(s, c)]) for c in concurrencies} for s in settings},
+           "vs_off": {s: {c: round(med[(s, c)] / med[("off", c)], 3) for c in concurrencies}
+                      for s in settings},
+           "auto_share_of_best_gain": {}}
 for a in [s for s in settings if s.startswith("auto")]:
+    share = summary["auto_share_of_best_gain"][a] = {}
     for c in concurrencies:
-        off = statistics.median(runs[("off", c)])
-        auto = statistics.median(runs[(a, c)])
-        best = max(statistics.median(runs[(s, c)]) for s in settings if s.startswith("always"))
-        summary["auto_vs_off"][c] = round(auto / off, 3)
+        off, best = med[("off", c)], max((med[(s, c)] for s in fixed), default=0)
         if best > off:
-            summary["auto_share_of_best_gain"][c] = round((auto - off) / (best - off), 2)
+            share[c] = round((med[(a, c)] - off) / (best - off), 2)
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 print("setting      " + " ".join(f"{c:>7}" for c in concurrencies))
 for s in settings:
